@@ -1,0 +1,208 @@
+// bindings/interp.cpp: the embedded LuaJIT: state setup, package.path, tracebacks, Ctrl-C.
+#include "bindings/interp.h"
+
+#include <lua.hpp>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "bindings/lt.h"
+#include "bindings/luat.h"
+#include "runtime/core/env.h"
+#include "runtime/core/interrupt.h"
+
+namespace ltrun::lua {
+namespace {
+
+lua_State* g_L = nullptr;  // the state Ctrl-C stops (one interpreter per process)
+
+void stop_hook(lua_State* L, lua_Debug*) {
+  lua_sethook(L, nullptr, 0, 0);
+  if (consume_interrupt()) luaL_error(L, "interrupted (SIGINT)");
+}
+
+void on_interrupt() {  // in the signal handler: lua_sethook is safe there (as lua.c does)
+  if (g_L) lua_sethook(g_L, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+}
+
+int traceback(lua_State* L) {
+  const char* msg = lua_tostring(L, 1);
+  if (!msg) {
+    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) return 1;
+    msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+  }
+  luaL_traceback(L, L, msg, 1);
+  return 1;
+}
+
+}  // namespace
+
+std::string lib_dir() {
+  const char* env = std::getenv("LTRUN_LIB");
+  return env && *env ? env : LTRUN_LIB_DIR;
+}
+
+struct Interp::Impl {
+  lua_State* L = nullptr;
+  std::string base_path;
+
+  Outcome pcall(int nargs, int nresults) {
+    const int base = lua_gettop(L) - nargs;
+    lua_pushcfunction(L, traceback);
+    lua_insert(L, base);
+    int rc = lua_pcall(L, nargs, nresults, base);
+    lua_remove(L, base);
+    lua_sethook(L, nullptr, 0, 0);
+    Outcome o;
+    if (rc != 0) {
+      o.kind = interrupt_requested() ? Outcome::interrupted : Outcome::error;
+      o.message = lua_isstring(L, -1) ? lua_tostring(L, -1) : "(error without message)";
+      lua_pop(L, 1);
+    }
+    return o;
+  }
+};
+
+Interp::Interp() : impl_(std::make_unique<Impl>()) {
+  lua_State* L = luaL_newstate();
+  LT_CHECK(L, "cannot create a Lua state (out of memory)");
+  impl_->L = L;
+  luaL_openlibs(L);
+  open_lt(L);
+  const std::string lib = lib_dir();
+  lua_getglobal(L, "package");
+  lua_getfield(L, -1, "path");
+  impl_->base_path = lib + "/?.lua;" + lib + "/?/init.lua;" + lua_tostring(L, -1);
+  push(L, impl_->base_path);
+  lua_setfield(L, -3, "path");
+  lua_pop(L, 2);
+  g_L = L;
+  install_interrupt_handler(on_interrupt);
+  // the Lua half of lt (lt.run.child, ...)
+  Outcome o = run("require 'lt'", "=(ltrun init)");
+  if (o.kind != Outcome::ok) fail("loading {}/lt/init.lua failed: {}", lib, o.message);
+}
+
+Interp::~Interp() {
+  if (g_L == impl_->L) g_L = nullptr;
+  lua_close(impl_->L);
+}
+
+void Interp::set_run_globals(const std::string& device, uint64_t seed) {
+  lua_State* L = impl_->L;
+  lua_getglobal(L, "lt");
+  push(L, device);
+  lua_setfield(L, -2, "device");
+  lua_pushnumber(L, double(seed));
+  lua_setfield(L, -2, "seed");
+  lua_pop(L, 1);
+  lua_getglobal(L, "math");
+  lua_getfield(L, -1, "randomseed");
+  lua_pushnumber(L, double(seed % 2147483647));
+  lua_call(L, 1, 0);
+  lua_pop(L, 1);
+}
+
+void Interp::set_script(const std::string& script_path, const std::vector<std::string>& args) {
+  lua_State* L = impl_->L;
+  lua_createtable(L, int(args.size()), 1);
+  push(L, script_path);
+  lua_rawseti(L, -2, 0);
+  for (size_t i = 0; i < args.size(); i++) {
+    push(L, args[i]);
+    lua_rawseti(L, -2, int(i + 1));
+  }
+  lua_setglobal(L, "arg");
+  const std::string dir = dir_name(script_path);
+  lua_getglobal(L, "package");
+  push(L, dir + "/?.lua;" + dir + "/?/init.lua;" + impl_->base_path);
+  lua_setfield(L, -2, "path");
+  lua_pop(L, 1);
+}
+
+Outcome Interp::run(const std::string& code, const std::string& chunk_name) {
+  lua_State* L = impl_->L;
+  if (luaL_loadbuffer(L, code.data(), code.size(), chunk_name.c_str()) != 0) {
+    Outcome o{Outcome::error, lua_tostring(L, -1), {}};
+    lua_pop(L, 1);
+    return o;
+  }
+  // arg's entries are the chunk's varargs too, as lua.c passes them
+  int nargs = 0;
+  lua_getglobal(L, "arg");
+  if (lua_istable(L, -1)) {
+    const int n = int(lua_objlen(L, -1));
+    const int t = lua_gettop(L);
+    for (int i = 1; i <= n; i++) lua_rawgeti(L, t, i);
+    lua_remove(L, t);
+    nargs = n;
+  } else {
+    lua_pop(L, 1);
+  }
+  return impl_->pcall(nargs, 0);
+}
+
+Outcome Interp::eval(const std::string& chunk) {
+  lua_State* L = impl_->L;
+  std::string code = chunk;
+  if (!code.empty() && code[0] == '=') code = "return " + code.substr(1);
+  const int top = lua_gettop(L);
+  // a bare expression prints its value, as in Lua 5.3's REPL
+  if (luaL_loadbuffer(L, ("return " + code).c_str(), code.size() + 7, "=stdin") != 0) {
+    lua_pop(L, 1);
+    if (luaL_loadbuffer(L, code.c_str(), code.size(), "=stdin") != 0) {
+      std::string msg = lua_tostring(L, -1);
+      lua_pop(L, 1);
+      const std::string eof = "<eof>";
+      if (msg.size() >= eof.size() && msg.compare(msg.size() - eof.size(), eof.size(), eof) == 0)
+        return {Outcome::incomplete, msg, {}};
+      return {Outcome::error, msg, {}};
+    }
+  }
+  Outcome o = impl_->pcall(0, LUA_MULTRET);
+  if (o.kind != Outcome::ok) return o;
+  const int n = lua_gettop(L) - top;
+  for (int i = 1; i <= n; i++) {
+    lua_getglobal(L, "tostring");
+    lua_pushvalue(L, top + i);
+    lua_call(L, 1, 1);
+    o.values.push_back(lua_isstring(L, -1) ? lua_tostring(L, -1) : "?");
+    lua_pop(L, 1);
+  }
+  lua_settop(L, top);
+  return o;
+}
+
+std::vector<std::string> Interp::complete(const std::string& prefix) {
+  // "lt.run.lo" → look up lt.run, list keys starting with "lo"
+  lua_State* L = impl_->L;
+  std::vector<std::string> out;
+  const auto dot = prefix.find_last_of(".:");
+  const std::string head = dot == std::string::npos ? "" : prefix.substr(0, dot);
+  const std::string tail = dot == std::string::npos ? prefix : prefix.substr(dot + 1);
+  const int top = lua_gettop(L);
+  lua_pushvalue(L, LUA_GLOBALSINDEX);
+  size_t start = 0;
+  while (start < head.size()) {
+    size_t end = head.find_first_of(".:", start);
+    if (end == std::string::npos) end = head.size();
+    if (!lua_istable(L, -1)) break;
+    lua_getfield(L, -1, head.substr(start, end - start).c_str());
+    start = end + 1;
+  }
+  if (lua_istable(L, -1)) {
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+      if (lua_type(L, -2) == LUA_TSTRING) {
+        std::string k = lua_tostring(L, -2);
+        if (k.compare(0, tail.size(), tail) == 0 && k[0] != '_')
+          out.push_back(prefix.substr(0, prefix.size() - tail.size()) + k);
+      }
+      lua_pop(L, 1);
+    }
+  }
+  lua_settop(L, top);
+  return out;
+}
+
+}  // namespace ltrun::lua

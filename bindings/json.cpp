@@ -1,0 +1,155 @@
+// bindings/json.cpp: lt.json.encode / decode / null. Tables whose keys are exactly 1..n are
+// arrays; other tables are objects with string keys (numbers as text); an empty table is {}
+// unless it carries lt.json.array's metatable. JSON null decodes to lt.json.null.
+#include "bindings/json.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+
+#include "bindings/luat.h"
+
+namespace ltrun::lua {
+namespace {
+
+constexpr int kMaxDepth = 200;
+const char kArrayMeta[] = "lt.json.array";
+char kNullKey;  // lightuserdata identity of lt.json.null
+
+bool is_null(lua_State* L, int idx) {
+  return lua_islightuserdata(L, idx) && lua_touserdata(L, idx) == &kNullKey;
+}
+
+nlohmann::json convert(lua_State* L, int idx, int depth) {
+  if (depth > kMaxDepth) fail("lt.json.encode: tables nested deeper than {} (a cycle?)", kMaxDepth);
+  idx = abs_index(L, idx);
+  switch (lua_type(L, idx)) {
+    case LUA_TNIL: return nullptr;
+    case LUA_TBOOLEAN: return bool(lua_toboolean(L, idx));
+    case LUA_TNUMBER: {
+      double v = lua_tonumber(L, idx);
+      if (!std::isfinite(v)) fail("lt.json.encode: {} is not representable in JSON", v);
+      if (v == std::floor(v) && std::fabs(v) < 9007199254740992.0) return int64_t(v);
+      return v;
+    }
+    case LUA_TSTRING: {
+      size_t n;
+      const char* s = lua_tolstring(L, idx, &n);
+      return std::string(s, n);
+    }
+    case LUA_TLIGHTUSERDATA:
+      if (is_null(L, idx)) return nullptr;
+      break;
+    case LUA_TTABLE: {
+      size_t n = lua_objlen(L, idx);
+      size_t count = 0;
+      bool all_int = true;
+      lua_pushnil(L);
+      while (lua_next(L, idx)) {
+        count++;
+        if (lua_type(L, -2) != LUA_TNUMBER) all_int = false;
+        lua_pop(L, 1);
+      }
+      bool marked_array = false;
+      if (lua_getmetatable(L, idx)) {
+        luaL_getmetatable(L, kArrayMeta);
+        marked_array = lua_rawequal(L, -1, -2);
+        lua_pop(L, 2);
+      }
+      if ((count > 0 && all_int && count == n) || (count == 0 && marked_array)) {
+        nlohmann::json a = nlohmann::json::array();
+        for (size_t i = 1; i <= n; i++) {
+          lua_rawgeti(L, idx, int(i));
+          a.push_back(convert(L, -1, depth + 1));
+          lua_pop(L, 1);
+        }
+        return a;
+      }
+      nlohmann::json o = nlohmann::json::object();
+      lua_pushnil(L);
+      while (lua_next(L, idx)) {
+        std::string key;
+        if (lua_type(L, -2) == LUA_TSTRING) key = lua_tostring(L, -2);
+        else if (lua_type(L, -2) == LUA_TNUMBER) key = fmt::format("{}", lua_tonumber(L, -2));
+        else fail("lt.json.encode: table key of type {} cannot be a JSON key", luaL_typename(L, -2));
+        o[key] = convert(L, -1, depth + 1);
+        lua_pop(L, 1);
+      }
+      return o;
+    }
+    default: break;
+  }
+  fail("lt.json.encode: a {} is not representable in JSON", type_name(L, idx));
+}
+
+int l_encode(lua_State* L) {
+  bool pretty = opt_bool(L, 2, "pretty", "lt.json.encode").value_or(false);
+  push(L, json_encode(L, 1, pretty));
+  return 1;
+}
+
+int l_decode(lua_State* L) {
+  std::string text = check_string(L, 1, "lt.json.decode");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    fail("lt.json.decode: {}", e.what());
+  }
+  push_json(L, j);
+  return 1;
+}
+
+}  // namespace
+
+nlohmann::json to_json(lua_State* L, int idx) { return convert(L, idx, 0); }
+
+std::string json_encode(lua_State* L, int idx, bool pretty) {
+  return convert(L, idx, 0).dump(pretty ? 2 : -1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void push_json(lua_State* L, const nlohmann::json& j) {
+  switch (j.type()) {
+    case nlohmann::json::value_t::null: lua_pushlightuserdata(L, &kNullKey); break;
+    case nlohmann::json::value_t::boolean: lua_pushboolean(L, j.get<bool>()); break;
+    case nlohmann::json::value_t::number_integer:
+    case nlohmann::json::value_t::number_unsigned:
+    case nlohmann::json::value_t::number_float: lua_pushnumber(L, j.get<double>()); break;
+    case nlohmann::json::value_t::string: push(L, j.get_ref<const std::string&>()); break;
+    case nlohmann::json::value_t::array: {
+      lua_createtable(L, int(j.size()), 0);
+      int i = 1;
+      for (const auto& v : j) {
+        push_json(L, v);
+        lua_rawseti(L, -2, i++);
+      }
+      if (j.empty()) luaL_setmetatable(L, kArrayMeta);
+      break;
+    }
+    case nlohmann::json::value_t::object: {
+      lua_createtable(L, 0, int(j.size()));
+      for (auto it = j.begin(); it != j.end(); ++it) {
+        push(L, it.key());
+        push_json(L, it.value());
+        lua_rawset(L, -3);
+      }
+      break;
+    }
+    default: lua_pushnil(L);
+  }
+}
+
+void register_json(lua_State* L) {
+  luaL_newmetatable(L, kArrayMeta);
+  lua_pop(L, 1);
+  new_module(L, "json");
+  static const luaL_Reg fns[] = {{"encode", LT_FN(l_encode)}, {"decode", LT_FN(l_decode)}, {nullptr, nullptr}};
+  set_funcs(L, fns);
+  lua_pushlightuserdata(L, &kNullKey);
+  lua_setfield(L, -2, "null");
+  luaL_getmetatable(L, kArrayMeta);
+  lua_setfield(L, -2, "array_mt");  // setmetatable({}, lt.json.array_mt) encodes as []
+  lua_pop(L, 1);
+}
+
+}  // namespace ltrun::lua

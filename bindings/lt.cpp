@@ -1,0 +1,24 @@
+// bindings/lt.cpp: the table of contents of the Lua API. open_lt builds the global `lt`
+// from one register_X per binding file, then lib/lt/init.lua adds the Lua-side parts.
+#include "bindings/lt.h"
+
+#include "bindings/json.h"
+#include "bindings/luat.h"
+#include "bindings/tensor.h"
+#include "runtime/core/device.h"
+
+namespace ltrun::lua {
+
+void register_run(lua_State* L);     // bindings/run.cpp: lt.run
+void register_system(lua_State* L);  // bindings/system.cpp: lt.device, lt.seed, versions
+
+void open_lt(lua_State* L) {
+  lua_newtable(L);
+  lua_setglobal(L, "lt");
+  register_system(L);
+  register_tensor(L);
+  register_json(L);
+  register_run(L);
+}
+
+}  // namespace ltrun::lua

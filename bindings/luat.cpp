@@ -1,0 +1,131 @@
+// bindings/luat.cpp: argument checks and pushers shared by the binding files.
+#include "bindings/luat.h"
+
+#include <cmath>
+
+#include "bindings/json.h"
+
+namespace ltrun::lua {
+
+const char* type_name(lua_State* L, int idx) {
+  if (luaL_getmetafield(L, idx, "__name")) {
+    const char* n = lua_tostring(L, -1);
+    lua_pop(L, 1);
+    if (n) return n;
+  }
+  return luaL_typename(L, idx);
+}
+
+double check_number(lua_State* L, int idx, const char* fn) {
+  if (lua_type(L, idx) != LUA_TNUMBER) fail("{}: argument {}: expected a number, got {}", fn, idx, type_name(L, idx));
+  return lua_tonumber(L, idx);
+}
+
+int64_t check_integer(lua_State* L, int idx, const char* fn) {
+  double v = check_number(L, idx, fn);
+  if (v != std::floor(v) || std::fabs(v) > 9007199254740992.0)
+    fail("{}: argument {}: expected an integer, got {}", fn, idx, v);
+  return int64_t(v);
+}
+
+std::string check_string(lua_State* L, int idx, const char* fn) {
+  if (lua_type(L, idx) != LUA_TSTRING) fail("{}: argument {}: expected a string, got {}", fn, idx, type_name(L, idx));
+  size_t n = 0;
+  const char* s = lua_tolstring(L, idx, &n);
+  return std::string(s, n);
+}
+
+void check_table(lua_State* L, int idx, const char* fn) {
+  if (!lua_istable(L, idx)) fail("{}: argument {}: expected a table, got {}", fn, idx, type_name(L, idx));
+}
+
+void check_function(lua_State* L, int idx, const char* fn) {
+  if (!lua_isfunction(L, idx)) fail("{}: argument {}: expected a function, got {}", fn, idx, type_name(L, idx));
+}
+
+namespace {
+// pushes t[key] when idx is a table; returns false (nothing pushed) when absent
+bool get_field(lua_State* L, int idx, const char* key) {
+  if (!lua_istable(L, idx)) return false;
+  lua_getfield(L, idx, key);
+  if (lua_isnil(L, -1)) {
+    lua_pop(L, 1);
+    return false;
+  }
+  return true;
+}
+}  // namespace
+
+std::optional<double> opt_number(lua_State* L, int idx, const char* key, const char* fn) {
+  if (!get_field(L, idx, key)) return std::nullopt;
+  if (lua_type(L, -1) != LUA_TNUMBER) {
+    std::string t = type_name(L, -1);
+    lua_pop(L, 1);
+    fail("{}: option {}: expected a number, got {}", fn, key, t);
+  }
+  double v = lua_tonumber(L, -1);
+  lua_pop(L, 1);
+  return v;
+}
+
+std::optional<int64_t> opt_integer(lua_State* L, int idx, const char* key, const char* fn) {
+  auto v = opt_number(L, idx, key, fn);
+  if (v && *v != std::floor(*v)) fail("{}: option {}: expected an integer, got {}", fn, key, *v);
+  return v ? std::optional<int64_t>(int64_t(*v)) : std::nullopt;
+}
+
+std::optional<std::string> opt_string(lua_State* L, int idx, const char* key, const char* fn) {
+  if (!get_field(L, idx, key)) return std::nullopt;
+  if (lua_type(L, -1) != LUA_TSTRING) {
+    std::string t = type_name(L, -1);
+    lua_pop(L, 1);
+    fail("{}: option {}: expected a string, got {}", fn, key, t);
+  }
+  std::string v = lua_tostring(L, -1);
+  lua_pop(L, 1);
+  return v;
+}
+
+std::optional<bool> opt_bool(lua_State* L, int idx, const char* key, const char* fn) {
+  if (!get_field(L, idx, key)) return std::nullopt;
+  if (!lua_isboolean(L, -1)) {
+    std::string t = type_name(L, -1);
+    lua_pop(L, 1);
+    fail("{}: option {}: expected a boolean, got {}", fn, key, t);
+  }
+  bool v = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  return v;
+}
+
+void push(lua_State* L, const std::string& s) { lua_pushlstring(L, s.data(), s.size()); }
+
+void set_funcs(lua_State* L, const luaL_Reg* fns) {
+  for (; fns->name; fns++) {
+    lua_pushcfunction(L, fns->func);
+    lua_setfield(L, -2, fns->name);
+  }
+}
+
+void new_module(lua_State* L, const char* name) {
+  lua_getglobal(L, "lt");
+  lua_newtable(L);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, -3, name);
+  lua_remove(L, -2);
+}
+
+std::string value_text(lua_State* L, int idx) {
+  switch (lua_type(L, idx)) {
+    case LUA_TNUMBER: {
+      double v = lua_tonumber(L, idx);
+      return fmt::format("{}", v);
+    }
+    case LUA_TBOOLEAN: return lua_toboolean(L, idx) ? "true" : "false";
+    case LUA_TSTRING: return lua_tostring(L, idx);
+    case LUA_TNIL: return "";
+    default: return json_encode(L, idx, false);
+  }
+}
+
+}  // namespace ltrun::lua

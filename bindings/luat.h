@@ -1,0 +1,62 @@
+// bindings/luat.h: the thin helper every binding file uses (after Torch7's luaT): the
+// exception trampoline, argument checks that name the function and argument, and pushers.
+#pragma once
+#include <lua.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/core/error.h"
+#include "runtime/core/interrupt.h"
+
+namespace ltrun::lua {
+
+// Every C function exposed to Lua goes through wrap<F>: a C++ exception becomes a Lua error
+// only after F's C++ frames are gone (lua_error never unwinds through live C++ objects).
+template <lua_CFunction F>
+int wrap(lua_State* L) {
+  {
+    std::string msg;
+    try {
+      check_interrupt();  // Ctrl-C stops even JIT-compiled loops at their next call into C++
+      return F(L);
+    } catch (const std::exception& e) {
+      msg = e.what();
+    }
+    lua_pushlstring(L, msg.data(), msg.size());
+  }
+  return lua_error(L);
+}
+#define LT_FN(f) (&::ltrun::lua::wrap<f>)
+
+inline int abs_index(lua_State* L, int idx) {
+  return (idx > 0 || idx <= LUA_REGISTRYINDEX) ? idx : lua_gettop(L) + idx + 1;
+}
+
+// Argument checks: throw ltrun::Error("fn: argument N: expected ..., got ...").
+const char* type_name(lua_State* L, int idx);
+double check_number(lua_State* L, int idx, const char* fn);
+int64_t check_integer(lua_State* L, int idx, const char* fn);
+std::string check_string(lua_State* L, int idx, const char* fn);
+void check_table(lua_State* L, int idx, const char* fn);
+void check_function(lua_State* L, int idx, const char* fn);
+
+// Option tables: opt_*(L, idx, key) reads t[key] when idx holds a table (nil/none → nullopt).
+std::optional<double> opt_number(lua_State* L, int idx, const char* key, const char* fn);
+std::optional<int64_t> opt_integer(lua_State* L, int idx, const char* key, const char* fn);
+std::optional<std::string> opt_string(lua_State* L, int idx, const char* key, const char* fn);
+std::optional<bool> opt_bool(lua_State* L, int idx, const char* key, const char* fn);
+
+void push(lua_State* L, const std::string& s);
+// Registers fns into the table on top of the stack (each must already be wrapped).
+void set_funcs(lua_State* L, const luaL_Reg* fns);
+// lt.<name> = new table (left on the stack)
+void new_module(lua_State* L, const char* name);
+
+// Value of a Lua scalar as text for the run store: numbers as %.17g-shortest, booleans
+// true/false, strings raw, tables as JSON.
+std::string value_text(lua_State* L, int idx);
+
+}  // namespace ltrun::lua

@@ -1,0 +1,201 @@
+// bindings/run.cpp: lt.run, the current run in the store: param, log, log_layers, artifact,
+// query; child runs are built in Lua (lib/lt/run.lua) on _begin_child/_end.
+#include <lua.hpp>
+
+#include <cmath>
+
+#include "bindings/json.h"
+#include "bindings/luat.h"
+#include "bindings/tensor.h"
+#include "runtime/core/env.h"
+#include "runtime/core/interrupt.h"
+#include "runtime/core/sha256.h"
+#include "runtime/store/session.h"
+
+#include <ATen/ATen.h>
+
+namespace ltrun::lua {
+namespace {
+
+store::Session& session(const char* fn) {
+  store::Session* s = store::Session::active();
+  if (!s) fail("{}: no run is open (this interpreter has no run store)", fn);
+  return *s;
+}
+
+double metric_value(lua_State* L, int idx, const char* fn) {
+  if (lua_type(L, idx) == LUA_TNUMBER) return lua_tonumber(L, idx);
+  if (lua_isboolean(L, idx)) return lua_toboolean(L, idx) ? 1.0 : 0.0;
+  if (is_tensor(L, idx)) {
+    at::Tensor& t = check_tensor(L, idx, fn);
+    LT_CHECK(t.numel() == 1, "{}: a metric is one number; got a tensor of {} elements", fn, t.numel());
+    return t.item<double>();
+  }
+  fail("{}: a metric value must be a number, boolean or 1-element tensor, got {}", fn, type_name(L, idx));
+}
+
+int l_id(lua_State* L) {
+  lua_pushnumber(L, double(session("lt.run.id").current()));
+  return 1;
+}
+
+int l_root(lua_State* L) {
+  lua_pushnumber(L, double(session("lt.run.root").root()));
+  return 1;
+}
+
+// lt.run.param(key, value) or lt.run.param{key = value, ...}
+int l_param(lua_State* L) {
+  auto& s = session("lt.run.param");
+  if (lua_istable(L, 1)) {
+    lua_pushnil(L);
+    while (lua_next(L, 1)) {
+      if (lua_type(L, -2) != LUA_TSTRING) fail("lt.run.param: table keys must be strings");
+      s.store().param(s.current(), lua_tostring(L, -2), value_text(L, -1));
+      lua_pop(L, 1);
+    }
+    return 0;
+  }
+  const std::string key = check_string(L, 1, "lt.run.param");
+  if (lua_isnone(L, 2)) fail("lt.run.param: missing the value for '{}'", key);
+  s.store().param(s.current(), key, value_text(L, 2));
+  return 0;
+}
+
+// lt.run.log(name, value[, {step=}]) or lt.run.log({name = value, ...}[, {step=}])
+int l_log(lua_State* L) {
+  auto& s = session("lt.run.log");
+  if (lua_istable(L, 1) && !is_tensor(L, 1)) {
+    auto step = opt_integer(L, 2, "step", "lt.run.log");
+    lua_pushnil(L);
+    while (lua_next(L, 1)) {
+      if (lua_type(L, -2) != LUA_TSTRING) fail("lt.run.log: table keys must be metric names");
+      s.store().metric(s.current(), lua_tostring(L, -2), metric_value(L, lua_gettop(L), "lt.run.log"), step);
+      lua_pop(L, 1);
+    }
+    return 0;
+  }
+  const std::string name = check_string(L, 1, "lt.run.log");
+  const double v = metric_value(L, 2, "lt.run.log");
+  std::optional<int64_t> step;
+  if (lua_type(L, 3) == LUA_TNUMBER) step = check_integer(L, 3, "lt.run.log");
+  else step = opt_integer(L, 3, "step", "lt.run.log");
+  s.store().metric(s.current(), name, v, step);
+  return 0;
+}
+
+// lt.run.log_layers(name, values[, {grp=, step=, first=}]): values[i] (Lua array) or
+// values[i] (1-D tensor, 0-based) is layer first + i - 1 (resp. first + i); first defaults to 0.
+int l_log_layers(lua_State* L) {
+  auto& s = session("lt.run.log_layers");
+  const std::string name = check_string(L, 1, "lt.run.log_layers");
+  const std::string grp = [&] {
+    if (!lua_istable(L, 3)) return std::string();
+    lua_getfield(L, 3, "grp");
+    std::string g = lua_isnil(L, -1) ? "" : value_text(L, -1);
+    lua_pop(L, 1);
+    return g;
+  }();
+  auto step = opt_integer(L, 3, "step", "lt.run.log_layers");
+  const int64_t first = opt_integer(L, 3, "first", "lt.run.log_layers").value_or(0);
+  if (is_tensor(L, 2)) {
+    at::Tensor t = check_tensor(L, 2, "lt.run.log_layers").detach().to(at::kCPU).to(at::kDouble);
+    LT_CHECK(t.dim() == 1, "lt.run.log_layers: expected a 1-D tensor (one value per layer), got {} dims", t.dim());
+    auto a = t.accessor<double, 1>();
+    for (int64_t i = 0; i < t.size(0); i++) s.store().layer_metric(s.current(), name, first + i, grp, a[i], step);
+    return 0;
+  }
+  check_table(L, 2, "lt.run.log_layers");
+  const int n = int(lua_objlen(L, 2));
+  for (int i = 1; i <= n; i++) {
+    lua_rawgeti(L, 2, i);
+    const double v = metric_value(L, lua_gettop(L), "lt.run.log_layers");
+    lua_pop(L, 1);
+    s.store().layer_metric(s.current(), name, first + i - 1, grp, v, step);
+  }
+  return 0;
+}
+
+// lt.run.artifact(path[, {kind=}]): records the file's absolute path and sha256
+int l_artifact(lua_State* L) {
+  auto& s = session("lt.run.artifact");
+  const std::string path = check_string(L, 1, "lt.run.artifact");
+  LT_CHECK(file_exists(path), "lt.run.artifact: {} does not exist", path);
+  std::string kind = opt_string(L, 2, "kind", "lt.run.artifact").value_or("");
+  if (kind.empty()) {
+    const auto dot = path.rfind('.');
+    kind = dot == std::string::npos ? "file" : path.substr(dot + 1);
+  }
+  s.store().artifact(s.current(), kind, absolute_path(path), sha256_file(path));
+  return 0;
+}
+
+// lt.run.query(sql, ...) → array of rows, each a table column → value
+int l_query(lua_State* L) {
+  auto& s = session("lt.run.query");
+  const std::string sql = check_string(L, 1, "lt.run.query");
+  std::vector<store::Value> binds;
+  for (int i = 2; i <= lua_gettop(L); i++) {
+    if (lua_type(L, i) == LUA_TNUMBER) {
+      double v = lua_tonumber(L, i);
+      if (v == std::floor(v)) binds.emplace_back(int64_t(v)); else binds.emplace_back(v);
+    } else if (lua_isnil(L, i)) {
+      binds.emplace_back(std::monostate{});
+    } else {
+      binds.emplace_back(value_text(L, i));
+    }
+  }
+  store::Table t = s.store().query(sql, binds);
+  lua_createtable(L, int(t.rows.size()), 0);
+  for (size_t r = 0; r < t.rows.size(); r++) {
+    lua_createtable(L, 0, int(t.columns.size()));
+    for (size_t c = 0; c < t.columns.size(); c++) {
+      const auto& v = t.rows[r][c];
+      if (std::holds_alternative<int64_t>(v)) lua_pushnumber(L, double(std::get<int64_t>(v)));
+      else if (std::holds_alternative<double>(v)) lua_pushnumber(L, std::get<double>(v));
+      else if (std::holds_alternative<std::string>(v)) push(L, std::get<std::string>(v));
+      else continue;
+      lua_setfield(L, -2, t.columns[c].c_str());
+    }
+    lua_rawseti(L, -2, int(r + 1));
+  }
+  return 1;
+}
+
+int l_flush(lua_State* L) {
+  session("lt.run.flush").store().flush();
+  return 0;
+}
+
+int l_begin_child(lua_State* L) {
+  const std::string name = check_string(L, 1, "lt.run.child");
+  lua_pushnumber(L, double(session("lt.run.child").begin_child(name)));
+  return 1;
+}
+
+// _end(id, status, error): status "ok" | "failed"; failed becomes interrupted after Ctrl-C
+int l_end(lua_State* L) {
+  const int64_t id = check_integer(L, 1, "lt.run._end");
+  const std::string st = check_string(L, 2, "lt.run._end");
+  std::string err = lua_isstring(L, 3) ? lua_tostring(L, 3) : "";
+  store::Status status = st == "ok" ? store::Status::ok
+                         : interrupt_requested() ? store::Status::interrupted
+                                                 : store::Status::failed;
+  session("lt.run._end").end(id, status, err);
+  return 0;
+}
+
+}  // namespace
+
+void register_run(lua_State* L) {
+  new_module(L, "run");
+  static const luaL_Reg fns[] = {
+      {"id", LT_FN(l_id)}, {"root", LT_FN(l_root)}, {"param", LT_FN(l_param)}, {"log", LT_FN(l_log)},
+      {"log_layers", LT_FN(l_log_layers)}, {"artifact", LT_FN(l_artifact)}, {"query", LT_FN(l_query)},
+      {"flush", LT_FN(l_flush)}, {"_begin_child", LT_FN(l_begin_child)}, {"_end", LT_FN(l_end)},
+      {nullptr, nullptr}};
+  set_funcs(L, fns);
+  lua_pop(L, 1);
+}
+
+}  // namespace ltrun::lua

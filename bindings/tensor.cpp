@@ -1,0 +1,941 @@
+// bindings/tensor.cpp: lt.Tensor. PyTorch conventions inside tensors: dimensions and indices
+// count from 0, negative ones from the end, ranges are [start, stop). Lua arrays produced by
+// totable() are ordinary 1-based Lua arrays. The userdata holds at::Tensor by value.
+//
+// Memory: Lua's collector sees only the small userdata, not the storage behind it (GPU memory
+// included), so every new tensor adds its storage bytes to a counter and a full collection
+// runs once that counter passes a threshold (lt.gc_threshold, default 512 MiB); t:free()
+// releases a tensor at once.
+#include "bindings/tensor.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <new>
+
+#include "bindings/luat.h"
+#include "runtime/core/device.h"
+#include "runtime/core/tensor_format.h"
+
+namespace ltrun::lua {
+namespace {
+
+const char kMeta[] = "lt.Tensor";
+
+struct Box {
+  at::Tensor t;
+  int64_t bytes;
+};
+
+struct Memory {
+  int64_t live = 0;       // bytes of storage held by live tensor userdata
+  int64_t since_gc = 0;   // bytes allocated since the last forced collection
+  int64_t threshold = int64_t(512) << 20;
+  int64_t collections = 0;
+} g_mem;
+
+int64_t storage_bytes(const at::Tensor& t) {
+  if (!t.defined() || !t.has_storage()) return 0;
+  return int64_t(t.storage().nbytes());
+}
+
+Box* check_box(lua_State* L, int idx, const char* fn) {
+  auto* b = static_cast<Box*>(luaL_testudata(L, idx, kMeta));
+  if (!b) fail("{}: argument {}: expected a tensor, got {}", fn, idx, type_name(L, idx));
+  return b;
+}
+
+// Scalars become "wrapped numbers", so t + 1 keeps an int64 t int64, as in PyTorch.
+at::Tensor operand(lua_State* L, int idx, const char* fn, const at::Tensor& like) {
+  if (lua_type(L, idx) == LUA_TNUMBER) {
+    double v = lua_tonumber(L, idx);
+    at::Tensor s = (v == std::floor(v) && std::fabs(v) < 9.2e18) ? at::scalar_tensor(int64_t(v), at::kLong)
+                                                                 : at::scalar_tensor(v, at::kDouble);
+    s.unsafeGetTensorImpl()->set_wrapped_number(true);
+    return s;
+  }
+  if (lua_isboolean(L, idx)) return at::scalar_tensor(bool(lua_toboolean(L, idx)), at::kBool);
+  return check_tensor(L, idx, fn);
+}
+
+int64_t norm_index(int64_t i, int64_t size, int64_t dim) {
+  const int64_t j = i < 0 ? i + size : i;
+  if (j < 0 || j >= size) fail("index {} is out of range for dimension {} of size {}", i, dim, size);
+  return j;
+}
+
+int64_t norm_dim(const at::Tensor& t, int64_t d) {
+  const int64_t n = std::max<int64_t>(t.dim(), 1);
+  if (d < -n || d >= n) fail("dimension {} is out of range for a tensor with {} dimension(s)", d, t.dim());
+  return d < 0 ? d + n : d;
+}
+
+// shape from varargs numbers at [from, ...] or one table at `from`; returns the index after it
+std::vector<int64_t> read_shape(lua_State* L, int from, const char* fn, int* next) {
+  std::vector<int64_t> shape;
+  if (lua_istable(L, from) && !is_tensor(L, from)) {
+    const int n = int(lua_objlen(L, from));
+    for (int i = 1; i <= n; i++) {
+      lua_rawgeti(L, from, i);
+      if (lua_type(L, -1) != LUA_TNUMBER) fail("{}: shape entries must be numbers", fn);
+      shape.push_back(int64_t(lua_tonumber(L, -1)));
+      lua_pop(L, 1);
+    }
+    if (next) *next = from + 1;
+    return shape;
+  }
+  int i = from;
+  while (lua_type(L, i) == LUA_TNUMBER) shape.push_back(check_integer(L, i++, fn));
+  if (next) *next = i;
+  return shape;
+}
+
+at::TensorOptions read_options(lua_State* L, int idx, const char* fn, c10::ScalarType dflt) {
+  at::TensorOptions o = at::TensorOptions().dtype(dflt);
+  if (lua_isnoneornil(L, idx)) return o;
+  check_table(L, idx, fn);
+  if (auto d = opt_string(L, idx, "dtype", fn)) o = o.dtype(parse_dtype(*d));
+  if (auto d = opt_string(L, idx, "device", fn)) o = o.device(parse_device(*d));
+  if (auto r = opt_bool(L, idx, "requires_grad", fn)) o = o.requires_grad(*r);
+  return o;
+}
+
+// nested Lua table → flat values + shape
+void walk(lua_State* L, int idx, size_t depth, std::vector<int64_t>& shape, std::vector<double>& vals,
+          bool& any_bool, const char* fn) {
+  idx = abs_index(L, idx);
+  const int64_t n = int64_t(lua_objlen(L, idx));
+  if (shape.size() == depth) shape.push_back(n);
+  else if (shape[depth] != n) fail("{}: ragged table: a row of length {} where {} was expected", fn, n, shape[depth]);
+  for (int64_t i = 1; i <= n; i++) {
+    lua_rawgeti(L, idx, int(i));
+    if (lua_type(L, -1) == LUA_TNUMBER) {
+      if (shape.size() != depth + 1) fail("{}: ragged table: a number where a row was expected", fn);
+      vals.push_back(lua_tonumber(L, -1));
+    } else if (lua_isboolean(L, -1)) {
+      any_bool = true;
+      vals.push_back(lua_toboolean(L, -1) ? 1.0 : 0.0);
+    } else if (lua_istable(L, -1)) {
+      walk(L, -1, depth + 1, shape, vals, any_bool, fn);
+    } else {
+      fail("{}: tables may hold only numbers, booleans and rows, not {}", fn, type_name(L, -1));
+    }
+    lua_pop(L, 1);
+  }
+}
+
+void push_value(lua_State* L, const at::Tensor& t) {  // 0-d → Lua number/boolean
+  if (t.scalar_type() == at::kBool) lua_pushboolean(L, t.item<bool>());
+  else lua_pushnumber(L, t.item<double>());
+}
+
+void push_result(lua_State* L, at::Tensor t) {
+  if (t.dim() == 0) push_value(L, t);
+  else push_tensor(L, std::move(t));
+}
+
+// t[key] for number / table keys: number = select, {a,b[,step]} = slice, ":" or {} = all
+at::Tensor index_view(lua_State* L, at::Tensor t, int key, const char* fn) {
+  if (lua_type(L, key) == LUA_TNUMBER) {
+    LT_CHECK(t.dim() > 0, "{}: cannot index a 0-dimensional tensor", fn);
+    return t.select(0, norm_index(check_integer(L, key, fn), t.size(0), 0));
+  }
+  const int n = int(lua_objlen(L, key));
+  int64_t dim = 0;
+  for (int i = 1; i <= n; i++) {
+    lua_rawgeti(L, key, i);
+    const int e = lua_gettop(L);
+    LT_CHECK(dim < t.dim(), "{}: {} indices for a tensor with {} dimension(s)", fn, n, t.dim());
+    if (lua_type(L, e) == LUA_TNUMBER) {
+      t = t.select(dim, norm_index(int64_t(lua_tonumber(L, e)), t.size(dim), dim));
+    } else if (lua_type(L, e) == LUA_TSTRING && std::string(lua_tostring(L, e)) == ":") {
+      dim++;
+    } else if (lua_istable(L, e)) {
+      const int64_t size = t.size(dim);
+      lua_rawgeti(L, e, 1);
+      lua_rawgeti(L, e, 2);
+      lua_rawgeti(L, e, 3);
+      int64_t start = lua_isnil(L, -3) ? 0 : int64_t(lua_tonumber(L, -3));
+      int64_t stop = lua_isnil(L, -2) ? size : int64_t(lua_tonumber(L, -2));
+      int64_t step = lua_isnil(L, -1) ? 1 : int64_t(lua_tonumber(L, -1));
+      lua_pop(L, 3);
+      if (start < 0) start += size;
+      if (stop < 0) stop += size;
+      start = std::clamp<int64_t>(start, 0, size);
+      stop = std::clamp<int64_t>(stop, start, size);
+      LT_CHECK(step > 0, "{}: slice step must be positive, got {}", fn, step);
+      t = t.slice(dim, start, stop, step);
+      dim++;
+    } else {
+      fail("{}: index entries are numbers, {{start, stop[, step]}} or \":\", not {}", fn, type_name(L, e));
+    }
+    lua_pop(L, 1);
+  }
+  return t;
+}
+
+// ---- metamethods ------------------------------------------------------------------------
+
+int m_gc(lua_State* L) {
+  auto* b = static_cast<Box*>(lua_touserdata(L, 1));
+  g_mem.live -= b->bytes;
+  b->~Box();
+  return 0;
+}
+
+int m_tostring(lua_State* L) {
+  push(L, format_tensor(check_box(L, 1, "tostring")->t));
+  return 1;
+}
+
+int m_len(lua_State* L) {
+  at::Tensor& t = check_tensor(L, 1, "#");
+  lua_pushinteger(L, t.dim() == 0 ? 0 : lua_Integer(t.size(0)));
+  return 1;
+}
+
+int m_index(lua_State* L) {
+  if (lua_type(L, 2) == LUA_TSTRING) {
+    // methods first (a table in the metatable's upvalue), then properties
+    lua_pushvalue(L, 2);
+    lua_rawget(L, lua_upvalueindex(1));
+    if (!lua_isnil(L, -1)) return 1;
+    lua_pop(L, 1);
+    const std::string k = lua_tostring(L, 2);
+    at::Tensor& t = check_tensor(L, 1, "tensor");
+    if (k == "shape") {
+      lua_createtable(L, int(t.dim()), 0);
+      for (int64_t i = 0; i < t.dim(); i++) {
+        lua_pushnumber(L, double(t.size(i)));
+        lua_rawseti(L, -2, int(i + 1));
+      }
+    } else if (k == "dtype") push(L, dtype_name(t.scalar_type()));
+    else if (k == "device") push(L, t.device().str());
+    else if (k == "ndim") lua_pushinteger(L, lua_Integer(t.dim()));
+    else if (k == "requires_grad") lua_pushboolean(L, t.requires_grad());
+    else if (k == "is_leaf") lua_pushboolean(L, t.is_leaf());
+    else if (k == "grad") {
+      if (t.grad().defined()) push_tensor(L, t.grad()); else lua_pushnil(L);
+    } else lua_pushnil(L);
+    return 1;
+  }
+  at::Tensor& t = check_tensor(L, 1, "tensor[]");
+  push_result(L, index_view(L, t, 2, "tensor[]"));
+  return 1;
+}
+
+int m_newindex(lua_State* L) {
+  at::Tensor& t = check_tensor(L, 1, "tensor[]=");
+  if (lua_type(L, 2) == LUA_TSTRING) fail("tensor: cannot set field '{}'", lua_tostring(L, 2));
+  at::Tensor view = index_view(L, t, 2, "tensor[]=");
+  at::NoGradGuard guard;
+  if (lua_type(L, 3) == LUA_TNUMBER) view.fill_(lua_tonumber(L, 3));
+  else if (lua_isboolean(L, 3)) view.fill_(bool(lua_toboolean(L, 3)));
+  else view.copy_(to_tensor(L, 3, "tensor[]=", view.scalar_type()));
+  return 0;
+}
+
+#define LT_BINARY(name, expr)                                         \
+  int name(lua_State* L) {                                            \
+    at::Tensor like = is_tensor(L, 1) ? check_tensor(L, 1, #name) : check_tensor(L, 2, #name); \
+    at::Tensor a = operand(L, 1, #name, like), b = operand(L, 2, #name, like); \
+    push_tensor(L, expr);                                             \
+    return 1;                                                         \
+  }
+LT_BINARY(m_add, at::add(a, b))
+LT_BINARY(m_sub, at::sub(a, b))
+LT_BINARY(m_mul, at::mul(a, b))
+LT_BINARY(m_div, at::div(a, b))
+LT_BINARY(m_pow, at::pow(a, b))
+LT_BINARY(m_remainder, at::remainder(a, b))
+LT_BINARY(t_eq, at::eq(a, b))
+LT_BINARY(t_ne, at::ne(a, b))
+LT_BINARY(t_lt, at::lt(a, b))
+LT_BINARY(t_le, at::le(a, b))
+LT_BINARY(t_gt, at::gt(a, b))
+LT_BINARY(t_ge, at::ge(a, b))
+LT_BINARY(t_maximum, at::maximum(a, b))
+LT_BINARY(t_minimum, at::minimum(a, b))
+#undef LT_BINARY
+
+int m_unm(lua_State* L) {
+  push_tensor(L, at::neg(check_tensor(L, 1, "-")));
+  return 1;
+}
+
+// ---- methods --------------------------------------------------------------------------------
+
+#define LT_UNARY(name, expr)                       \
+  int name(lua_State* L) {                         \
+    const at::Tensor& t = check_tensor(L, 1, #name); \
+    push_tensor(L, expr);                          \
+    return 1;                                      \
+  }
+LT_UNARY(t_exp, t.exp())
+LT_UNARY(t_log, t.log())
+LT_UNARY(t_log1p, t.log1p())
+LT_UNARY(t_sqrt, t.sqrt())
+LT_UNARY(t_rsqrt, t.rsqrt())
+LT_UNARY(t_abs, t.abs())
+LT_UNARY(t_neg, t.neg())
+LT_UNARY(t_tanh, t.tanh())
+LT_UNARY(t_sigmoid, t.sigmoid())
+LT_UNARY(t_relu, t.relu())
+LT_UNARY(t_sin, t.sin())
+LT_UNARY(t_cos, t.cos())
+LT_UNARY(t_floor, t.floor())
+LT_UNARY(t_ceil, t.ceil())
+LT_UNARY(t_round, t.round())
+LT_UNARY(t_sign, t.sign())
+LT_UNARY(t_reciprocal, t.reciprocal())
+LT_UNARY(t_isnan, t.isnan())
+LT_UNARY(t_clone, t.clone())
+LT_UNARY(t_contiguous, t.contiguous())
+LT_UNARY(t_detach, t.detach())
+LT_UNARY(t_float, t.to(at::kFloat))
+LT_UNARY(t_double, t.to(at::kDouble))
+LT_UNARY(t_long, t.to(at::kLong))
+LT_UNARY(t_int, t.to(at::kInt))
+LT_UNARY(t_bool, t.to(at::kBool))
+LT_UNARY(t_bfloat16, t.to(at::kBFloat16))
+LT_UNARY(t_half, t.to(at::kHalf))
+LT_UNARY(t_cpu, t.to(at::kCPU))
+LT_UNARY(t_t, t.t())
+LT_UNARY(t_flatten, t.flatten())
+#undef LT_UNARY
+
+int t_matmul(lua_State* L) {
+  push_tensor(L, at::matmul(check_tensor(L, 1, "matmul"), check_tensor(L, 2, "matmul")));
+  return 1;
+}
+
+int t_size(lua_State* L) {
+  at::Tensor& t = check_tensor(L, 1, "size");
+  if (lua_isnoneornil(L, 2)) {
+    lua_createtable(L, int(t.dim()), 0);
+    for (int64_t i = 0; i < t.dim(); i++) {
+      lua_pushnumber(L, double(t.size(i)));
+      lua_rawseti(L, -2, int(i + 1));
+    }
+    return 1;
+  }
+  lua_pushnumber(L, double(t.size(norm_dim(t, check_integer(L, 2, "size")))));
+  return 1;
+}
+
+int t_numel(lua_State* L) {
+  lua_pushnumber(L, double(check_tensor(L, 1, "numel").numel()));
+  return 1;
+}
+
+int t_dim(lua_State* L) {
+  lua_pushinteger(L, lua_Integer(check_tensor(L, 1, "dim").dim()));
+  return 1;
+}
+
+int t_item(lua_State* L) {
+  at::Tensor& t = check_tensor(L, 1, "item");
+  LT_CHECK(t.numel() == 1, "item: tensor has {} elements, expected 1", t.numel());
+  push_value(L, t.reshape({}));
+  return 1;
+}
+
+void push_table(lua_State* L, const at::Tensor& t) {
+  if (t.dim() == 0) return push_value(L, t);
+  const int64_t n = t.size(0);
+  lua_createtable(L, int(n), 0);
+  for (int64_t i = 0; i < n; i++) {
+    push_table(L, t[i]);
+    lua_rawseti(L, -2, int(i + 1));
+  }
+}
+
+int t_totable(lua_State* L) {
+  at::Tensor t = check_tensor(L, 1, "totable").detach().to(at::kCPU);
+  if (t.scalar_type() != at::kBool) t = t.to(at::kDouble);
+  push_table(L, t);
+  return 1;
+}
+
+int t_to(lua_State* L) {
+  at::Tensor& t = check_tensor(L, 1, "to");
+  if (lua_type(L, 2) == LUA_TSTRING) {
+    const std::string s = lua_tostring(L, 2);
+    const bool is_device = s == "cpu" || s == "auto" || s.rfind("cuda", 0) == 0;
+    push_tensor(L, is_device ? t.to(parse_device(s)) : t.to(parse_dtype(s)));
+    return 1;
+  }
+  at::TensorOptions o = read_options(L, 2, "to", t.scalar_type());
+  push_tensor(L, t.to(o.device_opt().value_or(t.device()), o.dtype().toScalarType()));
+  return 1;
+}
+
+int t_cuda(lua_State* L) {
+  at::Tensor& t = check_tensor(L, 1, "cuda");
+  std::string spec = lua_isnoneornil(L, 2) ? "cuda" : "cuda:" + std::to_string(check_integer(L, 2, "cuda"));
+  push_tensor(L, t.to(parse_device(spec)));
+  return 1;
+}
+
+int t_view(lua_State* L) {
+  at::Tensor& t = check_tensor(L, 1, "view");
+  push_tensor(L, t.view(read_shape(L, 2, "view", nullptr)));
+  return 1;
+}
+
+int t_reshape(lua_State* L) {
+  at::Tensor& t = check_tensor(L, 1, "reshape");
+  push_tensor(L, t.reshape(read_shape(L, 2, "reshape", nullptr)));
+  return 1;
+}
+
+int t_expand(lua_State* L) {
+  at::Tensor& t = check_tensor(L, 1, "expand");
+  push_tensor(L, t.expand(read_shape(L, 2, "expand", nullptr)));
+  return 1;
+}
+
+int t_permute(lua_State* L) {
+  at::Tensor& t = check_tensor(L, 1, "permute");
+  push_tensor(L, t.permute(read_shape(L, 2, "permute", nullptr)));
+  return 1;
+}
+
+int t_transpose(lua_State* L) {
+  at::Tensor& t = check_tensor(L, 1, "transpose");
+  push_tensor(L, t.transpose(check_integer(L, 2, "transpose"), check_integer(L, 3, "transpose")));
+  return 1;
+}
+
+int t_squeeze(lua_State* L) {
+  at::Tensor& t = check_tensor(L, 1, "squeeze");
+  push_tensor(L, lua_isnoneornil(L, 2) ? t.squeeze() : t.squeeze(norm_dim(t, check_integer(L, 2, "squeeze"))));
+  return 1;
+}
+
+int t_unsqueeze(lua_State* L) {
+  at::Tensor& t = check_tensor(L, 1, "unsqueeze");
+  push_tensor(L, t.unsqueeze(check_integer(L, 2, "unsqueeze")));
+  return 1;
+}
+
+int t_narrow(lua_State* L) {
+  at::Tensor& t = check_tensor(L, 1, "narrow");
+  const int64_t d = norm_dim(t, check_integer(L, 2, "narrow"));
+  push_tensor(L, t.narrow(d, check_integer(L, 3, "narrow"), check_integer(L, 4, "narrow")));
+  return 1;
+}
+
+int t_select(lua_State* L) {
+  at::Tensor& t = check_tensor(L, 1, "select");
+  const int64_t d = norm_dim(t, check_integer(L, 2, "select"));
+  push_result(L, t.select(d, norm_index(check_integer(L, 3, "select"), t.size(d), d)));
+  return 1;
+}
+
+int t_slice(lua_State* L) {
+  at::Tensor& t = check_tensor(L, 1, "slice");
+  const int64_t d = norm_dim(t, check_integer(L, 2, "slice"));
+  const int64_t size = t.size(d);
+  int64_t start = lua_isnoneornil(L, 3) ? 0 : check_integer(L, 3, "slice");
+  int64_t stop = lua_isnoneornil(L, 4) ? size : check_integer(L, 4, "slice");
+  int64_t step = lua_isnoneornil(L, 5) ? 1 : check_integer(L, 5, "slice");
+  if (start < 0) start += size;
+  if (stop < 0) stop += size;
+  start = std::clamp<int64_t>(start, 0, size);
+  push_tensor(L, t.slice(d, start, std::clamp<int64_t>(stop, start, size), step));
+  return 1;
+}
+
+int t_index_select(lua_State* L) {
+  at::Tensor& t = check_tensor(L, 1, "index_select");
+  const int64_t d = norm_dim(t, check_integer(L, 2, "index_select"));
+  push_tensor(L, t.index_select(d, to_tensor(L, 3, "index_select", at::kLong).to(at::kLong).to(t.device())));
+  return 1;
+}
+
+int t_gather(lua_State* L) {
+  at::Tensor& t = check_tensor(L, 1, "gather");
+  const int64_t d = norm_dim(t, check_integer(L, 2, "gather"));
+  push_tensor(L, t.gather(d, to_tensor(L, 3, "gather", at::kLong).to(at::kLong).to(t.device())));
+  return 1;
+}
+
+int t_masked_fill(lua_State* L) {
+  at::Tensor& t = check_tensor(L, 1, "masked_fill");
+  push_tensor(L, t.masked_fill(to_tensor(L, 2, "masked_fill", at::kBool).to(at::kBool),
+                               check_number(L, 3, "masked_fill")));
+  return 1;
+}
+
+int t_fill(lua_State* L) {  // in place, returns the tensor itself
+  at::Tensor& t = check_tensor(L, 1, "fill");
+  t.fill_(check_number(L, 2, "fill"));
+  lua_settop(L, 1);
+  return 1;
+}
+
+int t_zero(lua_State* L) {
+  check_tensor(L, 1, "zero").zero_();
+  lua_settop(L, 1);
+  return 1;
+}
+
+int t_copy(lua_State* L) {
+  at::Tensor& t = check_tensor(L, 1, "copy");
+  t.copy_(to_tensor(L, 2, "copy", t.scalar_type()));
+  lua_settop(L, 1);
+  return 1;
+}
+
+#define LT_INPLACE(name, op)                                                     \
+  int name(lua_State* L) {                                                       \
+    at::Tensor& t = check_tensor(L, 1, #name);                                   \
+    t.op(operand(L, 2, #name, t));                                               \
+    lua_settop(L, 1);                                                            \
+    return 1;                                                                    \
+  }
+LT_INPLACE(t_add_, add_)
+LT_INPLACE(t_sub_, sub_)
+LT_INPLACE(t_mul_, mul_)
+LT_INPLACE(t_div_, div_)
+#undef LT_INPLACE
+
+int t_clamp(lua_State* L) {
+  at::Tensor& t = check_tensor(L, 1, "clamp");
+  c10::optional<at::Scalar> lo, hi;
+  if (!lua_isnoneornil(L, 2)) lo = check_number(L, 2, "clamp");
+  if (!lua_isnoneornil(L, 3)) hi = check_number(L, 3, "clamp");
+  push_tensor(L, at::clamp(t, lo, hi));
+  return 1;
+}
+
+int t_softmax(lua_State* L) {
+  at::Tensor& t = check_tensor(L, 1, "softmax");
+  push_tensor(L, t.softmax(lua_isnoneornil(L, 2) ? -1 : check_integer(L, 2, "softmax")));
+  return 1;
+}
+
+int t_log_softmax(lua_State* L) {
+  at::Tensor& t = check_tensor(L, 1, "log_softmax");
+  push_tensor(L, t.log_softmax(lua_isnoneornil(L, 2) ? -1 : check_integer(L, 2, "log_softmax")));
+  return 1;
+}
+
+int t_cumsum(lua_State* L) {
+  at::Tensor& t = check_tensor(L, 1, "cumsum");
+  push_tensor(L, t.cumsum(norm_dim(t, check_integer(L, 2, "cumsum"))));
+  return 1;
+}
+
+// Reductions: t:sum() over everything → number; t:sum(dim[, keepdim]) → tensor.
+enum class Red { sum, mean, prod, std, var, norm, amax, amin, all, any, logsumexp };
+template <Red R>
+int t_reduce(lua_State* L) {
+  at::Tensor& t = check_tensor(L, 1, "reduction");
+  if (lua_isnoneornil(L, 2)) {
+    at::Tensor r;
+    switch (R) {
+      case Red::sum: r = t.sum(); break;
+      case Red::mean: r = t.mean(); break;
+      case Red::prod: r = t.prod(); break;
+      case Red::std: r = t.std(); break;
+      case Red::var: r = t.var(); break;
+      case Red::norm: r = t.norm(); break;
+      case Red::amax: r = t.max(); break;
+      case Red::amin: r = t.min(); break;
+      case Red::all: r = t.all(); break;
+      case Red::any: r = t.any(); break;
+      case Red::logsumexp: r = t.flatten().logsumexp(0); break;
+    }
+    if (t.requires_grad()) push_tensor(L, r);  // keep the graph for backward()
+    else push_value(L, r);
+    return 1;
+  }
+  const int64_t d = norm_dim(t, check_integer(L, 2, "reduction"));
+  const bool keep = lua_toboolean(L, 3) != 0;
+  at::Tensor r;
+  switch (R) {
+    case Red::sum: r = t.sum(d, keep); break;
+    case Red::mean: r = t.mean(d, keep); break;
+    case Red::prod: r = t.prod(d, keep); break;
+    case Red::std: r = t.std(d, true, keep); break;
+    case Red::var: r = t.var(d, true, keep); break;
+    case Red::norm: r = t.norm(2, d, keep); break;
+    case Red::amax: r = t.amax(d, keep); break;
+    case Red::amin: r = t.amin(d, keep); break;
+    case Red::all: r = t.all(d, keep); break;
+    case Red::any: r = t.any(d, keep); break;
+    case Red::logsumexp: r = t.logsumexp(d, keep); break;
+  }
+  push_tensor(L, r);
+  return 1;
+}
+
+// t:max() → number; t:max(dim[, keepdim]) → values, indices (as PyTorch)
+template <bool Max>
+int t_maxmin(lua_State* L) {
+  at::Tensor& t = check_tensor(L, 1, Max ? "max" : "min");
+  if (lua_isnoneornil(L, 2)) {
+    push_value(L, Max ? t.max() : t.min());
+    return 1;
+  }
+  const int64_t d = norm_dim(t, check_integer(L, 2, Max ? "max" : "min"));
+  auto [v, i] = Max ? t.max(d, lua_toboolean(L, 3) != 0) : t.min(d, lua_toboolean(L, 3) != 0);
+  push_tensor(L, v);
+  push_tensor(L, i);
+  return 2;
+}
+
+template <bool Max>
+int t_argmaxmin(lua_State* L) {
+  at::Tensor& t = check_tensor(L, 1, Max ? "argmax" : "argmin");
+  if (lua_isnoneornil(L, 2)) {
+    push_value(L, Max ? t.argmax() : t.argmin());
+    return 1;
+  }
+  const int64_t d = norm_dim(t, check_integer(L, 2, "argmax"));
+  push_tensor(L, Max ? t.argmax(d, lua_toboolean(L, 3) != 0) : t.argmin(d, lua_toboolean(L, 3) != 0));
+  return 1;
+}
+
+int t_topk(lua_State* L) {
+  at::Tensor& t = check_tensor(L, 1, "topk");
+  const int64_t k = check_integer(L, 2, "topk");
+  const int64_t d = lua_isnoneornil(L, 3) ? t.dim() - 1 : norm_dim(t, check_integer(L, 3, "topk"));
+  LT_CHECK(k >= 0 && k <= t.size(d), "topk: k={} but dimension {} has size {}", k, d, t.size(d));
+  const bool largest = lua_isnoneornil(L, 4) ? true : lua_toboolean(L, 4) != 0;
+  auto [v, i] = t.topk(k, d, largest, /*sorted=*/true);
+  push_tensor(L, v);
+  push_tensor(L, i);
+  return 2;
+}
+
+int t_sort(lua_State* L) {
+  at::Tensor& t = check_tensor(L, 1, "sort");
+  const int64_t d = lua_isnoneornil(L, 2) ? -1 : check_integer(L, 2, "sort");
+  auto [v, i] = t.sort(d, lua_toboolean(L, 3) != 0);
+  push_tensor(L, v);
+  push_tensor(L, i);
+  return 2;
+}
+
+int t_equal(lua_State* L) {
+  at::Tensor& a = check_tensor(L, 1, "equal");
+  at::Tensor& b = check_tensor(L, 2, "equal");
+  lua_pushboolean(L, a.sizes() == b.sizes() && a.scalar_type() == b.scalar_type() && a.equal(b));
+  return 1;
+}
+
+int t_allclose(lua_State* L) {
+  at::Tensor& a = check_tensor(L, 1, "allclose");
+  at::Tensor b = to_tensor(L, 2, "allclose", a.scalar_type());
+  const double rtol = lua_isnoneornil(L, 3) ? 1e-5 : check_number(L, 3, "allclose");
+  const double atol = lua_isnoneornil(L, 4) ? 1e-8 : check_number(L, 4, "allclose");
+  lua_pushboolean(L, a.sizes() == b.sizes() && a.allclose(b.to(a.scalar_type()), rtol, atol));
+  return 1;
+}
+
+int t_backward(lua_State* L) {
+  at::Tensor& t = check_tensor(L, 1, "backward");
+  if (lua_isnoneornil(L, 2)) t.backward();
+  else t.backward(check_tensor(L, 2, "backward"));
+  return 0;
+}
+
+int t_requires_grad_(lua_State* L) {
+  at::Tensor& t = check_tensor(L, 1, "requires_grad_");
+  t.requires_grad_(lua_isnoneornil(L, 2) ? true : lua_toboolean(L, 2) != 0);
+  lua_settop(L, 1);
+  return 1;
+}
+
+int t_zero_grad(lua_State* L) {
+  at::Tensor& t = check_tensor(L, 1, "zero_grad");
+  if (t.grad().defined()) t.mutable_grad() = at::Tensor();
+  return 0;
+}
+
+int t_free(lua_State* L) {
+  Box* b = check_box(L, 1, "free");
+  g_mem.live -= b->bytes;
+  b->bytes = 0;
+  b->t = at::Tensor();
+  return 0;
+}
+
+int t_nbytes(lua_State* L) {
+  at::Tensor& t = check_tensor(L, 1, "nbytes");
+  lua_pushnumber(L, double(t.numel() * int64_t(t.element_size())));
+  return 1;
+}
+
+int t_is_contiguous(lua_State* L) {
+  lua_pushboolean(L, check_tensor(L, 1, "is_contiguous").is_contiguous());
+  return 1;
+}
+
+// ---- constructors and functions -------------------------------------------------------------
+
+int l_tensor(lua_State* L) {
+  if (is_tensor(L, 1)) {
+    at::Tensor& src = check_tensor(L, 1, "lt.tensor");
+    at::TensorOptions o = read_options(L, 2, "lt.tensor", src.scalar_type());
+    push_tensor(L, src.to(o.device_opt().value_or(src.device()), o.dtype().toScalarType(), false, true));
+    return 1;
+  }
+  if (lua_type(L, 1) == LUA_TNUMBER) {
+    int next = 0;
+    auto shape = read_shape(L, 1, "lt.tensor", &next);
+    push_tensor(L, at::zeros(shape, read_options(L, next, "lt.tensor", at::kFloat)));
+    return 1;
+  }
+  check_table(L, 1, "lt.tensor");
+  std::vector<int64_t> shape;
+  std::vector<double> vals;
+  bool any_bool = false;
+  walk(L, 1, 0, shape, vals, any_bool, "lt.tensor");
+  at::TensorOptions o = read_options(L, 2, "lt.tensor", any_bool ? at::kBool : at::kFloat);
+  at::Tensor t = at::tensor(vals, at::kDouble).reshape(shape).to(o.dtype().toScalarType());
+  push_tensor(L, t.to(o.device_opt().value_or(at::kCPU)).set_requires_grad(o.requires_grad()));
+  return 1;
+}
+
+template <int Kind>  // 0 zeros, 1 ones, 2 randn, 3 rand
+int l_filled(lua_State* L) {
+  static const char* names[] = {"lt.zeros", "lt.ones", "lt.randn", "lt.rand"};
+  int next = 0;
+  auto shape = read_shape(L, 1, names[Kind], &next);
+  at::TensorOptions o = read_options(L, next, names[Kind], at::kFloat);
+  at::TensorOptions plain = o.requires_grad(false);
+  at::Tensor t = Kind == 0 ? at::zeros(shape, plain) : Kind == 1 ? at::ones(shape, plain)
+               : Kind == 2 ? at::randn(shape, plain) : at::rand(shape, plain);
+  push_tensor(L, t.set_requires_grad(o.requires_grad()));
+  return 1;
+}
+
+int l_full(lua_State* L) {
+  int next = 0;
+  auto shape = read_shape(L, 1, "lt.full", &next);
+  const double v = check_number(L, next, "lt.full");
+  push_tensor(L, at::full(shape, v, read_options(L, next + 1, "lt.full", at::kFloat)));
+  return 1;
+}
+
+int l_arange(lua_State* L) {  // arange(stop) | arange(start, stop[, step]) [, opts]; stop excluded
+  double start = 0, stop, step = 1;
+  int opts = 2;
+  if (lua_type(L, 2) == LUA_TNUMBER) {
+    start = check_number(L, 1, "lt.arange");
+    stop = check_number(L, 2, "lt.arange");
+    opts = 3;
+    if (lua_type(L, 3) == LUA_TNUMBER) step = check_number(L, 3, "lt.arange"), opts = 4;
+  } else {
+    stop = check_number(L, 1, "lt.arange");
+  }
+  const bool ints = start == std::floor(start) && stop == std::floor(stop) && step == std::floor(step);
+  push_tensor(L, at::arange(start, stop, step, read_options(L, opts, "lt.arange", ints ? at::kLong : at::kFloat)));
+  return 1;
+}
+
+int l_linspace(lua_State* L) {
+  push_tensor(L, at::linspace(check_number(L, 1, "lt.linspace"), check_number(L, 2, "lt.linspace"),
+                              check_integer(L, 3, "lt.linspace"), read_options(L, 4, "lt.linspace", at::kFloat)));
+  return 1;
+}
+
+int l_eye(lua_State* L) {
+  push_tensor(L, at::eye(check_integer(L, 1, "lt.eye"), read_options(L, 2, "lt.eye", at::kFloat)));
+  return 1;
+}
+
+int l_randint(lua_State* L) {  // randint(low, high, shape[, opts]); high excluded
+  const int64_t lo = check_integer(L, 1, "lt.randint"), hi = check_integer(L, 2, "lt.randint");
+  int next = 0;
+  auto shape = read_shape(L, 3, "lt.randint", &next);
+  push_tensor(L, at::randint(lo, hi, shape, read_options(L, next, "lt.randint", at::kLong)));
+  return 1;
+}
+
+std::vector<at::Tensor> tensor_list(lua_State* L, int idx, const char* fn) {
+  check_table(L, idx, fn);
+  std::vector<at::Tensor> out;
+  const int n = int(lua_objlen(L, idx));
+  for (int i = 1; i <= n; i++) {
+    lua_rawgeti(L, idx, i);
+    out.push_back(check_tensor(L, lua_gettop(L), fn));
+    lua_pop(L, 1);
+  }
+  LT_CHECK(!out.empty(), "{}: expected a non-empty list of tensors", fn);
+  return out;
+}
+
+int l_cat(lua_State* L) {
+  push_tensor(L, at::cat(tensor_list(L, 1, "lt.cat"), lua_isnoneornil(L, 2) ? 0 : check_integer(L, 2, "lt.cat")));
+  return 1;
+}
+
+int l_stack(lua_State* L) {
+  push_tensor(L, at::stack(tensor_list(L, 1, "lt.stack"), lua_isnoneornil(L, 2) ? 0 : check_integer(L, 2, "lt.stack")));
+  return 1;
+}
+
+int l_where(lua_State* L) {
+  at::Tensor c = check_tensor(L, 1, "lt.where").to(at::kBool);
+  at::Tensor like = is_tensor(L, 2) ? check_tensor(L, 2, "lt.where") : c;
+  push_tensor(L, at::where(c, operand(L, 2, "lt.where", like), operand(L, 3, "lt.where", like)));
+  return 1;
+}
+
+int l_is_tensor(lua_State* L) {
+  lua_pushboolean(L, is_tensor(L, 1));
+  return 1;
+}
+
+// lt.no_grad(fn, ...) runs fn with autograd off and returns its results. The guard lives
+// in this C frame while Lua runs; a Lua error unwinds through it as a C++ exception
+// (LuaJIT on x64), which restores the grad mode.
+int l_no_grad(lua_State* L) {
+  check_function(L, 1, "lt.no_grad");
+  at::NoGradGuard guard;
+  lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
+int l_manual_seed(lua_State* L) {
+  const int64_t s = check_integer(L, 1, "lt.manual_seed");
+  seed_all(uint64_t(s));
+  return 0;
+}
+
+int l_memory(lua_State* L) {
+  lua_createtable(L, 0, 4);
+  lua_pushnumber(L, double(g_mem.live));
+  lua_setfield(L, -2, "tensor_bytes");
+  lua_pushnumber(L, double(g_mem.threshold));
+  lua_setfield(L, -2, "gc_threshold");
+  lua_pushnumber(L, double(g_mem.collections));
+  lua_setfield(L, -2, "forced_collections");
+  lua_pushnumber(L, lua_gc(L, LUA_GCCOUNT, 0) * 1024.0);
+  lua_setfield(L, -2, "lua_bytes");
+  return 1;
+}
+
+int l_gc_threshold(lua_State* L) {
+  const int64_t old = g_mem.threshold;
+  if (!lua_isnoneornil(L, 1)) {
+    const int64_t v = check_integer(L, 1, "lt.gc_threshold");
+    LT_CHECK(v > 0, "lt.gc_threshold: expected a positive number of bytes, got {}", v);
+    g_mem.threshold = v;
+  }
+  lua_pushnumber(L, double(old));
+  return 1;
+}
+
+}  // namespace
+
+void push_tensor(lua_State* L, at::Tensor t) {
+  const int64_t bytes = storage_bytes(t);
+  g_mem.since_gc += bytes;
+  if (g_mem.since_gc > g_mem.threshold) {
+    g_mem.since_gc = 0;
+    g_mem.collections++;
+    lua_gc(L, LUA_GCCOLLECT, 0);
+  }
+  void* mem = lua_newuserdata(L, sizeof(Box));
+  new (mem) Box{std::move(t), bytes};
+  g_mem.live += bytes;
+  luaL_getmetatable(L, kMeta);
+  lua_setmetatable(L, -2);
+}
+
+bool is_tensor(lua_State* L, int idx) { return luaL_testudata(L, idx, kMeta) != nullptr; }
+
+at::Tensor& check_tensor(lua_State* L, int idx, const char* fn) {
+  Box* b = check_box(L, idx, fn);
+  if (!b->t.defined()) fail("{}: argument {}: the tensor was freed (t:free())", fn, idx);
+  return b->t;
+}
+
+at::Tensor to_tensor(lua_State* L, int idx, const char* fn, c10::ScalarType number_dtype) {
+  if (is_tensor(L, idx)) return check_tensor(L, idx, fn);
+  if (lua_type(L, idx) == LUA_TNUMBER) return at::scalar_tensor(lua_tonumber(L, idx), number_dtype);
+  if (lua_istable(L, idx)) {
+    std::vector<int64_t> shape;
+    std::vector<double> vals;
+    bool any_bool = false;
+    walk(L, idx, 0, shape, vals, any_bool, fn);
+    return at::tensor(vals, at::kDouble).reshape(shape).to(any_bool ? at::kBool : number_dtype);
+  }
+  fail("{}: argument {}: expected a tensor, number or table, got {}", fn, idx, type_name(L, idx));
+}
+
+void register_tensor(lua_State* L) {
+  static const luaL_Reg methods[] = {
+      {"size", LT_FN(t_size)}, {"numel", LT_FN(t_numel)}, {"dim", LT_FN(t_dim)},
+      {"item", LT_FN(t_item)}, {"totable", LT_FN(t_totable)}, {"clone", LT_FN(t_clone)},
+      {"contiguous", LT_FN(t_contiguous)}, {"detach", LT_FN(t_detach)}, {"to", LT_FN(t_to)},
+      {"float", LT_FN(t_float)}, {"double", LT_FN(t_double)}, {"long", LT_FN(t_long)},
+      {"int", LT_FN(t_int)}, {"bool", LT_FN(t_bool)}, {"bfloat16", LT_FN(t_bfloat16)},
+      {"half", LT_FN(t_half)}, {"cpu", LT_FN(t_cpu)}, {"cuda", LT_FN(t_cuda)},
+      {"view", LT_FN(t_view)}, {"reshape", LT_FN(t_reshape)}, {"expand", LT_FN(t_expand)},
+      {"permute", LT_FN(t_permute)}, {"transpose", LT_FN(t_transpose)}, {"t", LT_FN(t_t)},
+      {"flatten", LT_FN(t_flatten)}, {"squeeze", LT_FN(t_squeeze)}, {"unsqueeze", LT_FN(t_unsqueeze)},
+      {"narrow", LT_FN(t_narrow)}, {"select", LT_FN(t_select)}, {"slice", LT_FN(t_slice)},
+      {"index_select", LT_FN(t_index_select)}, {"gather", LT_FN(t_gather)},
+      {"masked_fill", LT_FN(t_masked_fill)}, {"fill", LT_FN(t_fill)}, {"zero", LT_FN(t_zero)},
+      {"copy", LT_FN(t_copy)}, {"add", LT_FN(m_add)}, {"sub", LT_FN(m_sub)}, {"mul", LT_FN(m_mul)},
+      {"div", LT_FN(m_div)}, {"pow", LT_FN(m_pow)}, {"add_", LT_FN(t_add_)}, {"sub_", LT_FN(t_sub_)},
+      {"mul_", LT_FN(t_mul_)}, {"div_", LT_FN(t_div_)}, {"matmul", LT_FN(t_matmul)},
+      {"exp", LT_FN(t_exp)}, {"log", LT_FN(t_log)}, {"log1p", LT_FN(t_log1p)}, {"sqrt", LT_FN(t_sqrt)},
+      {"rsqrt", LT_FN(t_rsqrt)}, {"abs", LT_FN(t_abs)}, {"neg", LT_FN(t_neg)}, {"tanh", LT_FN(t_tanh)},
+      {"sigmoid", LT_FN(t_sigmoid)}, {"relu", LT_FN(t_relu)}, {"sin", LT_FN(t_sin)}, {"cos", LT_FN(t_cos)},
+      {"floor", LT_FN(t_floor)}, {"ceil", LT_FN(t_ceil)}, {"round", LT_FN(t_round)},
+      {"sign", LT_FN(t_sign)}, {"reciprocal", LT_FN(t_reciprocal)}, {"isnan", LT_FN(t_isnan)},
+      {"clamp", LT_FN(t_clamp)}, {"softmax", LT_FN(t_softmax)}, {"log_softmax", LT_FN(t_log_softmax)},
+      {"cumsum", LT_FN(t_cumsum)}, {"sum", LT_FN(t_reduce<Red::sum>)}, {"mean", LT_FN(t_reduce<Red::mean>)},
+      {"prod", LT_FN(t_reduce<Red::prod>)}, {"std", LT_FN(t_reduce<Red::std>)},
+      {"var", LT_FN(t_reduce<Red::var>)}, {"norm", LT_FN(t_reduce<Red::norm>)},
+      {"amax", LT_FN(t_reduce<Red::amax>)}, {"amin", LT_FN(t_reduce<Red::amin>)},
+      {"all", LT_FN(t_reduce<Red::all>)}, {"any", LT_FN(t_reduce<Red::any>)},
+      {"logsumexp", LT_FN(t_reduce<Red::logsumexp>)}, {"max", LT_FN(t_maxmin<true>)},
+      {"min", LT_FN(t_maxmin<false>)}, {"argmax", LT_FN(t_argmaxmin<true>)},
+      {"argmin", LT_FN(t_argmaxmin<false>)}, {"topk", LT_FN(t_topk)}, {"sort", LT_FN(t_sort)},
+      {"eq", LT_FN(t_eq)}, {"ne", LT_FN(t_ne)}, {"lt", LT_FN(t_lt)}, {"le", LT_FN(t_le)},
+      {"gt", LT_FN(t_gt)}, {"ge", LT_FN(t_ge)}, {"maximum", LT_FN(t_maximum)},
+      {"minimum", LT_FN(t_minimum)}, {"equal", LT_FN(t_equal)}, {"allclose", LT_FN(t_allclose)},
+      {"backward", LT_FN(t_backward)}, {"requires_grad_", LT_FN(t_requires_grad_)},
+      {"zero_grad", LT_FN(t_zero_grad)}, {"free", LT_FN(t_free)}, {"nbytes", LT_FN(t_nbytes)},
+      {"is_contiguous", LT_FN(t_is_contiguous)}, {nullptr, nullptr}};
+  static const luaL_Reg meta[] = {
+      {"__gc", m_gc},  // never throws: not wrapped
+      {"__tostring", LT_FN(m_tostring)}, {"__len", LT_FN(m_len)}, {"__newindex", LT_FN(m_newindex)},
+      {"__add", LT_FN(m_add)}, {"__sub", LT_FN(m_sub)}, {"__mul", LT_FN(m_mul)},
+      {"__div", LT_FN(m_div)}, {"__pow", LT_FN(m_pow)}, {"__mod", LT_FN(m_remainder)},
+      {"__unm", LT_FN(m_unm)}, {nullptr, nullptr}};
+  luaL_newmetatable(L, kMeta);
+  set_funcs(L, meta);
+  lua_pushstring(L, kMeta);
+  lua_setfield(L, -2, "__name");
+  lua_newtable(L);  // methods, the upvalue of __index
+  set_funcs(L, methods);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, -3, "methods");
+  lua_pushcclosure(L, LT_FN(m_index), 1);
+  lua_setfield(L, -2, "__index");
+  lua_pop(L, 1);
+
+  static const luaL_Reg fns[] = {
+      {"tensor", LT_FN(l_tensor)}, {"zeros", LT_FN(l_filled<0>)}, {"ones", LT_FN(l_filled<1>)},
+      {"randn", LT_FN(l_filled<2>)}, {"rand", LT_FN(l_filled<3>)}, {"full", LT_FN(l_full)},
+      {"arange", LT_FN(l_arange)}, {"linspace", LT_FN(l_linspace)}, {"eye", LT_FN(l_eye)},
+      {"randint", LT_FN(l_randint)}, {"cat", LT_FN(l_cat)}, {"stack", LT_FN(l_stack)},
+      {"where", LT_FN(l_where)}, {"is_tensor", LT_FN(l_is_tensor)}, {"no_grad", LT_FN(l_no_grad)},
+      {"manual_seed", LT_FN(l_manual_seed)}, {"memory", LT_FN(l_memory)},
+      {"gc_threshold", LT_FN(l_gc_threshold)}, {nullptr, nullptr}};
+  lua_getglobal(L, "lt");
+  set_funcs(L, fns);
+  lua_pop(L, 1);
+}
+
+}  // namespace ltrun::lua

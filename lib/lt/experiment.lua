@@ -1,0 +1,30 @@
+-- lt/experiment.lua: what every study script starts with: its configuration from defaults
+-- and command-line overrides, recorded as the run's params.
+local args = require "lt.args"
+local M = {}
+
+-- exp.args{steps = 200, lr = 3e-5}: overridable with --steps=1000; every resolved value is
+-- logged with lt.run.param, so that `ltrun show RUN` and SQL see the configuration used.
+function M.args(defaults, argv)
+  local opts = args.parse(argv or arg or {})
+  local cfg = args.merge(defaults, opts)
+  if lt.run then
+    for k, v in pairs(cfg) do lt.run.param(k, v) end
+  end
+  return cfg
+end
+
+-- for name, v in exp.sorted(t): pairs in key order, so runs happen in a stable order
+function M.sorted(t)
+  local keys = {}
+  for k in pairs(t) do keys[#keys + 1] = k end
+  table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+  local i = 0
+  return function()
+    i = i + 1
+    local k = keys[i]
+    if k ~= nil then return k, t[k] end
+  end
+end
+
+return M

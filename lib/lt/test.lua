@@ -1,0 +1,55 @@
+-- lt/test.lua: a small test harness for tests/lua/*.lua. Each case runs protected; the
+-- script ends with T.finish(), which prints "N passed, M failed" and fails if any did.
+local T = { passed = 0, failed = 0 }
+
+function T.case(name, fn)
+  local ok, err = xpcall(fn, debug.traceback)
+  if ok then
+    T.passed = T.passed + 1
+  else
+    T.failed = T.failed + 1
+    io.stderr:write(("FAIL %s: %s\n"):format(name, tostring(err)))
+  end
+end
+
+local function show(v)
+  if type(v) == "string" then return ("%q"):format(v) end
+  return tostring(v)
+end
+
+function T.eq(a, b, what)
+  if a ~= b then error(("%s: expected %s, got %s"):format(what or "eq", show(b), show(a)), 2) end
+end
+
+function T.near(a, b, tol, what)
+  tol = tol or 1e-6
+  if type(a) ~= "number" or math.abs(a - b) > tol * math.max(1, math.abs(b)) then
+    error(("%s: expected %s ± %g, got %s"):format(what or "near", show(b), tol, show(a)), 2)
+  end
+end
+
+function T.ok(cond, what)
+  if not cond then error(what or "expected a true value", 2) end
+end
+
+-- T.raises(fn, pattern): fn must fail with a message matching the Lua pattern
+function T.raises(fn, pattern, what)
+  local ok, err = pcall(fn)
+  if ok then error((what or "raises") .. ": expected an error, none was raised", 2) end
+  if pattern and not tostring(err):find(pattern) then
+    error(("%s: error %q does not match %q"):format(what or "raises", tostring(err), pattern), 2)
+  end
+  return err
+end
+
+function T.same_table(a, b, what)
+  local ja, jb = lt.json.encode(a), lt.json.encode(b)
+  if ja ~= jb then error(("%s: expected %s, got %s"):format(what or "same_table", jb, ja), 2) end
+end
+
+function T.finish()
+  print(("%d passed, %d failed"):format(T.passed, T.failed))
+  if T.failed > 0 then error(("%d test case(s) failed"):format(T.failed), 0) end
+end
+
+return T

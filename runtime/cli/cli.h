@@ -1,0 +1,39 @@
+// runtime/cli/cli.h: the `ltrun` command line. main.cpp parses global options and picks a
+// command; script runs go through bindings/interp.h (the CLI itself holds no Lua).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/store/store.h"
+
+namespace ltrun::cli {
+
+struct Globals {
+  std::string db;                 // --db, $LTRUN_DB, ./ltrun.db
+  std::string device = "auto";    // --device
+  std::optional<uint64_t> seed;   // --seed
+};
+
+// Exit codes: 0 ok, 1 the script failed, 2 bad usage or input, 130 interrupted.
+constexpr int kExitOk = 0, kExitFailed = 1, kExitUsage = 2, kExitInterrupted = 130;
+
+struct ScriptRun {
+  std::string name, script_path, code, chunk_name;
+  std::vector<std::string> args;
+  std::optional<int64_t> rerun_of;
+  std::optional<uint64_t> seed;  // stored seed on rerun
+};
+int run_script(const Globals& g, const ScriptRun& r);
+int run_repl(const Globals& g);
+
+int cmd_runs(const Globals& g, const std::vector<std::string>& args);
+int cmd_show(const Globals& g, const std::vector<std::string>& args);
+int cmd_sql(const Globals& g, const std::vector<std::string>& args);
+int cmd_rerun(const Globals& g, const std::vector<std::string>& args);
+
+enum class TableFormat { aligned, csv, json };
+std::string format_table(const store::Table& t, TableFormat f);
+
+}  // namespace ltrun::cli

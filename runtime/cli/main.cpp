@@ -1,0 +1,113 @@
+// runtime/cli/main.cpp: `ltrun` entry point: global options, then a script, -e CODE, a
+// subcommand, or the REPL when nothing is given.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "runtime/cli/cli.h"
+#include "runtime/core/device.h"
+#include "runtime/core/env.h"
+#include "runtime/core/error.h"
+
+namespace {
+
+const char kUsage[] = R"(ltrun: layer-wise experiments on LLMs, scripted in Lua, logged to SQLite.
+
+usage:
+  ltrun SCRIPT.lua [--key=value ...]   run a study; the run, its script, args and metrics go to the DB
+  ltrun -e CODE [--key=value ...]      run one Lua chunk as a run
+  ltrun                                interactive Lua (REPL); `=expr` prints a value
+  ltrun runs [--limit N]               the latest runs
+  ltrun show RUN                       one run: fields, params, metrics, layers, artifacts, children
+  ltrun sql "SELECT ..." [--csv|--json]   SQL over the run store
+  ltrun sql @NAME [--csv|--json]       a named query from db/queries/NAME.sql
+  ltrun rerun RUN [--key=value ...]    replay a run's stored script and args as a new run
+
+global options (anywhere on the line):
+  --db PATH        run store (default $LTRUN_DB, else ./ltrun.db)
+  --device D       auto | cpu | cuda | cuda:N (default auto)
+  --seed N         seed for LibTorch and Lua's math.random (default: fresh, recorded in the run)
+  -h, --help       this text
+  --version        versions of ltrun and LibTorch
+)";
+
+bool take_value(int& i, int argc, char** argv, const char* name, std::string& out) {
+  const std::string a = argv[i];
+  const std::string eq = std::string(name) + "=";
+  if (a.rfind(eq, 0) == 0) {
+    out = a.substr(eq.size());
+    return true;
+  }
+  if (a == name) {
+    if (i + 1 >= argc) ltrun::fail("{} needs a value", name);
+    out = argv[++i];
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace ltrun;
+  using namespace ltrun::cli;
+  Globals g;
+  const char* env_db = std::getenv("LTRUN_DB");
+  g.db = env_db && *env_db ? env_db : "ltrun.db";
+  try {
+    std::vector<std::string> rest;
+    std::string code;
+    bool have_code = false;
+    for (int i = 1; i < argc; i++) {
+      std::string v;
+      const std::string a = argv[i];
+      if (take_value(i, argc, argv, "--db", v)) g.db = v;
+      else if (take_value(i, argc, argv, "--device", v)) g.device = v;
+      else if (take_value(i, argc, argv, "--seed", v)) {
+        LT_CHECK(!v.empty() && v.find_first_not_of("0123456789") == std::string::npos,
+                 "--seed {}: expected a non-negative integer", v);
+        g.seed = std::stoull(v);
+      } else if (rest.empty() && !have_code && (a == "-h" || a == "--help")) {
+        std::fputs(kUsage, stdout);
+        return kExitOk;
+      } else if (rest.empty() && !have_code && a == "--version") {
+        std::printf("ltrun %s (LibTorch %s, CUDA %s)\n", LTRUN_VERSION, torch_version().c_str(),
+                    cuda_available() ? "available" : "not available");
+        return kExitOk;
+      } else if (rest.empty() && !have_code && a == "-e") {
+        LT_CHECK(i + 1 < argc, "-e needs a chunk of Lua code");
+        code = argv[++i];
+        have_code = true;
+      } else {
+        rest.push_back(a);
+      }
+    }
+    parse_device(g.device);  // fail early and clearly on a bad or unavailable device
+
+    if (have_code) {
+      ScriptRun r{"-e", "", code, "=(command line)", rest, {}, {}};
+      return run_script(g, r);
+    }
+    if (rest.empty()) return run_repl(g);
+    const std::string cmd = rest[0];
+    const std::vector<std::string> args(rest.begin() + 1, rest.end());
+    if (cmd == "runs") return cmd_runs(g, args);
+    if (cmd == "show") return cmd_show(g, args);
+    if (cmd == "sql") return cmd_sql(g, args);
+    if (cmd == "rerun") return cmd_rerun(g, args);
+    if (cmd.rfind("--", 0) == 0) fail("unknown option {} (see ltrun --help)", cmd);
+    if (!file_exists(cmd))
+      fail("{}: no such script (and not a command: runs, show, sql, rerun; see ltrun --help)", cmd);
+    ScriptRun r;
+    r.script_path = absolute_path(cmd);
+    r.code = read_file(cmd);
+    r.name = base_name(cmd);
+    if (r.name.size() > 4 && r.name.substr(r.name.size() - 4) == ".lua") r.name.resize(r.name.size() - 4);
+    r.chunk_name = "@" + cmd;
+    r.args = args;
+    return run_script(g, r);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ltrun: %s\n", e.what());
+    return kExitUsage;
+  }
+}

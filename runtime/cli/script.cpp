@@ -1,0 +1,54 @@
+// runtime/cli/script.cpp: running a script (or -e chunk, or rerun) as a run in the store:
+// the run row is opened first, the script's outcome closes it as ok/failed/interrupted.
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+
+#include "bindings/interp.h"
+#include "runtime/cli/cli.h"
+#include "runtime/core/device.h"
+#include "runtime/core/env.h"
+#include "runtime/core/sha256.h"
+#include "runtime/store/session.h"
+
+namespace ltrun::cli {
+
+int run_script(const Globals& g, const ScriptRun& r) {
+  const c10::Device device = parse_device(g.device);
+  const uint64_t seed = g.seed ? *g.seed : r.seed ? *r.seed : fresh_seed();
+  auto store = store::Store::open(g.db);
+
+  store::RunStart start;
+  start.name = r.name;
+  start.script_path = r.script_path;
+  start.script_text = r.code;
+  start.script_sha256 = sha256_hex(r.code);
+  start.args_json = nlohmann::json(r.args).dump();
+  start.device = device.str();
+  start.seed = int64_t(seed);
+  start.rerun_of = r.rerun_of;
+  start.torch_version = torch_version();
+  if (!r.script_path.empty()) start.git_rev = git_revision(dir_name(r.script_path));
+
+  store::Session session(store, start);
+  const int64_t run_id = session.root();
+  seed_all(seed);
+  lua::Outcome o;
+  {
+    lua::Interp interp;
+    interp.set_run_globals(device.str(), seed);
+    interp.set_script(r.script_path.empty() ? r.chunk_name : r.script_path, r.args);
+    o = interp.run(r.code, r.chunk_name);
+  }
+  // child runs a failing script left open end with it
+  const store::Status status = o.kind == lua::Outcome::ok            ? store::Status::ok
+                               : o.kind == lua::Outcome::interrupted ? store::Status::interrupted
+                                                                     : store::Status::failed;
+  while (session.depth() > 0) session.end(session.current(), status, o.message);
+  if (o.kind == lua::Outcome::ok) return kExitOk;
+  std::fprintf(stderr, "%s\nltrun: run %lld %s (%s)\n", o.message.c_str(), (long long)run_id,
+               status == store::Status::interrupted ? "interrupted" : "failed", g.db.c_str());
+  return status == store::Status::interrupted ? kExitInterrupted : kExitFailed;
+}
+
+}  // namespace ltrun::cli

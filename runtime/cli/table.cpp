@@ -1,0 +1,102 @@
+// runtime/cli/table.cpp: query results as aligned text (numbers right-aligned), CSV (RFC 4180)
+// or JSON (an array of objects).
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "runtime/cli/cli.h"
+
+namespace ltrun::cli {
+namespace {
+
+constexpr size_t kMaxCell = 80;  // aligned output shortens longer cells
+
+size_t display_width(const std::string& s) {  // UTF-8 code points; good enough for CJK-free columns
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+std::string cell_text(const store::Value& v) {
+  if (std::holds_alternative<double>(v)) return fmt::format("{:.6g}", std::get<double>(v));
+  std::string s = store::to_text(v);
+  std::string out;
+  for (char c : s) out += c == '\n' ? std::string("\\n") : c == '\t' ? std::string("\\t") : std::string(1, c);
+  if (display_width(out) > kMaxCell) {
+    size_t cut = 0, cps = 0;
+    while (cut < out.size() && cps < kMaxCell - 1) {
+      cut++;
+      while (cut < out.size() && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) cut++;
+      cps++;
+    }
+    out = out.substr(0, cut) + "…";
+  }
+  return out;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+}  // namespace
+
+std::string format_table(const store::Table& t, TableFormat f) {
+  std::string out;
+  if (f == TableFormat::csv) {
+    for (size_t c = 0; c < t.columns.size(); c++) out += (c ? "," : "") + csv_field(t.columns[c]);
+    out += "\n";
+    for (const auto& row : t.rows) {
+      for (size_t c = 0; c < row.size(); c++) out += (c ? "," : "") + csv_field(store::to_text(row[c]));
+      out += "\n";
+    }
+    return out;
+  }
+  if (f == TableFormat::json) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& row : t.rows) {
+      nlohmann::json o = nlohmann::json::object();
+      for (size_t c = 0; c < row.size(); c++) {
+        const auto& v = row[c];
+        if (std::holds_alternative<int64_t>(v)) o[t.columns[c]] = std::get<int64_t>(v);
+        else if (std::holds_alternative<double>(v)) o[t.columns[c]] = std::get<double>(v);
+        else if (std::holds_alternative<std::string>(v)) o[t.columns[c]] = std::get<std::string>(v);
+        else o[t.columns[c]] = nullptr;
+      }
+      a.push_back(std::move(o));
+    }
+    return a.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  }
+  std::vector<std::vector<std::string>> cells;
+  std::vector<size_t> width(t.columns.size());
+  std::vector<bool> numeric(t.columns.size(), true);
+  for (size_t c = 0; c < t.columns.size(); c++) width[c] = display_width(t.columns[c]);
+  for (const auto& row : t.rows) {
+    std::vector<std::string> r;
+    for (size_t c = 0; c < row.size(); c++) {
+      r.push_back(cell_text(row[c]));
+      width[c] = std::max(width[c], display_width(r.back()));
+      if (std::holds_alternative<std::string>(row[c])) numeric[c] = false;
+    }
+    cells.push_back(std::move(r));
+  }
+  auto line = [&](const std::vector<std::string>& r, bool header) {
+    std::string s;
+    for (size_t c = 0; c < r.size(); c++) {
+      const std::string pad(width[c] - display_width(r[c]), ' ');
+      s += (c ? "  " : "") + ((numeric[c] && !header) ? pad + r[c] : r[c] + pad);
+    }
+    while (!s.empty() && s.back() == ' ') s.pop_back();
+    return s + "\n";
+  };
+  out += line(t.columns, true);
+  std::string rule;
+  for (size_t c = 0; c < width.size(); c++) rule += (c ? "  " : "") + std::string(width[c], '-');
+  out += rule + "\n";
+  for (const auto& r : cells) out += line(r, false);
+  out += fmt::format("({} row{})\n", t.rows.size(), t.rows.size() == 1 ? "" : "s");
+  return out;
+}
+
+}  // namespace ltrun::cli

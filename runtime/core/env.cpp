@@ -1,0 +1,107 @@
+// runtime/core/env.cpp: process, machine and file-system facts for run records.
+#include "runtime/core/env.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "runtime/core/error.h"
+
+namespace ltrun {
+
+std::string host_name() {
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+bool process_alive(long pid) {
+  if (pid <= 0) return false;
+  if (kill(static_cast<pid_t>(pid), 0) == 0) return true;
+  return errno == EPERM;  // exists, owned by someone else
+}
+
+namespace {
+std::string run_capture(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return out;
+  char buf[512];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  if (pclose(p) != 0) return "";
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
+}
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += (c == '\'') ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+}  // namespace
+
+std::string git_revision(const std::string& dir) {
+  const std::string git = "git -C " + shell_quote(dir.empty() ? "." : dir);
+  std::string rev = run_capture(git + " rev-parse HEAD 2>/dev/null");
+  if (rev.empty()) return "";
+  if (!run_capture(git + " status --porcelain --untracked-files=no 2>/dev/null").empty()) rev += "-dirty";
+  return rev;
+}
+
+double unix_time() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+std::string utc_timestamp() {
+  double t = unix_time();
+  time_t secs = static_cast<time_t>(t);
+  int ms = static_cast<int>((t - double(secs)) * 1000.0);
+  struct tm tm;
+  gmtime_r(&secs, &tm);
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02d %02d:%02d:%02d.%03d", tm.tm_year + 1900, tm.tm_mon + 1,
+                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
+  return buf;
+}
+
+std::string read_file(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) fail("cannot read {}: {}", path, std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) fail("cannot read {}: it is a directory", path);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("cannot read {}: {}", path, std::strerror(errno));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string absolute_path(const std::string& path) {
+  std::error_code ec;
+  auto p = std::filesystem::weakly_canonical(std::filesystem::absolute(path), ec);
+  return ec ? path : p.string();
+}
+
+std::string dir_name(const std::string& path) {
+  auto p = std::filesystem::path(path).parent_path().string();
+  return p.empty() ? "." : p;
+}
+
+std::string base_name(const std::string& path) { return std::filesystem::path(path).filename().string(); }
+
+bool file_exists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+bool stderr_is_terminal() { return isatty(STDERR_FILENO) == 1; }
+
+}  // namespace ltrun

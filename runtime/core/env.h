@@ -1,0 +1,22 @@
+// runtime/core/env.h: facts about the process and machine that a run records
+// (host, pid liveness, git revision, time), and small file helpers.
+#pragma once
+#include <string>
+
+namespace ltrun {
+
+std::string host_name();
+bool process_alive(long pid);
+// `git rev-parse HEAD` of the repository holding `dir` (with "-dirty" when the work tree has
+// changes), or "" outside a repository or without git.
+std::string git_revision(const std::string& dir);
+double unix_time();                 // seconds since the epoch, sub-second resolution
+std::string utc_timestamp();        // "YYYY-MM-DD HH:MM:SS.mmm", as SQLite's strftime('%f') writes
+std::string read_file(const std::string& path);  // error names the file
+std::string absolute_path(const std::string& path);
+std::string dir_name(const std::string& path);
+std::string base_name(const std::string& path);
+bool file_exists(const std::string& path);
+bool stderr_is_terminal();
+
+}  // namespace ltrun

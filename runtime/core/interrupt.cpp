@@ -1,0 +1,52 @@
+// runtime/core/interrupt.cpp: SIGINT → sticky flag + one pending stop (+ hook).
+#include "runtime/core/interrupt.h"
+
+#include <csignal>
+
+#include "runtime/core/error.h"
+
+namespace ltrun {
+namespace {
+volatile std::sig_atomic_t g_happened = 0;
+volatile std::sig_atomic_t g_pending = 0;
+InterruptHook g_hook = nullptr;
+
+void on_sigint(int) {
+  if (g_pending) {  // pressed again before the first was honoured: stop now
+    std::signal(SIGINT, SIG_DFL);
+    std::raise(SIGINT);
+    return;
+  }
+  g_happened = 1;
+  g_pending = 1;
+  if (g_hook) g_hook();
+}
+}  // namespace
+
+void install_interrupt_handler(InterruptHook hook) {
+  g_hook = hook;
+  struct sigaction sa {};
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &sa, nullptr);
+}
+
+bool interrupt_requested() { return g_happened != 0; }
+
+void clear_interrupt() {
+  g_happened = 0;
+  g_pending = 0;
+}
+
+bool consume_interrupt() {
+  if (!g_pending) return false;
+  g_pending = 0;
+  return true;
+}
+
+void check_interrupt() {
+  if (consume_interrupt()) throw Interrupted();
+}
+
+}  // namespace ltrun

@@ -1,0 +1,14 @@
+// runtime/kernels/rmsnorm.h: RMSNorm y = x / sqrt(mean(x^2) + eps) * w over the last dimension,
+// with a fused CUDA kernel (runtime/kernels/rmsnorm.cu) and a LibTorch reference path.
+#pragma once
+#include <ATen/core/Tensor.h>
+
+namespace ltrun::kernels {
+
+// Statistics in fp32 whatever the input dtype (bf16 on GPU); the result has x's dtype.
+// Uses the CUDA kernel for contiguous fp32/bf16 CUDA tensors when compiled in, else reference.
+at::Tensor rmsnorm(const at::Tensor& x, const at::Tensor& weight, double eps);
+at::Tensor rmsnorm_reference(const at::Tensor& x, const at::Tensor& weight, double eps);
+bool rmsnorm_has_kernel();  // whether this build carries the CUDA kernel
+
+}  // namespace ltrun::kernels

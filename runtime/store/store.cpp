@@ -1,0 +1,492 @@
+// runtime/store/store.cpp: SQLite run store (see store.h). Buffered rows are flushed by the
+// writing thread when the buffer is large, and by a background thread at least every second.
+#include "runtime/store/store.h"
+
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "runtime/core/env.h"
+#include "runtime/core/error.h"
+#include "runtime/store/embedded.h"
+
+namespace ltrun::store {
+
+const char* status_name(Status s) {
+  switch (s) {
+    case Status::running: return "running";
+    case Status::ok: return "ok";
+    case Status::failed: return "failed";
+    case Status::interrupted: return "interrupted";
+    case Status::crashed: return "crashed";
+  }
+  return "?";
+}
+
+std::string to_text(const Value& v) {
+  if (std::holds_alternative<int64_t>(v)) return std::to_string(std::get<int64_t>(v));
+  if (std::holds_alternative<double>(v)) return fmt::format("{}", std::get<double>(v));
+  if (std::holds_alternative<std::string>(v)) return std::get<std::string>(v);
+  return "";
+}
+
+namespace {
+
+constexpr int kBusyTimeoutMs = 120000;  // concurrent ranks/studies wait for each other, not fail
+constexpr size_t kFlushRows = 8192;     // writer flushes itself past this many buffered rows
+constexpr auto kFlushEvery = std::chrono::milliseconds(1000);
+
+struct Migration { int version; std::string name, sql; };
+
+std::vector<Migration> migrations() {
+  std::vector<Migration> out;
+  for (const auto& f : embedded_sql()) {
+    std::string p = f.path;
+    const std::string prefix = "db/migrations/";
+    if (p.rfind(prefix, 0) != 0) continue;
+    std::string file = p.substr(prefix.size());
+    out.push_back({std::stoi(file.substr(0, 4)), file, f.text});
+  }
+  std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.version < b.version; });
+  return out;
+}
+
+// One buffered row; `kind` picks the statement.
+struct Row {
+  enum Kind { param, metric, layer_metric, eval_item, artifact } kind;
+  int64_t run;
+  std::string s1, s2, s3, s4, s5, s6;
+  double value = 0;
+  std::optional<int64_t> i1, i2;
+  double t = 0;
+};
+
+}  // namespace
+
+struct Store::Impl {
+  std::string path;
+  sqlite3* db = nullptr;
+  int version = 0;
+  mutable std::mutex mu;
+  std::vector<Row> pending;
+  std::map<std::pair<int64_t, std::string>, int64_t> next_step;
+  std::map<int, sqlite3_stmt*> stmts;
+  std::thread flusher;
+  std::condition_variable cv;
+  bool stopping = false;
+
+  [[noreturn]] void fail_sql(int rc, const std::string& what) {
+    std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    if (rc == SQLITE_NOTADB)
+      fail("{}: not an ltrun run store ({}); pass another --db or move the file away", path, msg);
+    if (rc == SQLITE_CORRUPT)
+      fail("{}: the run store is corrupt ({}) while {}; restore it from a copy", path, msg, what);
+    fail("{}: {} failed: {}", path, what, msg);
+  }
+  void exec(const std::string& sql, const char* what) {
+    char* err = nullptr;
+    int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+    if (err) sqlite3_free(err);
+    if (rc != SQLITE_OK) fail_sql(rc, what);
+  }
+  sqlite3_stmt* prepare(const std::string& sql, bool persistent = false) {
+    sqlite3_stmt* st = nullptr;
+    int rc = sqlite3_prepare_v3(db, sql.c_str(), -1, persistent ? SQLITE_PREPARE_PERSISTENT : 0, &st,
+                                nullptr);
+    if (rc != SQLITE_OK) fail_sql(rc, "preparing `" + sql + "`");
+    return st;
+  }
+  sqlite3_stmt* cached(int key, const char* sql) {
+    auto it = stmts.find(key);
+    if (it != stmts.end()) return it->second;
+    return stmts[key] = prepare(sql, true);
+  }
+  void step_done(sqlite3_stmt* st, const std::string& what) {
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) fail_sql(rc, what);
+  }
+  int64_t int_query(const std::string& sql) {
+    sqlite3_stmt* st = prepare(sql);
+    int rc = sqlite3_step(st);
+    int64_t v = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) fail_sql(rc, "`" + sql + "`");
+    return v;
+  }
+
+  void migrate() {
+    exec("PRAGMA journal_mode=WAL", "enabling WAL");
+    exec("PRAGMA synchronous=NORMAL", "setting synchronous");
+    exec("PRAGMA foreign_keys=ON", "enabling foreign keys");
+    // BEGIN IMMEDIATE: two processes opening a new file at once must not both migrate.
+    exec("BEGIN IMMEDIATE", "locking for migration");
+    try {
+      version = int(int_query("PRAGMA user_version"));
+      const auto all = migrations();
+      const int latest = all.empty() ? 0 : all.back().version;
+      if (version == 0) {
+        std::vector<std::string> foreign;
+        sqlite3_stmt* st = prepare("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name");
+        while (sqlite3_step(st) == SQLITE_ROW)
+          foreign.push_back(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)));
+        sqlite3_finalize(st);
+        if (!foreign.empty())
+          fail("{}: a SQLite database but not an ltrun run store (user_version 0, tables: {}); "
+               "pass another --db", path, fmt::join(foreign, ", "));
+      }
+      if (version > latest)
+        fail("{}: run store schema version {} is newer than this ltrun knows ({}); update ltrun",
+             path, version, latest);
+      for (const auto& m : all) {
+        if (m.version <= version) continue;
+        exec(m.sql, ("applying migration db/migrations/" + m.name).c_str());
+        exec("PRAGMA user_version=" + std::to_string(m.version), "setting user_version");
+        version = m.version;
+      }
+      exec("COMMIT", "committing migration");
+    } catch (...) {
+      sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+      throw;
+    }
+  }
+
+  // Rows left `running` by a process of this host that no longer exists.
+  void recover_crashed() {
+    const std::string host = host_name();
+    std::vector<std::pair<int64_t, int64_t>> dead;
+    sqlite3_stmt* st = prepare("SELECT id, pid FROM runs WHERE status='running' AND host=?");
+    sqlite3_bind_text(st, 1, host.c_str(), -1, SQLITE_TRANSIENT);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+      int64_t id = sqlite3_column_int64(st, 0), pid = sqlite3_column_int64(st, 1);
+      if (pid != getpid() && !process_alive(pid)) dead.emplace_back(id, pid);
+    }
+    sqlite3_finalize(st);
+    if (dead.empty()) return;
+    exec("BEGIN IMMEDIATE", "locking to mark crashed runs");
+    sqlite3_stmt* up = prepare(
+        "UPDATE runs SET status='crashed', finished_at=?, error=coalesce(error, ?) "
+        "WHERE id=? AND status='running'");
+    for (auto [id, pid] : dead) {
+      std::string ts = utc_timestamp();
+      std::string err = fmt::format("process {} on {} ended without closing the run", pid, host);
+      sqlite3_bind_text(up, 1, ts.c_str(), -1, SQLITE_TRANSIENT);
+      sqlite3_bind_text(up, 2, err.c_str(), -1, SQLITE_TRANSIENT);
+      sqlite3_bind_int64(up, 3, id);
+      step_done(up, "marking a run crashed");
+    }
+    sqlite3_finalize(up);
+    exec("COMMIT", "committing crashed runs");
+  }
+
+  static void bind_opt(sqlite3_stmt* st, int i, const std::optional<int64_t>& v) {
+    if (v) sqlite3_bind_int64(st, i, *v); else sqlite3_bind_null(st, i);
+  }
+  static void bind_text(sqlite3_stmt* st, int i, const std::string& s) {
+    sqlite3_bind_text(st, i, s.data(), int(s.size()), SQLITE_TRANSIENT);
+  }
+  static void bind_real(sqlite3_stmt* st, int i, double v) {
+    if (std::isnan(v)) sqlite3_bind_null(st, i); else sqlite3_bind_double(st, i, v);
+  }
+
+  // caller holds mu
+  void flush_locked() {
+    if (pending.empty()) return;
+    exec("BEGIN IMMEDIATE", "starting a write");
+    try {
+      for (const Row& r : pending) {
+        sqlite3_stmt* st = nullptr;
+        switch (r.kind) {
+          case Row::param:
+            st = cached(1, "INSERT OR REPLACE INTO params(run_id, key, value) VALUES (?,?,?)");
+            sqlite3_bind_int64(st, 1, r.run); bind_text(st, 2, r.s1); bind_text(st, 3, r.s2);
+            break;
+          case Row::metric:
+            st = cached(2, "INSERT INTO metrics(run_id, name, step, value, t) VALUES (?,?,?,?,?)");
+            sqlite3_bind_int64(st, 1, r.run); bind_text(st, 2, r.s1); bind_opt(st, 3, r.i1);
+            bind_real(st, 4, r.value); sqlite3_bind_double(st, 5, r.t);
+            break;
+          case Row::layer_metric:
+            st = cached(3, "INSERT INTO layer_metrics(run_id, name, layer, grp, value, step) "
+                           "VALUES (?,?,?,?,?,?)");
+            sqlite3_bind_int64(st, 1, r.run); bind_text(st, 2, r.s1); bind_opt(st, 3, r.i1);
+            bind_text(st, 4, r.s2); bind_real(st, 5, r.value); bind_opt(st, 6, r.i2);
+            break;
+          case Row::eval_item:
+            st = cached(4, "INSERT INTO eval_items(run_id, bench, item_id, category, protocol, "
+                           "prediction, answer, correct) VALUES (?,?,?,?,?,?,?,?)");
+            sqlite3_bind_int64(st, 1, r.run);
+            bind_text(st, 2, r.s1); bind_text(st, 3, r.s2); bind_text(st, 4, r.s3);
+            bind_text(st, 5, r.s4); bind_text(st, 6, r.s5); bind_text(st, 7, r.s6);
+            bind_opt(st, 8, r.i1);
+            break;
+          case Row::artifact:
+            st = cached(5, "INSERT INTO artifacts(run_id, kind, path, sha256, t) VALUES (?,?,?,?,?)");
+            sqlite3_bind_int64(st, 1, r.run); bind_text(st, 2, r.s1); bind_text(st, 3, r.s2);
+            bind_text(st, 4, r.s3); sqlite3_bind_double(st, 5, r.t);
+            break;
+        }
+        step_done(st, "writing buffered rows");
+      }
+      exec("COMMIT", "committing buffered rows");
+    } catch (...) {
+      sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+      throw;
+    }
+    pending.clear();
+  }
+
+  void push(Row r) {
+    std::lock_guard<std::mutex> lock(mu);
+    r.t = unix_time();
+    pending.push_back(std::move(r));
+    if (pending.size() >= kFlushRows) flush_locked();
+  }
+
+  void flush_loop() {
+    std::unique_lock<std::mutex> lock(mu);
+    while (!stopping) {
+      cv.wait_for(lock, kFlushEvery);
+      if (stopping) break;
+      try {
+        flush_locked();
+      } catch (const std::exception&) {
+        // keep the rows; the owning thread's next flush reports the error
+      }
+    }
+  }
+
+  ~Impl() {
+    if (flusher.joinable()) {
+      { std::lock_guard<std::mutex> lock(mu); stopping = true; }
+      cv.notify_all();
+      flusher.join();
+    }
+    for (auto& [k, st] : stmts) sqlite3_finalize(st);
+    if (db) sqlite3_close_v2(db);
+  }
+};
+
+Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Store::~Store() {
+  try {
+    flush();
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "ltrun: could not write the last rows to {}: {}\n", impl_->path, e.what());
+  }
+}
+
+std::shared_ptr<Store> Store::open(const std::string& path) {
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  const auto parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty() && !std::filesystem::is_directory(parent))
+    fail("{}: cannot create the run store: folder {} does not exist", path, parent.string());
+  int rc = sqlite3_open_v2(path.c_str(), &impl->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                                                        SQLITE_OPEN_FULLMUTEX, nullptr);
+  if (rc != SQLITE_OK) impl->fail_sql(rc, "opening the run store");
+  sqlite3_busy_timeout(impl->db, kBusyTimeoutMs);
+  impl->migrate();
+  impl->recover_crashed();
+  Impl* raw = impl.get();
+  impl->flusher = std::thread([raw] { raw->flush_loop(); });
+  return std::shared_ptr<Store>(new Store(std::move(impl)));
+}
+
+const std::string& Store::path() const { return impl_->path; }
+int Store::schema_version() const { return impl_->version; }
+
+int64_t Store::begin_run(const RunStart& r) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  sqlite3_stmt* st = impl_->cached(10,
+      "INSERT INTO runs(parent_id, rerun_of, name, script_path, script_sha256, script_text, "
+      "args_json, status, git_rev, host, pid, device, torch_version, ltrun_version, seed, started_at) "
+      "VALUES (?,?,?,?,?,?,?,'running',?,?,?,?,?,?,?,?)");
+  Impl::bind_opt(st, 1, r.parent_id);
+  Impl::bind_opt(st, 2, r.rerun_of);
+  Impl::bind_text(st, 3, r.name);
+  Impl::bind_text(st, 4, r.script_path);
+  Impl::bind_text(st, 5, r.script_sha256);
+  if (r.script_text.empty()) sqlite3_bind_null(st, 6); else Impl::bind_text(st, 6, r.script_text);
+  Impl::bind_text(st, 7, r.args_json);
+  if (r.git_rev.empty()) sqlite3_bind_null(st, 8); else Impl::bind_text(st, 8, r.git_rev);
+  Impl::bind_text(st, 9, host_name());
+  sqlite3_bind_int64(st, 10, getpid());
+  Impl::bind_text(st, 11, r.device);
+  Impl::bind_text(st, 12, r.torch_version);
+  Impl::bind_text(st, 13, LTRUN_VERSION);
+  Impl::bind_opt(st, 14, r.seed);
+  Impl::bind_text(st, 15, utc_timestamp());
+  impl_->step_done(st, "starting run " + r.name);
+  return sqlite3_last_insert_rowid(impl_->db);
+}
+
+void Store::end_run(int64_t run, Status s, const std::string& error) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->flush_locked();  // what the run logged lands before its status says it ended
+  sqlite3_stmt* st = impl_->cached(11, "UPDATE runs SET status=?, error=?, finished_at=? WHERE id=?");
+  Impl::bind_text(st, 1, status_name(s));
+  if (error.empty()) sqlite3_bind_null(st, 2); else Impl::bind_text(st, 2, error);
+  Impl::bind_text(st, 3, utc_timestamp());
+  sqlite3_bind_int64(st, 4, run);
+  impl_->step_done(st, "ending run " + std::to_string(run));
+}
+
+Status Store::run_status(int64_t run) {
+  Table t = query("SELECT status FROM runs WHERE id=?", {Value(run)});
+  LT_CHECK(!t.rows.empty(), "{}: no run with id {}", impl_->path, run);
+  const std::string s = to_text(t.rows[0][0]);
+  for (Status x : {Status::running, Status::ok, Status::failed, Status::interrupted, Status::crashed})
+    if (s == status_name(x)) return x;
+  fail("{}: run {} has unknown status '{}'", impl_->path, run, s);
+}
+
+void Store::param(int64_t run, const std::string& key, const std::string& value) {
+  Row r{Row::param, run};
+  r.s1 = key;
+  r.s2 = value;
+  impl_->push(std::move(r));
+}
+
+void Store::metric(int64_t run, const std::string& name, double value, std::optional<int64_t> step) {
+  Row r{Row::metric, run};
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    int64_t& next = impl_->next_step[{run, name}];
+    if (!step) step = next;
+    next = std::max(next, *step + 1);
+  }
+  r.s1 = name;
+  r.value = value;
+  r.i1 = step;
+  impl_->push(std::move(r));
+}
+
+void Store::layer_metric(int64_t run, const std::string& name, int64_t layer, const std::string& grp,
+                         double value, std::optional<int64_t> step) {
+  Row r{Row::layer_metric, run};
+  r.s1 = name;
+  r.s2 = grp;
+  r.value = value;
+  r.i1 = layer;
+  r.i2 = step;
+  impl_->push(std::move(r));
+}
+
+void Store::eval_item(int64_t run, const EvalItem& e) {
+  Row r{Row::eval_item, run};
+  r.s1 = e.bench; r.s2 = e.item_id; r.s3 = e.category; r.s4 = e.protocol;
+  r.s5 = e.prediction; r.s6 = e.answer;
+  if (e.correct) r.i1 = *e.correct ? 1 : 0;
+  impl_->push(std::move(r));
+}
+
+void Store::artifact(int64_t run, const std::string& kind, const std::string& path,
+                     const std::string& sha256) {
+  Row r{Row::artifact, run};
+  r.s1 = kind; r.s2 = path; r.s3 = sha256;
+  impl_->push(std::move(r));
+}
+
+void Store::flush() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->flush_locked();
+}
+
+size_t Store::pending() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->pending.size();
+}
+
+Table Store::query(const std::string& sql, const std::vector<Value>& binds) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->flush_locked();  // a query sees everything logged so far
+  Table t;
+  const char* tail = sql.c_str();
+  // Several statements may be given; the table is the last one that returns columns.
+  while (tail && *tail) {
+    sqlite3_stmt* st = nullptr;
+    int rc = sqlite3_prepare_v2(impl_->db, tail, -1, &st, &tail);
+    if (rc != SQLITE_OK) impl_->fail_sql(rc, "preparing the query");
+    if (!st) break;  // only whitespace or a comment was left
+    for (size_t i = 0; i < binds.size() && i < size_t(sqlite3_bind_parameter_count(st)); i++) {
+      const Value& v = binds[i];
+      if (std::holds_alternative<int64_t>(v)) sqlite3_bind_int64(st, int(i + 1), std::get<int64_t>(v));
+      else if (std::holds_alternative<double>(v)) sqlite3_bind_double(st, int(i + 1), std::get<double>(v));
+      else if (std::holds_alternative<std::string>(v)) Impl::bind_text(st, int(i + 1), std::get<std::string>(v));
+    }
+    const int ncol = sqlite3_column_count(st);
+    Table cur;
+    for (int c = 0; c < ncol; c++) cur.columns.push_back(sqlite3_column_name(st, c));
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+      std::vector<Value> row;
+      for (int c = 0; c < ncol; c++) {
+        switch (sqlite3_column_type(st, c)) {
+          case SQLITE_INTEGER: row.emplace_back(int64_t(sqlite3_column_int64(st, c))); break;
+          case SQLITE_FLOAT: row.emplace_back(sqlite3_column_double(st, c)); break;
+          case SQLITE_NULL: row.emplace_back(std::monostate{}); break;
+          default: {
+            const char* p = reinterpret_cast<const char*>(sqlite3_column_text(st, c));
+            row.emplace_back(std::string(p, size_t(sqlite3_column_bytes(st, c))));
+          }
+        }
+      }
+      cur.rows.push_back(std::move(row));
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) impl_->fail_sql(rc, "running the query");
+    if (ncol > 0) t = std::move(cur);
+  }
+  return t;
+}
+
+namespace {
+std::vector<std::string> query_dirs() {
+  return {"db/queries", std::string(LTRUN_SOURCE_DIR) + "/db/queries"};
+}
+}  // namespace
+
+std::string named_query(const std::string& name) {
+  LT_CHECK(!name.empty() && name.find('/') == std::string::npos, "bad query name '{}'", name);
+  for (const auto& dir : query_dirs()) {
+    const std::string p = dir + "/" + name + ".sql";
+    if (file_exists(p)) return read_file(p);
+  }
+  for (const auto& f : embedded_sql())
+    if (std::string(f.path) == "db/queries/" + name + ".sql") return f.text;
+  fail("no named query @{} (known: {}); add db/queries/{}.sql", name,
+       fmt::join(named_query_names(), ", "), name);
+}
+
+std::vector<std::string> named_query_names() {
+  std::vector<std::string> names;
+  auto add = [&](const std::string& file) {
+    if (file.size() > 4 && file.substr(file.size() - 4) == ".sql") {
+      std::string n = file.substr(0, file.size() - 4);
+      if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+    }
+  };
+  for (const auto& dir : query_dirs()) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) add(e.path().filename().string());
+  }
+  for (const auto& f : embedded_sql()) {
+    std::string p = f.path;
+    if (p.rfind("db/queries/", 0) == 0) add(p.substr(11));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace ltrun::store

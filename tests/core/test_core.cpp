@@ -1,0 +1,70 @@
+// tests/core: sha256 against FIPS 180-4 vectors, device/dtype parsing, tensor printing.
+#include <ATen/ATen.h>
+
+#include <catch2/catch.hpp>
+
+#include <csignal>
+
+#include "runtime/core/device.h"
+#include "runtime/core/error.h"
+#include "runtime/core/interrupt.h"
+#include "runtime/core/sha256.h"
+#include "runtime/core/tensor_format.h"
+
+using namespace ltrun;
+
+TEST_CASE("sha256 matches the FIPS 180-4 examples") {
+  CHECK(sha256_hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  CHECK(sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  CHECK(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") ==
+        "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  // one million 'a': crosses many block boundaries
+  CHECK(sha256_hex(std::string(1000000, 'a')) ==
+        "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+TEST_CASE("sha256_file names a missing file") {
+  REQUIRE_THROWS_WITH(sha256_file("/nonexistent/x.bin"), Catch::Contains("/nonexistent/x.bin"));
+}
+
+TEST_CASE("devices parse; CUDA asked for without CUDA is a clear error") {
+  CHECK(parse_device("cpu").is_cpu());
+  if (!cuda_available()) {
+    CHECK(parse_device("auto").is_cpu());
+    REQUIRE_THROWS_WITH(parse_device("cuda"), Catch::Contains("--device cuda"));
+    REQUIRE_THROWS_WITH(parse_device("cuda:1"), Catch::Contains("cuda:1"));
+  }
+  REQUIRE_THROWS_WITH(parse_device("gpu"), Catch::Contains("expected auto, cpu, cuda or cuda:N"));
+}
+
+TEST_CASE("dtype names round-trip and unknown names fail") {
+  for (auto n : {"float32", "bfloat16", "float16", "float64", "int64", "int32", "bool"})
+    CHECK(dtype_name(parse_dtype(n)) == n);
+  CHECK(parse_dtype("bf16") == c10::kBFloat16);
+  REQUIRE_THROWS_WITH(parse_dtype("float8"), Catch::Contains("unknown dtype 'float8'"));
+}
+
+TEST_CASE("tensor printing") {
+  CHECK(format_tensor(at::tensor({1.0, 2.5}, at::kFloat)) == "tensor([1.0000, 2.5000])");
+  CHECK(format_tensor(at::tensor({int64_t(3), int64_t(-12)})) == "tensor([  3, -12])");
+  CHECK(format_tensor(at::tensor({1.0, 2.0, 3.0, 4.0}, at::kFloat).reshape({2, 2})) ==
+        "tensor([[1.0000, 2.0000],\n        [3.0000, 4.0000]])");
+  CHECK(format_tensor(at::ones({2}, at::kBFloat16)) == "tensor([1.0000, 1.0000], dtype=bfloat16)");
+  CHECK(format_tensor(at::tensor({int64_t(1), int64_t(0)}).to(at::kBool)) == "tensor([ true, false])");
+  const std::string big = format_tensor(at::arange(5000));
+  CHECK(big == "tensor([   0,    1,    2, ..., 4997, 4998, 4999])");
+  CHECK(format_tensor(at::Tensor()) == "tensor(<freed>)");
+}
+
+TEST_CASE("check_interrupt raises once per Ctrl-C and the flag stays for the status") {
+  install_interrupt_handler(nullptr);
+  clear_interrupt();
+  CHECK_NOTHROW(check_interrupt());
+  std::raise(SIGINT);
+  CHECK(interrupt_requested());
+  CHECK_THROWS_AS(check_interrupt(), Interrupted);
+  CHECK_NOTHROW(check_interrupt());  // consumed
+  CHECK(interrupt_requested());      // but remembered, so the run is marked interrupted
+  clear_interrupt();
+  CHECK(!interrupt_requested());
+}

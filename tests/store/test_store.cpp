@@ -1,0 +1,240 @@
+// tests/store: the SQLite run store: schema, rows, batching, crash recovery, concurrent
+// writers, and files that are not (or no longer) an ltrun store.
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "runtime/core/error.h"
+#include "runtime/store/session.h"
+#include "runtime/store/store.h"
+
+using namespace ltrun;
+using namespace ltrun::store;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string scratch(const std::string& name) {
+  const char* t = std::getenv("LTRUN_TEST_TMP");
+  fs::path dir = fs::path(t ? t : "/tmp") / "store";
+  fs::create_directories(dir);
+  fs::path p = dir / name;
+  for (auto suffix : {"", "-wal", "-shm"}) fs::remove(p.string() + suffix);
+  return p.string();
+}
+
+// an independent reader: a plain sqlite3 connection, not the Store under test
+int64_t count(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  REQUIRE(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) == SQLITE_OK);
+  int64_t v = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return v;
+}
+
+RunStart start(const std::string& name) {
+  RunStart r;
+  r.name = name;
+  r.script_text = "print('hi')";
+  r.device = "cpu";
+  r.seed = 7;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("a new store gets the schema of db/migrations") {
+  const auto path = scratch("schema.db");
+  auto s = Store::open(path);
+  CHECK(s->schema_version() == 1);
+  for (auto t : {"runs", "params", "metrics", "layer_metrics", "eval_items", "artifacts"})
+    CHECK(count(path, std::string("SELECT count(*) FROM sqlite_master WHERE name='") + t + "'") == 1);
+  CHECK(count(path, "PRAGMA user_version") == 1);
+  CHECK(to_text(s->query("PRAGMA journal_mode").rows[0][0]) == "wal");
+  s.reset();
+  CHECK(Store::open(path)->schema_version() == 1);  // reopening migrates nothing twice
+}
+
+TEST_CASE("runs, params, metrics, layer metrics and artifacts land in their tables") {
+  const auto path = scratch("rows.db");
+  auto s = Store::open(path);
+  const int64_t id = s->begin_run(start("study"));
+  s->param(id, "lr", "3e-05");
+  s->param(id, "lr", "0.001");  // the last value of a key wins
+  s->metric(id, "loss", 2.0);
+  s->metric(id, "loss", 1.5);
+  s->metric(id, "loss", 1.0, 10);
+  s->metric(id, "loss", 0.5);
+  s->metric(id, "acc", std::nan(""));
+  for (int l = 0; l < 4; l++) s->layer_metric(id, "js", l, "g1", 0.1 * l);
+  s->artifact(id, "svg", "/tmp/x.svg", "abc");
+  s->end_run(id, Status::ok);
+  CHECK(count(path, "SELECT count(*) FROM params") == 1);
+  CHECK(to_text(s->query("SELECT value FROM params WHERE key='lr'").rows[0][0]) == "0.001");
+  // steps count from 0 and continue after an explicit step
+  auto steps = s->query("SELECT step FROM metrics WHERE name='loss' ORDER BY rowid");
+  REQUIRE(steps.rows.size() == 4);
+  CHECK(std::get<int64_t>(steps.rows[0][0]) == 0);
+  CHECK(std::get<int64_t>(steps.rows[1][0]) == 1);
+  CHECK(std::get<int64_t>(steps.rows[2][0]) == 10);
+  CHECK(std::get<int64_t>(steps.rows[3][0]) == 11);
+  CHECK(count(path, "SELECT count(*) FROM metrics WHERE name='acc' AND value IS NULL") == 1);
+  CHECK(count(path, "SELECT count(*) FROM layer_metrics WHERE grp='g1'") == 4);
+  CHECK(count(path, "SELECT max(layer) FROM layer_metrics") == 3);
+  CHECK(count(path, "SELECT count(*) FROM artifacts WHERE kind='svg'") == 1);
+  CHECK(count(path, "SELECT count(*) FROM runs WHERE status='ok' AND finished_at IS NOT NULL") == 1);
+}
+
+TEST_CASE("buffered rows reach the file within about a second without any flush call") {
+  const auto path = scratch("flush.db");
+  auto s = Store::open(path);
+  const int64_t id = s->begin_run(start("slow"));
+  s->metric(id, "loss", 1.0);
+  CHECK(s->pending() == 1);  // batched, not written row by row
+  std::this_thread::sleep_for(std::chrono::milliseconds(1600));
+  CHECK(count(path, "SELECT count(*) FROM metrics") == 1);
+  CHECK(s->pending() == 0);
+}
+
+TEST_CASE("a failed run keeps everything it logged before failing") {
+  const auto path = scratch("failed.db");
+  auto s = Store::open(path);
+  const int64_t id = s->begin_run(start("boom"));
+  for (int i = 0; i < 100; i++) s->metric(id, "loss", i);
+  s->end_run(id, Status::failed, "error: boom\nstack traceback: ...");
+  CHECK(count(path, "SELECT count(*) FROM metrics") == 100);
+  CHECK(s->run_status(id) == Status::failed);
+  CHECK(to_text(s->query("SELECT error FROM runs").rows[0][0]).find("boom") != std::string::npos);
+}
+
+TEST_CASE("sessions nest child runs under the current run") {
+  const auto path = scratch("session.db");
+  auto s = Store::open(path);
+  {
+    Session sess(s, start("parent"));
+    const int64_t root = sess.root();
+    const int64_t child = sess.begin_child("full");
+    CHECK(sess.current() == child);
+    s->metric(sess.current(), "loss", 1.0);
+    sess.end(child, Status::failed, "diverged");
+    CHECK(sess.current() == root);
+    sess.end(root, Status::ok);
+  }
+  CHECK(count(path, "SELECT count(*) FROM runs WHERE parent_id = 1 AND name='full' AND status='failed'") == 1);
+  CHECK(count(path, "SELECT count(*) FROM runs WHERE id = 1 AND status='ok'") == 1);
+}
+
+TEST_CASE("a run whose process vanished is marked crashed on the next open") {
+  const auto path = scratch("crash.db");
+  Store::open(path).reset();  // create the file before forking
+  pid_t pid = fork();
+  if (pid == 0) {
+    auto s = Store::open(path);
+    const int64_t id = s->begin_run(start("doomed"));
+    s->metric(id, "loss", 1.0);
+    s->flush();
+    _exit(0);  // no end_run, no destructors: as if killed
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  REQUIRE(count(path, "SELECT count(*) FROM runs WHERE status='running'") == 1);
+  auto s = Store::open(path);
+  CHECK(count(path, "SELECT count(*) FROM runs WHERE status='crashed'") == 1);
+  CHECK(count(path, "SELECT count(*) FROM metrics") == 1);
+  CHECK(to_text(s->query("SELECT error FROM runs").rows[0][0]).find(std::to_string(pid)) != std::string::npos);
+}
+
+TEST_CASE("four processes write one store at once without losing a row") {
+  const auto path = scratch("concurrent.db");
+  constexpr int kWriters = 4, kRows = 3000;
+  std::vector<pid_t> kids;
+  for (int w = 0; w < kWriters; w++) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      try {
+        auto s = Store::open(path);  // all four may also race to create and migrate it
+        const int64_t id = s->begin_run(start("writer" + std::to_string(w)));
+        for (int i = 0; i < kRows; i++) {
+          s->metric(id, "loss", i);
+          if (i % 97 == 0) s->layer_metric(id, "js", i % 8, "", 0.5);
+          if (i % 500 == 0) s->flush();  // small transactions interleave with the others'
+        }
+        s->end_run(id, Status::ok);
+        s.reset();
+        _exit(0);
+      } catch (const std::exception& e) {
+        fprintf(stderr, "writer %d: %s\n", w, e.what());
+        _exit(1);
+      }
+    }
+    kids.push_back(pid);
+  }
+  for (pid_t k : kids) {
+    int status = 0;
+    waitpid(k, &status, 0);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+  }
+  CHECK(count(path, "SELECT count(*) FROM runs WHERE status='ok'") == kWriters);
+  CHECK(count(path, "SELECT count(*) FROM metrics") == kWriters * kRows);
+  CHECK(count(path, "SELECT count(DISTINCT run_id) FROM metrics") == kWriters);
+  CHECK(count(path, "PRAGMA user_version") == 1);
+}
+
+TEST_CASE("a file that is not a run store is refused with its name") {
+  SECTION("garbage") {
+    const auto path = scratch("garbage.db");
+    std::ofstream(path) << std::string(4096, 'x');
+    REQUIRE_THROWS_WITH(Store::open(path), Catch::Contains(path) && Catch::Contains("not an ltrun run store"));
+  }
+  SECTION("someone else's SQLite database") {
+    const auto path = scratch("foreign.db");
+    sqlite3* db = nullptr;
+    sqlite3_open(path.c_str(), &db);
+    sqlite3_exec(db, "CREATE TABLE invoices(id INTEGER)", nullptr, nullptr, nullptr);
+    sqlite3_close(db);
+    REQUIRE_THROWS_WITH(Store::open(path), Catch::Contains("not an ltrun run store") && Catch::Contains("invoices"));
+    CHECK(count(path, "SELECT count(*) FROM sqlite_master WHERE name='runs'") == 0);  // left untouched
+  }
+  SECTION("a store from a newer ltrun") {
+    const auto path = scratch("newer.db");
+    Store::open(path).reset();
+    sqlite3* db = nullptr;
+    sqlite3_open(path.c_str(), &db);
+    sqlite3_exec(db, "PRAGMA user_version=999", nullptr, nullptr, nullptr);
+    sqlite3_close(db);
+    REQUIRE_THROWS_WITH(Store::open(path), Catch::Contains("newer"));
+  }
+  SECTION("a damaged header") {
+    const auto path = scratch("damaged.db");
+    {
+      auto s = Store::open(path);
+      s->begin_run(start("x"));
+    }
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(0);
+    f.write("NOT SQLite format", 17);
+    f.close();
+    fs::remove(path + "-wal");
+    fs::remove(path + "-shm");
+    REQUIRE_THROWS_WITH(Store::open(path), Catch::Contains(path));
+  }
+  SECTION("a folder that does not exist") {
+    REQUIRE_THROWS_WITH(Store::open("/nonexistent-dir/x.db"), Catch::Contains("/nonexistent-dir"));
+  }
+}
+
+TEST_CASE("named queries come from db/queries") {
+  CHECK(named_query("status").find("GROUP BY status") != std::string::npos);
+  REQUIRE_THROWS_WITH(named_query("nope"), Catch::Contains("@nope") && Catch::Contains("status"));
+}
