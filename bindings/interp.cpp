@@ -123,7 +123,7 @@ void Interp::set_script(const std::string& script_path, const std::vector<std::s
 Outcome Interp::run(const std::string& code, const std::string& chunk_name) {
   lua_State* L = impl_->L;
   if (luaL_loadbuffer(L, code.data(), code.size(), chunk_name.c_str()) != 0) {
-    Outcome o{Outcome::error, lua_tostring(L, -1), {}};
+    Outcome o{Outcome::error, lua_tostring(L, -1), {}, {}};
     lua_pop(L, 1);
     return o;
   }
@@ -144,23 +144,32 @@ Outcome Interp::run(const std::string& code, const std::string& chunk_name) {
 
 Outcome Interp::eval(const std::string& chunk) {
   lua_State* L = impl_->L;
-  std::string code = chunk;
-  if (!code.empty() && code[0] == '=') code = "return " + code.substr(1);
   const int top = lua_gettop(L);
-  // a bare expression prints its value, as in Lua 5.3's REPL
-  if (luaL_loadbuffer(L, ("return " + code).c_str(), code.size() + 7, "=stdin") != 0) {
-    lua_pop(L, 1);
-    if (luaL_loadbuffer(L, code.c_str(), code.size(), "=stdin") != 0) {
+  // `=expr` and bare expressions print their values, as in Lua 5.3's REPL
+  const bool forced = !chunk.empty() && chunk[0] == '=';
+  const std::string expr = forced ? chunk.substr(1) : chunk;
+  const std::string as_return = "return " + expr;
+  std::string script = "print(" + expr + ")";
+  if (luaL_loadbuffer(L, as_return.data(), as_return.size(), "=stdin") != 0) {
+    if (forced) lua_pop(L, 1);
+    else {
+      lua_pop(L, 1);
+      script = chunk;
+    }
+    const std::string& code = forced ? as_return : chunk;
+    if (luaL_loadbuffer(L, code.data(), code.size(), "=stdin") != 0) {
       std::string msg = lua_tostring(L, -1);
       lua_pop(L, 1);
-      const std::string eof = "<eof>";
+      // as lua.c: a chunk that stops "near '<eof>'" is unfinished, so read another line
+      const std::string eof = "'<eof>'";
       if (msg.size() >= eof.size() && msg.compare(msg.size() - eof.size(), eof.size(), eof) == 0)
-        return {Outcome::incomplete, msg, {}};
-      return {Outcome::error, msg, {}};
+        return {Outcome::incomplete, msg, {}, {}};
+      return {Outcome::error, msg, {}, {}};
     }
   }
   Outcome o = impl_->pcall(0, LUA_MULTRET);
   if (o.kind != Outcome::ok) return o;
+  o.script = script;
   const int n = lua_gettop(L) - top;
   for (int i = 1; i <= n; i++) {
     lua_getglobal(L, "tostring");

@@ -12,6 +12,7 @@ struct Outcome {
   enum Kind { ok, error, interrupted, incomplete } kind = ok;
   std::string message;              // error text with a full traceback
   std::vector<std::string> values;  // REPL: the results, as text
+  std::string script;               // REPL: the entry as a script statement (expressions printed)
 };
 
 class Interp {

@@ -93,7 +93,7 @@ int run_repl(const Globals& g) {
     if (o.kind == lua::Outcome::ok) {
       for (const auto& v : o.values) std::printf("%s\n", v.c_str());
       std::fflush(stdout);
-      transcript += chunk + "\n";
+      transcript += o.script + "\n";
     } else {
       std::fprintf(stderr, "%s\n", o.message.c_str());
     }

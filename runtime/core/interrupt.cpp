@@ -39,6 +39,8 @@ void clear_interrupt() {
   g_pending = 0;
 }
 
+bool interrupt_pending() { return g_pending != 0; }
+
 bool consume_interrupt() {
   if (!g_pending) return false;
   g_pending = 0;

@@ -12,5 +12,6 @@ bool interrupt_requested();  // sticky: Ctrl-C was pressed since the last clear_
 void clear_interrupt();
 void check_interrupt();      // throws ltrun::Interrupted once per Ctrl-C
 bool consume_interrupt();    // true once per Ctrl-C (for callers that raise their own error)
+bool interrupt_pending();    // Ctrl-C pressed and not yet honoured by any check
 
 }  // namespace ltrun

@@ -1,21 +1,58 @@
 // runtime/store/session.cpp: run stack over the store (see session.h).
 #include "runtime/store/session.h"
 
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
 
 #include "runtime/core/error.h"
+#include "runtime/core/interrupt.h"
 
 namespace ltrun::store {
 namespace {
 Session* g_active = nullptr;
+constexpr auto kGrace = std::chrono::seconds(3);  // time a Ctrl-C gets to be honoured
+constexpr auto kPoll = std::chrono::milliseconds(100);
 }
 
 Session::Session(std::shared_ptr<Store> store, RunStart top) : store_(std::move(store)), top_(std::move(top)) {
   runs_.push_back(store_->begin_run(top_));
   g_active = this;
+  watchdog_ = std::thread([this] { watch_interrupt(); });
+}
+
+void Session::watch_interrupt() {
+  auto since = std::chrono::steady_clock::time_point::max();
+  while (!stopping_) {
+    std::this_thread::sleep_for(kPoll);
+    if (!interrupt_pending()) {
+      since = std::chrono::steady_clock::time_point::max();
+      continue;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (since == std::chrono::steady_clock::time_point::max()) since = now;
+    if (now - since < kGrace) continue;
+    // The script ignores Ctrl-C: close its runs as interrupted, keeping what they logged.
+    std::lock_guard<std::mutex> lock(mu_);
+    try {
+      while (!runs_.empty()) {
+        store_->end_run(runs_.back(), Status::interrupted,
+                        "interrupted (Ctrl-C); the script did not stop by itself and was ended");
+        runs_.pop_back();
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ltrun: %s\n", e.what());
+    }
+    std::fprintf(stderr, "ltrun: interrupted (the script did not stop within %lld s)\n",
+                 (long long)std::chrono::duration_cast<std::chrono::seconds>(kGrace).count());
+    _exit(130);
+  }
 }
 
 Session::~Session() {
+  stopping_ = true;
+  if (watchdog_.joinable()) watchdog_.join();
   try {
     while (!runs_.empty()) end(runs_.back(), Status::failed, "run was not closed");
   } catch (const std::exception& e) {
@@ -25,6 +62,7 @@ Session::~Session() {
 }
 
 int64_t Session::current() const {
+  std::lock_guard<std::mutex> lock(mu_);
   LT_CHECK(!runs_.empty(), "no run is open");
   return runs_.back();
 }
@@ -36,11 +74,14 @@ int64_t Session::begin_child(const std::string& name) {
   r.name = name;
   r.script_text.clear();  // the root run holds the text; children point to it by parent_id
   r.args_json = "[]";
-  runs_.push_back(store_->begin_run(r));
-  return runs_.back();
+  const int64_t id = store_->begin_run(r);
+  std::lock_guard<std::mutex> lock(mu_);
+  runs_.push_back(id);
+  return id;
 }
 
 void Session::end(int64_t run, Status s, const std::string& error) {
+  std::lock_guard<std::mutex> lock(mu_);
   LT_CHECK(!runs_.empty() && runs_.back() == run, "run {} is not the innermost open run", run);
   runs_.pop_back();
   store_->end_run(run, s, error);

@@ -1,9 +1,13 @@
 // runtime/store/session.h: the runs of this process: the top-level run and the stack of
 // child runs under it, so that anything (Lua or C++) can log to "the current run".
+// A watchdog ends the process as `interrupted` when a Ctrl-C is not honoured within a few
+// seconds (code that never checks, such as a JIT-compiled Lua loop, which skips hooks).
 #pragma once
-#include <functional>
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/store/store.h"
@@ -29,9 +33,14 @@ class Session {
   static Session* active();  // the process's session, or nullptr
 
  private:
+  void watch_interrupt();
+
   std::shared_ptr<Store> store_;
   RunStart top_;
+  mutable std::mutex mu_;
   std::vector<int64_t> runs_;
+  std::atomic<bool> stopping_{false};
+  std::thread watchdog_;
 };
 
 }  // namespace ltrun::store

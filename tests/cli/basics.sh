@@ -1,0 +1,89 @@
+# tests/cli/basics.sh: the command line as a user meets it.
+source "$(dirname "$0")/common.bash"
+
+out=$("$LTRUN" --help); check "help lists commands" contains "$out" "ltrun sql @NAME"
+out=$("$LTRUN" --version); check "version names LibTorch" contains "$out" "LibTorch"
+
+out=$("$LTRUN" -e 'print(1 + 1)'); check "-e runs a chunk" equals "$out" "2"
+check "the -e run is ok" equals "$(sql1 "select name, status from runs")" "-e,ok"
+
+cat > hello.lua <<'L'
+local exp = require "lt.experiment"
+local cfg = exp.args{ steps = 3, who = "world" }
+print(("hello %s %d %s %s"):format(cfg.who, cfg.steps, arg[0]:match("[^/]+$"), select("#", ...)))
+for i = 1, cfg.steps do lt.run.log("loss", 1 / i) end
+print(("%.6f"):format(math.random()))
+L
+out=$("$LTRUN" hello.lua --steps=5 --who=ltrun --seed 7)
+check "script args reach the script (exp.args, arg, ...)" contains "$out" "hello ltrun 5 hello.lua 2"
+id=$(sql1 "select max(id) from runs")
+check "args stored" equals "$(sql1 "select args_json from runs where id=$id")" '"[""--steps=5"",""--who=ltrun""]"'
+check "seed stored" equals "$(sql1 "select seed from runs where id=$id")" "7"
+check "metrics stored" equals "$(sql1 "select count(*) from metrics where run_id=$id")" "5"
+check "params stored" equals "$(sql1 "select value from params where run_id=$id and key='who'")" "ltrun"
+out2=$("$LTRUN" hello.lua --steps=5 --who=ltrun --seed 7)
+check "same seed, same random numbers" equals "$out2" "$out"
+
+# rerun: same script text and args, a new run pointing to the old one
+out3=$("$LTRUN" rerun "$id" 2>/dev/null)
+check "rerun reproduces the output" equals "$out3" "$out"
+new=$(sql1 "select max(id) from runs")
+check "rerun points to the old run" equals "$(sql1 "select rerun_of, seed from runs where id=$new")" "$id,7"
+echo 'print("changed")' > hello.lua
+out4=$("$LTRUN" rerun "$id" 2>/dev/null)
+check "rerun uses the stored text, not the file" equals "$out4" "$out"
+
+# failures
+printf 'local x = \nprint(\n' > syntax.lua
+err=$("$LTRUN" syntax.lua 2>&1); rc=$?
+check "syntax error exits 1" equals "$rc" "1"
+check "syntax error names the file and line" contains "$err" "syntax.lua:3:"
+check "syntax error run is failed" equals "$(sql1 "select status from runs order by id desc limit 1")" "failed"
+
+printf 'local function f() error("deep failure") end\nlocal function g() f() end\ng()\n' > boom.lua
+err=$("$LTRUN" boom.lua 2>&1); rc=$?
+check "runtime error exits 1" equals "$rc" "1"
+check "full traceback" contains "$err" "in function 'g'"
+check "error text with traceback in the DB" equals "$(sql1 "select instr(error, 'stack traceback') > 0 from runs order by id desc limit 1")" "1"
+
+err=$("$LTRUN" missing.lua 2>&1); rc=$?
+check "missing script exits 2" equals "$rc" "2"
+check "missing script is named" contains "$err" "missing.lua: no such script"
+
+err=$("$LTRUN" --device cuda -e 'print(1)' 2>&1); rc=$?
+if "$LTRUN" -e 'os.exit(lt.cuda_available() and 0 or 1)' >/dev/null 2>&1; then :; else
+  check "CUDA asked for without CUDA: exit 2" equals "$rc" "2"
+  check "CUDA asked for without CUDA: clear message" contains "$err" "--device cuda"
+fi
+err=$("$LTRUN" --seed abc -e 'print(1)' 2>&1); check "bad seed" contains "$err" "--seed abc"
+
+# C++ exceptions become Lua errors that scripts can catch
+out=$("$LTRUN" -e 'local ok, e = pcall(lt.zeros(2).matmul, lt.zeros(2), lt.zeros(3)); print(ok, type(e))')
+check "C++ error caught by pcall" equals "$out" "false	string"
+
+# sql
+out=$("$LTRUN" sql "select status, count(*) from runs group by 1 order by 1")
+check "aligned table" contains "$out" "status   count(*)"
+check "row count" contains "$out" "rows)"
+out=$("$LTRUN" sql "select 1 as a, 'x,y' as b" --csv)
+check "csv quoting" equals "$out" $'a,b\n1,"x,y"'
+out=$("$LTRUN" sql "select 1 as a, null as b" --json)
+check "json" equals "$(tr -d ' \n' <<<"$out")" '[{"a":1,"b":null}]'
+out=$("$LTRUN" sql @status); check "named query" contains "$out" "failed"
+err=$("$LTRUN" sql @nope 2>&1); check "unknown named query lists known ones" contains "$err" "known: "
+err=$("$LTRUN" sql "selec nothing" 2>&1); rc=$?
+check "bad SQL: exit 2 with sqlite's message" equals "$rc" "2"
+check "bad SQL message" contains "$err" "syntax error"
+
+out=$("$LTRUN" runs --limit 3); check "runs lists the latest" contains "$out" "(3 rows)"
+out=$("$LTRUN" show "$id"); check "show lists params" contains "$out" "params"
+check "show lists metrics" contains "$out" "loss"
+err=$("$LTRUN" show 99999 2>&1); check "show unknown run" contains "$err" "no run with id 99999"
+
+# a file that is not a run store
+echo "this is not sqlite" > notadb.db
+err=$("$LTRUN" --db notadb.db runs 2>&1); rc=$?
+check "foreign file: exit 2" equals "$rc" "2"
+check "foreign file: named" contains "$err" "notadb.db: not an ltrun run store"
+
+finish

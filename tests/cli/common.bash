@@ -1,0 +1,21 @@
+# tests/cli/common.bash: sourced by tests/cli/*.sh, which CTest runs as `bash T.sh LTRUN SCRATCH`.
+set -uo pipefail
+LTRUN=$(realpath "$1")
+SCRATCH=$2
+rm -rf "$SCRATCH"; mkdir -p "$SCRATCH"; cd "$SCRATCH"
+export LTRUN_DB=$SCRATCH/runs.db
+failures=0 checks=0
+
+check() {  # check DESCRIPTION COMMAND...: the command must succeed
+  local what=$1; shift
+  checks=$((checks + 1))
+  if ! "$@"; then echo "FAIL: $what" >&2; failures=$((failures + 1)); fi
+}
+contains() { grep -qF -- "$2" <<<"$1" || { echo "  expected to find: $2" >&2; echo "  in: $1" >&2; return 1; }; }
+equals() { [ "$1" == "$2" ] || { echo "  expected: $2" >&2; echo "  got:      $1" >&2; return 1; }; }
+sql1() { "$LTRUN" sql "$1" --csv | sed -n 2p; }  # first row, first columns, as CSV
+
+finish() {
+  echo "$((checks - failures)) passed, $failures failed"
+  [ "$failures" -eq 0 ]
+}

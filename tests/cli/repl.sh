@@ -1,0 +1,14 @@
+# tests/cli/repl.sh: the REPL fed from a pipe: expressions, =expr, multi-line chunks, errors
+# that do not end the session, and the session stored as a replayable run.
+source "$(dirname "$0")/common.bash"
+
+out=$(printf '%s\n' 'x = 20' '=x + 1' 'x * 2' 'function f(a)' '  return a * 3' 'end' 'error("oops")' '=f(x)' 'lt.run.log("r", 1)' | "$LTRUN" 2>err.txt)
+check "values printed, errors survived" equals "$out" $'21\n40\n60'
+check "error reported" contains "$(cat err.txt)" "oops"
+check "repl is a run" equals "$(sql1 "select name, status from runs")" "repl,ok"
+check "transcript holds the chunks that ran" equals "$(sql1 "select instr(script_text, 'function f(a)') > 0 from runs")" "1"
+check "failed chunks are not in the transcript" equals "$(sql1 "select instr(script_text, 'oops') from runs")" "0"
+check "logged from the REPL" equals "$(sql1 "select count(*) from metrics")" "1"
+out=$("$LTRUN" rerun 1 2>/dev/null; echo rc=$?)
+check "a REPL session can be rerun" contains "$out" "rc=0"
+finish

@@ -1,0 +1,77 @@
+-- tests/lua/run.lua: lt.run from Lua, checked by reading the store back with SQL.
+local T = require "lt.test"
+local q = lt.run.query
+local me = lt.run.id()
+
+T.case("params, metrics with steps, tensors as values", function()
+  lt.run.param("lr", 3e-5)
+  lt.run.param{ model = "tiny", layers = 4, betas = {0.9, 0.95} }
+  lt.run.log("loss", 2.0)
+  lt.run.log("loss", lt.tensor{1.5})
+  lt.run.log("loss", 1.0, { step = 10 })
+  lt.run.log({ acc = 0.5, ppl = 3 }, { step = 2 })
+  local p = q("SELECT key, value FROM params WHERE run_id = ? ORDER BY key", me)
+  T.same_table(p, {{key = "betas", value = "[0.9,0.95]"}, {key = "layers", value = "4"},
+                   {key = "lr", value = "3e-05"}, {key = "model", value = "tiny"}})
+  local m = q("SELECT step, value FROM metrics WHERE run_id = ? AND name = 'loss' ORDER BY step", me)
+  T.same_table(m, {{step = 0, value = 2}, {step = 1, value = 1.5}, {step = 10, value = 1}})
+  T.eq(q("SELECT value FROM metrics WHERE name = 'ppl'")[1].value, 3)
+  T.raises(function() lt.run.log("x", lt.zeros(3)) end, "one number")
+  T.raises(function() lt.run.log("x", "high") end, "number")
+end)
+
+T.case("log_layers: array index i is layer i-1; tensors index from 0; grp and first", function()
+  lt.run.log_layers("js", {0.1, 0.2, 0.3}, { grp = "g1" })
+  lt.run.log_layers("p_target", lt.tensor{0.5, 0.6}, { grp = 2, first = 1 })
+  local r = q("SELECT layer, value FROM layer_metrics WHERE run_id = ? AND name = 'js' ORDER BY layer", me)
+  T.same_table(r, {{layer = 0, value = 0.1}, {layer = 1, value = 0.2}, {layer = 2, value = 0.3}})
+  local r2 = q("SELECT layer, grp FROM layer_metrics WHERE name = 'p_target' ORDER BY layer")
+  T.same_table(r2, {{layer = 1, grp = "2"}, {layer = 2, grp = "2"}})
+end)
+
+T.case("child runs: own status, results returned, errors marked and re-raised", function()
+  local v = lt.run.child("ok_child", function(a, b)
+    lt.run.log("inner", 1)
+    T.ok(lt.run.id() ~= me, "inside a child, lt.run.id() is the child")
+    return a + b
+  end, 2, 3)
+  T.eq(v, 5)
+  T.eq(lt.run.id(), me)
+  local err = T.raises(function()
+    lt.run.child("bad_child", function()
+      lt.run.log("before_failure", 42)
+      error("diverged at step 7")
+    end)
+  end, "diverged at step 7")
+  local kids = q("SELECT name, status, error FROM runs WHERE parent_id = ? ORDER BY id", me)
+  T.eq(#kids, 2)
+  T.eq(kids[1].status, "ok"); T.eq(kids[2].status, "failed")
+  T.ok(kids[2].error:find("diverged at step 7"), "error text stored")
+  T.ok(kids[2].error:find("stack traceback"), "with its traceback")
+  T.eq(q("SELECT count(*) AS n FROM metrics WHERE name = 'before_failure'")[1].n, 1)
+  -- nested children
+  lt.run.child("outer", function()
+    lt.run.child("inner", function() end)
+  end)
+  local inner = q("SELECT r.name AS name, p.name AS parent FROM runs r JOIN runs p ON p.id = r.parent_id WHERE r.name = 'inner'")
+  T.eq(inner[1].parent, "outer")
+end)
+
+T.case("artifacts record path and sha256", function()
+  local path = os.getenv("LTRUN_TEST_TMP") .. "/artifact.txt"
+  local f = assert(io.open(path, "w")); f:write("abc"); f:close()
+  lt.run.artifact(path)
+  local a = q("SELECT kind, path, sha256 FROM artifacts WHERE run_id = ?", me)[1]
+  T.eq(a.kind, "txt")
+  T.eq(a.sha256, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+  T.raises(function() lt.run.artifact("/nonexistent/file.svg") end, "does not exist")
+end)
+
+T.case("the root run describes this script", function()
+  local r = q("SELECT name, status, script_sha256, length(script_text) AS n, device FROM runs WHERE id = ?", me)[1]
+  T.eq(r.name, "run"); T.eq(r.status, "running"); T.eq(r.device, "cpu")
+  T.ok(r.n > 1000, "script text stored")
+  T.eq(#r.script_sha256, 64)
+end)
+
+T.finish()
