@@ -1,6 +1,9 @@
 // bindings/system.cpp: process-wide facts and switches: lt.version, lt.torch_version,
-// lt.device (the --device choice), lt.seed, lt.cuda_available(), lt.interrupted().
+// lt.device (the --device choice), lt.seed, lt.cuda_available(), lt.interrupted(),
+// lt.clock(), lt.noop() and lt.noop_raw() (for the call-overhead benchmark).
 #include <lua.hpp>
+
+#include <chrono>
 
 #include "bindings/luat.h"
 #include "runtime/core/device.h"
@@ -11,6 +14,17 @@ namespace {
 
 int l_cuda_available(lua_State* L) {
   lua_pushboolean(L, cuda_available());
+  return 1;
+}
+
+// the cheapest possible call into C++, through the same trampoline as every binding: what
+// experiments/bench/lua_call.lua measures the per-call overhead with
+int l_noop(lua_State*) { return 0; }
+
+// monotonic wall clock in seconds, for benchmarks and rates
+int l_clock(lua_State* L) {
+  using namespace std::chrono;
+  lua_pushnumber(L, duration<double>(steady_clock::now().time_since_epoch()).count());
   return 1;
 }
 
@@ -30,8 +44,11 @@ void register_system(lua_State* L) {
   push(L, "cpu");
   lua_setfield(L, -2, "device");
   static const luaL_Reg fns[] = {{"cuda_available", LT_FN(l_cuda_available)},
-                                 {"interrupted", LT_FN(l_interrupted)}, {nullptr, nullptr}};
+                                 {"interrupted", LT_FN(l_interrupted)}, {"noop", LT_FN(l_noop)},
+                                 {"clock", LT_FN(l_clock)}, {nullptr, nullptr}};
   set_funcs(L, fns);
+  lua_pushcfunction(L, l_noop);  // unwrapped: the baseline for the trampoline's cost
+  lua_setfield(L, -2, "noop_raw");
   lua_pop(L, 1);
 }
 
