@@ -5,11 +5,13 @@
 #include "bindings/json.h"
 #include "bindings/luat.h"
 #include "bindings/tensor.h"
+#include "bindings/tokenizer.h"
 #include "runtime/core/device.h"
 
 namespace ltrun::lua {
 
 void register_run(lua_State* L);     // bindings/run.cpp: lt.run
+void register_model(lua_State* L);   // bindings/model.cpp: lt.model, lt.Model
 void register_system(lua_State* L);  // bindings/system.cpp: lt.device, lt.seed, versions
 
 void open_lt(lua_State* L) {
@@ -19,6 +21,8 @@ void open_lt(lua_State* L) {
   register_tensor(L);
   register_json(L);
   register_run(L);
+  register_tokenizer(L);
+  register_model(L);
 }
 
 }  // namespace ltrun::lua

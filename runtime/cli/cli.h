@@ -32,6 +32,7 @@ int cmd_runs(const Globals& g, const std::vector<std::string>& args);
 int cmd_show(const Globals& g, const std::vector<std::string>& args);
 int cmd_sql(const Globals& g, const std::vector<std::string>& args);
 int cmd_rerun(const Globals& g, const std::vector<std::string>& args);
+int cmd_model(const Globals& g, const std::vector<std::string>& args);
 
 enum class TableFormat { aligned, csv, json };
 std::string format_table(const store::Table& t, TableFormat f);

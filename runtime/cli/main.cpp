@@ -22,6 +22,8 @@ usage:
   ltrun sql "SELECT ..." [--csv|--json]   SQL over the run store
   ltrun sql @NAME [--csv|--json]       a named query from db/queries/NAME.sql
   ltrun rerun RUN [--key=value ...]    replay a run's stored script and args as a new run
+  ltrun model new [options] OUT        make a tiny random model in the HF layout (+ tokenizer)
+  ltrun model info PATH                describe a checkpoint folder
 
 global options (anywhere on the line):
   --db PATH        run store (default $LTRUN_DB, else ./ltrun.db)
@@ -95,9 +97,10 @@ int main(int argc, char** argv) {
     if (cmd == "show") return cmd_show(g, args);
     if (cmd == "sql") return cmd_sql(g, args);
     if (cmd == "rerun") return cmd_rerun(g, args);
+    if (cmd == "model") return cmd_model(g, args);
     if (cmd.rfind("--", 0) == 0) fail("unknown option {} (see ltrun --help)", cmd);
     if (!file_exists(cmd))
-      fail("{}: no such script (and not a command: runs, show, sql, rerun; see ltrun --help)", cmd);
+      fail("{}: no such script (and not a command: runs, show, sql, rerun, model; see ltrun --help)", cmd);
     ScriptRun r;
     r.script_path = absolute_path(cmd);
     r.code = read_file(cmd);

@@ -13,10 +13,12 @@
 
 namespace ltrun::kernels {
 
+// As HF's Qwen3RMSNorm / LlamaRMSNorm: normalise in fp32 (fp64 stays fp64), round to the
+// input dtype, then scale by the weight in that dtype.
 at::Tensor rmsnorm_reference(const at::Tensor& x, const at::Tensor& weight, double eps) {
-  at::Tensor xf = x.to(at::kFloat);
-  at::Tensor inv = at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
-  return (xf * inv * weight.to(at::kFloat)).to(x.scalar_type());
+  const at::Tensor xf = x.to(x.scalar_type() == at::kDouble ? at::kDouble : at::kFloat);
+  const at::Tensor inv = at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
+  return weight * (xf * inv).to(x.scalar_type());
 }
 
 bool rmsnorm_has_kernel() {

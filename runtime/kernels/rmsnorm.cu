@@ -1,5 +1,5 @@
 // runtime/kernels/rmsnorm.cu: fused RMSNorm, one block per row: a pass for sum(x^2) reduced
-// in fp32 through warp shuffles and shared memory, then a pass writing x * rsqrt(ms + eps) * w.
+// in fp32 through warp shuffles and shared memory, then a pass writing w * T(x * rsqrt(ms + eps)).
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -42,8 +42,9 @@ __global__ void rmsnorm_kernel(const T* __restrict__ x, const T* __restrict__ w,
   }
   __syncthreads();
   const float inv = rsqrtf(warp_sums[0] / (float)cols + eps);
+  // rounded to T before the weight is applied, as HF's RMSNorm does
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
-    yr[c] = from_f32<T>(to_f32(xr[c]) * inv * to_f32(w[c]));
+    yr[c] = from_f32<T>(to_f32(from_f32<T>(to_f32(xr[c]) * inv)) * to_f32(w[c]));
 }
 
 // ---------------------------------------------------------------------------------------

@@ -1,11 +1,12 @@
-// runtime/kernels/rmsnorm.h: RMSNorm y = x / sqrt(mean(x^2) + eps) * w over the last dimension,
+// runtime/kernels/rmsnorm.h: RMSNorm y = w * (x / sqrt(mean(x^2) + eps)) over the last dimension,
 // with a fused CUDA kernel (runtime/kernels/rmsnorm.cu) and a LibTorch reference path.
 #pragma once
 #include <ATen/core/Tensor.h>
 
 namespace ltrun::kernels {
 
-// Statistics in fp32 whatever the input dtype (bf16 on GPU); the result has x's dtype.
+// Statistics in fp32 whatever the input dtype (bf16 on GPU); the normalised x is rounded to
+// x's dtype before the weight scales it, as HF does.
 // Uses the CUDA kernel for contiguous fp32/bf16 CUDA tensors when compiled in, else reference.
 at::Tensor rmsnorm(const at::Tensor& x, const at::Tensor& weight, double eps);
 at::Tensor rmsnorm_reference(const at::Tensor& x, const at::Tensor& weight, double eps);

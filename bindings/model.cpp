@@ -1,0 +1,573 @@
+// bindings/model.cpp: lt.model (load, new, info) and the lt.Model userdata: forward with
+// capture / resume / intervene / logits-where-asked, lens, generate (strings or ids),
+// clone, save, parameters, to. Residual indices follow the runtime's convention:
+// out.hidden[0] = embeddings, out.hidden[l+1] = residual after block l (0-based keys).
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <memory>
+#include <new>
+
+#include "bindings/json.h"
+#include "bindings/luat.h"
+#include "bindings/tensor.h"
+#include "bindings/tokenizer.h"
+#include "runtime/core/device.h"
+#include "runtime/model/create.h"
+#include "runtime/model/generate.h"
+#include "runtime/model/info.h"
+#include "runtime/model/model.h"
+
+namespace ltrun::lua {
+namespace {
+
+const char kMeta[] = "lt.Model";
+
+struct Box {
+  std::shared_ptr<model::Model> m;
+  std::shared_ptr<text::Tokenizer> tok;  // from the folder's tokenizer.json, if any
+  std::string path;
+};
+
+void push_model(lua_State* L, Box b) {
+  new (lua_newuserdata(L, sizeof(Box))) Box(std::move(b));
+  luaL_getmetatable(L, kMeta);
+  lua_setmetatable(L, -2);
+}
+
+Box& check_box(lua_State* L, int idx, const char* fn) {
+  auto* b = static_cast<Box*>(luaL_testudata(L, idx, kMeta));
+  if (!b) fail("{}: argument {}: expected a model, got {}", fn, idx, type_name(L, idx));
+  if (!b->m) fail("{}: the model was freed (m:free())", fn);
+  return *b;
+}
+
+std::string default_device(lua_State* L) {
+  lua_getglobal(L, "lt");
+  lua_getfield(L, -1, "device");
+  std::string d = lua_isstring(L, -1) ? lua_tostring(L, -1) : "cpu";
+  lua_pop(L, 2);
+  return d;
+}
+
+// ids: tensor [T] or [B, T]; {ids...}; {{ids...}, ...} of different lengths (left-padded,
+// with the mask returned through `mask`).
+at::Tensor read_ids(lua_State* L, int idx, const char* fn, int64_t pad, at::Tensor* mask) {
+  if (is_tensor(L, idx)) {
+    at::Tensor t = check_tensor(L, idx, fn).to(at::kLong);
+    return t.dim() == 1 ? t.unsqueeze(0) : t;
+  }
+  check_table(L, idx, fn);
+  const int n = int(lua_objlen(L, idx));
+  LT_CHECK(n > 0, "{}: no token ids given", fn);
+  lua_rawgeti(L, idx, 1);
+  const bool nested = lua_istable(L, -1);
+  lua_pop(L, 1);
+  std::vector<std::vector<int64_t>> rows;
+  auto read_row = [&](int t) {
+    std::vector<int64_t> r;
+    for (int i = 1; i <= int(lua_objlen(L, t)); i++) {
+      lua_rawgeti(L, t, i);
+      if (lua_type(L, -1) != LUA_TNUMBER) fail("{}: token ids must be numbers", fn);
+      r.push_back(int64_t(lua_tonumber(L, -1)));
+      lua_pop(L, 1);
+    }
+    LT_CHECK(!r.empty(), "{}: an empty row of token ids", fn);
+    return r;
+  };
+  if (!nested) {
+    rows.push_back(read_row(abs_index(L, idx)));
+  } else {
+    for (int i = 1; i <= n; i++) {
+      lua_rawgeti(L, idx, i);
+      check_table(L, lua_gettop(L), fn);
+      rows.push_back(read_row(lua_gettop(L)));
+      lua_pop(L, 1);
+    }
+  }
+  size_t T = 0;
+  for (auto& r : rows) T = std::max(T, r.size());
+  at::Tensor ids = at::full({int64_t(rows.size()), int64_t(T)}, pad, at::kLong);
+  at::Tensor m = at::zeros({int64_t(rows.size()), int64_t(T)}, at::kLong);
+  bool padded = false;
+  for (size_t b = 0; b < rows.size(); b++) {
+    const int64_t off = int64_t(T - rows[b].size());
+    padded |= off > 0;
+    ids[b].narrow(0, off, int64_t(rows[b].size())).copy_(at::tensor(rows[b], at::kLong));
+    m[b].narrow(0, off, int64_t(rows[b].size())).fill_(1);
+  }
+  if (padded && mask) *mask = m;
+  return ids;
+}
+
+int64_t pad_id(const model::Model& m) {
+  const auto& c = m.config();
+  if (c.pad_token_id) return *c.pad_token_id;
+  return c.eos_token_ids.empty() ? 0 : c.eos_token_ids.front();
+}
+
+// Lua functions referenced from C++ for the length of one forward pass
+struct Refs {
+  lua_State* L;
+  std::vector<int> refs;
+  ~Refs() {
+    for (int r : refs) luaL_unref(L, LUA_REGISTRYINDEX, r);
+  }
+};
+
+model::Intervention read_intervention(lua_State* L, int v, int layer, const at::Tensor& like, Refs& refs) {
+  const char* fn = "model:forward";
+  if (lua_isfunction(L, v)) {
+    lua_pushvalue(L, v);
+    const int ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    refs.refs.push_back(ref);
+    // Runs inside the forward pass: Lua errors come back as C++ exceptions, so they unwind
+    // the C++ frames normally and the binding trampoline turns them into Lua errors again.
+    auto call = [L, ref](int l, at::Tensor& h) {
+      lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
+      push_tensor(L, h);
+      lua_pushnumber(L, l);
+      if (lua_pcall(L, 2, 1, 0) != 0) {
+        std::string msg = lua_isstring(L, -1) ? lua_tostring(L, -1) : "error in intervention";
+        lua_pop(L, 1);
+        fail("intervention after block {}: {}", l, msg);
+      }
+      if (is_tensor(L, -1)) h = check_tensor(L, -1, "intervention");
+      lua_pop(L, 1);
+    };
+    return model::Intervention::call(call);
+  }
+  check_table(L, v, fn);
+  auto get = [&](const char* key) -> std::optional<at::Tensor> {
+    lua_getfield(L, v, key);
+    std::optional<at::Tensor> t;
+    if (!lua_isnil(L, -1)) t = to_tensor(L, lua_gettop(L), fn, like.scalar_type()).to(like.device());
+    lua_pop(L, 1);
+    return t;
+  };
+  if (auto p = get("zero")) return model::Intervention::zero(p->scalar_type() == at::kBool ? *p : p->to(at::kLong));
+  if (auto a = get("add")) return model::Intervention::add(*a);
+  if (auto r = get("replace")) return model::Intervention::replace(*r);
+  fail("{}: intervene[{}]: expected a function(h, layer) or {{zero=positions}}, {{add=t}}, {{replace=t}}", fn, layer);
+}
+
+void push_config(lua_State* L, const model::Config& c) {
+  push_json(L, nlohmann::json::parse(c.json));
+}
+
+// ---- lt.model ---------------------------------------------------------------------------
+
+int l_load(lua_State* L) {
+  const std::string path = check_string(L, 1, "lt.model.load");
+  const std::string dev = opt_string(L, 2, "device", "lt.model.load").value_or(default_device(L));
+  std::optional<c10::ScalarType> dtype;
+  if (auto d = opt_string(L, 2, "dtype", "lt.model.load")) dtype = parse_dtype(*d);
+  Box b;
+  b.m = std::make_shared<model::Model>(model::Model::load(path, parse_device(dev), dtype));
+  b.path = path;
+  const auto dir = std::filesystem::is_directory(path) ? std::filesystem::path(path)
+                                                        : std::filesystem::path(path).parent_path();
+  if (std::filesystem::exists(dir / "tokenizer.json"))
+    b.tok = std::make_shared<text::Tokenizer>(text::Tokenizer::load((dir / "tokenizer.json").string()));
+  push_model(L, std::move(b));
+  return 1;
+}
+
+// lt.model.new{out=DIR, arch=, layers=, hidden=, heads=, kv_heads=, intermediate=, vocab=,
+//              corpus=PATH|{PATHS}, tokenizer=PATH, seed=, tie=} → summary table
+int l_new(lua_State* L) {
+  const char* fn = "lt.model.new";
+  check_table(L, 1, fn);
+  model::NewModelSpec s;
+  s.out_dir = opt_string(L, 1, "out", fn).value_or("");
+  LT_CHECK(!s.out_dir.empty(), "{}: option out (the folder to write) is required", fn);
+  s.tiny.arch = opt_string(L, 1, "arch", fn).value_or(s.tiny.arch);
+  s.tiny.layers = opt_integer(L, 1, "layers", fn).value_or(s.tiny.layers);
+  s.tiny.hidden = opt_integer(L, 1, "hidden", fn).value_or(s.tiny.hidden);
+  s.tiny.heads = opt_integer(L, 1, "heads", fn).value_or(s.tiny.heads);
+  s.tiny.kv_heads = opt_integer(L, 1, "kv_heads", fn).value_or(s.tiny.kv_heads);
+  s.tiny.intermediate = opt_integer(L, 1, "intermediate", fn).value_or(s.tiny.intermediate);
+  s.tiny.seed = uint64_t(opt_integer(L, 1, "seed", fn).value_or(0));
+  s.tiny.tie_word_embeddings = opt_bool(L, 1, "tie", fn).value_or(false);
+  s.vocab = int(opt_integer(L, 1, "vocab", fn).value_or(s.vocab));
+  s.tokenizer = opt_string(L, 1, "tokenizer", fn).value_or("");
+  lua_getfield(L, 1, "corpus");
+  if (lua_isstring(L, -1)) s.corpus.push_back(lua_tostring(L, -1));
+  else if (lua_istable(L, -1))
+    for (int i = 1; i <= int(lua_objlen(L, -1)); i++) {
+      lua_rawgeti(L, -1, i);
+      s.corpus.push_back(check_string(L, lua_gettop(L), fn));
+      lua_pop(L, 1);
+    }
+  lua_pop(L, 1);
+  auto r = model::create_model_dir(s);
+  lua_createtable(L, 0, 4);
+  push(L, r.dir);
+  lua_setfield(L, -2, "dir");
+  lua_pushnumber(L, double(r.vocab));
+  lua_setfield(L, -2, "vocab");
+  lua_pushnumber(L, double(r.parameters));
+  lua_setfield(L, -2, "parameters");
+  push(L, r.tokenizer_source);
+  lua_setfield(L, -2, "tokenizer");
+  return 1;
+}
+
+int l_info(lua_State* L) {
+  auto info = model::describe(check_string(L, 1, "lt.model.info"));
+  lua_createtable(L, 0, 10);
+  push(L, info.config.model_type);
+  lua_setfield(L, -2, "arch");
+  lua_pushnumber(L, double(info.config.n_layers));
+  lua_setfield(L, -2, "n_layers");
+  push(L, info.dtypes);
+  lua_setfield(L, -2, "dtypes");
+  const std::pair<const char*, int64_t> parts[] = {
+      {"embeddings", info.embeddings}, {"attention", info.attention}, {"mlp", info.mlp},
+      {"norms", info.norms}, {"head", info.head}, {"other", info.other}, {"parameters", info.parameters}};
+  for (auto& [k, v] : parts) {
+    lua_pushnumber(L, double(v));
+    lua_setfield(L, -2, k);
+  }
+  lua_pushnumber(L, double(info.bytes_on_disk));
+  lua_setfield(L, -2, "bytes_on_disk");
+  push(L, info.to_string());
+  lua_setfield(L, -2, "summary");
+  return 1;
+}
+
+// ---- lt.Model methods -----------------------------------------------------------------------
+
+int m_forward(lua_State* L) {
+  const char* fn = "model:forward";
+  Box& b = check_box(L, 1, fn);
+  const model::Model& m = *b.m;
+  model::ForwardOptions o;
+  Refs refs{L, {}};
+  at::Tensor mask;
+  at::Tensor ids;
+  if (!lua_isnil(L, 2)) ids = read_ids(L, 2, fn, pad_id(m), &mask).to(m.device());
+  const int opts = 3;
+  if (lua_istable(L, opts)) {
+    lua_getfield(L, opts, "attention_mask");
+    if (!lua_isnil(L, -1)) mask = to_tensor(L, lua_gettop(L), fn, at::kLong).to(at::kLong);
+    lua_pop(L, 1);
+    o.capture = opt_bool(L, opts, "capture", fn).value_or(false);
+    o.from_layer = int(opt_integer(L, opts, "from_layer", fn).value_or(0));
+    o.to_layer = int(opt_integer(L, opts, "to_layer", fn).value_or(-1));
+    lua_getfield(L, opts, "hidden");
+    if (!lua_isnil(L, -1)) o.hidden = check_tensor(L, lua_gettop(L), fn).to(m.device());
+    lua_pop(L, 1);
+    lua_getfield(L, opts, "logits");
+    if (lua_type(L, -1) == LUA_TSTRING) {
+      const std::string w = lua_tostring(L, -1);
+      if (w == "all") o.logits = model::Logits::All;
+      else if (w == "last") o.logits = model::Logits::Last;
+      else if (w == "none") o.logits = model::Logits::None;
+      else fail("{}: logits = '{}': expected \"all\", \"last\", \"none\" or positions", fn, w);
+    } else if (!lua_isnil(L, -1)) {
+      o.logits = model::Logits::Positions;
+      o.logit_positions = to_tensor(L, lua_gettop(L), fn, at::kLong).to(at::kLong).to(m.device());
+    }
+    lua_pop(L, 1);
+    lua_getfield(L, opts, "intervene");
+    if (!lua_isnil(L, -1)) {
+      const int t = lua_gettop(L);
+      check_table(L, t, fn);
+      at::Tensor like = at::empty({0}, at::TensorOptions().dtype(m.dtype()).device(m.device()));
+      lua_pushnil(L);
+      while (lua_next(L, t)) {
+        if (lua_type(L, -2) != LUA_TNUMBER) fail("{}: intervene keys are layer numbers", fn);
+        const int layer = int(lua_tonumber(L, -2));
+        LT_CHECK(layer >= -1 && layer < m.n_layers(), "{}: intervene[{}]: layer out of range -1..{}",
+                 fn, layer, m.n_layers() - 1);
+        o.intervene[layer] = read_intervention(L, lua_gettop(L), layer, like, refs);
+        lua_pop(L, 1);
+      }
+    }
+    lua_pop(L, 1);
+  }
+  if (mask.defined()) o.attention_mask = mask.to(m.device());
+  model::ForwardResult r = m.forward(ids, o);
+  lua_createtable(L, 0, 3);
+  if (r.logits.defined()) {
+    push_tensor(L, r.logits);
+    lua_setfield(L, -2, "logits");
+  }
+  if (r.residual.defined()) {
+    push_tensor(L, r.residual);
+    lua_setfield(L, -2, "residual");
+  }
+  if (o.capture) {
+    lua_createtable(L, int(r.hidden.size()), 1);
+    for (size_t i = 0; i < r.hidden.size(); i++) {
+      if (!r.hidden[i].defined()) continue;
+      push_tensor(L, r.hidden[i]);
+      lua_rawseti(L, -2, int(i));
+    }
+    lua_setfield(L, -2, "hidden");
+  }
+  if (mask.defined()) {
+    push_tensor(L, mask);
+    lua_setfield(L, -2, "attention_mask");
+  }
+  return 1;
+}
+
+int m_lens(lua_State* L) {
+  Box& b = check_box(L, 1, "model:lens");
+  push_tensor(L, b.m->lens(check_tensor(L, 2, "model:lens").to(b.m->device())));
+  return 1;
+}
+
+// m:generate(prompts, {max_new_tokens=, temperature=, top_k=, top_p=, seed=, stop=, stop_ids=})
+// prompts: a string, a list of strings, a list of ids, or a list of id lists. Strings give
+// strings back (cut before a stop string), ids give ids; the second result holds per prompt
+// {ids=, finish="stop_id"|"stop"|"length"}.
+int m_generate(lua_State* L) {
+  const char* fn = "model:generate";
+  Box& b = check_box(L, 1, fn);
+  const bool single_string = lua_type(L, 2) == LUA_TSTRING;
+  bool strings = single_string;
+  std::vector<std::vector<int64_t>> prompts;
+  auto need_tok = [&]() -> const text::Tokenizer& {
+    if (!b.tok) fail("{}: {} has no tokenizer.json: pass token ids instead of text", fn, b.path);
+    return *b.tok;
+  };
+  const bool special = opt_bool(L, 3, "special", fn).value_or(true);
+  auto encode = [&](const std::string& s) {
+    auto ids = need_tok().encode(s, special);
+    return std::vector<int64_t>(ids.begin(), ids.end());
+  };
+  bool single_ids = false;
+  if (single_string) {
+    prompts.push_back(encode(lua_tostring(L, 2)));
+  } else {
+    check_table(L, 2, fn);
+    lua_rawgeti(L, 2, 1);
+    const int kind = lua_type(L, -1);
+    lua_pop(L, 1);
+    if (kind == LUA_TSTRING) {
+      strings = true;
+      for (int i = 1; i <= int(lua_objlen(L, 2)); i++) {
+        lua_rawgeti(L, 2, i);
+        prompts.push_back(encode(check_string(L, lua_gettop(L), fn)));
+        lua_pop(L, 1);
+      }
+    } else {
+      single_ids = kind == LUA_TNUMBER;
+      at::Tensor mask;
+      at::Tensor ids = read_ids(L, 2, fn, 0, &mask);
+      for (int64_t r = 0; r < ids.size(0); r++) {
+        at::Tensor row = mask.defined() ? ids[r].masked_select(mask[r].to(at::kBool)) : ids[r];
+        prompts.emplace_back(row.data_ptr<int64_t>(), row.data_ptr<int64_t>() + row.numel());
+      }
+    }
+  }
+  model::GenerateOptions g;
+  g.max_new_tokens = int(opt_integer(L, 3, "max_new_tokens", fn).value_or(g.max_new_tokens));
+  g.temperature = opt_number(L, 3, "temperature", fn).value_or(g.temperature);
+  g.top_k = opt_integer(L, 3, "top_k", fn).value_or(g.top_k);
+  g.top_p = opt_number(L, 3, "top_p", fn).value_or(g.top_p);
+  lua_getglobal(L, "lt");
+  lua_getfield(L, -1, "seed");
+  const uint64_t run_seed = lua_isnumber(L, -1) ? uint64_t(lua_tonumber(L, -1)) : 0;
+  lua_pop(L, 2);
+  g.seed = uint64_t(opt_integer(L, 3, "seed", fn).value_or(int64_t(run_seed)));
+  std::vector<std::string> stops;
+  if (lua_istable(L, 3)) {
+    lua_getfield(L, 3, "stop");
+    if (lua_isstring(L, -1)) stops.push_back(lua_tostring(L, -1));
+    else if (lua_istable(L, -1))
+      for (int i = 1; i <= int(lua_objlen(L, -1)); i++) {
+        lua_rawgeti(L, -1, i);
+        stops.push_back(check_string(L, lua_gettop(L), fn));
+        lua_pop(L, 1);
+      }
+    lua_pop(L, 1);
+    lua_getfield(L, 3, "stop_ids");
+    if (lua_istable(L, -1)) {
+      std::vector<int64_t> ids;
+      for (int i = 1; i <= int(lua_objlen(L, -1)); i++) {
+        lua_rawgeti(L, -1, i);
+        ids.push_back(int64_t(lua_tonumber(L, -1)));
+        lua_pop(L, 1);
+      }
+      g.stop_ids = ids;
+    }
+    lua_pop(L, 1);
+  }
+  if (!stops.empty()) {
+    const text::Tokenizer& tok = need_tok();
+    g.stop = [&tok, &stops](int, const std::vector<int64_t>& toks) {
+      const std::string text = tok.decode(std::vector<int32_t>(toks.begin(), toks.end()), true);
+      for (const auto& s : stops)
+        if (text.find(s) != std::string::npos) return true;
+      return false;
+    };
+  }
+  auto gens = model::generate(*b.m, prompts, g);
+  auto result_text = [&](const model::Generation& gen) {
+    std::string text = need_tok().decode(std::vector<int32_t>(gen.tokens.begin(), gen.tokens.end()), true);
+    size_t cut = std::string::npos;
+    for (const auto& s : stops) cut = std::min(cut, text.find(s));
+    return cut == std::string::npos ? text : text.substr(0, cut);
+  };
+  auto push_ids_row = [&](const std::vector<int64_t>& ids) {
+    lua_createtable(L, int(ids.size()), 0);
+    for (size_t i = 0; i < ids.size(); i++) {
+      lua_pushnumber(L, double(ids[i]));
+      lua_rawseti(L, -2, int(i + 1));
+    }
+  };
+  // first result
+  if (single_string) push(L, result_text(gens[0]));
+  else if (single_ids) push_ids_row(gens[0].tokens);
+  else {
+    lua_createtable(L, int(gens.size()), 0);
+    for (size_t i = 0; i < gens.size(); i++) {
+      if (strings) push(L, result_text(gens[i])); else push_ids_row(gens[i].tokens);
+      lua_rawseti(L, -2, int(i + 1));
+    }
+  }
+  // second result: details per prompt
+  lua_createtable(L, int(gens.size()), 0);
+  for (size_t i = 0; i < gens.size(); i++) {
+    lua_createtable(L, 0, 2);
+    push_ids_row(gens[i].tokens);
+    lua_setfield(L, -2, "ids");
+    push(L, gens[i].finish);
+    lua_setfield(L, -2, "finish");
+    lua_rawseti(L, -2, int(i + 1));
+  }
+  return 2;
+}
+
+int m_clone(lua_State* L) {
+  Box& b = check_box(L, 1, "model:clone");
+  Box c = b;
+  c.m = std::make_shared<model::Model>(b.m->clone());
+  push_model(L, std::move(c));
+  return 1;
+}
+
+int m_save(lua_State* L) {
+  Box& b = check_box(L, 1, "model:save");
+  const std::string dir = check_string(L, 2, "model:save");
+  std::filesystem::create_directories(dir);
+  b.m->save(dir);
+  if (b.tok) {
+    const auto dst = std::filesystem::path(dir) / "tokenizer.json";
+    if (std::filesystem::absolute(b.tok->path()) != std::filesystem::absolute(dst))
+      std::filesystem::copy_file(b.tok->path(), dst, std::filesystem::copy_options::overwrite_existing);
+  }
+  return 0;
+}
+
+// m:parameters([layer]) → {name = tensor} sharing storage with the model
+int m_parameters(lua_State* L) {
+  Box& b = check_box(L, 1, "model:parameters");
+  std::vector<model::Param> ps;
+  if (lua_isnoneornil(L, 2)) ps = b.m->parameters();
+  else {
+    const int64_t l = check_integer(L, 2, "model:parameters");
+    LT_CHECK(l >= 0 && l < b.m->n_layers(), "model:parameters: layer {} out of range 0..{}", l,
+             b.m->n_layers() - 1);
+    ps = b.m->parameters(int(l));
+  }
+  lua_createtable(L, 0, int(ps.size()));
+  for (const auto& p : ps) {
+    push_tensor(L, p.tensor);
+    lua_setfield(L, -2, p.name.c_str());
+  }
+  return 1;
+}
+
+int m_n_params(lua_State* L) {
+  Box& b = check_box(L, 1, "model:n_params");
+  int64_t n = 0;
+  for (const auto& p : b.m->parameters()) n += p.tensor.numel();
+  lua_pushnumber(L, double(n));
+  return 1;
+}
+
+int m_to(lua_State* L) {
+  Box& b = check_box(L, 1, "model:to");
+  const std::string dev = check_string(L, 2, "model:to");
+  std::optional<c10::ScalarType> dtype;
+  if (lua_type(L, 3) == LUA_TSTRING) dtype = parse_dtype(lua_tostring(L, 3));
+  b.m->to(parse_device(dev), dtype);
+  lua_settop(L, 1);
+  return 1;
+}
+
+int m_free(lua_State* L) {
+  auto* b = static_cast<Box*>(luaL_checkudata(L, 1, kMeta));
+  b->m.reset();
+  return 0;
+}
+
+int m_index(lua_State* L) {
+  lua_pushvalue(L, 2);
+  lua_rawget(L, lua_upvalueindex(1));
+  if (!lua_isnil(L, -1)) return 1;
+  lua_pop(L, 1);
+  Box& b = check_box(L, 1, "model");
+  const std::string k = check_string(L, 2, "model");
+  if (k == "n_layers") lua_pushnumber(L, b.m->n_layers());
+  else if (k == "config") push_config(L, b.m->config());
+  else if (k == "arch") push(L, b.m->config().model_type);
+  else if (k == "device") push(L, b.m->device().str());
+  else if (k == "dtype") push(L, dtype_name(b.m->dtype()));
+  else if (k == "path") push(L, b.path);
+  else if (k == "tokenizer") {
+    if (b.tok) push_tokenizer(L, *b.tok); else lua_pushnil(L);
+  } else lua_pushnil(L);
+  return 1;
+}
+
+int m_gc(lua_State* L) {
+  static_cast<Box*>(lua_touserdata(L, 1))->~Box();
+  return 0;
+}
+
+int m_tostring(lua_State* L) {
+  auto* b = static_cast<Box*>(luaL_checkudata(L, 1, kMeta));
+  if (!b->m) {
+    lua_pushstring(L, "model(<freed>)");
+    return 1;
+  }
+  const auto& c = b->m->config();
+  push(L, fmt::format("model({}, {} layers, hidden {}, vocab {}, {}, {})", c.model_type, c.n_layers,
+                      c.hidden_size, c.vocab_size, dtype_name(b->m->dtype()), b->m->device().str()));
+  return 1;
+}
+
+}  // namespace
+
+void register_model(lua_State* L) {
+  static const luaL_Reg methods[] = {
+      {"forward", LT_FN(m_forward)}, {"lens", LT_FN(m_lens)}, {"generate", LT_FN(m_generate)},
+      {"clone", LT_FN(m_clone)}, {"save", LT_FN(m_save)}, {"parameters", LT_FN(m_parameters)},
+      {"n_params", LT_FN(m_n_params)}, {"to", LT_FN(m_to)}, {"free", LT_FN(m_free)}, {nullptr, nullptr}};
+  luaL_newmetatable(L, kMeta);
+  lua_pushstring(L, kMeta);
+  lua_setfield(L, -2, "__name");
+  lua_pushcfunction(L, m_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pushcfunction(L, LT_FN(m_tostring));
+  lua_setfield(L, -2, "__tostring");
+  lua_newtable(L);
+  set_funcs(L, methods);
+  lua_pushcclosure(L, LT_FN(m_index), 1);
+  lua_setfield(L, -2, "__index");
+  lua_pop(L, 1);
+  new_module(L, "model");
+  static const luaL_Reg fns[] = {{"load", LT_FN(l_load)}, {"new", LT_FN(l_new)}, {"info", LT_FN(l_info)},
+                                 {nullptr, nullptr}};
+  set_funcs(L, fns);
+  lua_pop(L, 1);
+}
+
+}  // namespace ltrun::lua

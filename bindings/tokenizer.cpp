@@ -1,0 +1,170 @@
+// bindings/tokenizer.cpp: lt.tokenizer.load(file_or_dir) → lt.Tokenizer with encode, decode,
+// encode_batch, encode_with_offsets, token_to_id, id_to_token. Ids are the Hugging Face ids;
+// offsets are Lua string positions (text:sub(first, last) is the token's text).
+#include "bindings/tokenizer.h"
+
+#include <new>
+
+#include "bindings/luat.h"
+
+namespace ltrun::lua {
+namespace {
+
+const char kMeta[] = "lt.Tokenizer";
+
+bool add_special(lua_State* L, int opts, const char* fn) {
+  return opt_bool(L, opts, "special", fn).value_or(true);
+}
+
+void push_ids(lua_State* L, const std::vector<int32_t>& ids) {
+  lua_createtable(L, int(ids.size()), 0);
+  for (size_t i = 0; i < ids.size(); i++) {
+    lua_pushnumber(L, ids[i]);
+    lua_rawseti(L, -2, int(i + 1));
+  }
+}
+
+std::vector<int32_t> read_ids(lua_State* L, int idx, const char* fn) {
+  check_table(L, idx, fn);
+  std::vector<int32_t> ids;
+  const int n = int(lua_objlen(L, idx));
+  for (int i = 1; i <= n; i++) {
+    lua_rawgeti(L, idx, i);
+    if (lua_type(L, -1) != LUA_TNUMBER) fail("{}: ids must be numbers (entry {})", fn, i);
+    ids.push_back(int32_t(lua_tonumber(L, -1)));
+    lua_pop(L, 1);
+  }
+  return ids;
+}
+
+int l_load(lua_State* L) {
+  push_tokenizer(L, text::Tokenizer::load(check_string(L, 1, "lt.tokenizer.load")));
+  return 1;
+}
+
+int t_encode(lua_State* L) {
+  const auto& t = check_tokenizer(L, 1, "tokenizer:encode");
+  push_ids(L, t.encode(check_string(L, 2, "tokenizer:encode"), add_special(L, 3, "tokenizer:encode")));
+  return 1;
+}
+
+int t_encode_batch(lua_State* L) {
+  const auto& t = check_tokenizer(L, 1, "tokenizer:encode_batch");
+  check_table(L, 2, "tokenizer:encode_batch");
+  std::vector<std::string> texts;
+  for (int i = 1; i <= int(lua_objlen(L, 2)); i++) {
+    lua_rawgeti(L, 2, i);
+    texts.push_back(check_string(L, lua_gettop(L), "tokenizer:encode_batch"));
+    lua_pop(L, 1);
+  }
+  auto all = t.encode_batch(texts, add_special(L, 3, "tokenizer:encode_batch"));
+  lua_createtable(L, int(all.size()), 0);
+  for (size_t i = 0; i < all.size(); i++) {
+    push_ids(L, all[i]);
+    lua_rawseti(L, -2, int(i + 1));
+  }
+  return 1;
+}
+
+// → ids, spans: spans[i] = {first, last} such that text:sub(first, last) is token i's text
+int t_encode_with_offsets(lua_State* L) {
+  const auto& t = check_tokenizer(L, 1, "tokenizer:encode_with_offsets");
+  auto e = t.encode_with_offsets(check_string(L, 2, "tokenizer:encode_with_offsets"),
+                                 add_special(L, 3, "tokenizer:encode_with_offsets"));
+  push_ids(L, e.ids);
+  lua_createtable(L, int(e.offsets.size()), 0);
+  for (size_t i = 0; i < e.offsets.size(); i++) {
+    lua_createtable(L, 2, 0);
+    lua_pushnumber(L, double(e.offsets[i].begin + 1));
+    lua_rawseti(L, -2, 1);
+    lua_pushnumber(L, double(e.offsets[i].end));
+    lua_rawseti(L, -2, 2);
+    lua_rawseti(L, -2, int(i + 1));
+  }
+  return 2;
+}
+
+int t_decode(lua_State* L) {
+  const auto& t = check_tokenizer(L, 1, "tokenizer:decode");
+  const bool skip = opt_bool(L, 3, "skip_special", "tokenizer:decode").value_or(false);
+  push(L, t.decode(read_ids(L, 2, "tokenizer:decode"), skip));
+  return 1;
+}
+
+int t_token_to_id(lua_State* L) {
+  const auto& t = check_tokenizer(L, 1, "tokenizer:token_to_id");
+  auto id = t.token_to_id(check_string(L, 2, "tokenizer:token_to_id"));
+  if (id) lua_pushnumber(L, *id); else lua_pushnil(L);
+  return 1;
+}
+
+int t_id_to_token(lua_State* L) {
+  const auto& t = check_tokenizer(L, 1, "tokenizer:id_to_token");
+  push(L, t.id_to_token(int32_t(check_integer(L, 2, "tokenizer:id_to_token"))));
+  return 1;
+}
+
+int m_index(lua_State* L) {
+  const auto& t = check_tokenizer(L, 1, "tokenizer");
+  const std::string k = check_string(L, 2, "tokenizer");
+  lua_getfield(L, lua_upvalueindex(1), k.c_str());
+  if (!lua_isnil(L, -1)) return 1;
+  lua_pop(L, 1);
+  if (k == "vocab_size") lua_pushnumber(L, t.vocab_size());
+  else if (k == "path") push(L, t.path());
+  else if (k == "special_ids") {
+    std::vector<int32_t> ids = t.special_ids();
+    push_ids(L, ids);
+  } else lua_pushnil(L);
+  return 1;
+}
+
+int m_gc(lua_State* L) {
+  static_cast<text::Tokenizer*>(lua_touserdata(L, 1))->~Tokenizer();
+  return 0;
+}
+
+int m_tostring(lua_State* L) {
+  const auto& t = check_tokenizer(L, 1, "tostring");
+  push(L, fmt::format("tokenizer({}, vocab {})", t.path(), t.vocab_size()));
+  return 1;
+}
+
+}  // namespace
+
+void push_tokenizer(lua_State* L, const text::Tokenizer& t) {
+  new (lua_newuserdata(L, sizeof(text::Tokenizer))) text::Tokenizer(t);
+  luaL_getmetatable(L, kMeta);
+  lua_setmetatable(L, -2);
+}
+
+const text::Tokenizer& check_tokenizer(lua_State* L, int idx, const char* fn) {
+  auto* t = static_cast<text::Tokenizer*>(luaL_testudata(L, idx, kMeta));
+  if (!t) fail("{}: argument {}: expected a tokenizer, got {}", fn, idx, type_name(L, idx));
+  return *t;
+}
+
+void register_tokenizer(lua_State* L) {
+  static const luaL_Reg methods[] = {
+      {"encode", LT_FN(t_encode)}, {"encode_batch", LT_FN(t_encode_batch)},
+      {"encode_with_offsets", LT_FN(t_encode_with_offsets)}, {"decode", LT_FN(t_decode)},
+      {"token_to_id", LT_FN(t_token_to_id)}, {"id_to_token", LT_FN(t_id_to_token)}, {nullptr, nullptr}};
+  luaL_newmetatable(L, kMeta);
+  lua_pushstring(L, kMeta);
+  lua_setfield(L, -2, "__name");
+  lua_pushcfunction(L, m_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pushcfunction(L, LT_FN(m_tostring));
+  lua_setfield(L, -2, "__tostring");
+  lua_newtable(L);
+  set_funcs(L, methods);
+  lua_pushcclosure(L, LT_FN(m_index), 1);
+  lua_setfield(L, -2, "__index");
+  lua_pop(L, 1);
+  new_module(L, "tokenizer");
+  static const luaL_Reg fns[] = {{"load", LT_FN(l_load)}, {nullptr, nullptr}};
+  set_funcs(L, fns);
+  lua_pop(L, 1);
+}
+
+}  // namespace ltrun::lua

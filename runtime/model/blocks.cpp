@@ -1,0 +1,189 @@
+// runtime/model/blocks.cpp: RMSNorm, RoPE (default, linear, llama3, yarn), grouped-query
+// attention and SwiGLU, mirroring HF transformers' Llama/Qwen code operation by operation.
+#include "runtime/model/blocks.h"
+
+#include <ATen/ATen.h>
+#include <torch/version.h>  // TORCH_VERSION_MAJOR; on the include path of both LibTorch builds
+
+#include <cmath>
+#include <limits>
+
+#include "runtime/core/error.h"
+#include "runtime/kernels/rmsnorm.h"
+#include "runtime/model/config.h"
+
+namespace ltrun::model {
+
+namespace {
+// fp32, or fp64 for fp64 inputs (the gradient checks run in double)
+at::ScalarType accumulate_type(at::ScalarType t) { return at::promote_types(t, at::kFloat); }
+}  // namespace
+
+// The fused CUDA kernel where it applies (inference on GPU), else the same formula in ATen.
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
+  return kernels::rmsnorm(x, weight, eps);
+}
+
+// --- RoPE --------------------------------------------------------------------------------
+
+namespace {
+
+// base ** (arange(0, dim, 2) / dim) in float32, the denominator of every inv_freq formula
+at::Tensor pos_freqs(double base, int64_t dim) {
+  return at::pow(base, at::arange(0, dim, 2, at::kLong).to(at::kFloat) / dim);
+}
+
+at::Tensor llama3_inv_freq(const RopeScaling& s, const at::Tensor& inv_freq) {
+  const double factor = *s.factor;
+  const double old_context = double(s.original_max_position_embeddings);
+  const double low_freq_wavelen = old_context / s.low_freq_factor;
+  const double high_freq_wavelen = old_context / s.high_freq_factor;
+  const at::Tensor wavelen = inv_freq.reciprocal() * (2 * M_PI);
+  // long wavelengths are divided by factor, short ones kept, the band between interpolated
+  at::Tensor out = at::where(wavelen > low_freq_wavelen, inv_freq / factor, inv_freq);
+  const at::Tensor smooth = (wavelen.reciprocal() * old_context - s.low_freq_factor) /
+                            (s.high_freq_factor - s.low_freq_factor);
+  const at::Tensor smoothed = (1 - smooth) * out / factor + smooth * out;
+  const at::Tensor medium = (wavelen >= high_freq_wavelen).logical_and(wavelen <= low_freq_wavelen);
+  return at::where(medium, smoothed, out);
+}
+
+double yarn_mscale(double scale, double mscale) {
+  return scale <= 1 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0;
+}
+
+RopeFreqs yarn(const RopeScaling& s, double base, int64_t dim, int64_t max_pos) {
+  // transformers >= 5 semantics: an explicit factor wins; 4.x recomputed it as
+  // max_position_embeddings / original_max_position_embeddings whenever the latter was set.
+  const double original =
+      double(s.original_max_position_embeddings ? s.original_max_position_embeddings : max_pos);
+  const double factor = s.factor ? *s.factor : double(max_pos) / original;
+  RopeFreqs out;
+  if (s.attention_factor) {
+    out.attention_factor = *s.attention_factor;
+  } else if (s.mscale.value_or(0) != 0 && s.mscale_all_dim.value_or(0) != 0) {
+    out.attention_factor = yarn_mscale(factor, *s.mscale) / yarn_mscale(factor, *s.mscale_all_dim);
+  } else {
+    out.attention_factor = yarn_mscale(factor, 1.0);
+  }
+  // dimension index at which a frequency completes `rotations` turns over the original context
+  auto correction_dim = [&](double rotations) {
+    return (dim * std::log(original / (rotations * 2 * M_PI))) / (2 * std::log(base));
+  };
+  double low = correction_dim(s.beta_fast), high = correction_dim(s.beta_slow);
+  if (s.truncate) {
+    low = std::floor(low);
+    high = std::ceil(high);
+  }
+  low = std::max(low, 0.0);
+  high = std::min(high, double(dim - 1));
+  if (low == high) high += 0.001;  // HF: prevent a division by zero
+  const at::Tensor ramp = ((at::arange(dim / 2, at::kFloat) - low) / (high - low)).clamp(0, 1);
+  const at::Tensor extrapolation_factor = 1 - ramp;
+  const at::Tensor freqs = pos_freqs(base, dim);
+  const at::Tensor extrapolation = 1.0 / freqs;
+  const at::Tensor interpolation = 1.0 / (factor * freqs);
+  out.inv_freq = interpolation * (1 - extrapolation_factor) + extrapolation * extrapolation_factor;
+  return out;
+}
+
+}  // namespace
+
+RopeFreqs rope_freqs(const RopeScaling& s, double theta, int64_t dim, int64_t max_pos) {
+  if (s.type == "yarn") return yarn(s, theta, dim, max_pos);
+  LT_CHECK(s.type == "default" || s.factor, "RoPE type \"{}\" needs a factor", s.type);
+  RopeFreqs out;
+  out.inv_freq = 1.0 / pos_freqs(theta, dim);
+  if (s.type == "linear")
+    out.inv_freq = out.inv_freq / *s.factor;
+  else if (s.type == "llama3")
+    out.inv_freq = llama3_inv_freq(s, out.inv_freq);
+  else
+    LT_CHECK(s.type == "default", "unsupported RoPE type \"{}\"", s.type);
+  return out;
+}
+
+RopeTables rope_tables(const RopeFreqs& f, const at::Tensor& position_ids, at::ScalarType dtype) {
+  const at::Tensor inv = f.inv_freq.to(position_ids.device());
+  const at::Tensor freqs = position_ids.to(at::kFloat).unsqueeze(-1) * inv;  // [B, T, dim/2]
+  const at::Tensor emb = at::cat({freqs, freqs}, -1);
+  return {(emb.cos() * f.attention_factor).to(dtype), (emb.sin() * f.attention_factor).to(dtype)};
+}
+
+at::Tensor apply_rope(const at::Tensor& x, const RopeTables& t) {
+  const int64_t half = x.size(-1) / 2;
+  const at::Tensor rotated = at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
+  return x * t.cos.unsqueeze(1) + rotated * t.sin.unsqueeze(1);
+}
+
+// --- attention ---------------------------------------------------------------------------
+
+at::Tensor visible_keys(const at::Tensor& key_mask, int64_t T, int64_t S) {
+  at::Tensor causal = at::ones({T, S}, key_mask.options().dtype(at::kBool)).tril(S - T);
+  return causal.unsqueeze(0).logical_and(key_mask.to(at::kBool).unsqueeze(1)).unsqueeze(1);
+}
+
+bool have_sdpa() { return TORCH_VERSION_MAJOR >= 2; }
+
+namespace {
+
+// the most negative finite value: -inf would turn rows with no visible key (left padding)
+// into NaN, and NaN times a zero attention weight still poisons the rows that read them
+double lowest(at::ScalarType t) {
+  switch (t) {
+    case at::kBFloat16: return -3.38953138925153547590470800371487866880e38;
+    case at::kHalf: return -65504.0;
+    case at::kDouble: return std::numeric_limits<double>::lowest();
+    default: return std::numeric_limits<float>::lowest();
+  }
+}
+
+// 0 where visible, lowest(dtype) elsewhere; `visible` undefined means causal
+at::Tensor additive_mask(const at::Tensor& visible, int64_t T, int64_t S,
+                         const at::TensorOptions& o) {
+  const at::Tensor v = visible.defined()
+                           ? visible
+                           : at::ones({T, S}, o.dtype(at::kBool)).tril(S - T).view({1, 1, T, S});
+  return at::zeros(v.sizes(), o).masked_fill(v.logical_not(), lowest(o.dtype().toScalarType()));
+}
+
+}  // namespace
+
+at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                     const at::Tensor& visible, bool sdpa) {
+  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3);
+  const int64_t KV = k.size(1), S = k.size(2);
+  LT_CHECK(H % KV == 0, "attention: {} query heads are not a multiple of {} kv heads", H, KV);
+  const int64_t rep = H / KV;
+  const bool need_mask = visible.defined() || T > 1;
+#if TORCH_VERSION_MAJOR >= 2
+  if (sdpa) {
+    auto expand = [&](const at::Tensor& x) {
+      return rep == 1 ? x : x.unsqueeze(2).expand({B, KV, rep, S, D}).reshape({B, H, S, D});
+    };
+    // the fused kernels take is_causal only for square masks; others get an additive mask
+    const bool square_causal = !visible.defined() && T == S && T > 1;
+    c10::optional<at::Tensor> mask;
+    if (need_mask && !square_causal) mask = additive_mask(visible, T, S, q.options());
+    return at::scaled_dot_product_attention(q, expand(k), expand(v), mask, 0.0, square_causal);
+  }
+#endif
+  // Grouped heads without copying k and v: the `rep` query heads of one kv head are stacked
+  // along the query axis, so one batched matmul per kv head serves them all.
+  const at::Tensor qg = q.reshape({B, KV, rep * T, D});
+  at::Tensor scores = (at::matmul(qg, k.transpose(-1, -2)) * std::pow(double(D), -0.5))
+                          .view({B, H, T, S})
+                          .to(accumulate_type(q.scalar_type()));
+  if (need_mask) scores = scores + additive_mask(visible, T, S, scores.options());
+  const at::Tensor probs = at::softmax(scores, -1).to(q.scalar_type());
+  return at::matmul(probs.view({B, KV, rep * T, S}), v).view({B, H, T, D});
+}
+
+at::Tensor swiglu(const at::Tensor& x, const at::Tensor& gate, const at::Tensor& up,
+                  const at::Tensor& down, const at::Tensor& gate_bias, const at::Tensor& up_bias,
+                  const at::Tensor& down_bias) {
+  return at::linear(at::silu(at::linear(x, gate, gate_bias)) * at::linear(x, up, up_bias), down,
+                    down_bias);
+}
+
+}  // namespace ltrun::model

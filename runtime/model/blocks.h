@@ -1,0 +1,54 @@
+// runtime/model/blocks.h: the blocks every architecture is built from (RMSNorm, RoPE,
+// grouped-query attention, SwiGLU), as functions of tensors. Each follows the HF
+// transformers implementation operation by operation, so fp32 results agree with it to
+// rounding and bf16 results keep its fp32 islands (norm statistics, RoPE tables, softmax).
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+
+namespace ltrun::model {
+
+struct RopeScaling;
+
+// HF's LlamaRMSNorm: x * rsqrt(mean(x^2) + eps) in fp32 (fp64 for fp64 x), cast back to x's
+// dtype, times weight.
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
+
+// RoPE inverse frequencies ([dim/2] float32, CPU) and the factor cos/sin are scaled by (yarn),
+// computed like transformers' modeling_rope_utils for each rope_type.
+struct RopeFreqs {
+  at::Tensor inv_freq;
+  double attention_factor = 1.0;
+};
+RopeFreqs rope_freqs(const RopeScaling& s, double theta, int64_t dim,
+                     int64_t max_position_embeddings);
+
+// cos and sin ([B, T, dim], `dtype`) for integer positions [B, T], computed in fp32.
+struct RopeTables {
+  at::Tensor cos, sin;
+};
+RopeTables rope_tables(const RopeFreqs& f, const at::Tensor& position_ids, at::ScalarType dtype);
+// x [B, heads, T, dim] rotated by half-split pairs (HF's rotate_half convention).
+at::Tensor apply_rope(const at::Tensor& x, const RopeTables& t);
+
+// Which keys each query sees, bool [B, 1, T, S]: key j is visible to query i when
+// j <= i + S - T (causal, the S - T earlier keys being cached) and key_mask[b, j] is set.
+at::Tensor visible_keys(const at::Tensor& key_mask, int64_t T, int64_t S);
+
+// Scaled dot-product attention with grouped-query heads: q [B, H, T, D], k and v
+// [B, KV, S, D] with KV dividing H (query head h reads kv head h / (H / KV)). `visible` is
+// from visible_keys, or undefined for plain causal masking. Scores and softmax are fp32 (fp64
+// for fp64 inputs).
+// sdpa: use at::scaled_dot_product_attention where LibTorch has it (2.x); else, and always
+// on 1.x, an explicit matmul + softmax.
+at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                     const at::Tensor& visible, bool sdpa = true);
+bool have_sdpa();  // LibTorch >= 2.0
+
+// down(silu(gate(x)) * up(x)); biases may be undefined.
+at::Tensor swiglu(const at::Tensor& x, const at::Tensor& gate, const at::Tensor& up,
+                  const at::Tensor& down, const at::Tensor& gate_bias = {},
+                  const at::Tensor& up_bias = {}, const at::Tensor& down_bias = {});
+
+}  // namespace ltrun::model

@@ -1,0 +1,127 @@
+// runtime/model/create.cpp: new model folders with a trained or copied tokenizer.
+#include "runtime/model/create.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <sstream>
+
+#include "runtime/core/env.h"
+#include "runtime/core/error.h"
+#include "runtime/model/model.h"
+#include "runtime/text/tokenizer.h"
+
+namespace ltrun::model {
+namespace fs = std::filesystem;
+
+namespace {
+
+bool valid_utf8(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    const size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    for (size_t k = 1; k < n; k++)
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+    i += n;
+  }
+  return true;
+}
+
+void split_documents(const std::string& text, std::vector<std::string>& out) {
+  std::istringstream in(text);
+  std::string line, doc;
+  while (std::getline(in, line)) {
+    if (line == "%") {
+      if (!doc.empty()) out.push_back(doc);
+      doc.clear();
+    } else {
+      doc += line + "\n";
+    }
+  }
+  if (!doc.empty()) out.push_back(doc);
+}
+
+}  // namespace
+
+std::vector<std::string> default_corpus() {
+  std::vector<std::string> files;
+  const fs::path dir = "/usr/share/games/fortunes";
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (!e.is_regular_file() || e.path().has_extension()) continue;  // skip .dat, .u8
+    files.push_back(e.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::vector<std::string> read_corpus(const std::vector<std::string>& paths, int64_t max_bytes,
+                                     int64_t* bytes_read) {
+  std::vector<std::string> files;
+  for (const auto& p : paths) {
+    if (fs::is_directory(p)) {
+      std::vector<std::string> inside;
+      for (const auto& e : fs::recursive_directory_iterator(p))
+        if (e.is_regular_file()) inside.push_back(e.path().string());
+      std::sort(inside.begin(), inside.end());
+      files.insert(files.end(), inside.begin(), inside.end());
+    } else {
+      LT_CHECK(fs::exists(p), "corpus file {} does not exist", p);
+      files.push_back(p);
+    }
+  }
+  std::vector<std::string> docs;
+  int64_t total = 0;
+  for (const auto& f : files) {
+    if (total >= max_bytes) break;
+    std::string text = read_file(f);
+    if (int64_t(text.size()) > max_bytes - total) text.resize(size_t(max_bytes - total));
+    // a cut may split a character: drop up to 3 bytes of a trailing partial sequence
+    for (int k = 0; k < 3 && !text.empty() && !valid_utf8(text); k++) text.pop_back();
+    LT_CHECK(valid_utf8(text), "corpus file {} is not UTF-8 text", f);
+    total += int64_t(text.size());
+    split_documents(text, docs);
+  }
+  if (bytes_read) *bytes_read = total;
+  return docs;
+}
+
+NewModelResult create_model_dir(const NewModelSpec& spec) {
+  LT_CHECK(!spec.out_dir.empty(), "model new: an output folder is needed");
+  LT_CHECK(!fs::exists(spec.out_dir) || fs::is_empty(spec.out_dir),
+           "model new: {} exists and is not empty; choose another folder", spec.out_dir);
+  fs::create_directories(spec.out_dir);
+  NewModelResult r;
+  r.dir = spec.out_dir;
+  const std::string tok_path = (fs::path(spec.out_dir) / "tokenizer.json").string();
+  if (!spec.tokenizer.empty()) {
+    const text::Tokenizer src = text::Tokenizer::load(spec.tokenizer);
+    fs::copy_file(src.path(), tok_path, fs::copy_options::overwrite_existing);
+    r.tokenizer_source = src.path();
+  } else {
+    const auto corpus = spec.corpus.empty() ? default_corpus() : spec.corpus;
+    const auto docs = read_corpus(corpus, spec.max_corpus_bytes, &r.corpus_bytes);
+    text::BpeTrainOptions opt;
+    opt.vocab_size = spec.vocab;
+    text::train_bpe(docs, opt, tok_path);
+    r.tokenizer_source = docs.empty() ? "bytes only (no corpus found)"
+                                      : fmt::format("trained on {} documents ({} bytes)", docs.size(), r.corpus_bytes);
+  }
+  const text::Tokenizer tok = text::Tokenizer::load(tok_path);
+  TinySpec tiny = spec.tiny;
+  tiny.vocab = tok.vocab_size();
+  for (const char* eos : {"<|endoftext|>", "<|end_of_text|>", "</s>"}) {
+    if (auto id = tok.token_to_id(eos)) {
+      tiny.eos_token_id = *id;
+      break;
+    }
+  }
+  Model m = make_tiny(tiny);
+  m.save(spec.out_dir);
+  r.vocab = tiny.vocab;
+  for (const auto& p : m.parameters()) r.parameters += p.tensor.numel();
+  return r;
+}
+
+}  // namespace ltrun::model

@@ -1,0 +1,110 @@
+// runtime/model/generate.cpp: batched decoding with a KV cache and HF-style sampling.
+#include "runtime/model/generate.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "runtime/core/error.h"
+
+namespace ltrun::model {
+
+at::Tensor next_tokens(const at::Tensor& logits, const GenerateOptions& o, at::Generator& gen) {
+  LT_CHECK(logits.dim() == 2, "next_tokens: logits must be [batch, vocab]");
+  if (o.temperature <= 0) return logits.argmax(-1).to(at::kCPU);
+  LT_CHECK(o.top_k >= 0, "generate: top_k must be >= 0, found {}", o.top_k);
+  LT_CHECK(o.top_p > 0 && o.top_p <= 1, "generate: top_p must be in (0, 1], found {}", o.top_p);
+  const double inf = std::numeric_limits<double>::infinity();
+  const int64_t V = logits.size(-1);
+  at::Tensor s = logits.to(at::kFloat) / o.temperature;
+  if (o.top_k > 0 && o.top_k < V) {
+    const at::Tensor kth = std::get<0>(s.topk(o.top_k, -1)).narrow(-1, o.top_k - 1, 1);
+    s = s.masked_fill(s < kth, -inf);
+  }
+  if (o.top_p < 1) {
+    // drop the least likely tokens whose total mass stays within 1 - top_p; keep at least one
+    const auto [sorted, order] = s.sort(-1, /*descending=*/false);
+    const at::Tensor drop = sorted.softmax(-1).cumsum(-1) <= (1 - o.top_p);
+    drop.narrow(-1, V - 1, 1).fill_(false);
+    s = s.masked_fill(drop.scatter(1, order, drop), -inf);
+  }
+  return at::multinomial(s.softmax(-1).to(at::kCPU), 1, /*replacement=*/false, gen).squeeze(-1);
+}
+
+std::vector<Generation> generate(const Model& model,
+                                 const std::vector<std::vector<int64_t>>& prompts,
+                                 const GenerateOptions& o) {
+  const Config& c = model.config();
+  const int64_t B = int64_t(prompts.size());
+  LT_CHECK(B > 0, "generate: no prompts");
+  LT_CHECK(o.max_new_tokens >= 0, "generate: max_new_tokens must be >= 0, found {}",
+           o.max_new_tokens);
+  int64_t T = 0;
+  for (size_t b = 0; b < prompts.size(); ++b) {
+    LT_CHECK(!prompts[b].empty(), "generate: prompt {} is empty", b);
+    T = std::max<int64_t>(T, int64_t(prompts[b].size()));
+  }
+  const int64_t pad = o.pad_id >= 0              ? o.pad_id
+                      : c.pad_token_id           ? *c.pad_token_id
+                      : !c.eos_token_ids.empty() ? c.eos_token_ids[0]
+                                                 : 0;
+  const std::vector<int64_t> stop_ids = o.stop_ids.value_or(c.eos_token_ids);
+
+  // left padding, so that every row's last prompt token sits at the same column
+  at::Tensor ids = at::full({B, T}, pad, at::kLong);
+  at::Tensor mask = at::zeros({B, T}, at::kLong);
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t n = int64_t(prompts[b].size());
+    ids[b].narrow(0, T - n, n).copy_(at::tensor(prompts[b], at::kLong));
+    mask[b].narrow(0, T - n, n).fill_(1);
+  }
+
+  std::vector<Generation> out(B);
+  if (o.max_new_tokens == 0) {
+    for (Generation& g : out) g.finish = "length";
+    return out;
+  }
+  at::NoGradGuard no_grad;
+  at::Generator gen = at::detail::createCPUGenerator(o.seed);
+  KVCache cache(T + o.max_new_tokens);
+  ForwardOptions f;
+  f.logits = Logits::Last;
+  f.cache = &cache;
+  f.attention_mask = mask;
+  at::Tensor logits = model.forward(ids, f).logits.select(1, 0);
+
+  std::vector<bool> done(B, false);
+  int64_t running = B;
+  while (true) {
+    const at::Tensor next = next_tokens(logits, o, gen).contiguous();
+    const int64_t* tok = next.data_ptr<int64_t>();
+    std::vector<int64_t> feed(B, pad);  // finished rows decode padding, their output unused
+    for (int64_t b = 0; b < B; ++b) {
+      if (done[b]) continue;
+      Generation& g = out[b];
+      if (std::find(stop_ids.begin(), stop_ids.end(), tok[b]) != stop_ids.end()) {
+        g.finish = "stop_id";
+      } else {
+        g.tokens.push_back(tok[b]);
+        feed[b] = tok[b];
+        if (o.stop && o.stop(int(b), g.tokens))
+          g.finish = "stop";
+        else if (int64_t(g.tokens.size()) >= o.max_new_tokens)
+          g.finish = "length";
+      }
+      if (!g.finish.empty()) {
+        done[b] = true;
+        --running;
+      }
+    }
+    if (running == 0) break;
+    mask = at::cat({mask, at::ones({B, 1}, at::kLong)}, 1);
+    f.attention_mask = mask;
+    logits = model.forward(at::tensor(feed, at::kLong).view({B, 1}), f).logits.select(1, 0);
+  }
+  return out;
+}
+
+}  // namespace ltrun::model

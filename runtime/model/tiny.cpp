@@ -1,0 +1,43 @@
+// runtime/model/tiny.cpp: random models from a size spec.
+#include "runtime/model/tiny.h"
+
+#include "runtime/core/device.h"
+#include "runtime/core/error.h"
+#include "runtime/model/arch.h"
+
+namespace ltrun::model {
+
+Config tiny_config(const TinySpec& s, c10::ScalarType dtype) {
+  LT_CHECK(s.layers > 0 && s.hidden > 0 && s.heads > 0 && s.kv_heads > 0 && s.vocab > 0,
+           "tiny model: layers, hidden, heads, kv_heads and vocab must be positive");
+  LT_CHECK(s.head_dim > 0 || s.hidden % s.heads == 0,
+           "tiny model: hidden {} is not a multiple of heads {} (or give head_dim)", s.hidden,
+           s.heads);
+  // Fill what the config writer reads, then parse the written text, so that the model is
+  // exactly what a later load of the saved folder gives.
+  Config c;
+  c.model_type = s.arch;
+  c.vocab_size = s.vocab;
+  c.hidden_size = s.hidden;
+  c.intermediate_size = s.intermediate > 0 ? s.intermediate : 3 * s.hidden;
+  c.n_layers = s.layers;
+  c.n_heads = s.heads;
+  c.n_kv_heads = s.kv_heads;
+  c.head_dim = s.head_dim > 0 ? s.head_dim : s.hidden / s.heads;
+  c.max_position_embeddings = s.max_position_embeddings;
+  c.rope_theta = s.rope_theta;
+  c.tie_word_embeddings = s.tie_word_embeddings;
+  c.qkv_bias = c.o_bias = s.attention_bias;
+  c.bos_token_id = s.bos_token_id;
+  if (s.eos_token_id) c.eos_token_ids = {*s.eos_token_id};
+  c.torch_dtype = dtype_name(dtype);
+  const std::string source = "new " + s.arch + " model";
+  find_arch(s.arch, source);
+  return parse_config(new_config_json(c), source);
+}
+
+Model make_tiny(const TinySpec& spec, c10::Device device, c10::ScalarType dtype) {
+  return Model::init(tiny_config(spec, dtype), spec.seed, device, dtype);
+}
+
+}  // namespace ltrun::model

@@ -1,0 +1,50 @@
+// tests/kernels: RMSNorm's reference path against the formula by hand, and (where a GPU and
+// the CUDA kernel are present) the kernel against the reference in fp32 and bf16.
+#include <ATen/ATen.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "runtime/core/device.h"
+#include "runtime/kernels/rmsnorm.h"
+
+using namespace ltrun;
+
+TEST_CASE("rmsnorm reference equals the formula computed by hand") {
+  // x = [3, 4]: mean(x^2) = 12.5, y = w * x / sqrt(12.5 + eps)
+  at::Tensor x = at::tensor({3.0f, 4.0f}).reshape({1, 2});
+  at::Tensor w = at::tensor({1.0f, 0.5f});
+  at::Tensor y = kernels::rmsnorm(x, w, 1e-6);
+  const double d = std::sqrt(12.5 + 1e-6);
+  CHECK(y[0][0].item<float>() == Approx(3.0 / d).epsilon(1e-6));
+  CHECK(y[0][1].item<float>() == Approx(0.5 * 4.0 / d).epsilon(1e-6));
+  // double inputs stay double (gradient checks rely on it)
+  at::Tensor xd = at::randn({4, 8}, at::kDouble), wd = at::randn({8}, at::kDouble);
+  at::Tensor expect = wd * xd / at::sqrt(xd.pow(2).mean(-1, true) + 1e-5);
+  CHECK(kernels::rmsnorm(xd, wd, 1e-5).allclose(expect, 1e-12, 1e-12));
+  CHECK_THROWS_WITH(kernels::rmsnorm(x, at::ones({3}), 1e-6), Catch::Contains("weight size 3"));
+}
+
+TEST_CASE("rmsnorm in bf16 rounds before scaling, as HF does") {
+  at::Tensor x = at::randn({3, 16}).to(at::kBFloat16), w = at::randn({16}).to(at::kBFloat16);
+  at::Tensor xf = x.to(at::kFloat);
+  at::Tensor expect = w * (xf * at::rsqrt(xf.pow(2).mean(-1, true) + 1e-6)).to(at::kBFloat16);
+  CHECK(kernels::rmsnorm(x, w, 1e-6).equal(expect));
+}
+
+TEST_CASE("the CUDA kernel matches the reference") {
+  if (!cuda_available() || !kernels::rmsnorm_has_kernel()) {
+    WARN("no CUDA GPU or kernel in this build: kernel comparison runs on GPU nodes");
+    return;
+  }
+  for (auto dtype : {at::kFloat, at::kBFloat16}) {
+    for (int64_t cols : {64, 1000, 4096}) {
+      at::Tensor x = at::randn({37, cols}, at::TensorOptions().device(at::kCUDA)).to(dtype);
+      at::Tensor w = at::randn({cols}, at::TensorOptions().device(at::kCUDA)).to(dtype);
+      at::Tensor got = kernels::rmsnorm(x, w, 1e-6).to(at::kFloat);
+      at::Tensor ref = kernels::rmsnorm_reference(x, w, 1e-6).to(at::kFloat);
+      const double tol = dtype == at::kFloat ? 1e-5 : 1e-2;
+      CHECK(got.allclose(ref, tol, tol));
+    }
+  }
+}

@@ -1,0 +1,98 @@
+-- tests/lua/model.lua: lt.model and lt.tokenizer from Lua on a tiny model made here.
+local T = require "lt.test"
+local tmp = os.getenv("LTRUN_TEST_TMP") .. "/lua_model"
+os.execute("rm -rf '" .. tmp .. "'")
+local info = lt.model.new{ out = tmp .. "/m", arch = "qwen3", layers = 3, hidden = 32, heads = 4,
+                           kv_heads = 2, vocab = 300, seed = 5 }
+local m = lt.model.load(tmp .. "/m")
+local tok = m.tokenizer
+
+T.case("new, load, info", function()
+  T.eq(info.vocab, 300)
+  T.eq(m.n_layers, 3); T.eq(m.arch, "qwen3"); T.eq(m.dtype, "float32"); T.eq(m.device, "cpu")
+  T.eq(m.config.hidden_size, 32)
+  local i = lt.model.info(tmp .. "/m")
+  T.eq(i.n_layers, 3); T.eq(i.parameters, m:n_params())
+  T.raises(function() lt.model.load(tmp .. "/nope") end, "nope")
+  T.raises(function() lt.model.new{ out = tmp .. "/m" } end, "not empty")
+end)
+
+T.case("tokenizer round trip and offsets", function()
+  local text = "The quick brown fox, 42 times!"
+  local ids = tok:encode(text)
+  T.eq(tok:decode(ids), text)
+  local ids2, spans = tok:encode_with_offsets(text)
+  T.same_table(ids2, ids)
+  local joined = {}
+  for i, s in ipairs(spans) do joined[i] = text:sub(s[1], s[2]) end
+  T.eq(table.concat(joined), text)
+  T.eq(tok:id_to_token(tok:token_to_id("<|endoftext|>")), "<|endoftext|>")
+  T.ok(tok.vocab_size == 300)
+end)
+
+T.case("forward: shapes, capture, lens, logits where asked", function()
+  local ids = tok:encode("hello world, hello layers")
+  local out = m:forward(ids, { capture = true })
+  T.same_table(out.logits.shape, {1, #ids, 300})
+  T.ok(out.hidden[0] and out.hidden[3] and not out.hidden[4], "hidden[0..n_layers]")
+  T.ok(m:lens(out.hidden[3]):allclose(out.logits, 1e-5, 1e-5), "lens of the last residual = logits")
+  local last = m:forward(ids, { logits = "last" })
+  T.same_table(last.logits.shape, {1, 1, 300})
+  T.ok(last.logits[0][0]:allclose(out.logits[0][-1], 1e-5, 1e-6), "last-position logits")
+  T.eq(m:forward(ids, { logits = "none" }).logits, nil)
+end)
+
+T.case("resume from a layer reproduces the clean pass; interventions change what follows", function()
+  local ids = tok:encode("one two three four five")
+  local clean = m:forward(ids, { capture = true })
+  for l = 0, m.n_layers - 1 do
+    local r = m:forward(nil, { from_layer = l, hidden = clean.hidden[l] })
+    T.ok(r.logits:equal(clean.logits), "resume at " .. l)
+  end
+  local z = m:forward(ids, { capture = true, intervene = { [1] = { zero = {0, 1} } } })
+  T.ok(z.hidden[1]:equal(clean.hidden[1]), "before the intervention: unchanged")
+  T.eq(z.hidden[2][0][0]:abs():sum(), 0)
+  local seen = {}
+  local f = m:forward(ids, { intervene = { [0] = function(h, layer) seen[#seen + 1] = layer; return h * 0 end } })
+  T.same_table(seen, {0})
+  T.ok(not f.logits:allclose(clean.logits), "a Lua function changed the residual")
+  T.raises(function() m:forward(ids, { intervene = { [0] = function() error("inside") end } }) end, "inside")
+  T.raises(function() m:forward(ids, { intervene = { [7] = { zero = {0} } } }) end, "out of range")
+end)
+
+T.case("batches with left padding match single prompts", function()
+  local a, b = tok:encode("short"), tok:encode("a somewhat longer prompt here")
+  local batch = m:forward({a, b}, { logits = "last" })
+  local alone = m:forward(a, { logits = "last" })
+  T.ok(batch.logits[0]:allclose(alone.logits[0], 1e-4, 1e-5), "padded row = alone")
+  T.ok(batch.attention_mask ~= nil, "the mask used is returned")
+end)
+
+T.case("generate: strings and ids, deterministic, stop strings", function()
+  local s1, d1 = m:generate("Once upon a time", { max_new_tokens = 8 })
+  local s2 = m:generate("Once upon a time", { max_new_tokens = 8 })
+  T.eq(s1, s2); T.eq(type(s1), "string"); T.ok(#d1[1].ids <= 8)
+  local ids = m:generate(tok:encode("Once"), { max_new_tokens = 5, temperature = 0.8, top_k = 20, seed = 3 })
+  local ids2 = m:generate(tok:encode("Once"), { max_new_tokens = 5, temperature = 0.8, top_k = 20, seed = 3 })
+  T.same_table(ids, ids2)
+  local many = m:generate({"a", "bb bb"}, { max_new_tokens = 4 })
+  T.eq(#many, 2)
+  T.eq(many[1], m:generate("a", { max_new_tokens = 4 }))
+end)
+
+T.case("clone, parameters, save/load round trip", function()
+  local c = m:clone()
+  local p = c:parameters(0)
+  T.ok(p["model.layers.0.mlp.up_proj.weight"] ~= nil, "HF names")
+  p["model.layers.0.mlp.up_proj.weight"]:fill(0)
+  local ids = tok:encode("clone test")
+  T.ok(not c:forward(ids).logits:equal(m:forward(ids).logits), "editing the clone's weights changes it")
+  T.ok(m:parameters(0)["model.layers.0.mlp.up_proj.weight"]:abs():sum() > 0, "the original is untouched")
+  c:save(tmp .. "/c")
+  local c2 = lt.model.load(tmp .. "/c")
+  T.ok(c2:forward(ids).logits:equal(c:forward(ids).logits), "bit-exact after save/load")
+  T.ok(c2.tokenizer ~= nil, "tokenizer saved along")
+  T.raises(function() m:parameters(3) end, "out of range")
+end)
+
+T.finish()

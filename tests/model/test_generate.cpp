@@ -1,0 +1,137 @@
+// tests/model/test_generate.cpp: generation against a plain argmax loop over full forwards,
+// batching against single prompts, sampling filters against their definitions.
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <cmath>
+#include <set>
+
+#include "model_test_util.h"
+#include "runtime/model/generate.h"
+
+using namespace ltrun::model;
+
+namespace {
+
+// Greedy decoding the slow way: the whole sequence again for every new token.
+std::vector<int64_t> greedy_by_recompute(const Model& m, std::vector<int64_t> seq, int n) {
+  std::vector<int64_t> out;
+  for (int i = 0; i < n; ++i) {
+    const at::Tensor ids = at::tensor(seq, at::kLong).unsqueeze(0);
+    const int64_t next = m.forward(ids).logits[0][-1].argmax().item<int64_t>();
+    out.push_back(next);
+    seq.push_back(next);
+  }
+  return out;
+}
+
+const std::vector<std::vector<int64_t>> kPrompts = {{5, 17, 3, 44, 9, 30}, {12}, {7, 7, 21}};
+
+}  // namespace
+
+TEST_CASE("greedy generation equals argmax over full recomputation", "[model][generate]") {
+  for (const char* arch : {"qwen3", "qwen2", "llama"}) {
+    DYNAMIC_SECTION(arch) {
+      const Model m = model_test::sharp_tiny(model_test::spec(arch));
+      GenerateOptions o;
+      o.max_new_tokens = 8;
+      const auto batch = generate(m, kPrompts, o);
+      REQUIRE(batch.size() == kPrompts.size());
+      for (size_t b = 0; b < kPrompts.size(); ++b) {
+        CHECK(batch[b].tokens == greedy_by_recompute(m, kPrompts[b], 8));
+        CHECK(batch[b].finish == "length");
+        CHECK(generate(m, {kPrompts[b]}, o)[0].tokens == batch[b].tokens);  // alone = in a batch
+      }
+    }
+  }
+}
+
+TEST_CASE("sampling is seeded and deterministic", "[model][generate]") {
+  const Model m = model_test::sharp_tiny(model_test::spec("qwen3"));
+  GenerateOptions o;
+  o.max_new_tokens = 12;
+  o.temperature = 1.5;
+  o.seed = 42;
+  const auto a = generate(m, kPrompts, o), b = generate(m, kPrompts, o);
+  for (size_t i = 0; i < a.size(); ++i) CHECK(a[i].tokens == b[i].tokens);
+  o.seed = 43;
+  const auto c = generate(m, kPrompts, o);
+  bool differs = false;
+  for (size_t i = 0; i < a.size(); ++i) differs |= a[i].tokens != c[i].tokens;
+  CHECK(differs);
+
+  // filters that leave one candidate are greedy whatever the seed
+  GenerateOptions greedy;
+  greedy.max_new_tokens = 12;
+  const auto g = generate(m, kPrompts, greedy);
+  o.top_k = 1;
+  for (size_t i = 0; i < g.size(); ++i) CHECK(generate(m, kPrompts, o)[i].tokens == g[i].tokens);
+  o.top_k = 0;
+  o.top_p = 1e-6;
+  for (size_t i = 0; i < g.size(); ++i) CHECK(generate(m, kPrompts, o)[i].tokens == g[i].tokens);
+}
+
+TEST_CASE("top-k and top-p keep exactly the tokens their definitions keep", "[model][generate]") {
+  // probabilities .05 .5 .15 .3 over tokens 0..3
+  const at::Tensor logits =
+      at::log(at::tensor({0.05, 0.5, 0.15, 0.3}, at::kFloat)).repeat({400, 1});
+  at::Generator gen = at::detail::createCPUGenerator(0);
+  auto drawn = [&](const GenerateOptions& o) {
+    const at::Tensor t = next_tokens(logits, o, gen);
+    std::set<int64_t> s;
+    for (int64_t i = 0; i < t.numel(); ++i) s.insert(t[i].item<int64_t>());
+    return s;
+  };
+  GenerateOptions o;
+  o.temperature = 1.0;
+  CHECK(drawn(o) == std::set<int64_t>{0, 1, 2, 3});
+  o.top_k = 2;
+  CHECK(drawn(o) == std::set<int64_t>{1, 3});
+  o.top_k = 0;
+  // ascending cumulative mass .05 .2 .5 1: tokens within 1 - top_p = .3 of the tail go
+  o.top_p = 0.7;
+  CHECK(drawn(o) == std::set<int64_t>{1, 3});
+  o.top_p = 0.85;
+  CHECK(drawn(o) == std::set<int64_t>{1, 2, 3});
+  o.top_p = 1.0;
+  o.temperature = 1e-3;  // a cold temperature concentrates on the argmax
+  CHECK(drawn(o) == std::set<int64_t>{1});
+  o.temperature = 0;
+  CHECK(next_tokens(logits, o, gen).eq(1).all().item<bool>());
+  o.temperature = 1;
+  o.top_p = 0;
+  model_test::require_error([&] { next_tokens(logits, o, gen); }, {"top_p"});
+}
+
+TEST_CASE("stop ids, the stop callback and length end rows separately", "[model][generate]") {
+  const Model m = model_test::sharp_tiny(model_test::spec("llama"));
+  GenerateOptions o;
+  o.max_new_tokens = 6;
+  const auto free = generate(m, kPrompts, o);
+  REQUIRE(free[0].tokens.size() == 6);
+
+  // stopping on row 0's third token ends row 0 there; a row that never samples it runs on
+  o.stop_ids = std::vector<int64_t>{free[0].tokens[2]};
+  const auto stopped = generate(m, kPrompts, o);
+  CHECK(stopped[0].finish == "stop_id");
+  CHECK(stopped[0].tokens ==
+        std::vector<int64_t>(free[0].tokens.begin(), free[0].tokens.begin() + 2));
+  for (size_t b = 1; b < kPrompts.size(); ++b) {
+    const auto& t = free[b].tokens;
+    const auto hit = std::find(t.begin(), t.end(), free[0].tokens[2]);
+    CHECK(stopped[b].tokens == std::vector<int64_t>(t.begin(), hit));
+    CHECK(stopped[b].finish == (hit == t.end() ? "length" : "stop_id"));
+  }
+
+  o.stop_ids = std::vector<int64_t>{};
+  o.stop = [](int row, const std::vector<int64_t>& tokens) {
+    return row == 1 && tokens.size() == 2;
+  };
+  const auto cb = generate(m, kPrompts, o);
+  CHECK(cb[1].finish == "stop");
+  CHECK(cb[1].tokens == std::vector<int64_t>(free[1].tokens.begin(), free[1].tokens.begin() + 2));
+  CHECK(cb[0].tokens == free[0].tokens);
+
+  o.max_new_tokens = 0;
+  CHECK(generate(m, kPrompts, o)[0].tokens.empty());
+  model_test::require_error([&] { generate(m, {{1, 2}, {}}, o); }, {"prompt 1 is empty"});
+}

@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""tests/parity/hf_parity.py: ltrun's model core against HF transformers, on random tiny
+Qwen3, Qwen2 and Llama models (with llama3 / yarn / linear RoPE scaling, tied heads, biases).
+
+Needs torch, transformers and safetensors (a GPU node; CTest does not run it) and the
+ltrun_model_dump binary (built by default next to ltrun). For each model it
+
+  1. makes the model with transformers, sharpens its weights (HF's std-0.02 init gives
+     near-uniform logits that hide mistakes), save_pretrained()s it;
+  2. runs a left-padded batch through HF (output_hidden_states, plus a hook for the input
+     of the final norm) and through `ltrun_model_dump forward`;
+  3. compares, on real tokens only, every hidden state of ltrun's convention (hidden.l =
+     residual before block l / after block l-1, all before the final norm), the final-normed
+     state (HF's last hidden state) and the logits: fp32 within 1e-4 of the tensor's max,
+     bf16 within bf16 noise (twice HF-bf16's own distance from HF-fp32, at least 1e-2);
+  4. compares greedy generation (fp32) token by token;
+
+and finally loads models made by `ltrun_model_dump new` with transformers and compares their
+logits, which checks that ltrun writes checkpoints HF can read. Prints a table; exit 1 on
+any failure.
+
+  python3 tests/parity/hf_parity.py --dump build/ltrun_model_dump [--device cuda] [--keep DIR]
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import torch
+import transformers
+from safetensors.torch import load_file
+from transformers import AutoModelForCausalLM, LlamaConfig, Qwen2Config, Qwen3Config
+
+TRANSFORMERS_MAJOR = int(transformers.__version__.split(".")[0])
+PAD = 0
+PROMPTS = [[5, 17, 3, 44, 9, 30, 61, 2, 88, 13, 40], [12, 70, 33, 8, 91, 6, 27], [19]]
+
+
+def rope_kwargs(theta, scaling=None):
+    """RoPE settings in the spelling of the installed transformers (5 merged them)."""
+    if TRANSFORMERS_MAJOR >= 5:
+        return {"rope_parameters": {"rope_type": "default", "rope_theta": theta, **(scaling or {})}}
+    return {"rope_theta": theta, "rope_scaling": scaling}
+
+
+def dtype_kwargs(dtype):
+    return {"dtype": dtype} if TRANSFORMERS_MAJOR >= 5 else {"torch_dtype": dtype}
+
+
+def tiny_configs():
+    common = dict(vocab_size=97, hidden_size=64, intermediate_size=160, num_hidden_layers=3,
+                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+                  rms_norm_eps=1e-6, tie_word_embeddings=False, bos_token_id=1, eos_token_id=2)
+    yield "qwen3", Qwen3Config(**common, head_dim=16, **rope_kwargs(1e6))
+    yield "qwen3 tied+bias hd24", Qwen3Config(**{**common, "tie_word_embeddings": True}, head_dim=24,
+                                              attention_bias=True, **rope_kwargs(1e4))
+    yield "qwen2", Qwen2Config(**common, **rope_kwargs(1e6))
+    # factor = max_position_embeddings / original, where transformers 4.x and 5 agree
+    yield "qwen2 yarn", Qwen2Config(**common, **rope_kwargs(1e4, {
+        "rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}))
+    yield "llama", LlamaConfig(**common, **rope_kwargs(5e5))
+    yield "llama llama3-rope", LlamaConfig(**common, **rope_kwargs(5e5, {
+        "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 64}))
+    yield "llama linear-rope mha", LlamaConfig(**{**common, "num_key_value_heads": 4},
+                                               **rope_kwargs(1e4, {"rope_type": "linear", "factor": 2.0}))
+
+
+def sharpen(model, seed):
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                p.add_(torch.rand(p.shape, generator=g) * 0.5 - 0.25)
+            elif name.endswith(".bias"):
+                p.normal_(0, 0.5, generator=g)
+            else:
+                p.mul_(12)
+
+
+def batch():
+    T = max(len(p) for p in PROMPTS)
+    ids = torch.full((len(PROMPTS), T), PAD, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for b, p in enumerate(PROMPTS):
+        ids[b, T - len(p):] = torch.tensor(p)
+        mask[b, T - len(p):] = 1
+    return ids, mask
+
+
+def ids_arg():
+    return ",".join(" ".join(str(t) for t in p) for p in PROMPTS)
+
+
+def hf_states(model, ids, mask, device):
+    """ltrun-convention states from HF: hidden.0..L (the last from a hook on the final norm's
+    input), normed (HF's last hidden state), logits."""
+    captured = {}
+    hook = model.model.norm.register_forward_pre_hook(lambda mod, args: captured.update(pre=args[0]))
+    position_ids = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1)  # as HF generate does
+    with torch.no_grad():
+        out = model(input_ids=ids.to(device), attention_mask=mask.to(device),
+                    position_ids=position_ids.to(device), output_hidden_states=True)
+    hook.remove()
+    L = model.config.num_hidden_layers
+    states = {f"hidden.{l}": out.hidden_states[l] for l in range(L)}
+    states[f"hidden.{L}"] = captured["pre"]
+    states["normed"] = out.hidden_states[L]
+    states["logits"] = out.logits
+    return {k: v.float().cpu() for k, v in states.items()}
+
+
+def run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stderr}")
+    return r.stdout
+
+
+def ltrun_states(dump, model_dir, out_dir, device, dtype):
+    run([dump, "forward", model_dir, out_dir, "--ids", ids_arg(), "--device", device, "--dtype", dtype])
+    return load_file(os.path.join(out_dir, "model.safetensors"))
+
+
+def errors(ours, ref, mask):
+    """max |a - b| and that over max |b|, on real tokens only."""
+    keep = mask.bool()
+    a, b = ours[keep].double(), ref[keep].double()
+    abs_err = (a - b).abs().max().item()
+    return abs_err, abs_err / max(b.abs().max().item(), 1e-30)
+
+
+class Table:
+    def __init__(self):
+        self.rows, self.failed = [], 0
+
+    def add(self, model, dtype, what, abs_err, rel_err, tol, ok=None):
+        ok = rel_err <= tol if ok is None else ok
+        self.failed += not ok
+        self.rows.append((model, dtype, what, f"{abs_err:.3e}", f"{rel_err:.3e}", f"{tol:.1e}",
+                          "ok" if ok else "FAIL"))
+
+    def print(self):
+        head = ("model", "dtype", "tensor", "max abs", "max rel", "tol", "")
+        widths = [max(len(str(r[i])) for r in self.rows + [head]) for i in range(len(head))]
+        for r in [head] + self.rows:
+            print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+
+
+def compare_model(name, config, dump, work, device, table, seed):
+    model_dir = os.path.join(work, name.replace(" ", "_"))
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(config, attn_implementation="eager", **dtype_kwargs(torch.float32))
+    sharpen(model, seed)
+    model.save_pretrained(model_dir, safe_serialization=True)
+    ids, mask = batch()
+
+    ref32 = hf_states(model.to(device), ids, mask, device)
+    ours32 = ltrun_states(dump, model_dir, model_dir + "_f32", device, "float32")
+    for key in ref32:
+        a, r = errors(ours32[key], ref32[key], mask)
+        table.add(name, "fp32", key, a, r, 1e-4)
+
+    if device != "cpu":
+        hf16 = AutoModelForCausalLM.from_pretrained(model_dir, attn_implementation="sdpa",
+                                                    **dtype_kwargs(torch.bfloat16)).to(device)
+        ref16 = hf_states(hf16, ids, mask, device)
+        ours16 = ltrun_states(dump, model_dir, model_dir + "_bf16", device, "bfloat16")
+        for key in ref16:
+            _, noise = errors(ref16[key], ref32[key], mask)
+            a, r = errors(ours16[key], ref16[key], mask)
+            table.add(name, "bf16", key, a, r, max(2 * noise, 1e-2))
+
+    # greedy generation, fp32, fixed length (no eos stop on either side)
+    n_new = 8
+    model.generation_config.eos_token_id = None
+    with torch.no_grad():
+        gen = model.generate(input_ids=ids.to(device), attention_mask=mask.to(device), do_sample=False,
+                             max_new_tokens=n_new, eos_token_id=None, pad_token_id=PAD)
+    hf_tokens = gen[:, ids.shape[1]:].cpu().tolist()
+    out = run([dump, "generate", model_dir, "--ids", ids_arg(), "--max-new", str(n_new), "--device", device,
+               "--dtype", "float32"])
+    ours_tokens = [json.loads(line) for line in out.strip().splitlines()]  # one list per prompt
+    same = sum(x == y for hr, orow in zip(hf_tokens, ours_tokens) for x, y in zip(hr, orow))
+    total = len(PROMPTS) * n_new
+    table.add(name, "fp32", f"greedy {same}/{total} tokens", 0.0, 0.0, 0.0, ok=same == total)
+
+
+def compare_ltrun_made(arch, dump, work, device, table):
+    """A model written by ltrun, read by transformers."""
+    model_dir = os.path.join(work, f"ltrun_new_{arch}")
+    run([dump, "new", model_dir, "--arch", arch, "--layers", "2", "--hidden", "48", "--heads", "4",
+         "--kv-heads", "2", "--vocab", "97", "--seed", "3"])
+    model = AutoModelForCausalLM.from_pretrained(model_dir, attn_implementation="eager",
+                                                 **dtype_kwargs(torch.float32)).to(device)
+    ids, mask = batch()
+    ref = hf_states(model, ids, mask, device)
+    ours = ltrun_states(dump, model_dir, model_dir + "_out", device, "float32")
+    a, r = errors(ours["logits"], ref["logits"], mask)
+    table.add(f"ltrun-made {arch}", "fp32", "logits (HF loads ltrun's save)", a, r, 1e-4)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--dump", required=True, help="path of the ltrun_model_dump binary")
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--keep", help="work in this folder and keep it (default: a temporary one)")
+    args = ap.parse_args()
+    # HF matmuls in true fp32, like LibTorch's defaults
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
+    work = args.keep or tempfile.mkdtemp(prefix="ltrun_parity_")
+    os.makedirs(work, exist_ok=True)
+    print(f"torch {torch.__version__}, transformers {transformers.__version__}, device {args.device}, work {work}")
+    table = Table()
+    try:
+        for i, (name, config) in enumerate(tiny_configs()):
+            compare_model(name, config, args.dump, work, args.device, table, seed=100 + i)
+        for arch in ("qwen3", "qwen2", "llama"):
+            compare_ltrun_made(arch, args.dump, work, args.device, table)
+    finally:
+        table.print()
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    print(f"{len(table.rows) - table.failed} passed, {table.failed} failed")
+    return 1 if table.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
