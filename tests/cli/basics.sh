@@ -46,6 +46,20 @@ check "runtime error exits 1" equals "$rc" "1"
 check "full traceback" contains "$err" "in function 'g'"
 check "error text with traceback in the DB" equals "$(sql1 "select instr(error, 'stack traceback') > 0 from runs order by id desc limit 1")" "1"
 
+cat > child.lua <<'L'
+lt.run.child("ok_plan", function() lt.run.log("loss", 1) end)
+lt.run.child("bad_plan", function() lt.run.log("loss", 2); local t = nil; return t.x end)
+print("not reached")
+L
+out=$("$LTRUN" child.lua 2>err.txt); rc=$?
+check "error inside a child run: exit 1" equals "$rc" "1"
+check "error inside a child run: rest of the script skipped" equals "$out" ""
+check "error inside a child run: message" contains "$(cat err.txt)" "attempt to index local 't'"
+root=$(sql1 "select max(id) from runs where parent_id is null")
+check "child statuses" equals "$("$LTRUN" sql "select name || '=' || status from runs where parent_id=$root order by id" --csv | tail -n +2 | tr '\n' ' ')" "ok_plan=ok bad_plan=failed "
+check "root failed too" equals "$(sql1 "select status from runs where id=$root")" "failed"
+check "metrics of the failed child kept" equals "$(sql1 "select count(*) from metrics m join runs r on r.id=m.run_id where r.name='bad_plan'")" "1"
+
 err=$("$LTRUN" missing.lua 2>&1); rc=$?
 check "missing script exits 2" equals "$rc" "2"
 check "missing script is named" contains "$err" "missing.lua: no such script"
