@@ -162,7 +162,9 @@ void save_checkpoint(const std::string& dir,
     LT_CHECK(item.second.defined(), "{}: tensor \"{}\" is undefined", dir, item.first);
     LT_CHECK(seen.insert(item.first).second, "{}: tensor name \"{}\" given twice", dir,
              item.first);
-    uint64_t n = item.second.nbytes();
+    // numel * element_size rather than nbytes(), which throws for sparse tensors that
+    // save_safetensors rejects with a clearer message.
+    uint64_t n = item.second.numel() * item.second.element_size();
     total_bytes += n;
     if (max_shard_bytes > 0 && n > max_shard_bytes) {
       shards.insert(shards.end() - 1, Shard{item});  // too big for any shard: its own

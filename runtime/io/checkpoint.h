@@ -38,7 +38,10 @@ class Checkpoint {
 // max_shard_bytes is 0 or everything fits, else shards of at most max_shard_bytes (a larger
 // tensor gets a shard of its own) plus model.safetensors.index.json. Each file is written
 // atomically and the file a reader looks at first (index, else model.safetensors) comes
-// last, after which files of an earlier checkpoint layout in `dir` are removed.
+// last, after which files of an earlier checkpoint layout in `dir` are removed. Caveat:
+// replacing a sharded checkpoint whose shards have the same names rewrites them one by one
+// before the new index, so a reader opening it meanwhile may see a mix; save to a fresh
+// folder when that matters.
 void save_checkpoint(const std::string& dir,
                      const std::vector<std::pair<std::string, at::Tensor>>& tensors,
                      uint64_t max_shard_bytes = 0);

@@ -162,6 +162,9 @@ TEST_CASE("broken checkpoints give errors naming index, shard and tensor", "[io]
                       {"shard corrupt.safetensors (holding \"a\")", "corrupt.safetensors: header "
                        "length", "exceeds the limit"});
 
+  require_error([&] { save_checkpoint(dir + "/sparse", {{"s", at::eye(2).to_sparse()}}); },
+                {"tensor \"s\"", "not dense"});
+
   // The index wins over a model.safetensors lying next to it.
   write_text(index, R"({"metadata": {"total_size": 8}, "weight_map": {"a": ")" + shard1 + "\"}}");
   save_safetensors(dir + "/model.safetensors", {{"z", at::ones({1})}});
