@@ -11,6 +11,7 @@
 
 #include "bindings/json.h"
 #include "bindings/luat.h"
+#include "bindings/model.h"
 #include "bindings/tensor.h"
 #include "bindings/tokenizer.h"
 #include "runtime/core/device.h"
@@ -23,12 +24,7 @@ namespace ltrun::lua {
 namespace {
 
 const char kMeta[] = "lt.Model";
-
-struct Box {
-  std::shared_ptr<model::Model> m;
-  std::shared_ptr<text::Tokenizer> tok;  // from the folder's tokenizer.json, if any
-  std::string path;
-};
+using Box = ModelHandle;
 
 void push_model(lua_State* L, Box b) {
   new (lua_newuserdata(L, sizeof(Box))) Box(std::move(b));
@@ -545,6 +541,8 @@ int m_tostring(lua_State* L) {
 }
 
 }  // namespace
+
+const ModelHandle& check_model(lua_State* L, int idx, const char* fn) { return check_box(L, idx, fn); }
 
 void register_model(lua_State* L) {
   static const luaL_Reg methods[] = {

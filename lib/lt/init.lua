@@ -20,4 +20,6 @@ function lt.run.child(name, fn, ...)
   return finish(xpcall(fn, debug.traceback, ...))
 end
 
+require "lt.eval"  -- lt.eval.run
+
 return lt

@@ -1,0 +1,306 @@
+// bindings/eval.cpp: lt.eval: load benchmarks, score a model (lt.eval.run is completed in
+// lib/lt/eval.lua), answer extraction, equivalence, votes and pass@k; lt.stats.jaccard.
+// Every scored item goes to the current run's eval_items (bench, item_id, category,
+// protocol, prediction, answer, correct); math samples after the first are item_id#k.
+#include <lua.hpp>
+
+#include <cmath>
+#include <set>
+
+#include "bindings/luat.h"
+#include "bindings/model.h"
+#include "runtime/core/env.h"
+#include "runtime/eval/benchmark.h"
+#include "runtime/eval/choice_answer.h"
+#include "runtime/eval/harness.h"
+#include "runtime/eval/math_answer.h"
+#include "runtime/eval/metrics.h"
+#include "runtime/eval/prompt.h"
+#include "runtime/store/session.h"
+
+namespace ltrun::lua {
+namespace {
+
+void set_str(lua_State* L, const char* k, const std::string& v) {
+  push(L, v);
+  lua_setfield(L, -2, k);
+}
+void set_num(lua_State* L, const char* k, double v) {
+  lua_pushnumber(L, v);
+  lua_setfield(L, -2, k);
+}
+
+void push_item(lua_State* L, const eval::Item& it) {
+  lua_createtable(L, 0, 10);
+  set_str(L, "bench", it.bench);
+  set_str(L, "subject", it.subject);
+  set_str(L, "category", it.category);
+  set_str(L, "id", it.id);
+  set_str(L, "split", it.split);
+  set_str(L, "question", it.question);
+  set_str(L, "answer", it.answer);
+  set_str(L, "solution", it.solution);
+  set_str(L, "source", it.source);
+  lua_createtable(L, int(it.choices.size()), 0);
+  for (size_t i = 0; i < it.choices.size(); i++) {
+    push(L, it.choices[i]);
+    lua_rawseti(L, -2, int(i + 1));
+  }
+  lua_setfield(L, -2, "choices");
+}
+
+std::string field(lua_State* L, int t, const char* k, const char* fn, bool required) {
+  lua_getfield(L, t, k);
+  std::string v;
+  if (lua_isstring(L, -1)) v = lua_tostring(L, -1);
+  else if (required) fail("{}: item field '{}' is missing", fn, k);
+  lua_pop(L, 1);
+  return v;
+}
+
+eval::Item read_item(lua_State* L, int t, const char* fn) {
+  check_table(L, t, fn);
+  eval::Item it;
+  it.bench = field(L, t, "bench", fn, false);
+  if (it.bench.empty()) it.bench = "mcq";
+  it.id = field(L, t, "id", fn, true);
+  it.question = field(L, t, "question", fn, true);
+  it.answer = field(L, t, "answer", fn, false);
+  it.subject = field(L, t, "subject", fn, false);
+  it.category = field(L, t, "category", fn, false);
+  it.split = field(L, t, "split", fn, false);
+  it.source = "item " + it.id;
+  it.solution = field(L, t, "solution", fn, false);
+  lua_getfield(L, t, "choices");
+  if (lua_istable(L, -1))
+    for (int i = 1; i <= int(lua_objlen(L, -1)); i++) {
+      lua_rawgeti(L, -1, i);
+      it.choices.push_back(check_string(L, lua_gettop(L), fn));
+      lua_pop(L, 1);
+    }
+  lua_pop(L, 1);
+  return it;
+}
+
+std::vector<eval::Item> read_items(lua_State* L, int t, const char* fn) {
+  check_table(L, t, fn);
+  std::vector<eval::Item> items;
+  for (int i = 1; i <= int(lua_objlen(L, t)); i++) {
+    lua_rawgeti(L, t, i);
+    items.push_back(read_item(L, lua_gettop(L), fn));
+    lua_pop(L, 1);
+  }
+  return items;
+}
+
+// lt.eval.load(format, path) → array of items (all splits)
+int l_load(lua_State* L) {
+  const auto fmt_name = check_string(L, 1, "lt.eval.load");
+  const auto items = eval::load_benchmark(eval::parse_format(fmt_name), check_string(L, 2, "lt.eval.load"));
+  lua_createtable(L, int(items.size()), 0);
+  for (size_t i = 0; i < items.size(); i++) {
+    push_item(L, items[i]);
+    lua_rawseti(L, -2, int(i + 1));
+  }
+  return 1;
+}
+
+// lt.eval.score(model, items, pool, {protocols=, shots=, batch_size=, max_new_tokens=,
+//   samples=, temperature=, top_p=, seed=, bench=}) → summary; logs items and accuracies
+int l_score(lua_State* L) {
+  const char* fn = "lt.eval.score";
+  const ModelHandle& h = check_model(L, 1, fn);
+  if (!h.tok) fail("{}: {} has no tokenizer.json, which evaluation needs", fn, h.path);
+  const auto items = read_items(L, 2, fn);
+  const auto pool = lua_istable(L, 3) ? read_items(L, 3, fn) : std::vector<eval::Item>{};
+  eval::HarnessOptions o;
+  const int opts = 4;
+  if (lua_istable(L, opts)) {
+    lua_getfield(L, opts, "protocols");
+    if (lua_istable(L, -1)) {
+      o.protocols.clear();
+      for (int i = 1; i <= int(lua_objlen(L, -1)); i++) {
+        lua_rawgeti(L, -1, i);
+        o.protocols.push_back(check_string(L, lua_gettop(L), fn));
+        lua_pop(L, 1);
+      }
+    }
+    lua_pop(L, 1);
+  }
+  o.shots = int(opt_integer(L, opts, "shots", fn).value_or(0));
+  o.batch_size = int(opt_integer(L, opts, "batch_size", fn).value_or(o.batch_size));
+  o.max_new_tokens = int(opt_integer(L, opts, "max_new_tokens", fn).value_or(0));
+  o.samples = int(opt_integer(L, opts, "samples", fn).value_or(1));
+  o.temperature = opt_number(L, opts, "temperature", fn).value_or(o.samples > 1 ? 0.7 : 0.0);
+  o.top_p = opt_number(L, opts, "top_p", fn).value_or(1.0);
+  o.seed = uint64_t(opt_integer(L, opts, "seed", fn).value_or(0));
+  const std::string bench_name = opt_string(L, opts, "bench", fn).value_or(items.empty() ? "" : items[0].bench);
+  if (stderr_is_terminal())
+    o.progress = [&](size_t done, size_t total) {
+      fmt::print(stderr, "\reval {}: {}/{} items", bench_name, done, total);
+      if (done == total) fmt::print(stderr, "\n");
+    };
+  auto res = eval::evaluate(*h.m, *h.tok, items, pool, o);
+
+  store::Session* s = store::Session::active();
+  if (s) {
+    const int64_t run = s->current();
+    for (const auto& r : res.items) {
+      store::EvalItem e;
+      e.bench = bench_name;
+      e.item_id = r.sample ? r.item->id + "#" + std::to_string(r.sample) : r.item->id;
+      e.category = r.item->category;
+      e.protocol = r.protocol;
+      e.prediction = r.prediction;
+      e.answer = r.item->answer;
+      if (!r.item->answer.empty()) e.correct = r.correct;
+      s->store().eval_item(run, e);
+    }
+    for (const auto& sum : res.summaries) {
+      const std::string base = bench_name + "/" + sum.protocol;
+      if (sum.all.n) s->store().metric(run, base + "/acc", sum.all.acc());
+      for (const auto& [cat, sc] : sum.by_category)
+        if (!cat.empty() && sc.n) s->store().metric(run, base + "/acc/" + cat, sc.acc());
+      if (sum.samples > 1) {
+        s->store().metric(run, fmt::format("{}/avg@{}", bench_name, sum.samples), sum.avg_at_k);
+        s->store().metric(run, fmt::format("{}/pass@{}", bench_name, sum.samples), sum.pass_at_k);
+      }
+    }
+  }
+  // summary[protocol] = {acc, n, correct, by_category = {cat = acc}, by_subject = {...}}
+  lua_createtable(L, 0, int(res.summaries.size()));
+  for (const auto& sum : res.summaries) {
+    lua_createtable(L, 0, 8);
+    set_num(L, "acc", sum.all.acc());
+    set_num(L, "n", sum.all.n);
+    set_num(L, "correct", sum.all.correct);
+    for (auto [name, table] : {std::pair{"by_category", &sum.by_category}, std::pair{"by_subject", &sum.by_subject}}) {
+      lua_newtable(L);
+      for (const auto& [k, sc] : *table)
+        if (!k.empty()) set_num(L, k.c_str(), sc.acc());
+      lua_setfield(L, -2, name);
+    }
+    if (sum.samples > 1) {
+      set_num(L, "avg_at_k", sum.avg_at_k);
+      set_num(L, "pass_at_k", sum.pass_at_k);
+      set_num(L, "k", sum.samples);
+    }
+    lua_setfield(L, -2, sum.protocol.c_str());
+  }
+  // the per-item predictions, in item order per protocol
+  lua_createtable(L, int(res.items.size()), 0);
+  for (size_t i = 0; i < res.items.size(); i++) {
+    const auto& r = res.items[i];
+    lua_createtable(L, 0, 6);
+    set_str(L, "id", r.item->id);
+    set_str(L, "protocol", r.protocol);
+    set_str(L, "prediction", r.prediction);
+    set_str(L, "output", r.output);
+    lua_pushboolean(L, r.correct);
+    lua_setfield(L, -2, "correct");
+    set_num(L, "sample", r.sample);
+    lua_rawseti(L, -2, int(i + 1));
+  }
+  lua_setfield(L, -2, "items");
+  return 1;
+}
+
+// lt.eval.prompt(item[, shots]) → the prompt the harness gives the item
+int l_prompt(lua_State* L) {
+  const eval::Item it = read_item(L, 1, "lt.eval.prompt");
+  if (it.bench == "gsm8k" || it.bench == "math500") {
+    push(L, eval::math_prompt(it));
+    return 1;
+  }
+  push(L, eval::choice_prompt(it, lua_istable(L, 2) ? read_items(L, 2, "lt.eval.prompt") : std::vector<eval::Item>{}));
+  return 1;
+}
+
+int l_extract_choice(lua_State* L) {
+  push(L, eval::extract_choice(check_string(L, 1, "lt.eval.extract_choice"),
+                               int(lua_isnoneornil(L, 2) ? 4 : check_integer(L, 2, "lt.eval.extract_choice"))));
+  return 1;
+}
+
+int l_extract_math(lua_State* L) {
+  auto a = eval::extract_math_answer(check_string(L, 1, "lt.eval.extract_math"));
+  if (a) push(L, *a); else lua_pushnil(L);
+  return 1;
+}
+
+int l_equivalent(lua_State* L) {
+  lua_pushboolean(L, eval::equivalent(check_string(L, 1, "lt.eval.equivalent"),
+                                      check_string(L, 2, "lt.eval.equivalent")));
+  return 1;
+}
+
+eval::Compare compare_opt(lua_State* L, int idx, const char* fn) {
+  const std::string c = opt_string(L, idx, "compare", fn).value_or("exact");
+  LT_CHECK(c == "exact" || c == "math", "{}: compare = '{}': expected \"exact\" or \"math\"", fn, c);
+  return c == "math" ? eval::Compare::math : eval::Compare::exact;
+}
+
+std::vector<std::string> strings(lua_State* L, int idx, const char* fn) {
+  check_table(L, idx, fn);
+  std::vector<std::string> v;
+  for (int i = 1; i <= int(lua_objlen(L, idx)); i++) {
+    lua_rawgeti(L, idx, i);
+    v.push_back(lua_isstring(L, -1) ? lua_tostring(L, -1) : "");
+    lua_pop(L, 1);
+  }
+  return v;
+}
+
+// lt.eval.vote(answers[, {compare="exact"|"math"}]) → answer, votes, total. Empty answers
+// abstain; ties go to the earliest answer among the tied groups.
+int l_vote(lua_State* L) {
+  auto v = eval::vote(strings(L, 1, "lt.eval.vote"), compare_opt(L, 2, "lt.eval.vote"));
+  push(L, v.answer);
+  lua_pushnumber(L, v.votes);
+  lua_pushnumber(L, v.total);
+  return 3;
+}
+
+int l_pass_at_k(lua_State* L) {
+  lua_pushnumber(L, eval::pass_at_k(int(check_integer(L, 1, "lt.eval.pass_at_k")),
+                                    int(check_integer(L, 2, "lt.eval.pass_at_k")),
+                                    int(check_integer(L, 3, "lt.eval.pass_at_k"))));
+  return 1;
+}
+
+// lt.stats.jaccard(a, b): a and b are lists of ids (or sets {id = true})
+std::set<std::string> id_set(lua_State* L, int idx, const char* fn) {
+  check_table(L, idx, fn);
+  std::set<std::string> s;
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    if (lua_type(L, -2) == LUA_TNUMBER) s.insert(value_text(L, -1));
+    else if (lua_toboolean(L, -1)) s.insert(value_text(L, -2));
+    lua_pop(L, 1);
+  }
+  return s;
+}
+
+int l_jaccard(lua_State* L) {
+  lua_pushnumber(L, eval::jaccard(id_set(L, 1, "lt.stats.jaccard"), id_set(L, 2, "lt.stats.jaccard")));
+  return 1;
+}
+
+}  // namespace
+
+void register_eval(lua_State* L) {
+  new_module(L, "eval");
+  static const luaL_Reg fns[] = {
+      {"load", LT_FN(l_load)}, {"score", LT_FN(l_score)}, {"prompt", LT_FN(l_prompt)},
+      {"extract_choice", LT_FN(l_extract_choice)},
+      {"extract_math", LT_FN(l_extract_math)}, {"equivalent", LT_FN(l_equivalent)},
+      {"vote", LT_FN(l_vote)}, {"pass_at_k", LT_FN(l_pass_at_k)}, {nullptr, nullptr}};
+  set_funcs(L, fns);
+  lua_pop(L, 1);
+  new_module(L, "stats");
+  static const luaL_Reg stats[] = {{"jaccard", LT_FN(l_jaccard)}, {nullptr, nullptr}};
+  set_funcs(L, stats);
+  lua_pop(L, 1);
+}
+
+}  // namespace ltrun::lua

@@ -1,0 +1,85 @@
+-- lt/eval.lua: lt.eval.run(model, spec, opts), the one call a study makes to score a model.
+-- spec: "ceval:DIR" (scores val, as the paper), "cmmlu:DIR" (test), "mmlu:DIR" (test),
+-- "gsm8k:FILE", "math:FILE", "mc:FILE" (generic JSONL multiple choice), or a built-in name:
+-- "antonyms" (WordNet adjective antonyms as 4-way multiple choice: no download needed).
+-- opts: split, limit (first N items), shots (k-shot from dev), protocols ({"logit",
+-- "generate"}), batch_size, max_new_tokens, samples + temperature (math: avg@k, pass@k), seed.
+-- Returns summary[protocol] = {acc, n, correct, by_category, by_subject[, avg_at_k, pass_at_k]}
+-- plus summary.items (every prediction); everything is logged to the current run.
+local M = {}
+
+local formats = { ceval = "ceval", cmmlu = "cmmlu", mmlu = "mmlu", gsm8k = "gsm8k",
+                  math = "math500", mc = "mcq" }
+local default_split = { ceval = "val", cmmlu = "test", mmlu = "test" }
+
+local builtins = {}
+
+-- "Which word means the opposite of "hot"?" with the antonym and three other adjectives.
+function builtins.antonyms(opts)
+  local tasks = require "lt.tasks"
+  local pairs_ = tasks.wordnet_pairs(tasks.wordnet_dir .. "/data.adj")
+  local pick = tasks.generator(opts.seed or 1)
+  local n = math.min(opts.n or 200, #pairs_)
+  local items, used = {}, {}
+  while #items < n do
+    local i = pick(#pairs_)
+    if not used[i] then
+      used[i] = true
+      local q, a = pairs_[i][1], pairs_[i][2]
+      if pick(2) == 2 then q, a = a, q end
+      local choices, seen = { a }, { [a] = true, [q] = true }
+      while #choices < 4 do
+        local other = pairs_[pick(#pairs_)][pick(2)]
+        if not seen[other] then seen[other] = true; choices[#choices + 1] = other end
+      end
+      local slot = pick(4)  -- move the answer to a random option
+      choices[1], choices[slot] = choices[slot], choices[1]
+      items[#items + 1] = {
+        id = "antonyms/" .. #items, bench = "mcq", subject = "antonyms", category = "lexical",
+        question = ('Which word means the opposite of "%s"?'):format(q),
+        choices = choices, answer = string.char(64 + slot),
+      }
+    end
+  end
+  return items
+end
+
+function M.run(model, spec, opts)
+  opts = opts or {}
+  assert(type(spec) == "string", "lt.eval.run: argument 2: expected a benchmark spec string")
+  local items, pool, bench
+  local kind, path = spec:match("^(%w+):(.+)$")
+  if kind then
+    local format = formats[kind]
+    if not format then
+      error(("lt.eval.run: unknown benchmark kind '%s' in '%s' (ceval, cmmlu, mmlu, gsm8k, math, mc)"):format(kind, spec), 2)
+    end
+    pool = lt.eval.load(format, path)
+    local split = opts.split or default_split[kind]
+    if split then
+      items = {}
+      for _, it in ipairs(pool) do if it.split == split then items[#items + 1] = it end end
+      if #items == 0 then error(("lt.eval.run: %s has no items in split '%s'"):format(spec, split), 2) end
+    else
+      items = pool
+    end
+    bench = kind
+  elseif builtins[spec] then
+    items, bench = builtins[spec](opts), spec
+    pool = {}
+  else
+    error(("lt.eval.run: unknown benchmark '%s' (KIND:PATH with KIND one of ceval, cmmlu, mmlu, gsm8k, math, mc; or a built-in: antonyms)"):format(spec), 2)
+  end
+  if opts.limit and opts.limit < #items then
+    local cut = {}
+    for i = 1, opts.limit do cut[i] = items[i] end
+    items = cut
+  end
+  local o = {}
+  for k, v in pairs(opts) do o[k] = v end
+  o.bench = bench
+  return lt.eval.score(model, items, pool, o)
+end
+
+lt.eval.run = M.run
+return M

@@ -1,0 +1,218 @@
+// runtime/eval/harness.cpp: batched scoring of benchmark items with a model (see harness.h).
+#include "runtime/eval/harness.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+
+#include "runtime/core/error.h"
+#include "runtime/core/interrupt.h"
+#include "runtime/eval/choice_answer.h"
+#include "runtime/eval/math_answer.h"
+#include "runtime/eval/metrics.h"
+#include "runtime/eval/prompt.h"
+#include "runtime/model/generate.h"
+#include "runtime/model/model.h"
+#include "runtime/text/tokenizer.h"
+
+namespace ltrun::eval {
+namespace {
+
+bool is_math(const Item& it) { return it.bench == "gsm8k" || it.bench == "math500"; }
+
+std::vector<int64_t> to64(const std::vector<int32_t>& v) { return {v.begin(), v.end()}; }
+
+// Batches of prompt indices, similar lengths together, in a stable order.
+std::vector<std::vector<size_t>> buckets(const std::vector<std::vector<int64_t>>& ids, int batch) {
+  std::vector<size_t> order(ids.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ids[a].size() < ids[b].size(); });
+  std::vector<std::vector<size_t>> out;
+  for (size_t i = 0; i < order.size(); i += size_t(batch))
+    out.emplace_back(order.begin() + i, order.begin() + std::min(order.size(), i + size_t(batch)));
+  return out;
+}
+
+int64_t pad_id(const model::Model& m) {
+  const auto& c = m.config();
+  if (c.pad_token_id) return *c.pad_token_id;
+  return c.eos_token_ids.empty() ? 0 : c.eos_token_ids.front();
+}
+
+// The token ids that mean "option X" right after the prompt: "X" and " X" where each is one
+// token (else the first token of " X"). Their probabilities are summed.
+std::vector<std::vector<int64_t>> letter_tokens(const text::Tokenizer& tok, int n) {
+  std::vector<std::vector<int64_t>> out;
+  for (int i = 0; i < n; i++) {
+    std::set<int64_t> ids;
+    const std::string l = choice_letter(i);
+    for (const std::string& s : {l, " " + l}) {
+      auto e = tok.encode(s, false);
+      if (e.size() == 1) ids.insert(e[0]);
+    }
+    if (ids.empty()) ids.insert(tok.encode(" " + l, false).at(0));
+    out.emplace_back(ids.begin(), ids.end());
+  }
+  return out;
+}
+
+void done(const HarnessOptions& opt, size_t& n, size_t k, size_t total) {
+  n += k;
+  if (opt.progress) opt.progress(n, total);
+}
+
+}  // namespace
+
+std::string math_prompt(const Item& item) {
+  if (item.bench == "math500")
+    return "Problem: " + item.question +
+           "\nSolve the problem step by step and put the final answer in \\boxed{}.\nSolution:";
+  return "Question: " + item.question +
+         "\nAnswer: Let's think step by step, then end with \"#### <number>\".\n";
+}
+
+HarnessResult evaluate(const model::Model& m, const text::Tokenizer& tok, const std::vector<Item>& items,
+                       const std::vector<Item>& pool, const HarnessOptions& opt) {
+  LT_CHECK(opt.batch_size > 0, "eval: batch_size must be positive");
+  HarnessResult res;
+  if (items.empty()) return res;
+  const bool math = is_math(items.front());
+  for (const auto& it : items)
+    LT_CHECK(is_math(it) == math, "eval: items mix math and multiple choice ({} and {})", items.front().bench, it.bench);
+
+  std::vector<std::string> prompts;
+  for (const auto& it : items) {
+    if (math) {
+      prompts.push_back(math_prompt(it));
+    } else {
+      const auto shots = opt.shots > 0 ? few_shot_examples(pool, it.subject, opt.shots) : std::vector<Item>{};
+      prompts.push_back(choice_prompt(it, shots));
+    }
+  }
+  std::vector<std::vector<int64_t>> ids;
+  for (const auto& e : tok.encode_batch(prompts, true)) ids.push_back(to64(e));
+  const auto batches = buckets(ids, opt.batch_size);
+  const int64_t pad = pad_id(m);
+
+  std::vector<std::string> protocols = math ? std::vector<std::string>{"generate"} : opt.protocols;
+  for (const auto& protocol : protocols) {
+    LT_CHECK(protocol == "logit" || protocol == "generate",
+             "eval: unknown protocol '{}' (logit, generate)", protocol);
+    std::vector<ItemResult> out(items.size() * size_t(math ? opt.samples : 1));
+    size_t progress = 0;
+    const size_t total = items.size();
+    if (protocol == "logit") {
+      at::NoGradGuard no_grad;
+      std::map<int, std::vector<std::vector<int64_t>>> letters_by_n;
+      for (const auto& b : batches) {
+        check_interrupt();
+        size_t T = 0;
+        for (size_t i : b) T = std::max(T, ids[i].size());
+        at::Tensor x = at::full({int64_t(b.size()), int64_t(T)}, pad, at::kLong);
+        at::Tensor mask = at::zeros({int64_t(b.size()), int64_t(T)}, at::kLong);
+        for (size_t r = 0; r < b.size(); r++) {
+          const auto& row = ids[b[r]];
+          const int64_t off = int64_t(T - row.size());
+          x[int64_t(r)].narrow(0, off, int64_t(row.size())).copy_(at::tensor(row, at::kLong));
+          mask[int64_t(r)].narrow(0, off, int64_t(row.size())).fill_(1);
+        }
+        model::ForwardOptions fo;
+        fo.attention_mask = mask.to(m.device());
+        fo.logits = model::Logits::Last;
+        at::Tensor probs = m.forward(x.to(m.device()), fo).logits.select(1, 0).to(at::kFloat).softmax(-1).cpu();
+        for (size_t r = 0; r < b.size(); r++) {
+          const Item& it = items[b[r]];
+          const int n = int(it.choices.size());
+          auto cached = letters_by_n.find(n);
+          if (cached == letters_by_n.end()) cached = letters_by_n.emplace(n, letter_tokens(tok, n)).first;
+          const auto& letters = cached->second;
+          ItemResult ir{&it, protocol};
+          auto row = probs[int64_t(r)];
+          int best = 0;
+          for (int c = 0; c < n; c++) {
+            double p = 0;
+            for (int64_t id : letters[size_t(c)]) p += row[id].item<double>();
+            ir.choice_probs.push_back(p);
+            if (p > ir.choice_probs[size_t(best)]) best = c;
+          }
+          ir.prediction = choice_letter(best);
+          ir.correct = !it.answer.empty() && ir.prediction == it.answer;
+          out[b[r]] = std::move(ir);
+        }
+        done(opt, progress, b.size(), total);
+      }
+    } else {
+      model::GenerateOptions g;
+      g.max_new_tokens = opt.max_new_tokens > 0 ? opt.max_new_tokens : (math ? 256 : 16);
+      g.temperature = math ? opt.temperature : 0.0;
+      g.top_p = opt.top_p;
+      const std::vector<std::string> stops =
+          math ? std::vector<std::string>{"\nQuestion:", "\nProblem:", "\n\n\n"} : std::vector<std::string>{};
+      g.stop = [&](int, const std::vector<int64_t>& t) {
+        if (stops.empty()) return false;
+        const std::string s = tok.decode(std::vector<int32_t>(t.begin(), t.end()), true);
+        for (const auto& st : stops)
+          if (s.find(st) != std::string::npos) return true;
+        return false;
+      };
+      const int samples = math ? std::max(1, opt.samples) : 1;
+      for (const auto& b : batches) {
+        check_interrupt();
+        for (int s = 0; s < samples; s++) {
+          std::vector<std::vector<int64_t>> prompts_b;
+          for (size_t i : b) prompts_b.push_back(ids[i]);
+          g.seed = opt.seed + uint64_t(s) * 1000003u + uint64_t(b.front());
+          auto gens = model::generate(m, prompts_b, g);
+          for (size_t r = 0; r < b.size(); r++) {
+            const Item& it = items[b[r]];
+            ItemResult ir{&it, protocol};
+            ir.sample = s;
+            ir.output = tok.decode(std::vector<int32_t>(gens[r].tokens.begin(), gens[r].tokens.end()), true);
+            for (const auto& st : stops) {
+              const size_t cut = ir.output.find(st);
+              if (cut != std::string::npos) ir.output.resize(cut);
+            }
+            if (math) {
+              ir.prediction = extract_math_answer(ir.output).value_or("");
+              ir.correct = !ir.prediction.empty() && equivalent(ir.prediction, it.answer);
+            } else {
+              ir.prediction = extract_choice(ir.output, int(it.choices.size()));
+              ir.correct = !it.answer.empty() && ir.prediction == it.answer;
+            }
+            out[b[r] * size_t(samples) + size_t(s)] = std::move(ir);
+          }
+        }
+        done(opt, progress, b.size(), total);
+      }
+    }
+    Summary sum;
+    sum.bench = items.front().bench;
+    sum.protocol = protocol;
+    const int samples = math ? std::max(1, opt.samples) : 1;
+    sum.samples = samples;
+    std::vector<SampleCount> counts;
+    for (size_t i = 0; i < items.size(); i++) {
+      SampleCount sc{samples, 0};
+      for (int s = 0; s < samples; s++) sc.c += out[i * size_t(samples) + size_t(s)].correct;
+      counts.push_back(sc);
+      const Item& it = items[i];
+      if (it.answer.empty()) continue;  // unlabelled (e.g. C-Eval test): predictions only
+      const bool ok = out[i * size_t(samples)].correct;  // first sample (greedy when T = 0)
+      for (Score* sc2 : {&sum.all, &sum.by_subject[it.subject], &sum.by_category[it.category]}) {
+        sc2->n++;
+        sc2->correct += ok;
+      }
+    }
+    if (math) {
+      sum.avg_at_k = mean_avg_at_k(counts);
+      sum.pass_at_k = mean_pass_at_k(counts, samples);
+    }
+    res.summaries.push_back(std::move(sum));
+    for (auto& r : out) res.items.push_back(std::move(r));
+  }
+  return res;
+}
+
+}  // namespace ltrun::eval

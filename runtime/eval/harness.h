@@ -1,0 +1,67 @@
+// runtime/eval/harness.h: scoring a model on benchmark items. Multiple choice under two
+// protocols: `logit` (the probability of each option letter right after the prompt; " A"
+// and "A" are both counted) and `generate` (greedy text, first valid option letter); math
+// (GSM8K, MATH) by generation with stop strings, answer extraction and equivalence, k samples
+// for avg@k / pass@k. Prompts of similar length are batched together (left padding + mask).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "runtime/eval/benchmark.h"
+
+namespace ltrun::model { class Model; }
+namespace ltrun::text { class Tokenizer; }
+
+namespace ltrun::eval {
+
+struct HarnessOptions {
+  std::vector<std::string> protocols = {"logit", "generate"};  // multiple choice only
+  int shots = 0;               // k-shot examples from the pool's dev split (same subject)
+  int batch_size = 16;
+  int max_new_tokens = 0;      // 0: 16 for multiple choice, 256 for math
+  int samples = 1;             // math: generations per item (avg@k, pass@k)
+  double temperature = 0.0;    // math sampling; 0 = greedy
+  double top_p = 1.0;
+  uint64_t seed = 0;
+  std::function<void(size_t done, size_t total)> progress;  // called after each batch
+};
+
+struct ItemResult {
+  const Item* item = nullptr;
+  std::string protocol;      // "logit", "generate"
+  std::string prediction;    // option letter, or the extracted math answer
+  bool correct = false;
+  std::string output;        // generated text ("" for logit)
+  std::vector<double> choice_probs;  // logit: P(letter) per option
+  int sample = 0;            // math: which of the samples
+};
+
+struct Score {
+  int n = 0, correct = 0;
+  double acc() const { return n ? double(correct) / n : 0.0; }
+};
+
+struct Summary {
+  std::string bench, protocol;
+  Score all;
+  std::map<std::string, Score> by_subject, by_category;
+  double avg_at_k = 0, pass_at_k = 0;  // math with samples > 1 (pass@samples)
+  int samples = 1;
+};
+
+struct HarnessResult {
+  std::vector<ItemResult> items;
+  std::vector<Summary> summaries;  // one per protocol
+};
+
+// Scores `items`; shots come from `pool` (items with split "dev" and the same subject).
+HarnessResult evaluate(const model::Model& m, const text::Tokenizer& tok, const std::vector<Item>& items,
+                       const std::vector<Item>& pool, const HarnessOptions& opt);
+
+// The prompt a math item gets (zero-shot, step by step, answer marked as the benchmarks do).
+std::string math_prompt(const Item& item);
+
+}  // namespace ltrun::eval

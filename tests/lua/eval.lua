@@ -1,0 +1,83 @@
+-- tests/lua/eval.lua: the evaluation harness from Lua on a tiny model: the logit protocol's
+-- option probabilities recomputed here from a plain forward pass, batching that does not
+-- change answers, determinism, the generate protocol's letter extraction, eval_items rows.
+local T = require "lt.test"
+local data = arg[0]:match("^(.*)/lua/[^/]+$") .. "/data/eval"
+local tmp = os.getenv("LTRUN_TEST_TMP") .. "/lua_eval"
+os.execute("rm -rf '" .. tmp .. "'")
+lt.model.new{ out = tmp, layers = 2, hidden = 32, heads = 4, kv_heads = 2, vocab = 400, seed = 3,
+              corpus = data }
+local m = lt.model.load(tmp)
+local tok = m.tokenizer
+
+T.case("logit protocol = P(letter) from a plain forward pass, summed over 'X' and ' X'", function()
+  local s = lt.eval.run(m, "ceval:" .. data .. "/ceval", { protocols = { "logit" } })
+  local items = lt.eval.load("ceval", data .. "/ceval")
+  local by_id = {}
+  for _, it in ipairs(items) do by_id[it.id] = it end
+  T.ok(#s.items > 0, "items scored")
+  for _, r in ipairs(s.items) do
+    local it = by_id[r.id]
+    local p = m:forward(tok:encode(lt.eval.prompt(it)), { logits = "last" }).logits[0][0]:softmax()
+    local best, best_p = nil, -1
+    for c = 1, #it.choices do
+      local letter = string.char(64 + c)
+      local ids = {}
+      for _, s_ in ipairs{ letter, " " .. letter } do
+        local e = tok:encode(s_, { special = false })
+        if #e == 1 then ids[e[1]] = true end
+      end
+      local total = 0
+      for id in pairs(ids) do total = total + p[id] end
+      if total > best_p then best, best_p = letter, total end
+    end
+    T.eq(r.prediction, best, "prediction of " .. r.id)
+  end
+  T.eq(s.logit.n, 3)  -- the val split of the fixture, as the paper scores C-Eval
+end)
+
+T.case("batching and repetition do not change predictions", function()
+  local a = lt.eval.run(m, "mc:" .. data .. "/mcq/sample.jsonl", { batch_size = 1 })
+  local b = lt.eval.run(m, "mc:" .. data .. "/mcq/sample.jsonl", { batch_size = 16 })
+  local c = lt.eval.run(m, "mc:" .. data .. "/mcq/sample.jsonl", { batch_size = 16 })
+  T.eq(#a.items, #b.items)
+  for i = 1, #a.items do
+    T.eq(a.items[i].prediction, b.items[i].prediction, "batch 1 vs 16, item " .. a.items[i].id)
+    T.eq(b.items[i].prediction, c.items[i].prediction, "repeated run, item " .. b.items[i].id)
+  end
+end)
+
+T.case("generate protocol extracts the first option letter of greedy text", function()
+  local s = lt.eval.run(m, "mmlu:" .. data .. "/mmlu", { protocols = { "generate" }, max_new_tokens = 8 })
+  for _, r in ipairs(s.items) do
+    T.eq(r.prediction, lt.eval.extract_choice(r.output, 4), r.id)
+  end
+end)
+
+T.case("math: samples, avg@k and pass@k, predictions extracted", function()
+  local s = lt.eval.run(m, "gsm8k:" .. data .. "/gsm8k/test.jsonl", { samples = 3, max_new_tokens = 12, seed = 1 })
+  T.eq(s.generate.k, 3)
+  T.eq(#s.items, 2 * 3)
+  for _, r in ipairs(s.items) do T.eq(r.prediction, lt.eval.extract_math(r.output) or "") end
+end)
+
+T.case("every prediction is a row of eval_items; accuracies are metrics", function()
+  local rows = lt.run.query("SELECT bench, protocol, count(*) AS n FROM eval_items WHERE run_id = ? GROUP BY 1, 2 ORDER BY 1, 2", lt.run.id())
+  T.same_table(rows[1], { bench = "ceval", protocol = "logit", n = 3 })
+  local acc = lt.run.query("SELECT value FROM metrics WHERE name = 'ceval/logit/acc'")[1].value
+  local right = lt.run.query("SELECT avg(correct) AS a FROM eval_items WHERE bench = 'ceval' AND protocol = 'logit'")[1].a
+  T.near(acc, right, 1e-12)
+end)
+
+T.case("answer helpers and errors", function()
+  T.eq(lt.eval.equivalent("\\frac{1}{2}", "0.5"), true)
+  T.eq(lt.eval.extract_math("so #### 1,234"), "1,234")
+  local v, n, total = lt.eval.vote({ "B", "A", "B", "" })
+  T.eq(v, "B"); T.eq(n, 2); T.eq(total, 3)
+  T.near(lt.eval.pass_at_k(5, 2, 2), 1 - (3 * 2) / (5 * 4), 1e-12)
+  T.near(lt.stats.jaccard({ "a", "b" }, { "b", "c" }), 1 / 3, 1e-12)
+  T.raises(function() lt.eval.run(m, "nope:" .. data) end, "unknown benchmark kind")
+  T.raises(function() lt.eval.run(m, "ceval:/nonexistent") end, "/nonexistent")
+end)
+
+T.finish()
