@@ -13,6 +13,7 @@ namespace ltrun::lua {
 void register_run(lua_State* L);     // bindings/run.cpp: lt.run
 void register_model(lua_State* L);   // bindings/model.cpp: lt.model, lt.Model
 void register_eval(lua_State* L);    // bindings/eval.cpp: lt.eval, lt.stats
+void register_diag(lua_State* L);    // bindings/diag.cpp: lt.diag (TP, LS, S(b), JS)
 void register_system(lua_State* L);  // bindings/system.cpp: lt.device, lt.seed, versions
 
 void open_lt(lua_State* L) {
@@ -25,6 +26,7 @@ void open_lt(lua_State* L) {
   register_tokenizer(L);
   register_model(L);
   register_eval(L);
+  register_diag(L);
 }
 
 }  // namespace ltrun::lua

@@ -1,0 +1,266 @@
+// bindings/diag.cpp: lt.diag, the LayerTracer study over runtime/diag: trace (Task Particle,
+// Layer-wise Sensitivity, group means, profiles, split scores) and its measures (js,
+// tp_ratio, delta_js, normalise, split_score, splits).
+//
+// Series follow out.hidden of model:forward: a residual series (p_target, js) has keys
+// 0..N (0 = the embeddings, l+1 = after block l); a block series (tp_ratio, ls_djs, tp, ls)
+// is the plain array 1..N, entry l+1 = block l, which is what lt.run.log_layers expects.
+// Token positions (context) count from 0, as tensor indices do.
+#include <ATen/ATen.h>
+#include <lua.hpp>
+
+#include <memory>
+
+#include "bindings/luat.h"
+#include "bindings/model.h"
+#include "bindings/tensor.h"
+#include "runtime/diag/measures.h"
+#include "runtime/diag/tracer.h"
+#include "runtime/model/model.h"
+
+namespace ltrun::lua {
+namespace {
+
+// A series from a Lua table: keys 0..n when it has key 0 (a residual series), else 1..n.
+std::vector<double> read_series(lua_State* L, int idx, const char* fn, const char* what) {
+  if (lua_type(L, idx) != LUA_TTABLE) fail("{}: {}: expected a table of numbers, got {}", fn, what, type_name(L, idx));
+  lua_rawgeti(L, idx, 0);
+  const int first = lua_isnil(L, -1) ? 1 : 0;
+  lua_pop(L, 1);
+  std::vector<double> v;
+  for (int i = first; i <= int(lua_objlen(L, idx)); i++) {
+    lua_rawgeti(L, idx, i);
+    if (lua_type(L, -1) != LUA_TNUMBER) fail("{}: {}[{}]: expected a number, got {}", fn, what, i, type_name(L, -1));
+    v.push_back(lua_tonumber(L, -1));
+    lua_pop(L, 1);
+  }
+  return v;
+}
+
+std::vector<int64_t> read_ints(lua_State* L, int idx, const char* fn, const std::string& what) {
+  if (is_tensor(L, idx)) {
+    at::Tensor t = check_tensor(L, idx, fn).to(at::kCPU, at::kLong).contiguous().view({-1});
+    return std::vector<int64_t>(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel());
+  }
+  if (lua_type(L, idx) != LUA_TTABLE) fail("{}: {}: expected a list of integers, got {}", fn, what, type_name(L, idx));
+  std::vector<int64_t> v;
+  for (int i = 1; i <= int(lua_objlen(L, idx)); i++) {
+    lua_rawgeti(L, idx, i);
+    if (lua_type(L, -1) != LUA_TNUMBER) fail("{}: {}[{}]: expected an integer, got {}", fn, what, i, type_name(L, -1));
+    v.push_back(int64_t(lua_tonumber(L, -1)));
+    lua_pop(L, 1);
+  }
+  return v;
+}
+
+// residual = true: keys 0..n-1 (as out.hidden); else the array 1..n
+void push_series(lua_State* L, const std::vector<double>& v, bool residual = false) {
+  lua_createtable(L, int(v.size()), residual ? 1 : 0);
+  for (size_t i = 0; i < v.size(); i++) {
+    lua_pushnumber(L, v[i]);
+    lua_rawseti(L, -2, int(residual ? i : i + 1));
+  }
+}
+
+template <class T>
+void push_array(lua_State* L, const std::vector<T>& v) {
+  lua_createtable(L, int(v.size()), 0);
+  for (size_t i = 0; i < v.size(); i++) {
+    lua_pushnumber(L, double(v[i]));
+    lua_rawseti(L, -2, int(i + 1));
+  }
+}
+
+void set_number(lua_State* L, const char* key, double v) {
+  lua_pushnumber(L, v);
+  lua_setfield(L, -2, key);
+}
+
+void push_split(lua_State* L, const diag::Split& s) {
+  lua_createtable(L, 0, 3);
+  set_number(L, "ratio", s.ratio);
+  set_number(L, "b", s.b);
+  set_number(L, "score", s.score);
+}
+
+void push_splits(lua_State* L, const std::vector<diag::Split>& splits) {
+  lua_createtable(L, int(splits.size()), 0);
+  for (size_t i = 0; i < splits.size(); i++) {
+    push_split(L, splits[i]);
+    lua_rawseti(L, -2, int(i + 1));
+  }
+}
+
+std::vector<double> read_ratios(lua_State* L, int opts, const char* fn) {
+  std::vector<double> ratios = {0.33, 0.5, 0.66};
+  if (lua_istable(L, opts)) {
+    lua_getfield(L, opts, "ratios");
+    if (!lua_isnil(L, -1)) ratios = read_series(L, lua_gettop(L), fn, "ratios");
+    lua_pop(L, 1);
+  }
+  return ratios;
+}
+
+// lt.diag.js(p, q[, {topk=}]) → a number for 1-D p, q; a tensor of one JS per row otherwise.
+// topk absent or 0: the whole vocabulary; else the aligned support topk(p) ∪ topk(q).
+int l_js(lua_State* L) {
+  const char* fn = "lt.diag.js";
+  const at::Tensor p = to_tensor(L, 1, fn, at::kDouble), q = to_tensor(L, 2, fn, at::kDouble);
+  const at::Tensor js = diag::js_divergence(p, q, opt_integer(L, 3, "topk", fn).value_or(0));
+  if (js.dim() == 0) lua_pushnumber(L, js.item<double>());
+  else push_tensor(L, js);
+  return 1;
+}
+
+int l_tp_ratio(lua_State* L) {
+  push_series(L, diag::tp_ratio(read_series(L, 1, "lt.diag.tp_ratio", "p_target")));
+  return 1;
+}
+
+int l_delta_js(lua_State* L) {
+  push_series(L, diag::delta_js(read_series(L, 1, "lt.diag.delta_js", "js")));
+  return 1;
+}
+
+int l_normalise(lua_State* L) {
+  push_series(L, diag::normalise(read_series(L, 1, "lt.diag.normalise", "values")));
+  return 1;
+}
+
+// lt.diag.split_score(tp, ls, b): S(b) with blocks 0..b-1 shallow
+int l_split_score(lua_State* L) {
+  const char* fn = "lt.diag.split_score";
+  lua_pushnumber(L, diag::split_score(read_series(L, 1, fn, "tp"), read_series(L, 2, fn, "ls"),
+                                      int(check_integer(L, 3, fn))));
+  return 1;
+}
+
+// lt.diag.splits(tp, ls[, {ratios=}]) → {{ratio=, b=, score=}, ...}, the best of them
+int l_splits(lua_State* L) {
+  const char* fn = "lt.diag.splits";
+  auto splits = diag::split_scores(read_series(L, 1, fn, "tp"), read_series(L, 2, fn, "ls"),
+                                   read_ratios(L, 3, fn));
+  push_splits(L, splits);
+  push_split(L, diag::best_split(splits));
+  return 2;
+}
+
+// lt.diag.trace(model, samples[, opts]) → result
+//   samples[i] = {ids = {...} | tensor, context = {0-based positions}, target = id?, group = n?}
+//     (other fields are ignored, so lt.tasks samples pass as they are); group defaults to 1
+//   opts: topk = 10 (JS support; 0 = whole vocabulary), candidates = 10, batch = 8, tau = 0,
+//         ratios = {0.33, 0.5, 0.66}, method = "resume" | "naive"
+//   result = {n_layers, samples = {{target, group, p_target, js, tp_ratio, ls_djs, tp_interval,
+//             top = {[r] = {ids, probs}}}}, groups = {{group, samples, p_target, js, tp_ratio,
+//             ls_djs}}, tp, ls, tp_interval, splits = {{ratio, b, score}}, split}
+int l_trace(lua_State* L) {
+  const char* fn = "lt.diag.trace";
+  const model::Model& m = *check_model(L, 1, fn).m;
+  check_table(L, 2, fn);
+  diag::TraceOptions o;
+  o.topk = opt_integer(L, 3, "topk", fn).value_or(o.topk);
+  o.candidates = opt_integer(L, 3, "candidates", fn).value_or(o.candidates);
+  o.batch = opt_integer(L, 3, "batch", fn).value_or(o.batch);
+  o.tau = opt_number(L, 3, "tau", fn).value_or(o.tau);
+  const std::string method = opt_string(L, 3, "method", fn).value_or("resume");
+  if (method == "naive") o.method = diag::Method::Naive;
+  else if (method != "resume") fail("{}: method '{}': expected \"resume\" or \"naive\"", fn, method);
+  const std::vector<double> ratios = read_ratios(L, 3, fn);
+
+  std::vector<diag::Sample> samples(lua_objlen(L, 2));
+  LT_CHECK(!samples.empty(), "{}: no samples given", fn);
+  for (size_t i = 0; i < samples.size(); i++) {
+    lua_rawgeti(L, 2, int(i + 1));
+    const int s = lua_gettop(L);
+    if (!lua_istable(L, s)) fail("{}: samples[{}]: expected a table, got {}", fn, i + 1, type_name(L, s));
+    const std::string at = fmt::format("samples[{}]", i + 1);
+    lua_getfield(L, s, "ids");
+    samples[i].ids = read_ints(L, lua_gettop(L), fn, at + ".ids");
+    lua_getfield(L, s, "context");
+    if (!lua_isnil(L, -1)) samples[i].context = read_ints(L, lua_gettop(L), fn, at + ".context");
+    lua_pop(L, 2);
+    if (auto t = opt_integer(L, s, "target", fn)) samples[i].target = *t;
+    samples[i].group = int(opt_integer(L, s, "group", fn).value_or(1));
+    lua_pop(L, 1);
+  }
+
+  const auto traces = diag::trace(m, samples, o);
+  const int N = m.n_layers();
+  lua_createtable(L, 0, 8);
+  set_number(L, "n_layers", N);
+  lua_createtable(L, int(traces.size()), 0);
+  for (size_t i = 0; i < traces.size(); i++) {
+    const diag::SampleTrace& t = traces[i];
+    lua_createtable(L, 0, 8);
+    set_number(L, "target", double(t.target));
+    set_number(L, "group", t.group);
+    push_series(L, t.p_target, true);
+    lua_setfield(L, -2, "p_target");
+    push_series(L, t.js, true);
+    lua_setfield(L, -2, "js");
+    push_series(L, t.tp_ratio);
+    lua_setfield(L, -2, "tp_ratio");
+    push_series(L, t.ls_djs);
+    lua_setfield(L, -2, "ls_djs");
+    push_array(L, t.tp_interval);
+    lua_setfield(L, -2, "tp_interval");
+    lua_createtable(L, N, 1);
+    for (int r = 0; r <= N; r++) {
+      lua_createtable(L, 0, 2);
+      push_array(L, t.top_ids[r]);
+      lua_setfield(L, -2, "ids");
+      push_array(L, t.top_probs[r]);
+      lua_setfield(L, -2, "probs");
+      lua_rawseti(L, -2, r);
+    }
+    lua_setfield(L, -2, "top");
+    lua_rawseti(L, -2, int(i + 1));
+  }
+  lua_setfield(L, -2, "samples");
+
+  const diag::Summary sum = diag::summarize(traces, ratios, o.tau);
+  lua_createtable(L, int(sum.groups.size()), 0);
+  for (size_t g = 0; g < sum.groups.size(); g++) {
+    const diag::GroupMeans& gm = sum.groups[g];
+    lua_createtable(L, 0, 6);
+    set_number(L, "group", gm.group);
+    set_number(L, "samples", gm.samples);
+    push_series(L, gm.p_target, true);
+    lua_setfield(L, -2, "p_target");
+    push_series(L, gm.js, true);
+    lua_setfield(L, -2, "js");
+    push_series(L, gm.tp_ratio);
+    lua_setfield(L, -2, "tp_ratio");
+    push_series(L, gm.ls_djs);
+    lua_setfield(L, -2, "ls_djs");
+    lua_rawseti(L, -2, int(g + 1));
+  }
+  lua_setfield(L, -2, "groups");
+  push_series(L, sum.tp);
+  lua_setfield(L, -2, "tp");
+  push_series(L, sum.ls);
+  lua_setfield(L, -2, "ls");
+  push_array(L, sum.tp_interval);
+  lua_setfield(L, -2, "tp_interval");
+  if (!sum.splits.empty()) {
+    push_splits(L, sum.splits);
+    lua_setfield(L, -2, "splits");
+    push_split(L, sum.best);
+    lua_setfield(L, -2, "split");
+  }
+  return 1;
+}
+
+}  // namespace
+
+void register_diag(lua_State* L) {
+  new_module(L, "diag");
+  static const luaL_Reg fns[] = {
+      {"trace", LT_FN(l_trace)}, {"js", LT_FN(l_js)}, {"tp_ratio", LT_FN(l_tp_ratio)},
+      {"delta_js", LT_FN(l_delta_js)}, {"normalise", LT_FN(l_normalise)},
+      {"split_score", LT_FN(l_split_score)}, {"splits", LT_FN(l_splits)}, {nullptr, nullptr}};
+  set_funcs(L, fns);
+  lua_pop(L, 1);
+}
+
+}  // namespace ltrun::lua

@@ -1,0 +1,252 @@
+-- lt/tasks.lua: task data with spans for layer diagnostics. A prompt is t = s1 .. s2, s1 the
+-- context (examples), s2 the query; after tokenization every sample knows which tokens are
+-- context (I_c) and which are query (I_q), as 0-based token positions (tensor indices).
+-- Sources: antonym pairs from WordNet's data files or an AntSynNET TSV, formatted as
+-- "Example:hot->Cold, big->Small; Query:cold->"; or a JSONL file of {context, query[, target]}.
+local M = {}
+
+M.wordnet_dir = "/usr/share/wordnet"  -- Debian's wordnet-base
+
+local function fail(fmt, ...) error(fmt:format(...), 0) end
+
+local function read_lines(path)
+  local f, err = io.open(path, "rb")
+  if not f then fail("%s", err) end
+  local text = f:read("*a")
+  f:close()
+  local lines = {}
+  for line in (text .. "\n"):gmatch("(.-)\r?\n") do lines[#lines + 1] = line end
+  if lines[#lines] == "" then lines[#lines] = nil end
+  return lines
+end
+
+-- A seeded generator (Park-Miller): the same seed gives the same task data, whatever else
+-- draws from math.random. Returns pick(n) → an integer in 1..n. (Also lt.eval's built-ins.)
+function M.generator(seed)
+  local x = (math.floor(seed) % 2147483646) + 1
+  return function(n)
+    x = (x * 48271) % 2147483647  -- exact in doubles: x * 48271 < 2^47
+    return 1 + x % n
+  end
+end
+
+-- ---- sources ----------------------------------------------------------------------------
+
+-- Antonym pairs {a, b} from one WordNet data file (data.adj, data.noun, data.verb, data.adv),
+-- in the format of wndb(5): a synset per line,
+--   offset lex_filenum ss_type w_cnt word lex_id [word lex_id...] p_cnt [ptr...] [frames] | gloss
+-- w_cnt and lex_id in hex, p_cnt in decimal, each ptr = symbol offset pos source/target, the
+-- last in hex: the source and target word numbers (0000 for pointers between synsets).
+-- Antonymy is the lexical pointer "!". Licence lines start with spaces. Adjective markers
+-- ("big(p)") are dropped, "_" becomes a space. opts.plain (default true) keeps only pairs of
+-- single lower-case words. Each pair appears once, in file order.
+function M.wordnet_pairs(path, opts)
+  opts = opts or {}
+  local plain = opts.plain ~= false
+  local synsets, pointers = {}, {}
+  local pos_of_file = path:match("data%.(%a+)$")
+  local file_pos = ({ adj = "[as]", noun = "n", verb = "v", adv = "r" })[pos_of_file or ""] or "%a"
+  for lineno, line in ipairs(read_lines(path)) do
+    if not line:match("^%s") and line ~= "" then
+      local where = ("%s:%d"):format(path, lineno)
+      local head = line:match("^(.-)%s*|") or line
+      local f = {}
+      for w in head:gmatch("%S+") do f[#f + 1] = w end
+      local offset, ss_type = f[1], f[3]
+      if not (offset and offset:match("^%d+$") and ss_type and ss_type:match("^[nvasr]$")) then
+        fail("%s: not a WordNet synset line (expected 'offset lex_filenum ss_type w_cnt ...')", where)
+      end
+      local w_cnt = tonumber(f[4] or "", 16)
+      if not w_cnt or #f < 5 + 2 * w_cnt then fail("%s: bad word count '%s'", where, tostring(f[4])) end
+      local words = {}
+      for i = 1, w_cnt do
+        words[i] = f[3 + 2 * i]:gsub("%(%a+%)$", ""):gsub("_", " ")
+      end
+      local k = 5 + 2 * w_cnt
+      local p_cnt = tonumber(f[k] or "")
+      if not p_cnt or not (f[k] or ""):match("^%d%d%d$") or #f < k + 4 * p_cnt then
+        fail("%s: bad pointer count '%s'", where, tostring(f[k]))
+      end
+      synsets[offset] = words
+      for i = 0, p_cnt - 1 do
+        local sym, target, pos, st = f[k + 1 + 4 * i], f[k + 2 + 4 * i], f[k + 3 + 4 * i], f[k + 4 + 4 * i]
+        if not (target:match("^%d+$") and st:match("^%x%x%x%x$")) then
+          fail("%s: pointer %d is malformed ('%s %s %s %s')", where, i + 1, sym, target, pos, st)
+        end
+        if sym == "!" and pos:match("^" .. file_pos .. "$") then
+          local src, dst = tonumber(st:sub(1, 2), 16), tonumber(st:sub(3, 4), 16)
+          if src == 0 or src > w_cnt then fail("%s: antonym pointer %d names word %d of %d", where, i + 1, src, w_cnt) end
+          pointers[#pointers + 1] = { words[src], target, dst, where }
+        end
+      end
+    end
+  end
+  local pairs_, seen = {}, {}
+  for _, p in ipairs(pointers) do
+    local a, target, dst, where = p[1], p[2], p[3], p[4]
+    local other = synsets[target]
+    if not other then fail("%s: antonym pointer to synset %s, which %s does not hold", where, target, path) end
+    local b = other[dst]
+    if not b then fail("%s: antonym pointer to word %d of synset %s (it has %d)", where, dst, target, #other) end
+    local key = a < b and a .. "\0" .. b or b .. "\0" .. a
+    if a ~= b and not seen[key] and (not plain or (a:match("^%l+$") and b:match("^%l+$"))) then
+      seen[key] = true
+      pairs_[#pairs_ + 1] = { a, b }
+    end
+  end
+  return pairs_
+end
+
+-- Antonym pairs from an AntSynNET-style TSV: word1 TAB word2 TAB label, label 1 (or True)
+-- for antonyms, 0 (or False) otherwise; only antonyms are kept. Blank lines are skipped.
+function M.tsv_pairs(path)
+  local out = {}
+  for lineno, line in ipairs(read_lines(path)) do
+    if line:match("%S") then
+      local a, b, label = line:match("^([^\t]+)\t([^\t]+)\t%s*([^\t]-)%s*$")
+      label = label and label:lower()
+      if not a or not (label == "1" or label == "0" or label == "true" or label == "false") then
+        fail("%s:%d: expected word1<TAB>word2<TAB>label (label 1 or 0)", path, lineno)
+      end
+      if label == "1" or label == "true" then out[#out + 1] = { a, b } end
+    end
+  end
+  return out
+end
+
+-- Items {context, query[, target]} from a JSONL file, one JSON object per line.
+function M.jsonl_items(path)
+  local out = {}
+  for lineno, line in ipairs(read_lines(path)) do
+    if line:match("%S") then
+      local ok, item = pcall(lt.json.decode, line)
+      if not ok then fail("%s:%d: %s", path, lineno, tostring(item)) end
+      if type(item) ~= "table" or type(item.context) ~= "string" or type(item.query) ~= "string" then
+        fail("%s:%d: expected an object with string fields context and query", path, lineno)
+      end
+      if item.target ~= nil and type(item.target) ~= "string" then
+        fail("%s:%d: target must be a string", path, lineno)
+      end
+      out[#out + 1] = { context = item.context, query = item.query, target = item.target }
+    end
+  end
+  return out
+end
+
+-- ---- prompts ------------------------------------------------------------------------------
+
+-- The paper's format: s1 = "Example:hot->Cold, big->Small;", s2 = " Query:cold->" (the
+-- antonym of each example capitalised, as in the paper; the target is "Hot").
+M.format = {
+  example = function(w, a) return w .. "->" .. a end,
+  context = function(examples) return "Example:" .. table.concat(examples, ", ") .. ";" end,
+  query = function(w) return " Query:" .. w .. "->" end,
+}
+
+local function capital(w) return (w:gsub("^%l", string.upper)) end
+
+-- n items from antonym pairs: each a query pair (distinct while n <= #pairs) and `examples`
+-- other pairs, each pair in a random direction. opts: n = 500, examples = 2, seed = 1,
+-- capitalize = true, format = M.format.
+function M.antonym_items(pairs_, opts)
+  opts = opts or {}
+  local n, k = opts.n or 500, opts.examples or 2
+  local fmt, cap = opts.format or M.format, opts.capitalize ~= false and capital or function(w) return w end
+  if #pairs_ < k + 1 then fail("antonym_items: %d pairs are too few for %d examples and a query", #pairs_, k) end
+  local pick = M.generator(opts.seed or 1)
+  local order = {}
+  for i = 1, #pairs_ do order[i] = i end
+  for i = #order, 2, -1 do
+    local j = pick(i)
+    order[i], order[j] = order[j], order[i]
+  end
+  local function directed(p)
+    if pick(2) == 1 then return p[1], p[2] end
+    return p[2], p[1]
+  end
+  local items = {}
+  for i = 1, n do
+    local qi = order[(i - 1) % #order + 1]
+    local used, examples = { [qi] = true }, {}
+    while #examples < k do
+      local e = pick(#pairs_)
+      if not used[e] then
+        used[e] = true
+        local w, a = directed(pairs_[e])
+        examples[#examples + 1] = fmt.example(w, cap(a))
+      end
+    end
+    local w, a = directed(pairs_[qi])
+    items[i] = { context = fmt.context(examples), query = fmt.query(w), target = cap(a), pair = { w, a } }
+  end
+  return items
+end
+
+-- Items from a source: "wordnet" (adjective antonyms of M.wordnet_dir), a .tsv of pairs or a
+-- .jsonl of items. opts as for antonym_items (n also caps a JSONL file's items).
+function M.load(source, opts)
+  opts = opts or {}
+  if source == "wordnet" then
+    return M.antonym_items(M.wordnet_pairs(M.wordnet_dir .. "/data.adj"), opts)
+  elseif source:match("%.tsv$") then
+    return M.antonym_items(M.tsv_pairs(source), opts)
+  elseif source:match("%.jsonl$") then
+    local items = M.jsonl_items(source)
+    for i = #items, (opts.n or #items) + 1, -1 do items[i] = nil end
+    return items
+  end
+  fail("tasks: unknown source '%s' (expected wordnet, a .tsv of pairs or a .jsonl of items)", source)
+end
+
+-- ---- tokens -------------------------------------------------------------------------------
+
+-- Token positions (0-based) of the context bytes [c1, c2] and the query bytes [q1, q2] given
+-- the tokens' spans ({first, last} string positions, last < first for a token that covers no
+-- text such as an added <|begin_of_text|>). A token with any query byte is a query token,
+-- so one straddling the boundary counts as query (zeroing the context never hides query
+-- text); a token with context bytes only is a context token; a token with no text is neither.
+function M.token_sets(spans, c1, c2, q1, q2)
+  local context, query = {}, {}
+  for i, s in ipairs(spans) do
+    local first, last = s[1], s[2]
+    if last >= first then
+      if first <= q2 and last >= q1 then query[#query + 1] = i - 1
+      elseif first <= c2 and last >= c1 then context[#context + 1] = i - 1 end
+    end
+  end
+  return context, query
+end
+
+-- One item as a sample: prompt = context .. query, ids, context / query positions (0-based).
+function M.encode(tok, item)
+  local prompt = item.context .. item.query
+  local ids, spans = tok:encode_with_offsets(prompt)
+  local c2 = #item.context
+  local context, query = M.token_sets(spans, 1, c2, c2 + 1, #prompt)
+  return { prompt = prompt, ids = ids, context = context, query = query, target_text = item.target }
+end
+
+-- Samples of items, split evenly into `groups` task groups (group = 1..G, consecutive items,
+-- sizes differing by at most one). opts.target: "model" (default; t* = the model's argmax)
+-- or "given" (t* = the first token of the item's target text, tokenized alone).
+function M.build(tok, items, opts)
+  opts = opts or {}
+  local G, n = opts.groups or 1, #items
+  if n == 0 then fail("tasks.build: no items") end
+  if G < 1 or G > n then fail("tasks.build: %d groups for %d items", G, n) end
+  local samples = {}
+  for i, item in ipairs(items) do
+    local s = M.encode(tok, item)
+    s.group = math.floor((i - 1) * G / n) + 1
+    if opts.target == "given" then
+      if not item.target then fail("tasks.build: item %d has no target (target = \"given\")", i) end
+      s.target = tok:encode(item.target, { special = false })[1]
+    elseif opts.target ~= nil and opts.target ~= "model" then
+      fail("tasks.build: target '%s': expected \"model\" or \"given\"", tostring(opts.target))
+    end
+    samples[i] = s
+  end
+  return samples
+end
+
+return M

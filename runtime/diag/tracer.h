@@ -1,0 +1,98 @@
+// runtime/diag/tracer.h: the LayerTracer scan of a model over task samples. Per sample: a
+// clean pass with the residual stream captured; the logit lens of every residual (Task
+// Particle: P_t and its Ratio); for every residual r, the context positions zeroed in
+// hidden[r] and the rest of the stack run (Layer-wise Sensitivity: JS and ΔJS). Then group
+// means, normalised profiles and split scores. Only Model::forward / lens / n_layers are
+// used, so whatever architecture the model core runs is traced with no code here.
+#pragma once
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "runtime/diag/measures.h"
+
+namespace ltrun::model {
+class Model;
+}
+
+namespace ltrun::diag {
+
+struct Sample {
+  std::vector<int64_t> ids;      // the prompt's tokens
+  std::vector<int64_t> context;  // I_c: 0-based token positions zeroed for LS
+  std::optional<int64_t> target;  // t*; unset: the model's own prediction, argmax of P
+  int group = 0;                  // task group label (summarised in ascending order)
+};
+
+// How the perturbed passes run; both run a batch of samples per pass (TraceOptions::batch).
+enum class Method {
+  Resume,  // from the clean pass's residual: blocks r..N-1 only, for every residual r
+  Naive,   // the whole stack for every residual (the reference, and the bench's baseline)
+};
+
+struct TraceOptions {
+  int64_t topk = 10;        // JS support: topk(P) ∪ topk(Q); <= 0: the whole vocabulary
+  int64_t candidates = 10;  // lens tokens kept per residual
+  int64_t batch = 8;        // samples per pass (left-padded with an attention mask)
+  double tau = 0;           // TP interval: blocks with Ratio > tau
+  Method method = Method::Resume;
+};
+
+// Series indexed by residual (N + 1 entries: [0] embeddings, [l+1] after block l) or by
+// block (N entries), as in measures.h.
+struct SampleTrace {
+  int64_t target = 0;
+  int group = 0;
+  std::vector<double> p_target;             // residual: P_t by the logit lens at the last token
+  std::vector<double> js;                   // residual: JS(P ‖ Q) with the context zeroed there
+  std::vector<double> tp_ratio, ls_djs;     // block
+  std::vector<int> tp_interval;             // blocks with tp_ratio > tau
+  std::vector<std::vector<int64_t>> top_ids;  // residual × candidates: the lens's top tokens
+  std::vector<std::vector<double>> top_probs;
+};
+
+std::vector<SampleTrace> trace(const model::Model& m, const std::vector<Sample>& samples,
+                               const TraceOptions& options = {});
+
+// Samples [from, to) as one pass: left-padded so that every row ends with its prompt's last
+// token. Errors name the sample (1-based) and the bad token, position or target.
+struct Packed {
+  at::Tensor ids;   // int64 [B, T]; padding is id 0 (masked out)
+  at::Tensor mask;  // int64 [B, T] 1 = token, 0 = padding; undefined when no row is padded
+  at::Tensor zero;  // bool [B, T]: the context positions, shifted by each row's padding
+};
+Packed pack(const std::vector<Sample>& samples, size_t from, size_t to, int64_t vocab,
+            c10::Device device = c10::kCPU);
+
+// h [B, T, H] with the positions where `zero` (bool [B, T]) holds set to 0, the rest as is.
+at::Tensor zero_context(const at::Tensor& h, const at::Tensor& zero);
+
+// The last-position logits [N + 1, B, V] with `zero` (bool [B, T]) zeroed in the residual
+// hidden[r], for r = 0..N; `hidden` is the clean pass's capture (hidden[0..N]) of the same
+// batch, `attention_mask` [B, T] or undefined. No zero position: every row is the clean pass.
+at::Tensor perturbed_logits(const model::Model& m, const std::vector<at::Tensor>& hidden,
+                            const at::Tensor& zero, const at::Tensor& attention_mask,
+                            Method method = Method::Resume);
+
+struct GroupMeans {
+  int group = 0, samples = 0;
+  std::vector<double> p_target, js;      // residual
+  std::vector<double> tp_ratio, ls_djs;  // block
+};
+
+struct Summary {
+  std::vector<GroupMeans> groups;  // in ascending label order
+  // per block: the mean over groups of the group means, then min-max normalised
+  std::vector<double> tp, ls;
+  std::vector<int> tp_interval;  // blocks whose mean Ratio (before normalising) > tau
+  std::vector<Split> splits;
+  Split best{};
+};
+
+Summary summarize(const std::vector<SampleTrace>& traces, const std::vector<double>& ratios,
+                  double tau = 0);
+
+}  // namespace ltrun::diag

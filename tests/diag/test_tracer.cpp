@@ -1,0 +1,204 @@
+// tests/diag/test_tracer.cpp: the LayerTracer scan on small random models: the batched
+// resume against one full forward per perturbation (the model's own zero intervention),
+// the clean pass reproduced when nothing is zeroed, padding, the lens series against the
+// model's logits, and the summary's group means and split on hand-made traces.
+#include <ATen/ATen.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "diag_test_util.h"
+#include "runtime/diag/tracer.h"
+#include "runtime/model/model.h"
+
+using namespace ltrun;
+using namespace ltrun::diag;
+using Catch::Matchers::WithinAbs;
+using Catch::Matchers::WithinRel;
+
+namespace {
+
+// max |a - b| / max |b|
+double rel_err(const at::Tensor& a, const at::Tensor& b) {
+  const double scale = b.abs().max().item<double>();
+  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>() / (scale > 0 ? scale : 1);
+}
+
+Sample sample(std::vector<int64_t> ids, std::vector<int64_t> context, int group = 0) {
+  Sample s;
+  s.ids = std::move(ids);
+  s.context = std::move(context);
+  s.group = group;
+  return s;
+}
+
+model::ForwardResult clean_pass(const model::Model& m, const Packed& b) {
+  model::ForwardOptions o;
+  o.capture = true;
+  o.attention_mask = b.mask;
+  o.logits = model::Logits::Last;
+  return m.forward(b.ids, o);
+}
+
+}  // namespace
+
+TEST_CASE("pack: left padding, mask, and context positions shifted with the padding") {
+  const std::vector<Sample> s = {sample({5, 6, 7, 8, 9}, {0, 1}), sample({3, 4, 2}, {0})};
+  const Packed b = pack(s, 0, 2, 61);
+  CHECK(b.ids.equal(at::tensor({5, 6, 7, 8, 9, 0, 0, 3, 4, 2}, at::kLong).view({2, 5})));
+  CHECK(b.mask.equal(at::tensor({1, 1, 1, 1, 1, 0, 0, 1, 1, 1}, at::kLong).view({2, 5})));
+  CHECK(b.zero.equal(at::tensor({1, 1, 0, 0, 0, 0, 0, 1, 0, 0}, at::kLong).ne(0).view({2, 5})));
+  CHECK(!pack(s, 0, 1, 61).mask.defined());  // one row: nothing padded, no mask
+  diag_test::require_error([&] { pack({sample({1, 2}, {2})}, 0, 1, 61); },
+                           {"sample 1", "context position 2", "0..1"});
+  diag_test::require_error([&] { pack({s[0], sample({1, 99}, {})}, 0, 2, 61); },
+                           {"sample 2", "token 99", "position 1"});
+  diag_test::require_error([&] { pack({sample({}, {})}, 0, 1, 61); }, {"sample 1", "no tokens"});
+}
+
+TEST_CASE("zero_context changes only the context positions") {
+  const at::Tensor h = at::randn({2, 5, 4}) + 3;
+  const at::Tensor z = at::tensor({0, 1, 0, 0, 1, 1, 0, 0, 0, 0}, at::kLong).ne(0).view({2, 5});
+  const at::Tensor out = zero_context(h, z);
+  CHECK(out.masked_select(z.unsqueeze(-1)).abs().sum().item<double>() == 0);
+  CHECK(out.masked_select(z.logical_not().unsqueeze(-1)).equal(h.masked_select(z.logical_not().unsqueeze(-1))));
+}
+
+TEST_CASE("perturbed passes: resuming with nothing zeroed reproduces the clean pass") {
+  at::NoGradGuard no_grad;
+  for (const char* arch : {"qwen3", "llama", "qwen2"}) {
+    INFO(arch);
+    const model::Model m = diag_test::sharp_tiny(arch);
+    const std::vector<Sample> s = {sample({1, 7, 9, 3, 22, 40, 5}, {}), sample({8, 2, 11, 4}, {})};
+    const Packed b = pack(s, 0, 2, 61);
+    const auto clean = clean_pass(m, b);
+    const at::Tensor q = perturbed_logits(m, clean.hidden, b.zero, b.mask);
+    REQUIRE(q.sizes() == at::IntArrayRef({m.n_layers() + 1, 2, 61}));
+    for (int r = 0; r <= m.n_layers(); ++r) {
+      INFO("residual " << r);
+      CHECK(q[r].equal(clean.logits.select(1, 0)));  // bit for bit
+    }
+    // and the naive passes, which run the whole stack again, agree to rounding
+    const at::Tensor naive = perturbed_logits(m, clean.hidden, b.zero, b.mask, Method::Naive);
+    CHECK(rel_err(naive, q) < 1e-6);
+  }
+}
+
+TEST_CASE("perturbed passes: resume = one full forward per zeroed residual") {
+  at::NoGradGuard no_grad;
+  for (const char* arch : {"qwen3", "llama"}) {
+    INFO(arch);
+    const model::Model m = diag_test::sharp_tiny(arch, 5);
+    const std::vector<Sample> s = {sample({1, 7, 9, 3, 22, 40, 5, 17}, {0, 1, 2, 3}),
+                                   sample({8, 2, 11, 4, 30}, {1, 2})};
+    const Packed b = pack(s, 0, 2, 61);
+    const auto clean = clean_pass(m, b);
+    const at::Tensor resume = perturbed_logits(m, clean.hidden, b.zero, b.mask, Method::Resume);
+    const at::Tensor naive = perturbed_logits(m, clean.hidden, b.zero, b.mask, Method::Naive);
+    CHECK(rel_err(resume, naive) < 1e-5);
+    // and the naive rows are the model's own forward from token ids with {zero = positions}
+    for (int r = 0; r <= m.n_layers(); ++r) {
+      model::ForwardOptions o;
+      o.intervene[r - 1] = model::Intervention::zero(at::tensor({0, 1, 2, 3}, at::kLong));
+      o.logits = model::Logits::Last;
+      const at::Tensor direct = m.forward(at::tensor(s[0].ids, at::kLong).unsqueeze(0), o).logits;
+      INFO("residual " << r);
+      CHECK(rel_err(resume[r][0], direct[0][0]) < 1e-5);
+    }
+    // zeroing changes the outcome except after the last block (the last token is a query token)
+    CHECK(rel_err(resume[0], clean.logits.select(1, 0)) > 1e-3);
+    CHECK(rel_err(resume[m.n_layers()], clean.logits.select(1, 0)) < 1e-6);
+  }
+}
+
+TEST_CASE("trace: lens series, JS series, targets, padding") {
+  at::NoGradGuard no_grad;
+  const model::Model m = diag_test::sharp_tiny("qwen3", 4);
+  const int N = m.n_layers();
+  std::vector<Sample> s = {sample({1, 7, 9, 3, 22, 40, 5, 17}, {0, 1, 2, 3}, 1),
+                           sample({8, 2, 11, 4, 30}, {1, 2}, 1), sample({6, 6, 12, 19, 33, 2}, {0, 1, 2}, 2)};
+  TraceOptions o;
+  o.batch = 3;
+  const auto t = trace(m, s, o);
+  REQUIRE(t.size() == 3);
+  for (size_t i = 0; i < s.size(); ++i) {
+    INFO("sample " << i + 1);
+    REQUIRE(t[i].p_target.size() == size_t(N + 1));
+    REQUIRE(t[i].js.size() == size_t(N + 1));
+    REQUIRE(t[i].tp_ratio.size() == size_t(N));
+    REQUIRE(t[i].top_ids[0].size() == 10);
+    // the model's own prediction, and P_t(N) = P[t*]: the last residual normed once
+    model::ForwardOptions f;
+    f.capture = true;
+    const auto out = m.forward(at::tensor(s[i].ids, at::kLong).unsqueeze(0), f);
+    const at::Tensor P = at::softmax(out.logits[0][-1].to(at::kDouble), -1);
+    CHECK(t[i].target == P.argmax().item<int64_t>());
+    CHECK_THAT(t[i].p_target[N], WithinRel(P[t[i].target].item<double>(), 1e-6));
+    for (int r = 0; r <= N; ++r) {
+      const at::Tensor pr = at::softmax(m.lens(out.hidden[r][0][-1]).to(at::kDouble), -1);
+      CHECK_THAT(t[i].p_target[r], WithinRel(pr[t[i].target].item<double>(), 1e-5));
+      CHECK(t[i].top_ids[r][0] == pr.argmax().item<int64_t>());
+    }
+    CHECK(t[i].js[N] < 1e-9);  // nothing runs after the last block
+    CHECK(t[i].js[0] > 1e-4);
+    for (int l = 0; l < N; ++l) {
+      CHECK(t[i].tp_ratio[l] == std::fabs(t[i].p_target[l + 1] - t[i].p_target[l]) / (t[i].p_target[l + 1] + 1e-6));
+      CHECK(t[i].ls_djs[l] == std::fabs(t[i].js[l + 1] - t[i].js[l]) / (t[i].js[l] + 1e-6));
+    }
+  }
+  // one sample per pass (no padding) and the naive method agree with the padded batch
+  o.batch = 1;
+  const auto t1 = trace(m, s, o);
+  o.method = Method::Naive;
+  o.batch = 2;
+  const auto tn = trace(m, s, o);
+  for (size_t i = 0; i < s.size(); ++i)
+    for (int r = 0; r <= N; ++r) {
+      CHECK_THAT(t1[i].p_target[r], WithinRel(t[i].p_target[r], 1e-5));
+      CHECK_THAT(t1[i].js[r], WithinAbs(t[i].js[r], 1e-6));
+      CHECK_THAT(tn[i].js[r], WithinAbs(t[i].js[r], 1e-6));
+    }
+  // a given target replaces the prediction
+  s[0].target = 13;
+  CHECK(trace(m, {s[0]})[0].target == 13);
+  diag_test::require_error([&] { s[1].target = 61; trace(m, s); }, {"sample 2", "target 61"});
+}
+
+TEST_CASE("summarize: group means, profiles, TP interval, split") {
+  auto tr = [](int group, std::vector<double> p, std::vector<double> js) {
+    SampleTrace t;
+    t.group = group;
+    t.p_target = p;
+    t.js = js;
+    t.tp_ratio = tp_ratio(p);
+    t.ls_djs = delta_js(js);
+    return t;
+  };
+  // the target rises in blocks 2 and 3; the context matters until block 1 (ΔJS is ~1 there)
+  const std::vector<SampleTrace> ts = {
+      tr(1, {0.1, 0.1, 0.1, 0.5, 0.9}, {0.6, 0.6, 0.0, 0.0, 0.0}),
+      tr(1, {0.1, 0.1, 0.1, 0.5, 0.7}, {0.6, 0.6, 0.0, 0.0, 0.0}),
+      tr(2, {0.2, 0.2, 0.2, 0.5, 0.8}, {0.5, 0.5, 0.0, 0.0, 0.0}),
+  };
+  const Summary s = summarize(ts, {0.25, 0.5, 0.75}, 0.0);
+  REQUIRE(s.groups.size() == 2);
+  CHECK(s.groups[0].group == 1);
+  CHECK(s.groups[0].samples == 2);
+  CHECK_THAT(s.groups[0].p_target[4], WithinAbs(0.8, 1e-15));
+  CHECK_THAT(s.groups[0].tp_ratio[3], WithinAbs((0.4 / (0.9 + 1e-6) + 0.2 / (0.7 + 1e-6)) / 2, 1e-15));
+  CHECK(s.groups[1].samples == 1);
+  // profiles: the mean over groups, min-max normalised
+  REQUIRE(s.tp.size() == 4);
+  const double tp2 = (0.4 / (0.5 + 1e-6) + 0.3 / (0.5 + 1e-6)) / 2;
+  const double tp3 = ((0.4 / (0.9 + 1e-6) + 0.2 / (0.7 + 1e-6)) / 2 + 0.3 / (0.8 + 1e-6)) / 2;
+  CHECK(s.tp[0] == 0);
+  CHECK(s.tp[2] == 1);
+  CHECK_THAT(s.tp[3], WithinAbs(tp3 / tp2, 1e-12));
+  CHECK(s.ls[1] == 1);
+  CHECK(s.tp_interval == std::vector<int>{2, 3});
+  // sensitivity in blocks 0..1, the particle in blocks 2..3: b = 2
+  REQUIRE(s.splits.size() == 3);
+  CHECK_THAT(s.splits[1].score, WithinAbs(0.5 + (1 + tp3 / tp2) / 2, 1e-6));
+  CHECK(s.best.b == 2);
+  CHECK(s.best.ratio == 0.5);
+}
