@@ -107,6 +107,22 @@ void set_funcs(lua_State* L, const luaL_Reg* fns) {
   }
 }
 
+void new_class(lua_State* L, const char* name, const luaL_Reg* methods, lua_CFunction index,
+               lua_CFunction gc, lua_CFunction tostring) {
+  luaL_newmetatable(L, name);
+  lua_pushstring(L, name);
+  lua_setfield(L, -2, "__name");
+  lua_pushcfunction(L, gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pushcfunction(L, tostring);
+  lua_setfield(L, -2, "__tostring");
+  lua_newtable(L);
+  set_funcs(L, methods);
+  lua_pushcclosure(L, index, 1);
+  lua_setfield(L, -2, "__index");
+  lua_pop(L, 1);
+}
+
 void new_module(lua_State* L, const char* name) {
   lua_getglobal(L, "lt");
   lua_newtable(L);

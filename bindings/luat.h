@@ -52,6 +52,11 @@ std::optional<bool> opt_bool(lua_State* L, int idx, const char* key, const char*
 void push(lua_State* L, const std::string& s);
 // Registers fns into the table on top of the stack (each must already be wrapped).
 void set_funcs(lua_State* L, const luaL_Reg* fns);
+// The metatable of a userdata type: __name, __gc (unwrapped: it must not throw),
+// __tostring, and __index = `index` holding the method table as upvalue 1 (index looks
+// methods up there first, then computes properties). Leaves nothing on the stack.
+void new_class(lua_State* L, const char* name, const luaL_Reg* methods, lua_CFunction index,
+               lua_CFunction gc, lua_CFunction tostring);
 // lt.<name> = new table (left on the stack)
 void new_module(lua_State* L, const char* name);
 

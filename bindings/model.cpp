@@ -549,18 +549,7 @@ void register_model(lua_State* L) {
       {"forward", LT_FN(m_forward)}, {"lens", LT_FN(m_lens)}, {"generate", LT_FN(m_generate)},
       {"clone", LT_FN(m_clone)}, {"save", LT_FN(m_save)}, {"parameters", LT_FN(m_parameters)},
       {"n_params", LT_FN(m_n_params)}, {"to", LT_FN(m_to)}, {"free", LT_FN(m_free)}, {nullptr, nullptr}};
-  luaL_newmetatable(L, kMeta);
-  lua_pushstring(L, kMeta);
-  lua_setfield(L, -2, "__name");
-  lua_pushcfunction(L, m_gc);
-  lua_setfield(L, -2, "__gc");
-  lua_pushcfunction(L, LT_FN(m_tostring));
-  lua_setfield(L, -2, "__tostring");
-  lua_newtable(L);
-  set_funcs(L, methods);
-  lua_pushcclosure(L, LT_FN(m_index), 1);
-  lua_setfield(L, -2, "__index");
-  lua_pop(L, 1);
+  new_class(L, kMeta, methods, LT_FN(m_index), m_gc, LT_FN(m_tostring));
   new_module(L, "model");
   static const luaL_Reg fns[] = {{"load", LT_FN(l_load)}, {"new", LT_FN(l_new)}, {"info", LT_FN(l_info)},
                                  {nullptr, nullptr}};

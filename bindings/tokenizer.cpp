@@ -149,18 +149,7 @@ void register_tokenizer(lua_State* L) {
       {"encode", LT_FN(t_encode)}, {"encode_batch", LT_FN(t_encode_batch)},
       {"encode_with_offsets", LT_FN(t_encode_with_offsets)}, {"decode", LT_FN(t_decode)},
       {"token_to_id", LT_FN(t_token_to_id)}, {"id_to_token", LT_FN(t_id_to_token)}, {nullptr, nullptr}};
-  luaL_newmetatable(L, kMeta);
-  lua_pushstring(L, kMeta);
-  lua_setfield(L, -2, "__name");
-  lua_pushcfunction(L, m_gc);
-  lua_setfield(L, -2, "__gc");
-  lua_pushcfunction(L, LT_FN(m_tostring));
-  lua_setfield(L, -2, "__tostring");
-  lua_newtable(L);
-  set_funcs(L, methods);
-  lua_pushcclosure(L, LT_FN(m_index), 1);
-  lua_setfield(L, -2, "__index");
-  lua_pop(L, 1);
+  new_class(L, kMeta, methods, LT_FN(m_index), m_gc, LT_FN(m_tostring));
   new_module(L, "tokenizer");
   static const luaL_Reg fns[] = {{"load", LT_FN(l_load)}, {nullptr, nullptr}};
   set_funcs(L, fns);
