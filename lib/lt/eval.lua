@@ -81,5 +81,58 @@ function M.run(model, spec, opts)
   return lt.eval.score(model, items, pool, o)
 end
 
+-- The ids a run answered correctly on one benchmark and protocol: a set {id = true}.
+function M.solved(run_id, bench, protocol)
+  local set = {}
+  for _, r in ipairs(lt.run.query(
+      "SELECT item_id FROM eval_items WHERE run_id = ? AND bench = ? AND protocol = ? AND correct = 1",
+      run_id, bench, protocol or "logit")) do
+    set[r.item_id] = true
+  end
+  return set
+end
+
+-- Ids in `model` and not in `base` (sets as from lt.eval.solved).
+function M.newly_solved(base, model)
+  local out = {}
+  for id in pairs(model) do if not base[id] then out[id] = true end end
+  return out
+end
+
+-- Majority vote of several runs (e.g. models each trained on one layer) on the same items:
+-- lt.eval.vote_runs{runs = {12, 13, 14}, bench = "gsm8k", protocol = "generate",
+-- compare = "math"} → {acc, n, items = {id = answer}}. Ties go to the earliest run in
+-- `runs` among the tied answers; empty predictions abstain.
+function M.vote_runs(o)
+  assert(type(o) == "table" and type(o.runs) == "table" and #o.runs > 0, "lt.eval.vote_runs: runs = {run ids} is required")
+  local protocol = o.protocol or "logit"
+  local per_item, answers, order = {}, {}, {}
+  for k, run in ipairs(o.runs) do
+    local rows = lt.run.query(
+        "SELECT item_id, prediction, answer FROM eval_items WHERE run_id = ? AND bench = ? AND protocol = ? AND item_id NOT LIKE '%#%'",
+        run, o.bench, protocol)
+    if #rows == 0 then error(("lt.eval.vote_runs: run %s has no %s/%s items"):format(run, o.bench, protocol), 2) end
+    for _, r in ipairs(rows) do
+      if not per_item[r.item_id] then per_item[r.item_id] = {}; order[#order + 1] = r.item_id end
+      per_item[r.item_id][k] = r.prediction or ""
+      answers[r.item_id] = r.answer
+    end
+  end
+  local voted, correct, n = {}, 0, 0
+  for _, id in ipairs(order) do
+    local list = {}
+    for k = 1, #o.runs do list[k] = per_item[id][k] or "" end
+    local answer = lt.eval.vote(list, { compare = o.compare or "exact" })
+    voted[id] = answer
+    if answers[id] and answers[id] ~= "" then
+      n = n + 1
+      local same = (o.compare == "math") and lt.eval.equivalent(answer, answers[id]) or answer == answers[id]
+      if answer ~= "" and same then correct = correct + 1 end
+    end
+  end
+  return { acc = n > 0 and correct / n or 0, n = n, correct = correct, items = voted }
+end
+
 lt.eval.run = M.run
+lt.eval.solved, lt.eval.newly_solved, lt.eval.vote_runs = M.solved, M.newly_solved, M.vote_runs
 return M

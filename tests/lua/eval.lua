@@ -69,6 +69,31 @@ T.case("every prediction is a row of eval_items; accuracies are metrics", functi
   T.near(acc, right, 1e-12)
 end)
 
+T.case("votes across runs, solved sets, newly solved", function()
+  -- three "models" as child runs whose predictions we write: the vote is checkable by hand
+  local function fake(name, preds)
+    return lt.run.child(name, function()
+      for id, p in pairs(preds) do
+        lt.run.query("INSERT INTO eval_items(run_id, bench, item_id, category, protocol, prediction, answer, correct) VALUES (?, 'toy', ?, '', 'logit', ?, ?, ?)",
+                     lt.run.id(), id, p, ({ q1 = "A", q2 = "B", q3 = "C" })[id], p == ({ q1 = "A", q2 = "B", q3 = "C" })[id] and 1 or 0)
+      end
+      return lt.run.id()
+    end)
+  end
+  local r1 = fake("m1", { q1 = "A", q2 = "C", q3 = "D" })
+  local r2 = fake("m2", { q1 = "B", q2 = "B", q3 = "C" })
+  local r3 = fake("m3", { q1 = "A", q2 = "B", q3 = "B" })
+  local v = lt.eval.vote_runs{ runs = { r1, r2, r3 }, bench = "toy" }
+  T.eq(v.items.q1, "A"); T.eq(v.items.q2, "B")
+  T.eq(v.items.q3, "D")  -- three-way tie: the earliest run's answer
+  T.eq(v.correct, 2); T.near(v.acc, 2 / 3, 1e-12)
+  local s1, s3 = lt.eval.solved(r1, "toy"), lt.eval.solved(r3, "toy")
+  T.same_table(s1, { q1 = true })
+  local new = lt.eval.newly_solved(s1, s3)
+  T.same_table(new, { q2 = true })
+  T.near(lt.stats.jaccard(s1, s3), 1 / 2, 1e-12)
+end)
+
 T.case("answer helpers and errors", function()
   T.eq(lt.eval.equivalent("\\frac{1}{2}", "0.5"), true)
   T.eq(lt.eval.extract_math("so #### 1,234"), "1,234")
