@@ -13,8 +13,10 @@ namespace ltrun::lua {
 void register_run(lua_State* L);     // bindings/run.cpp: lt.run
 void register_model(lua_State* L);   // bindings/model.cpp: lt.model, lt.Model
 void register_eval(lua_State* L);    // bindings/eval.cpp: lt.eval, lt.stats
-void register_diag(lua_State* L);    // bindings/diag.cpp: lt.diag (TP, LS, S(b), JS)
 void register_system(lua_State* L);  // bindings/system.cpp: lt.device, lt.seed, versions
+void register_diag(lua_State* L);    // bindings/diag.cpp: lt.diag (TP, LS, S(b), JS)
+void register_corpus(lua_State* L);  // bindings/corpus.cpp: lt.data (pack, info, windows)
+void register_train(lua_State* L);   // bindings/train.cpp: lt.train, lt.layers, m:freeze
 
 void open_lt(lua_State* L) {
   lua_newtable(L);
@@ -27,6 +29,8 @@ void open_lt(lua_State* L) {
   register_model(L);
   register_eval(L);
   register_diag(L);
+  register_corpus(L);
+  register_train(L);
 }
 
 }  // namespace ltrun::lua

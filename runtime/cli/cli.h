@@ -33,6 +33,7 @@ int cmd_show(const Globals& g, const std::vector<std::string>& args);
 int cmd_sql(const Globals& g, const std::vector<std::string>& args);
 int cmd_rerun(const Globals& g, const std::vector<std::string>& args);
 int cmd_model(const Globals& g, const std::vector<std::string>& args);
+int cmd_data(const Globals& g, const std::vector<std::string>& args);  // data_cmd.cpp
 
 enum class TableFormat { aligned, csv, json };
 std::string format_table(const store::Table& t, TableFormat f);

@@ -24,6 +24,8 @@ usage:
   ltrun rerun RUN [--key=value ...]    replay a run's stored script and args as a new run
   ltrun model new [options] OUT        make a tiny random model in the HF layout (+ tokenizer)
   ltrun model info PATH                describe a checkpoint folder
+  ltrun data pack --tokenizer T --out DIR INPUT...   tokenize a corpus into token shards
+  ltrun data info DIR                  describe a packed corpus
 
 global options (anywhere on the line):
   --db PATH        run store (default $LTRUN_DB, else ./ltrun.db)
@@ -98,9 +100,10 @@ int main(int argc, char** argv) {
     if (cmd == "sql") return cmd_sql(g, args);
     if (cmd == "rerun") return cmd_rerun(g, args);
     if (cmd == "model") return cmd_model(g, args);
+    if (cmd == "data") return cmd_data(g, args);
     if (cmd.rfind("--", 0) == 0) fail("unknown option {} (see ltrun --help)", cmd);
     if (!file_exists(cmd))
-      fail("{}: no such script (and not a command: runs, show, sql, rerun, model; see ltrun --help)", cmd);
+      fail("{}: no such script (and not a command: runs, show, sql, rerun, model, data; see ltrun --help)", cmd);
     ScriptRun r;
     r.script_path = absolute_path(cmd);
     r.code = read_file(cmd);

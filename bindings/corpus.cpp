@@ -1,0 +1,107 @@
+// bindings/corpus.cpp: lt.data: pack (text / JSONL / folders → uint32 token shards +
+// index.json), info (what a packed corpus holds), windows (token rows [n, seq_len + 1] in
+// the trainer's deterministic shuffled order).
+#include <ATen/ATen.h>
+
+#include "bindings/luat.h"
+#include "bindings/tensor.h"
+#include "runtime/corpus/corpus.h"
+
+namespace ltrun::lua {
+namespace {
+
+void set_num(lua_State* L, const char* k, double v) {
+  lua_pushnumber(L, v);
+  lua_setfield(L, -2, k);
+}
+
+std::vector<std::string> read_strings(lua_State* L, int t, const char* key, const char* fn) {
+  std::vector<std::string> out;
+  lua_getfield(L, t, key);
+  if (lua_type(L, -1) == LUA_TSTRING) {
+    out.push_back(lua_tostring(L, -1));
+  } else if (lua_istable(L, -1)) {
+    for (int i = 1; i <= int(lua_objlen(L, -1)); ++i) {
+      lua_rawgeti(L, -1, i);
+      out.push_back(check_string(L, lua_gettop(L), fn));
+      lua_pop(L, 1);
+    }
+  } else if (!lua_isnil(L, -1)) {
+    fail("{}: option {}: expected a path or a list of paths, got {}", fn, key, type_name(L, -1));
+  }
+  lua_pop(L, 1);
+  return out;
+}
+
+// lt.data.pack{tokenizer = PATH, inputs = {PATHS} | PATH, out = DIR, field = "text",
+//              val = 0.01, seed = 0, eos = TOKEN, max_bytes = 0, shard_tokens =, progress =}
+int l_pack(lua_State* L) {
+  const char* fn = "lt.data.pack";
+  check_table(L, 1, fn);
+  corpus::PackOptions o;
+  o.tokenizer = opt_string(L, 1, "tokenizer", fn).value_or("");
+  LT_CHECK(!o.tokenizer.empty(), "{}: option tokenizer (a tokenizer.json or model folder) is required", fn);
+  o.out_dir = opt_string(L, 1, "out", fn).value_or("");
+  LT_CHECK(!o.out_dir.empty(), "{}: option out (the folder to write) is required", fn);
+  o.inputs = read_strings(L, 1, "inputs", fn);
+  if (o.inputs.empty()) o.inputs = read_strings(L, 1, "input", fn);
+  o.field = opt_string(L, 1, "field", fn).value_or(o.field);
+  o.val_fraction = opt_number(L, 1, "val", fn).value_or(o.val_fraction);
+  o.seed = uint64_t(opt_integer(L, 1, "seed", fn).value_or(0));
+  o.eos = opt_string(L, 1, "eos", fn).value_or("");
+  o.max_bytes = opt_integer(L, 1, "max_bytes", fn).value_or(0);
+  o.shard_tokens = opt_integer(L, 1, "shard_tokens", fn).value_or(o.shard_tokens);
+  o.progress = opt_bool(L, 1, "progress", fn).value_or(true);
+  const corpus::PackResult r = corpus::pack(o);
+  lua_createtable(L, 0, 9);
+  push(L, r.out_dir);
+  lua_setfield(L, -2, "dir");
+  set_num(L, "documents", double(r.documents));
+  set_num(L, "train_documents", double(r.train_documents));
+  set_num(L, "val_documents", double(r.val_documents));
+  set_num(L, "train_tokens", double(r.train_tokens));
+  set_num(L, "val_tokens", double(r.val_tokens));
+  set_num(L, "bytes", double(r.bytes));
+  set_num(L, "eos_id", r.eos_id);
+  set_num(L, "seconds", r.seconds);
+  return 1;
+}
+
+// lt.data.info(DIR) → {train_tokens =, val_tokens =, eos_id =, vocab_size =}
+int l_info(lua_State* L) {
+  const corpus::Corpus c = corpus::Corpus::open(check_string(L, 1, "lt.data.info"));
+  lua_createtable(L, 0, 4);
+  set_num(L, "train_tokens", double(c.tokens("train")));
+  set_num(L, "val_tokens", double(c.tokens("val")));
+  set_num(L, "eos_id", c.eos_id());
+  set_num(L, "vocab_size", double(c.vocab_size()));
+  return 1;
+}
+
+// lt.data.windows(DIR, {split = "train", seq_len = 128, n = 8, seed = 0, cursor = 0,
+//                       shuffle = true}) → int64 tensor [n, seq_len + 1]
+int l_windows(lua_State* L) {
+  const char* fn = "lt.data.windows";
+  const corpus::Corpus c = corpus::Corpus::open(check_string(L, 1, fn));
+  const std::string split = opt_string(L, 2, "split", fn).value_or("train");
+  corpus::Windows w(c, split, opt_integer(L, 2, "seq_len", fn).value_or(128),
+                    uint64_t(opt_integer(L, 2, "seed", fn).value_or(0)),
+                    opt_bool(L, 2, "shuffle", fn).value_or(split == "train"));
+  w.seek(uint64_t(opt_integer(L, 2, "cursor", fn).value_or(0)));
+  int64_t n = opt_integer(L, 2, "n", fn).value_or(8);
+  if (n < 0) n = w.count();
+  push_tensor(L, w.next(n));
+  return 1;
+}
+
+}  // namespace
+
+void register_corpus(lua_State* L) {
+  new_module(L, "data");
+  static const luaL_Reg fns[] = {{"pack", LT_FN(l_pack)}, {"info", LT_FN(l_info)},
+                                 {"windows", LT_FN(l_windows)}, {nullptr, nullptr}};
+  set_funcs(L, fns);
+  lua_pop(L, 1);
+}
+
+}  // namespace ltrun::lua

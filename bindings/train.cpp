@@ -1,0 +1,465 @@
+// bindings/train.cpp: lt.layers (freeze specs as plain Lua tables), lt.train (causal_lm,
+// param_groups, weight_change, freeze, train_only, eval_loss) and the lt.Model methods
+// m:freeze(spec), m:train_only(spec), m:n_trainable().
+//
+// A spec is data: {layers = {0, 1}, part = "attention"|"mlp"|"norms"} for blocks (0-based
+// numbers as in model.layers.N), a string "embeddings" | "final_norm" | "lm_head" | "all",
+// a number (one block), or a list of specs (their union). nil or {} selects nothing.
+// The methods are added to lt.Model's method table (the upvalue of its __index) here, so
+// that bindings/model.cpp stays free of training code.
+#include <ATen/ATen.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "bindings/luat.h"
+#include "bindings/model.h"
+#include "bindings/tensor.h"
+#include "runtime/corpus/corpus.h"
+#include "runtime/model/model.h"
+#include "runtime/store/session.h"
+#include "runtime/text/tokenizer.h"
+#include "runtime/train/freeze.h"
+#include "runtime/train/optim.h"
+#include "runtime/train/trainer.h"
+#include "runtime/train/weight_change.h"
+
+namespace ltrun::lua {
+namespace {
+
+const ModelHandle& check_model_box(lua_State* L, int idx, const char* fn) {
+  return check_model(L, idx, fn);  // bindings/model.h
+}
+model::Model& model_of(lua_State* L, int idx, const char* fn) { return *check_model(L, idx, fn).m; }
+
+// n_layers from a model or a number
+int layers_of(lua_State* L, int idx, const char* fn) {
+  if (lua_type(L, idx) == LUA_TNUMBER) return int(lua_tonumber(L, idx));
+  return model_of(L, idx, fn).n_layers();
+}
+
+// ---- specs ------------------------------------------------------------------------------
+
+train::Part::Sub read_sub(const std::string& s, const char* fn) {
+  if (s == "all" || s.empty()) return train::Part::Sub::All;
+  if (s == "attention") return train::Part::Sub::Attention;
+  if (s == "mlp") return train::Part::Sub::Mlp;
+  if (s == "norms") return train::Part::Sub::Norms;
+  fail("{}: part '{}': expected attention, mlp, norms or all", fn, s);
+}
+
+train::Spec read_spec(lua_State* L, int idx, const char* fn) {
+  idx = abs_index(L, idx);
+  train::Spec spec;
+  switch (lua_type(L, idx)) {
+    case LUA_TNIL:
+    case LUA_TNONE: return spec;
+    case LUA_TSTRING: return train::Spec::named(lua_tostring(L, idx));
+    case LUA_TNUMBER: return train::Spec::blocks({int(lua_tonumber(L, idx))});
+    case LUA_TTABLE: break;
+    default: fail("{}: a freeze spec must be a table, string or block number, got {}", fn, type_name(L, idx));
+  }
+  lua_getfield(L, idx, "layers");
+  if (!lua_isnil(L, -1)) {
+    const int t = lua_gettop(L);
+    check_table(L, t, fn);
+    std::set<int> layers;
+    for (int i = 1; i <= int(lua_objlen(L, t)); ++i) {
+      lua_rawgeti(L, t, i);
+      layers.insert(int(check_integer(L, lua_gettop(L), fn)));
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    return train::Spec::blocks(layers, read_sub(opt_string(L, idx, "part", fn).value_or("all"), fn));
+  }
+  lua_pop(L, 1);
+  for (int i = 1; i <= int(lua_objlen(L, idx)); ++i) {
+    lua_rawgeti(L, idx, i);
+    spec.add(read_spec(L, -1, fn));
+    lua_pop(L, 1);
+  }
+  return spec;
+}
+
+void push_block_spec(lua_State* L, const std::set<int>& layers, const char* part = nullptr) {
+  lua_createtable(L, 0, 2);
+  lua_createtable(L, int(layers.size()), 0);
+  int i = 1;
+  for (int l : layers) {
+    lua_pushnumber(L, l);
+    lua_rawseti(L, -2, i++);
+  }
+  lua_setfield(L, -2, "layers");
+  if (part) {
+    lua_pushstring(L, part);
+    lua_setfield(L, -2, "part");
+  }
+}
+
+// ---- lt.layers ---------------------------------------------------------------------------
+
+int l_shallow(lua_State* L) {
+  push_block_spec(L, train::shallow_layers(layers_of(L, 1, "lt.layers.shallow"),
+                                           check_number(L, 2, "lt.layers.shallow")));
+  return 1;
+}
+int l_deep(lua_State* L) {
+  push_block_spec(L, train::deep_layers(layers_of(L, 1, "lt.layers.deep"),
+                                        check_number(L, 2, "lt.layers.deep")));
+  return 1;
+}
+int l_range(lua_State* L) {
+  push_block_spec(L, train::range_layers(int(check_integer(L, 1, "lt.layers.range")),
+                                         int(check_integer(L, 2, "lt.layers.range"))));
+  return 1;
+}
+int l_middle(lua_State* L) {
+  push_block_spec(L, train::middle_layers(layers_of(L, 1, "lt.layers.middle"),
+                                          int(check_integer(L, 2, "lt.layers.middle"))));
+  return 1;
+}
+int l_blocks(lua_State* L) {  // lt.layers.all(m): every block
+  const int n = layers_of(L, 1, "lt.layers.all");
+  push_block_spec(L, n > 0 ? train::range_layers(0, n - 1) : std::set<int>{});
+  return 1;
+}
+// lt.layers.attention(spec) / mlp(spec) / norms(spec): the same blocks, only that part
+template <const char* Part>
+int l_part(lua_State* L) {
+  const train::Spec s = read_spec(L, 1, Part);
+  std::set<int> layers;
+  for (const auto& p : s.parts) {
+    LT_CHECK(p.kind == train::Part::Kind::Blocks, "lt.layers.{}: expects a spec of blocks", Part);
+    layers.insert(p.layers.begin(), p.layers.end());
+  }
+  push_block_spec(L, layers, Part);
+  return 1;
+}
+constexpr char kAttention[] = "attention", kMlp[] = "mlp", kNorms[] = "norms";
+
+int l_union(lua_State* L) {
+  const int n = lua_gettop(L);
+  lua_createtable(L, n, 0);
+  for (int i = 1; i <= n; ++i) {
+    lua_pushvalue(L, i);
+    lua_rawseti(L, -2, i);
+  }
+  return 1;
+}
+int l_describe(lua_State* L) {
+  push(L, read_spec(L, 1, "lt.layers.describe").describe());
+  return 1;
+}
+// lt.layers.names(m, spec): the parameter names the spec selects
+int l_names(lua_State* L) {
+  const model::Model& m = model_of(L, 1, "lt.layers.names");
+  const train::Spec s = read_spec(L, 2, "lt.layers.names");
+  lua_newtable(L);
+  int i = 1;
+  for (const auto& p : m.parameters())
+    if (train::selects(m, s, p)) {
+      push(L, p.name);
+      lua_rawseti(L, -2, i++);
+    }
+  return 1;
+}
+
+// ---- freezing ------------------------------------------------------------------------------
+
+void report(lua_State* L, const train::FreezeReport& r) {
+  store::Session* s = store::Session::active();
+  for (const std::string& n : r.notes) {
+    fmt::print(stderr, "ltrun: note: {}\n", n);
+    if (s) s->store().param(s->current(), "freeze_note", n);
+  }
+}
+
+int m_freeze(lua_State* L) {
+  model::Model& m = model_of(L, 1, "model:freeze");
+  report(L, train::freeze(m, read_spec(L, 2, "model:freeze")));
+  lua_settop(L, 1);
+  return 1;
+}
+int m_train_only(lua_State* L) {
+  model::Model& m = model_of(L, 1, "model:train_only");
+  report(L, train::train_only(m, read_spec(L, 2, "model:train_only")));
+  lua_settop(L, 1);
+  return 1;
+}
+int m_n_trainable(lua_State* L) {
+  lua_pushnumber(L, double(train::count_trainable(model_of(L, 1, "model:n_trainable")).trainable));
+  return 1;
+}
+
+// ---- lt.train ------------------------------------------------------------------------------
+
+std::map<int, double> read_lr_mult(lua_State* L, int opts, const char* fn) {
+  std::map<int, double> out;
+  if (!lua_istable(L, opts)) return out;
+  lua_getfield(L, opts, "lr_mult");
+  if (!lua_isnil(L, -1)) {
+    const int t = lua_gettop(L);
+    check_table(L, t, fn);
+    lua_pushnil(L);
+    while (lua_next(L, t)) {
+      LT_CHECK(lua_type(L, -2) == LUA_TNUMBER && lua_type(L, -1) == LUA_TNUMBER,
+               "{}: lr_mult must map block numbers to numbers", fn);
+      out[int(lua_tonumber(L, -2))] = lua_tonumber(L, -1);
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 1);
+  return out;
+}
+
+uint64_t run_seed(lua_State* L) {
+  lua_getglobal(L, "lt");
+  lua_getfield(L, -1, "seed");
+  const uint64_t s = lua_isnumber(L, -1) ? uint64_t(lua_tonumber(L, -1)) : 0;
+  lua_pop(L, 2);
+  return s;
+}
+
+void set_num(lua_State* L, const char* k, double v) {
+  lua_pushnumber(L, v);
+  lua_setfield(L, -2, k);
+}
+
+// lt.train.causal_lm(m, {data = DIR | tensor [N, T+1], val = tensor, seq_len = 128, steps =,
+//   lr =, warmup =, decay = "cosine"|"linear"|"constant", min_lr_ratio =, weight_decay =,
+//   betas = {b1, b2}, eps =, micro_batch =, grad_accum =, clip =, lr_mult = {[layer] = x},
+//   eval_every =, eval_batches = 8, checkpoint_dir =, checkpoint_every =, resume =,
+//   stop_after =, seed =, log =, progress =, force_full_backward =}) → summary table
+int l_causal_lm(lua_State* L) {
+  const char* fn = "lt.train.causal_lm";
+  const ModelHandle& box = check_model_box(L, 1, fn);
+  model::Model& m = *box.m;
+  check_table(L, 2, fn);
+  train::TrainOptions o;
+  o.steps = opt_integer(L, 2, "steps", fn).value_or(o.steps);
+  o.lr = opt_number(L, 2, "lr", fn).value_or(o.lr);
+  o.warmup = opt_number(L, 2, "warmup", fn).value_or(o.warmup);
+  o.decay = opt_string(L, 2, "decay", fn).value_or(o.decay);
+  o.min_lr_ratio = opt_number(L, 2, "min_lr_ratio", fn).value_or(o.min_lr_ratio);
+  o.weight_decay = opt_number(L, 2, "weight_decay", fn).value_or(o.weight_decay);
+  o.eps = opt_number(L, 2, "eps", fn).value_or(o.eps);
+  lua_getfield(L, 2, "betas");
+  if (lua_istable(L, -1)) {
+    lua_rawgeti(L, -1, 1);
+    lua_rawgeti(L, -2, 2);
+    o.beta1 = check_number(L, -2, fn);
+    o.beta2 = check_number(L, -1, fn);
+    lua_pop(L, 2);
+  }
+  lua_pop(L, 1);
+  o.micro_batch = opt_integer(L, 2, "micro_batch", fn).value_or(o.micro_batch);
+  o.grad_accum = opt_integer(L, 2, "grad_accum", fn).value_or(o.grad_accum);
+  o.clip = opt_number(L, 2, "clip", fn).value_or(o.clip);
+  o.lr_mult = read_lr_mult(L, 2, fn);
+  o.eval_every = opt_integer(L, 2, "eval_every", fn).value_or(0);
+  o.checkpoint_dir = opt_string(L, 2, "checkpoint_dir", fn).value_or("");
+  o.checkpoint_every = opt_integer(L, 2, "checkpoint_every", fn).value_or(0);
+  o.resume = opt_bool(L, 2, "resume", fn).value_or(false);
+  o.stop_after = opt_integer(L, 2, "stop_after", fn).value_or(-1);
+  o.log = opt_bool(L, 2, "log", fn).value_or(true);
+  o.progress = opt_bool(L, 2, "progress", fn).value_or(true);
+  o.force_full_backward = opt_bool(L, 2, "force_full_backward", fn).value_or(false);
+  if (box.tok) o.checkpoint_files.push_back(box.tok->path());
+  const int64_t seq_len = opt_integer(L, 2, "seq_len", fn).value_or(128);
+  const int64_t eval_batches = opt_integer(L, 2, "eval_batches", fn).value_or(8);
+  const uint64_t seed = uint64_t(opt_integer(L, 2, "seed", fn).value_or(int64_t(run_seed(L))));
+
+  train::DataSource data;
+  lua_getfield(L, 2, "data");
+  if (lua_type(L, -1) == LUA_TSTRING) {
+    const std::string dir = lua_tostring(L, -1);
+    corpus::Corpus c = corpus::Corpus::open(dir);
+    LT_CHECK(c.vocab_size() <= m.config().vocab_size,
+             "{}: corpus {} was tokenized with a vocabulary of {}, the model has {}", fn, dir,
+             c.vocab_size(), m.config().vocab_size);
+    auto w = std::make_shared<corpus::Windows>(c, "train", seq_len, seed);
+    data.next = [w](int64_t b) { return w->next(b); };
+    data.cursor = [w] { return w->cursor(); };
+    data.seek = [w](uint64_t x) { w->seek(x); };
+    if (c.tokens("val") > seq_len) {
+      auto v = std::make_shared<corpus::Windows>(c, "val", seq_len, seed, /*shuffle=*/false);
+      const int64_t mb = o.micro_batch, nb = eval_batches;
+      data.validation = [v, mb, nb] {
+        std::vector<at::Tensor> out;
+        int64_t i = 0;
+        for (int64_t k = 0; k < nb && i < v->count(); ++k) {
+          const int64_t n = std::min(mb, v->count() - i);
+          std::vector<at::Tensor> rows;
+          for (int64_t j = 0; j < n; ++j) rows.push_back(v->get(i + j));
+          out.push_back(at::stack(rows));
+          i += n;
+        }
+        return out;
+      };
+    }
+    data.describe = fmt::format("{} (seq_len {}, {} train windows)", dir, seq_len, w->count());
+  } else if (is_tensor(L, -1)) {
+    at::Tensor val;
+    lua_getfield(L, 2, "val");
+    if (is_tensor(L, -1)) val = check_tensor(L, -1, fn);
+    lua_pop(L, 1);
+    data = train::tensor_source(check_tensor(L, -1, fn), val);
+  } else {
+    fail("{}: option data: expected a packed corpus folder or a token tensor [N, seq_len + 1], got {}",
+         fn, type_name(L, -1));
+  }
+  lua_pop(L, 1);
+
+  const train::TrainResult r = train::train_causal_lm(m, data, o);
+  lua_createtable(L, 0, 16);
+  set_num(L, "steps", double(r.steps_done));
+  set_num(L, "start_step", double(r.start_step));
+  set_num(L, "tokens", double(r.tokens));
+  set_num(L, "trainable_params", double(r.trainable_params));
+  set_num(L, "total_params", double(r.total_params));
+  set_num(L, "lowest_trainable_layer", r.lowest_trainable_layer);
+  set_num(L, "final_loss", r.final_loss);
+  set_num(L, "wall_s", r.wall_s);
+  set_num(L, "tokens_per_s", r.tokens_per_s);
+  if (r.val_loss >= 0) set_num(L, "val_loss", r.val_loss);
+  lua_pushboolean(L, r.stopped_early);
+  lua_setfield(L, -2, "stopped_early");
+  lua_createtable(L, int(r.log.size()), 0);
+  for (size_t i = 0; i < r.log.size(); ++i) {
+    lua_pushnumber(L, r.log[i].loss);
+    lua_rawseti(L, -2, int(i + 1));
+  }
+  lua_setfield(L, -2, "losses");
+  lua_createtable(L, int(r.log.size()), 0);
+  for (size_t i = 0; i < r.log.size(); ++i) {
+    lua_pushnumber(L, r.log[i].lr);
+    lua_rawseti(L, -2, int(i + 1));
+  }
+  lua_setfield(L, -2, "lrs");
+  lua_createtable(L, int(r.val_losses.size()), 0);
+  for (size_t i = 0; i < r.val_losses.size(); ++i) {
+    lua_createtable(L, 2, 0);
+    lua_pushnumber(L, double(r.val_losses[i].first));
+    lua_rawseti(L, -2, 1);
+    lua_pushnumber(L, r.val_losses[i].second);
+    lua_rawseti(L, -2, 2);
+    lua_rawseti(L, -2, int(i + 1));
+  }
+  lua_setfield(L, -2, "val_losses");
+  return 1;
+}
+
+// lt.train.param_groups(m, {weight_decay = 0.01, lr_mult = {[layer] = x}}) → list of
+// {name =, lr_mult =, weight_decay =, params = {names}}
+int l_param_groups(lua_State* L) {
+  const char* fn = "lt.train.param_groups";
+  const model::Model& m = model_of(L, 1, fn);
+  const double wd = opt_number(L, 2, "weight_decay", fn).value_or(0.01);
+  const auto groups = train::param_groups(m, wd, read_lr_mult(L, 2, fn));
+  lua_createtable(L, int(groups.size()), 0);
+  for (size_t i = 0; i < groups.size(); ++i) {
+    lua_createtable(L, 0, 4);
+    push(L, groups[i].name);
+    lua_setfield(L, -2, "name");
+    set_num(L, "lr_mult", groups[i].lr_mult);
+    set_num(L, "weight_decay", groups[i].weight_decay);
+    lua_createtable(L, int(groups[i].params.size()), 0);
+    for (size_t k = 0; k < groups[i].params.size(); ++k) {
+      push(L, groups[i].params[k].name);
+      lua_rawseti(L, -2, int(k + 1));
+    }
+    lua_setfield(L, -2, "params");
+    lua_rawseti(L, -2, int(i + 1));
+  }
+  return 1;
+}
+
+// lt.train.weight_change(m, base[, {log = NAME}]) → {layers = {...}, relative = {...},
+// embeddings =, final_norm =, lm_head =}; layers[i] is block i - 1. With log, the per-layer
+// norms go to the current run as layer metrics NAME (and NAME_relative).
+int l_weight_change(lua_State* L) {
+  const char* fn = "lt.train.weight_change";
+  const train::WeightChange w =
+      train::weight_change(model_of(L, 1, fn), model_of(L, 2, fn));
+  if (auto name = opt_string(L, 3, "log", fn)) {
+    store::Session* s = store::Session::active();
+    LT_CHECK(s, "{}: log needs a run (ltrun SCRIPT)", fn);
+    for (size_t l = 0; l < w.layers.size(); ++l) {
+      s->store().layer_metric(s->current(), *name, int64_t(l), "", w.layers[l]);
+      s->store().layer_metric(s->current(), *name + "_relative", int64_t(l), "", w.relative[l]);
+    }
+  }
+  lua_createtable(L, 0, 5);
+  for (auto [key, v] : {std::pair{"layers", &w.layers}, std::pair{"relative", &w.relative}}) {
+    lua_createtable(L, int(v->size()), 0);
+    for (size_t i = 0; i < v->size(); ++i) {
+      lua_pushnumber(L, (*v)[i]);
+      lua_rawseti(L, -2, int(i + 1));
+    }
+    lua_setfield(L, -2, key);
+  }
+  set_num(L, "embeddings", w.embeddings);
+  set_num(L, "final_norm", w.final_norm);
+  set_num(L, "lm_head", w.lm_head);
+  return 1;
+}
+
+// lt.train.eval_loss(m, tokens [N, T + 1]) → mean next-token cross entropy
+int l_eval_loss(lua_State* L) {
+  const model::Model& m = model_of(L, 1, "lt.train.eval_loss");
+  lua_pushnumber(L, train::eval_loss(m, {check_tensor(L, 2, "lt.train.eval_loss").to(at::kLong)}));
+  return 1;
+}
+
+int l_freeze(lua_State* L) { return m_freeze(L); }
+int l_train_only(lua_State* L) { return m_train_only(L); }
+
+// lt.train.latest_checkpoint(dir) → path or nil
+int l_latest(lua_State* L) {
+  const std::string p = train::latest_checkpoint(check_string(L, 1, "lt.train.latest_checkpoint"));
+  if (p.empty()) lua_pushnil(L);
+  else push(L, p);
+  return 1;
+}
+
+}  // namespace
+
+void register_train(lua_State* L) {
+  // methods on lt.Model: the method table is the upvalue of its __index closure
+  luaL_getmetatable(L, "lt.Model");
+  LT_CHECK(lua_istable(L, -1), "register_train: register_model must run first");
+  lua_getfield(L, -1, "__index");
+  LT_CHECK(lua_getupvalue(L, -1, 1) != nullptr && lua_istable(L, -1),
+           "register_train: lt.Model's __index has no method table");
+  static const luaL_Reg methods[] = {{"freeze", LT_FN(m_freeze)},
+                                     {"train_only", LT_FN(m_train_only)},
+                                     {"n_trainable", LT_FN(m_n_trainable)},
+                                     {nullptr, nullptr}};
+  set_funcs(L, methods);
+  lua_pop(L, 3);
+
+  new_module(L, "layers");
+  static const luaL_Reg layers[] = {
+      {"shallow", LT_FN(l_shallow)}, {"deep", LT_FN(l_deep)}, {"range", LT_FN(l_range)},
+      {"middle", LT_FN(l_middle)}, {"all", LT_FN(l_blocks)}, {"union", LT_FN(l_union)},
+      {"attention", LT_FN(l_part<kAttention>)}, {"mlp", LT_FN(l_part<kMlp>)},
+      {"norms", LT_FN(l_part<kNorms>)}, {"describe", LT_FN(l_describe)},
+      {"names", LT_FN(l_names)}, {nullptr, nullptr}};
+  set_funcs(L, layers);
+  for (const char* named : {"embeddings", "final_norm", "lm_head"}) {
+    lua_pushstring(L, named);
+    lua_setfield(L, -2, named);
+  }
+  lua_pop(L, 1);
+
+  new_module(L, "train");
+  static const luaL_Reg fns[] = {
+      {"causal_lm", LT_FN(l_causal_lm)}, {"param_groups", LT_FN(l_param_groups)},
+      {"weight_change", LT_FN(l_weight_change)}, {"eval_loss", LT_FN(l_eval_loss)},
+      {"freeze", LT_FN(l_freeze)}, {"train_only", LT_FN(l_train_only)},
+      {"latest_checkpoint", LT_FN(l_latest)}, {nullptr, nullptr}};
+  set_funcs(L, fns);
+  lua_pop(L, 1);
+}
+
+}  // namespace ltrun::lua

@@ -1,0 +1,85 @@
+// runtime/cli/data_cmd.cpp: `ltrun data pack --tokenizer PATH --out DIR [--field text]
+// [--val 0.01] [--seed N] [--eos TOKEN] INPUT...` and `ltrun data info DIR`.
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "runtime/cli/cli.h"
+#include "runtime/core/error.h"
+#include "runtime/corpus/corpus.h"
+
+namespace ltrun::cli {
+namespace {
+
+const char kDataUsage[] = R"(usage:
+  ltrun data pack --tokenizer PATH --out DIR [options] INPUT...
+      tokenize text files, .jsonl files and folders into uint32 token shards + index.json
+      (EOS after every document; documents split train/validation)
+      --field NAME (text)   the JSONL field holding a document
+      --val FRACTION (0.01) share of documents for validation
+      --eos TOKEN           EOS token (default <|endoftext|>)
+      --max-bytes N         read at most N bytes of text
+      (the global --seed N picks the validation documents)
+  ltrun data info DIR     tokens per split of a packed corpus
+)";
+
+}  // namespace
+
+int cmd_data(const Globals& g, const std::vector<std::string>& args) {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    std::fputs(kDataUsage, args.empty() ? stderr : stdout);
+    return args.empty() ? kExitUsage : kExitOk;
+  }
+  if (args[0] == "info") {
+    LT_CHECK(args.size() == 2, "usage: ltrun data info DIR");
+    const corpus::Corpus c = corpus::Corpus::open(args[1]);
+    fmt::print("{}: train {} tokens, val {} tokens, vocab {}, eos id {}\n", args[1],
+               c.tokens("train"), c.tokens("val"), c.vocab_size(), c.eos_id());
+    return kExitOk;
+  }
+  LT_CHECK(args[0] == "pack", "data: unknown subcommand '{}' (pack, info)", args[0]);
+  corpus::PackOptions o;
+  if (g.seed) o.seed = *g.seed;
+  for (size_t i = 1; i < args.size(); i++) {
+    std::string a = args[i], v;
+    const auto eq = a.find('=');
+    if (a.rfind("--", 0) == 0 && eq != std::string::npos) {
+      v = a.substr(eq + 1);
+      a = a.substr(0, eq);
+    }
+    auto value = [&]() -> std::string {
+      if (!v.empty()) return v;
+      LT_CHECK(i + 1 < args.size(), "data pack: {} needs a value", a);
+      return args[++i];
+    };
+    if (a == "--tokenizer") o.tokenizer = value();
+    else if (a == "--out") o.out_dir = value();
+    else if (a == "--field") o.field = value();
+    else if (a == "--eos") o.eos = value();
+    else if (a == "--val") {
+      const std::string s = value();
+      try {
+        o.val_fraction = std::stod(s);
+      } catch (const std::exception&) {
+        fail("data pack: --val expects a fraction, got '{}'", s);
+      }
+    } else if (a == "--max-bytes") {
+      o.max_bytes = std::stoll(value());
+    } else if (a.rfind("--", 0) == 0) {
+      fail("data pack: unknown option {} (see ltrun data --help)", a);
+    } else {
+      o.inputs.push_back(a);
+    }
+  }
+  LT_CHECK(!o.tokenizer.empty(), "data pack: --tokenizer PATH is required");
+  LT_CHECK(!o.out_dir.empty(), "data pack: --out DIR is required");
+  LT_CHECK(!o.inputs.empty(), "data pack: no INPUT files or folders given");
+  const corpus::PackResult r = corpus::pack(o);
+  fmt::print("{}: {} documents ({} bytes) -> train {} tokens ({} docs), val {} tokens ({} docs) "
+             "in {:.1f}s ({:.0f} tokens/s)\n",
+             r.out_dir, r.documents, r.bytes, r.train_tokens, r.train_documents, r.val_tokens,
+             r.val_documents, r.seconds, double(r.train_tokens + r.val_tokens) / std::max(r.seconds, 1e-9));
+  return kExitOk;
+}
+
+}  // namespace ltrun::cli

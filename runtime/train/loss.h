@@ -1,0 +1,23 @@
+// runtime/train/loss.h: the next-token loss of a causal LM, with the frozen prefix run
+// without autograd: blocks below `from_layer` run under NoGradGuard, so backward never
+// computes anything below the lowest trainable block.
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include "runtime/model/model.h"
+
+namespace ltrun::train {
+
+struct LossPass {
+  at::Tensor loss;   // mean cross entropy over B * T targets (a graph when anything trains)
+  at::Tensor entry;  // the residual entering block from_layer (undefined when from_layer 0)
+};
+
+// batch: int64 [B, T + 1]; inputs [:, :-1], targets [:, 1:]. from_layer k > 0: blocks 0..k-1
+// (and the embeddings) run without grad and block k starts from their detached output.
+// full_backward (benchmarks): the embeddings' output requires grad, so backward runs through
+// every block even when they are frozen.
+LossPass causal_lm_loss(const model::Model& m, const at::Tensor& batch, int from_layer,
+                        bool full_backward = false);
+
+}  // namespace ltrun::train

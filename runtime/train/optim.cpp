@@ -1,0 +1,139 @@
+// runtime/train/optim.cpp: parameter groups, AdamW, gradient clipping, the LR schedule.
+#include "runtime/train/optim.h"
+
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "runtime/core/error.h"
+
+namespace ltrun::train {
+
+bool no_decay(const std::string& name) {
+  auto ends = [&](const std::string& s) {
+    return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
+  };
+  return ends(".bias") || name.find("norm") != std::string::npos;
+}
+
+std::vector<ParamGroup> param_groups(const model::Model& m, double weight_decay,
+                                     const std::map<int, double>& lr_mult) {
+  for (const auto& [l, x] : lr_mult) {
+    LT_CHECK(l >= -1 && l < m.n_layers(), "lr_mult: layer {} out of range -1..{}", l,
+             m.n_layers() - 1);
+    LT_CHECK(x >= 0 && std::isfinite(x), "lr_mult[{}] = {}: expected a finite number >= 0", l, x);
+  }
+  std::map<std::pair<int, bool>, ParamGroup> by;
+  for (const model::Param& p : m.parameters()) {
+    if (!p.tensor.requires_grad()) continue;
+    const bool nd = no_decay(p.name);
+    ParamGroup& g = by[{p.layer, nd}];
+    if (g.params.empty()) {
+      g.name = (p.layer >= 0 ? fmt::format("layer.{}", p.layer) : std::string("other")) +
+               (nd ? ".no_decay" : "");
+      auto it = lr_mult.find(p.layer);
+      g.lr_mult = it == lr_mult.end() ? 1.0 : it->second;
+      g.weight_decay = nd ? 0.0 : weight_decay;
+    }
+    g.params.push_back(p);
+  }
+  std::vector<ParamGroup> out;
+  for (auto& [k, g] : by) out.push_back(std::move(g));
+  return out;
+}
+
+AdamW::AdamW(std::vector<ParamGroup> groups, AdamWOptions o) : groups_(std::move(groups)), o_(o) {
+  for (const ParamGroup& g : groups_)
+    for (const model::Param& p : g.params) {
+      at::Tensor z = at::zeros_like(p.tensor, p.tensor.options().dtype(at::kFloat));
+      state_[p.name] = {z, z.clone()};
+    }
+}
+
+void AdamW::zero_grad() {
+  for (ParamGroup& g : groups_)
+    for (model::Param& p : g.params)
+      if (p.tensor.grad().defined()) p.tensor.mutable_grad() = at::Tensor();
+}
+
+void AdamW::step(double lr) {
+  ++t_;
+  const double bc1 = 1 - std::pow(o_.beta1, double(t_)), bc2 = 1 - std::pow(o_.beta2, double(t_));
+  at::NoGradGuard no_grad;
+  for (ParamGroup& g : groups_) {
+    const double glr = lr * g.lr_mult;
+    for (model::Param& p : g.params) {
+      const at::Tensor& grad0 = p.tensor.grad();
+      if (!grad0.defined()) continue;
+      auto& [m, v] = state_.at(p.name);
+      const at::Tensor grad = grad0.to(at::kFloat);
+      at::Tensor w = p.tensor.dtype() == at::kFloat ? p.tensor : p.tensor.to(at::kFloat);
+      if (g.weight_decay != 0) w.mul_(1 - glr * g.weight_decay);
+      m.mul_(o_.beta1).add_(grad, 1 - o_.beta1);
+      v.mul_(o_.beta2).addcmul_(grad, grad, 1 - o_.beta2);
+      const at::Tensor denom = (v / bc2).sqrt_().add_(o_.eps);
+      w.addcdiv_(m, denom, -glr / bc1);
+      if (!w.is_same(p.tensor)) p.tensor.copy_(w);
+    }
+  }
+}
+
+std::vector<std::pair<std::string, at::Tensor>> AdamW::state() const {
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  for (const auto& [name, mv] : state_) {
+    out.emplace_back("exp_avg." + name, mv.first.to(at::kCPU));
+    out.emplace_back("exp_avg_sq." + name, mv.second.to(at::kCPU));
+  }
+  return out;
+}
+
+void AdamW::load_state(const std::vector<std::pair<std::string, at::Tensor>>& tensors,
+                       int64_t steps) {
+  std::map<std::string, at::Tensor> by(tensors.begin(), tensors.end());
+  for (auto& [name, mv] : state_) {
+    for (auto [key, dst] : {std::pair{"exp_avg." + name, &mv.first},
+                            std::pair{"exp_avg_sq." + name, &mv.second}}) {
+      auto it = by.find(key);
+      LT_CHECK(it != by.end(),
+               "optimizer state: no {} (was the checkpoint made with other trainable parameters?)",
+               key);
+      LT_CHECK(it->second.sizes() == dst->sizes(), "optimizer state: {} has the wrong shape", key);
+      dst->copy_(it->second);
+    }
+  }
+  t_ = steps;
+}
+
+double clip_grad_norm(const std::vector<model::Param>& params, double max_norm) {
+  at::NoGradGuard no_grad;
+  at::Tensor total;
+  for (const model::Param& p : params) {
+    const at::Tensor& g = p.tensor.grad();
+    if (!g.defined()) continue;
+    at::Tensor s = g.to(at::kFloat).pow(2).sum();
+    total = total.defined() ? total + s : s;
+  }
+  if (!total.defined()) return 0.0;
+  const double norm = std::sqrt(total.item<double>());
+  if (max_norm > 0 && norm > max_norm) {
+    const double coef = max_norm / (norm + 1e-6);
+    for (const model::Param& p : params)
+      if (p.tensor.grad().defined()) p.tensor.mutable_grad().mul_(coef);
+  }
+  return norm;
+}
+
+double Schedule::at(int64_t step) const {
+  const int64_t warm = int64_t(std::lround(warmup * double(total)));
+  if (step < warm) return lr * double(step + 1) / double(warm);
+  if (decay == "constant") return lr;
+  const int64_t span = total - warm;
+  const double x = double(step - warm) / double(std::max<int64_t>(span, 1));  // as HF: > 0 at the end
+  const double lo = lr * min_ratio;
+  if (decay == "linear") return lo + (lr - lo) * (1 - x);
+  if (decay == "cosine") return lo + (lr - lo) * 0.5 * (1 + std::cos(M_PI * x));
+  fail("schedule: unknown decay '{}': expected cosine, linear or constant", decay);
+}
+
+}  // namespace ltrun::train

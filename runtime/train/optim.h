@@ -1,0 +1,73 @@
+// runtime/train/optim.h: parameter groups (per-layer learning-rate multipliers, no weight
+// decay on norms and biases), AdamW written with ATen ops, and the learning-rate schedule.
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "runtime/model/model.h"
+
+namespace ltrun::train {
+
+struct ParamGroup {
+  std::string name;  // "layer.3", "layer.3.no_decay", "other", ...
+  double lr_mult = 1.0, weight_decay = 0.0;
+  std::vector<model::Param> params;
+};
+
+// Groups the trainable parameters of `m` (requires_grad): one group per (layer, decay or not).
+// lr_mult[layer] multiplies the learning rate of block `layer` (-1: embeddings, final norm,
+// head); norms and biases get no weight decay. Errors on a multiplier for a missing layer.
+std::vector<ParamGroup> param_groups(const model::Model& m, double weight_decay,
+                                     const std::map<int, double>& lr_mult = {});
+
+// Whether weight decay skips this parameter (norm weights, biases).
+bool no_decay(const std::string& param_name);
+
+struct AdamWOptions {
+  double beta1 = 0.9, beta2 = 0.95, eps = 1e-8;
+};
+
+// AdamW (Loshchilov & Hutter; PyTorch's torch.optim.AdamW without amsgrad), for step t >= 1:
+//   p <- p * (1 - lr * wd)
+//   m <- b1 m + (1 - b1) g,  v <- b2 v + (1 - b2) g^2
+//   p <- p - lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)
+// State is kept in fp32 whatever the parameter dtype.
+class AdamW {
+ public:
+  AdamW(std::vector<ParamGroup> groups, AdamWOptions o = {});
+
+  // One update with base learning rate `lr` (times each group's lr_mult). Parameters without
+  // a gradient are skipped.
+  void step(double lr);
+  void zero_grad();
+  int64_t steps() const { return t_; }
+  const std::vector<ParamGroup>& groups() const { return groups_; }
+
+  // exp_avg.NAME / exp_avg_sq.NAME tensors (CPU) and the step count; load checks names/shapes.
+  std::vector<std::pair<std::string, at::Tensor>> state() const;
+  void load_state(const std::vector<std::pair<std::string, at::Tensor>>& tensors, int64_t steps);
+
+ private:
+  std::vector<ParamGroup> groups_;
+  AdamWOptions o_;
+  std::map<std::string, std::pair<at::Tensor, at::Tensor>> state_;  // name -> (m, v)
+  int64_t t_ = 0;
+};
+
+// Global L2 norm of the gradients of `params`; if max_norm > 0 and it is larger, scales the
+// gradients down to max_norm. Returns the norm before clipping.
+double clip_grad_norm(const std::vector<model::Param>& params, double max_norm);
+
+// Linear warmup over round(warmup * total) steps, then linear or cosine decay to
+// min_ratio * lr at step `total` (as HF, the last step still moves). `step` counts from 0.
+struct Schedule {
+  double lr = 3e-5, warmup = 0.0, min_ratio = 0.0;
+  int64_t total = 1;
+  std::string decay = "cosine";  // cosine | linear | constant
+  double at(int64_t step) const;
+};
+
+}  // namespace ltrun::train
