@@ -18,7 +18,7 @@ lua_State* g_L = nullptr;  // the state Ctrl-C stops (one interpreter per proces
 
 void stop_hook(lua_State* L, lua_Debug*) {
   lua_sethook(L, nullptr, 0, 0);
-  if (consume_interrupt()) luaL_error(L, "interrupted (SIGINT)");
+  if (consume_interrupt()) luaL_error(L, "interrupted (SIGINT or SIGTERM)");
 }
 
 void on_interrupt() {  // in the signal handler: lua_sethook is safe there (as lua.c does)

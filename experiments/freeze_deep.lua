@@ -12,15 +12,7 @@ local cfg = exp.args{ model = "models/tiny-qwen3", corpus = "/usr/share/games/fo
                       grad_accum = 1, warmup = 0.1, eval_every = 100, max_bytes = 1000000,
                       bench = "antonyms", bench_limit = 100 }
 
-local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
-local f = io.open(cfg.model .. "/config.json")
-if f then
-  f:close()
-else
-  lt.run.child("pretrain_tiny", assert(loadfile(here .. "pretrain_tiny.lua")), { "--out=" .. cfg.model })
-end
-
-local base = lt.model.load(cfg.model)
+local base = lt.model.load(cfg.model == exp.default_model_path and exp.default_model() or cfg.model)
 local packed = cfg.model .. ".freeze_deep_corpus"
 os.execute(("rm -rf '%s'"):format(packed))
 local corpus = lt.data.pack{ tokenizer = cfg.model, inputs = { cfg.corpus }, out = packed, val = 0.05,

@@ -13,15 +13,7 @@ local cfg = exp.args{ model = "", data = "wordnet", samples = 500, groups = 10, 
                       topk = 10, tau = 0, target = "model", ratios = "0.33,0.5,0.66", batch = 8,
                       data_seed = 1, out = "artifacts/layer_tracer" }
 
-local path = cfg.model
-if path == "" then  -- no default model is shipped yet: a small random one, made once
-  path = "models/tiny-qwen3"
-  local f = io.open(path .. "/config.json")
-  if f then f:close() else
-    io.stderr:write("layer_tracer: no --model given; making a random qwen3 in " .. path .. "\n")
-    lt.model.new{ out = path, arch = "qwen3", layers = 8, hidden = 128, heads = 4, kv_heads = 2, seed = 1 }
-  end
-end
+local path = cfg.model ~= "" and cfg.model or exp.default_model()
 local m = lt.model.load(path)
 local items = tasks.load(cfg.data, { n = cfg.samples, examples = cfg.examples, seed = cfg.data_seed })
 local samples = tasks.build(m.tokenizer, items, { groups = cfg.groups, target = cfg.target })

@@ -14,6 +14,23 @@ function M.args(defaults, argv)
   return cfg
 end
 
+-- The embedded default base model of the studies (models/tiny-qwen3, relative to the
+-- current folder): made by experiments/pretrain_tiny.lua, as a child run, when it is missing.
+M.default_model_path = "models/tiny-qwen3"
+local root = debug.getinfo(1, "S").source:match("^@(.*)/lib/lt/experiment%.lua$") or "."
+
+function M.default_model(path)
+  path = path or M.default_model_path
+  local f = io.open(path .. "/config.json")
+  if f then
+    f:close()
+    return path
+  end
+  io.stderr:write(("no model at %s: making the default base model (experiments/pretrain_tiny.lua)\n"):format(path))
+  lt.run.child("pretrain_tiny", assert(loadfile(root .. "/experiments/pretrain_tiny.lua")), { "--out=" .. path })
+  return path
+end
+
 -- for name, v in exp.sorted(t): pairs in key order, so runs happen in a stable order
 function M.sorted(t)
   local keys = {}

@@ -16,7 +16,7 @@ struct Error : std::runtime_error {
 
 // Raised by check_interrupt() after Ctrl-C; the run is then marked `interrupted`.
 struct Interrupted : Error {
-  Interrupted() : Error("interrupted (SIGINT)") {}
+  Interrupted() : Error("interrupted (SIGINT or SIGTERM)") {}
 };
 
 template <class... Args>

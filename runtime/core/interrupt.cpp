@@ -1,4 +1,4 @@
-// runtime/core/interrupt.cpp: SIGINT → sticky flag + one pending stop (+ hook).
+// runtime/core/interrupt.cpp: SIGINT/SIGTERM → sticky flag + one pending stop (+ hook).
 #include "runtime/core/interrupt.h"
 
 #include <csignal>
@@ -11,10 +11,10 @@ volatile std::sig_atomic_t g_happened = 0;
 volatile std::sig_atomic_t g_pending = 0;
 InterruptHook g_hook = nullptr;
 
-void on_sigint(int) {
+void on_signal(int sig) {
   if (g_pending) {  // pressed again before the first was honoured: stop now
-    std::signal(SIGINT, SIG_DFL);
-    std::raise(SIGINT);
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
     return;
   }
   g_happened = 1;
@@ -26,10 +26,11 @@ void on_sigint(int) {
 void install_interrupt_handler(InterruptHook hook) {
   g_hook = hook;
   struct sigaction sa {};
-  sa.sa_handler = on_sigint;
+  sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
   sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);  // schedulers and `timeout` stop jobs this way
 }
 
 bool interrupt_requested() { return g_happened != 0; }

@@ -24,6 +24,11 @@ check "Ctrl-C marks interrupted" equals "$(sql1 "select status from runs order b
 check "what it logged is kept" equals "$(sql1 "select count(*) from metrics where run_id=(select max(id) from runs)")" "1"
 check "message says interrupted" contains "$(cat err.txt)" "interrupted"
 
+rm -f ready; "$LTRUN" loop.lua 2>/dev/null & pid=$!
+wait_ready; kill -TERM $pid; wait $pid; rc=$?
+check "SIGTERM (a scheduler's stop) exits 130" equals "$rc" "130"
+check "SIGTERM marks interrupted" equals "$(sql1 "select status from runs order by id desc limit 1")" "interrupted"
+
 # a pure-Lua loop (no calls into C++) stops too, through the debug hook
 printf 'local f = io.open("ready", "w"); f:write("1"); f:close()\nlocal n = 0\nwhile true do n = n + 1 end\n' > spin.lua
 rm -f ready; "$LTRUN" spin.lua 2>/dev/null & pid=$!
