@@ -13,19 +13,14 @@
 #include "runtime/core/error.h"
 #include "runtime/corpus/corpus.h"
 #include "runtime/text/tokenizer.h"
+#include "tests/test_util.h"
 
 using namespace ltrun;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string scratch(const std::string& name) {
-  const char* root = std::getenv("LTRUN_TEST_TMP");
-  auto dir = fs::path(root && *root ? root : "/tmp") / "corpus" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
+std::string scratch(const std::string& name) { return ltrun_test::scratch_dir("corpus", name); }
 
 void write(const fs::path& p, const std::string& s) {
   fs::create_directories(p.parent_path());

@@ -7,25 +7,12 @@
 #include <string>
 
 #include "runtime/core/error.h"
+#include "tests/test_util.h"
 #include "runtime/model/tiny.h"
 
 namespace diag_test {
 
-// Runs `f` and requires an ltrun::Error whose message contains each of `parts`.
-template <class F>
-void require_error(F&& f, std::initializer_list<std::string> parts) {
-  try {
-    f();
-  } catch (const ltrun::Error& e) {
-    const std::string msg = e.what();
-    INFO("message: " << msg);
-    for (const auto& p : parts) CHECK(msg.find(p) != std::string::npos);
-    return;
-  } catch (const std::exception& e) {
-    FAIL("expected ltrun::Error, got another exception: " << e.what());
-  }
-  FAIL("expected ltrun::Error, nothing was thrown");
-}
+using ltrun_test::require_error;
 
 // A small model whose blocks matter: weights larger than HF's std 0.02 make the lens and the
 // perturbations move probabilities well above rounding.

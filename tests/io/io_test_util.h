@@ -11,17 +11,12 @@
 #include <string>
 
 #include "runtime/core/error.h"
+#include "tests/test_util.h"
 
 namespace io_test {
 
 // A fresh, empty folder under $LTRUN_TEST_TMP (or /tmp) for one test.
-inline std::string scratch(const std::string& name) {
-  const char* root = std::getenv("LTRUN_TEST_TMP");
-  auto dir = std::filesystem::path(root && *root ? root : "/tmp") / "io" / name;
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
-}
+inline std::string scratch(const std::string& name) { return ltrun_test::scratch_dir("io", name); }
 
 inline void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -51,20 +46,6 @@ inline uint64_t le64(const std::string& bytes, size_t at = 0) {
   return v;
 }
 
-// Runs `f` and requires an ltrun::Error whose message contains each of `parts`.
-template <class F>
-void require_error(F&& f, std::initializer_list<std::string> parts) {
-  try {
-    f();
-  } catch (const ltrun::Error& e) {
-    std::string msg = e.what();
-    INFO("message: " << msg);
-    for (const auto& p : parts) CHECK(msg.find(p) != std::string::npos);
-    return;
-  } catch (const std::exception& e) {
-    FAIL("expected ltrun::Error, got another exception: " << e.what());
-  }
-  FAIL("expected ltrun::Error, nothing was thrown");
-}
+using ltrun_test::require_error;
 
 }  // namespace io_test

@@ -10,18 +10,13 @@
 #include <string>
 
 #include "runtime/core/error.h"
+#include "tests/test_util.h"
 #include "runtime/model/tiny.h"
 
 namespace model_test {
 
 // A fresh, empty folder under $LTRUN_TEST_TMP (or /tmp) for one test.
-inline std::string scratch(const std::string& name) {
-  const char* root = std::getenv("LTRUN_TEST_TMP");
-  auto dir = std::filesystem::path(root && *root ? root : "/tmp") / "model" / name;
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
-}
+inline std::string scratch(const std::string& name) { return ltrun_test::scratch_dir("model", name); }
 
 // Small enough to run in milliseconds, big enough for GQA (4 heads over 2 kv heads).
 inline ltrun::model::TinySpec spec(const std::string& arch, uint64_t seed = 1) {
@@ -63,20 +58,6 @@ inline double rel_err(const at::Tensor& a, const at::Tensor& b) {
          (scale > 0 ? scale : 1);
 }
 
-// Runs `f` and requires an ltrun::Error whose message contains each of `parts`.
-template <class F>
-void require_error(F&& f, std::initializer_list<std::string> parts) {
-  try {
-    f();
-  } catch (const ltrun::Error& e) {
-    const std::string msg = e.what();
-    INFO("message: " << msg);
-    for (const auto& p : parts) CHECK(msg.find(p) != std::string::npos);
-    return;
-  } catch (const std::exception& e) {
-    FAIL("expected ltrun::Error, got another exception: " << e.what());
-  }
-  FAIL("expected ltrun::Error, nothing was thrown");
-}
+using ltrun_test::require_error;
 
 }  // namespace model_test

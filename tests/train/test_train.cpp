@@ -21,19 +21,14 @@
 #include "runtime/train/optim.h"
 #include "runtime/train/trainer.h"
 #include "runtime/train/weight_change.h"
+#include "tests/test_util.h"
 
 using namespace ltrun;
 using namespace ltrun::train;
 
 namespace {
 
-std::string scratch(const std::string& name) {
-  const char* root = std::getenv("LTRUN_TEST_TMP");
-  auto dir = std::filesystem::path(root && *root ? root : "/tmp") / "train" / name;
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
-}
+std::string scratch(const std::string& name) { return ltrun_test::scratch_dir("train", name); }
 
 model::Model tiny(int layers = 4, bool tie = false, uint64_t seed = 3) {
   model::TinySpec s;
