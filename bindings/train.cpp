@@ -229,7 +229,8 @@ void set_num(lua_State* L, const char* k, double v) {
 //   lr =, warmup =, decay = "cosine"|"linear"|"constant", min_lr_ratio =, weight_decay =,
 //   betas = {b1, b2}, eps =, micro_batch =, grad_accum =, clip =, lr_mult = {[layer] = x},
 //   eval_every =, eval_batches = 8, checkpoint_dir =, checkpoint_every =, resume =,
-//   stop_after =, seed =, log =, progress =, force_full_backward =}) → summary table
+//   stop_after =, seed =, log =, progress =, force_full_backward =,
+//   activation_checkpointing =}) → summary table
 int l_causal_lm(lua_State* L) {
   const char* fn = "lt.train.causal_lm";
   const ModelHandle& box = check_model_box(L, 1, fn);
@@ -264,6 +265,7 @@ int l_causal_lm(lua_State* L) {
   o.log = opt_bool(L, 2, "log", fn).value_or(true);
   o.progress = opt_bool(L, 2, "progress", fn).value_or(true);
   o.force_full_backward = opt_bool(L, 2, "force_full_backward", fn).value_or(false);
+  o.activation_checkpointing = opt_bool(L, 2, "activation_checkpointing", fn).value_or(false);
   if (box.tok) o.checkpoint_files.push_back(box.tok->path());
   const int64_t seq_len = opt_integer(L, 2, "seq_len", fn).value_or(128);
   const int64_t eval_batches = opt_integer(L, 2, "eval_batches", fn).value_or(8);

@@ -2,7 +2,9 @@
 -- freeze plans, as ratios to full training measured in the same run. `train_deep` skips
 -- backward (and autograd bookkeeping) below the frozen shallow half; `train_deep_no_skip` is
 -- the same plan with backward forced through every block (force_full_backward), so the
--- saving of skipping is the ratio between those two. On a GPU node add --device=cuda.
+-- saving of skipping is the ratio between those two. `full_checkpointed` trains everything
+-- with activation checkpointing (one extra forward per step, for memory). On a GPU node add
+-- --device=cuda.
 local exp = require "lt.experiment"
 local cfg = exp.args{ model = "", layers = 8, hidden = 256, heads = 8, kv_heads = 4, seq_len = 128,
                       micro_batch = 8, steps = 6, warmup_steps = 2, repeats = 2 }
@@ -21,6 +23,7 @@ local rows = lt.randint(0, base.config.vocab_size, { 64, cfg.seq_len + 1 })
 local n = base.n_layers
 local plans = {
   { "full", "all", "train_only", false },
+  { "full_checkpointed", "all", "train_only", false, true },
   { "train_shallow", { lt.layers.deep(base, 0.5), "final_norm", "lm_head" }, "freeze", false },
   { "train_deep", { lt.layers.shallow(base, 0.5), "embeddings" }, "freeze", false },
   { "train_deep_no_skip", { lt.layers.shallow(base, 0.5), "embeddings" }, "freeze", true },
@@ -30,16 +33,17 @@ local plans = {
 
 local results, full = {}, nil
 for _, p in ipairs(plans) do
-  local name, spec, how, no_skip = p[1], p[2], p[3], p[4]
+  local name, spec, how, no_skip, ckpt = p[1], p[2], p[3], p[4], p[5] or false
   local best = 0
   for _ = 1, cfg.repeats do
     local m = base:clone()
     m[how](m, spec)
     -- a few steps first (allocator, caches), then the timed ones
-    lt.train.causal_lm(m, { data = rows, steps = cfg.warmup_steps, micro_batch = cfg.micro_batch,
-                            log = false, progress = false, force_full_backward = no_skip })
-    local r = lt.train.causal_lm(m, { data = rows, steps = cfg.steps, micro_batch = cfg.micro_batch,
-                                      log = false, progress = false, force_full_backward = no_skip })
+    local o = { data = rows, steps = cfg.warmup_steps, micro_batch = cfg.micro_batch, log = false,
+                progress = false, force_full_backward = no_skip, activation_checkpointing = ckpt }
+    lt.train.causal_lm(m, o)
+    o.steps = cfg.steps
+    local r = lt.train.causal_lm(m, o)
     best = math.max(best, r.tokens_per_s)
     results[name] = { tokens_per_s = best, trainable = r.trainable_params, lowest = r.lowest_trainable_layer }
     m:free()

@@ -20,4 +20,14 @@ struct LossPass {
 LossPass causal_lm_loss(const model::Model& m, const at::Tensor& batch, int from_layer,
                         bool full_backward = false);
 
+// Activation checkpointing: the forward pass keeps only the residual entering each block (no
+// autograd graph); backward then recomputes one block at a time from the top, handing the
+// gradient of each block's input to the block below. Peak activation memory is one block's
+// instead of the whole stack's, for one extra forward pass. Accumulates the gradients of
+// loss * scale into the trainable parameters (blocks below from_layer are neither recomputed
+// nor differentiated) and returns the loss (no graph). Same gradients as
+// causal_lm_loss(...).loss * scale backward, up to rounding.
+at::Tensor checkpointed_loss_backward(const model::Model& m, const at::Tensor& batch, int from_layer,
+                                      double scale);
+
 }  // namespace ltrun::train

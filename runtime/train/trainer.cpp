@@ -265,13 +265,18 @@ TrainResult train_causal_lm(model::Model& m, DataSource& data, const TrainOption
     for (int64_t a = 0; a < o.grad_accum; ++a) {
       at::Tensor batch = data.next(o.micro_batch).to(m.device());
       AutocastGuard ac(cuda && o.autocast);
-      LossPass lp = causal_lm_loss(m, batch, skip_to, o.force_full_backward);
-      const double lv = lp.loss.item<double>();
+      double lv;
+      if (o.activation_checkpointing && !o.force_full_backward) {
+        lv = checkpointed_loss_backward(m, batch, skip_to, 1.0 / double(o.grad_accum)).item<double>();
+      } else {
+        LossPass lp = causal_lm_loss(m, batch, skip_to, o.force_full_backward);
+        lv = lp.loss.item<double>();
+        if (std::isfinite(lv)) (lp.loss / double(o.grad_accum)).backward();
+      }
       if (!std::isfinite(lv))
         fail("train: loss is {} at step {} (micro-batch {}); lr {:.3g}: lower the learning rate "
              "or check the data",
              lv, step + 1, a, lr);
-      (lp.loss / double(o.grad_accum)).backward();
       loss_sum += lv;
       tokens += batch.size(0) * (batch.size(1) - 1);
     }

@@ -49,6 +49,7 @@ struct TrainOptions {
   bool log = true;                // metrics into the active run
   bool progress = true;           // a progress line on stderr when it is a terminal
   bool autocast = true;           // bf16 autocast when the model is on CUDA (fp32 on CPU)
+  bool activation_checkpointing = false;  // recompute blocks in backward (loss.h)
   // Benchmarks only: make the embeddings require grad so that backward runs through the
   // frozen prefix too (what skipping it saves).
   bool force_full_backward = false;

@@ -285,6 +285,34 @@ TEST_CASE("only the head trains: no block runs with grad") {
     CHECK(at::equal(p.tensor, before.at(p.name)) == (p.layer >= 0 || p.name == "model.embed_tokens.weight"));
 }
 
+TEST_CASE("activation checkpointing gives the gradients of the plain backward") {
+  for (bool tie : {false, true}) {
+    for (int from : {0, 1, 2}) {
+      model::Model a = tiny(4, tie, 11);
+      model::Model b = a.clone();
+      if (from > 0) {  // freeze the embeddings and blocks below `from`, as the trainer would
+        std::set<int> below;
+        for (int l = 0; l < from; ++l) below.insert(l);
+        Spec frozen = Spec::blocks(below);
+        frozen.add(Spec::named("embeddings"));
+        freeze(a, frozen);
+        freeze(b, frozen);
+      }
+      const at::Tensor batch = pattern_rows(3, 9);
+      (causal_lm_loss(a, batch, from).loss * 0.5).backward();
+      const at::Tensor loss = checkpointed_loss_backward(b, batch, from, 0.5);
+      CHECK(loss.item<double>() == Approx(causal_lm_loss(a, batch, from).loss.item<double>()).epsilon(1e-6));
+      const auto pa = a.parameters(), pb = b.parameters();
+      for (size_t i = 0; i < pa.size(); ++i) {
+        INFO(pa[i].name << " tie=" << tie << " from=" << from);
+        const at::Tensor ga = pa[i].tensor.grad(), gb = pb[i].tensor.grad();
+        REQUIRE(ga.defined() == gb.defined());
+        if (ga.defined()) CHECK(ga.allclose(gb, 1e-5, 1e-7));
+      }
+    }
+  }
+}
+
 TEST_CASE("gradient accumulation: 2 x 2 micro-batches = one batch of 4") {
   model::Model a = tiny(2), b = tiny(2);
   DataSource da = tensor_source(pattern_rows(8, 8)), db = tensor_source(pattern_rows(8, 8));
