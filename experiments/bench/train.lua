@@ -7,7 +7,8 @@
 -- --device=cuda.
 local exp = require "lt.experiment"
 local cfg = exp.args{ model = "", layers = 8, hidden = 256, heads = 8, kv_heads = 4, seq_len = 128,
-                      micro_batch = 8, steps = 6, warmup_steps = 2, repeats = 2 }
+                      micro_batch = 8, steps = 6, warmup_steps = 2, repeats = 2,
+                      peak_tflops = 989 }  -- dense bf16 peak of the GPU for MFU (H100 SXM: 989)
 
 local path = cfg.model
 if path == "" then
@@ -58,6 +59,13 @@ for _, p in ipairs(plans) do
   local r = results[p[1]]
   print(("%-20s %12d %8d %12.0f %8.2f"):format(p[1], r.trainable, r.lowest, r.tokens_per_s,
                                                r.tokens_per_s / full))
+end
+if base.device:match("^cuda") then
+  -- model FLOPs utilisation of full training: 6 FLOPs per parameter per token (forward +
+  -- backward), attention's T^2 terms left out as usual for short sequences
+  local mfu = 6 * results.full.trainable * results.full.tokens_per_s / (cfg.peak_tflops * 1e12)
+  lt.run.log("mfu/full", mfu)
+  print(("MFU of full training: %.1f%% of %g TFLOP/s"):format(100 * mfu, cfg.peak_tflops))
 end
 local skip = results.train_deep.tokens_per_s / results.train_deep_no_skip.tokens_per_s
 local skip_last = results.last_block.tokens_per_s / results.last_block_no_skip.tokens_per_s
