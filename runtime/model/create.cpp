@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "runtime/core/env.h"
 #include "runtime/core/error.h"
@@ -95,10 +98,11 @@ NewModelResult create_model_dir(const NewModelSpec& spec) {
   NewModelResult r;
   r.dir = spec.out_dir;
   const std::string tok_path = (fs::path(spec.out_dir) / "tokenizer.json").string();
+  std::string copied_from;
   if (!spec.tokenizer.empty()) {
     const text::Tokenizer src = text::Tokenizer::load(spec.tokenizer);
     fs::copy_file(src.path(), tok_path, fs::copy_options::overwrite_existing);
-    r.tokenizer_source = src.path();
+    copied_from = r.tokenizer_source = src.path();
   } else {
     const auto corpus = spec.corpus.empty() ? default_corpus() : spec.corpus;
     const auto docs = read_corpus(corpus, spec.max_corpus_bytes, &r.corpus_bytes);
@@ -119,6 +123,22 @@ NewModelResult create_model_dir(const NewModelSpec& spec) {
   }
   Model m = make_tiny(tiny);
   m.save(spec.out_dir);
+  // tokenizer_config.json lets HF's AutoTokenizer load the folder (tokenizer.json holds the
+  // rest): the copied tokenizer's own when it has one, else a minimal one
+  const fs::path tok_config = fs::path(spec.out_dir) / "tokenizer_config.json";
+  const fs::path src_config = fs::path(copied_from).parent_path() / "tokenizer_config.json";
+  if (!copied_from.empty() && fs::exists(src_config)) {
+    fs::copy_file(src_config, tok_config, fs::copy_options::overwrite_existing);
+  } else {
+    nlohmann::json tc = {{"tokenizer_class", "PreTrainedTokenizerFast"},
+                         {"model_max_length", tiny.max_position_embeddings},
+                         {"clean_up_tokenization_spaces", false}};
+    if (tiny.eos_token_id) {
+      tc["eos_token"] = tok.id_to_token(int32_t(*tiny.eos_token_id));
+      tc["pad_token"] = tc["eos_token"];
+    }
+    std::ofstream(tok_config) << tc.dump(2) << "\n";
+  }
   r.vocab = tiny.vocab;
   for (const auto& p : m.parameters()) r.parameters += p.tensor.numel();
   return r;
