@@ -10,11 +10,6 @@
 namespace ltrun::lua {
 namespace {
 
-void set_num(lua_State* L, const char* k, double v) {
-  lua_pushnumber(L, v);
-  lua_setfield(L, -2, k);
-}
-
 std::vector<std::string> read_strings(lua_State* L, int t, const char* key, const char* fn) {
   std::vector<std::string> out;
   lua_getfield(L, t, key);
@@ -56,14 +51,14 @@ int l_pack(lua_State* L) {
   lua_createtable(L, 0, 9);
   push(L, r.out_dir);
   lua_setfield(L, -2, "dir");
-  set_num(L, "documents", double(r.documents));
-  set_num(L, "train_documents", double(r.train_documents));
-  set_num(L, "val_documents", double(r.val_documents));
-  set_num(L, "train_tokens", double(r.train_tokens));
-  set_num(L, "val_tokens", double(r.val_tokens));
-  set_num(L, "bytes", double(r.bytes));
-  set_num(L, "eos_id", r.eos_id);
-  set_num(L, "seconds", r.seconds);
+  set_field(L, "documents", double(r.documents));
+  set_field(L, "train_documents", double(r.train_documents));
+  set_field(L, "val_documents", double(r.val_documents));
+  set_field(L, "train_tokens", double(r.train_tokens));
+  set_field(L, "val_tokens", double(r.val_tokens));
+  set_field(L, "bytes", double(r.bytes));
+  set_field(L, "eos_id", r.eos_id);
+  set_field(L, "seconds", r.seconds);
   return 1;
 }
 
@@ -71,10 +66,10 @@ int l_pack(lua_State* L) {
 int l_info(lua_State* L) {
   const corpus::Corpus c = corpus::Corpus::open(check_string(L, 1, "lt.data.info"));
   lua_createtable(L, 0, 4);
-  set_num(L, "train_tokens", double(c.tokens("train")));
-  set_num(L, "val_tokens", double(c.tokens("val")));
-  set_num(L, "eos_id", c.eos_id());
-  set_num(L, "vocab_size", double(c.vocab_size()));
+  set_field(L, "train_tokens", double(c.tokens("train")));
+  set_field(L, "val_tokens", double(c.tokens("val")));
+  set_field(L, "eos_id", c.eos_id());
+  set_field(L, "vocab_size", double(c.vocab_size()));
   return 1;
 }
 

@@ -71,16 +71,11 @@ void push_array(lua_State* L, const std::vector<T>& v) {
   }
 }
 
-void set_number(lua_State* L, const char* key, double v) {
-  lua_pushnumber(L, v);
-  lua_setfield(L, -2, key);
-}
-
 void push_split(lua_State* L, const diag::Split& s) {
   lua_createtable(L, 0, 3);
-  set_number(L, "ratio", s.ratio);
-  set_number(L, "b", s.b);
-  set_number(L, "score", s.score);
+  set_field(L, "ratio", s.ratio);
+  set_field(L, "b", s.b);
+  set_field(L, "score", s.score);
 }
 
 void push_splits(lua_State* L, const std::vector<diag::Split>& splits) {
@@ -187,13 +182,13 @@ int l_trace(lua_State* L) {
   const auto traces = diag::trace(m, samples, o);
   const int N = m.n_layers();
   lua_createtable(L, 0, 8);
-  set_number(L, "n_layers", N);
+  set_field(L, "n_layers", N);
   lua_createtable(L, int(traces.size()), 0);
   for (size_t i = 0; i < traces.size(); i++) {
     const diag::SampleTrace& t = traces[i];
     lua_createtable(L, 0, 8);
-    set_number(L, "target", double(t.target));
-    set_number(L, "group", t.group);
+    set_field(L, "target", double(t.target));
+    set_field(L, "group", t.group);
     push_series(L, t.p_target, true);
     lua_setfield(L, -2, "p_target");
     push_series(L, t.js, true);
@@ -223,8 +218,8 @@ int l_trace(lua_State* L) {
   for (size_t g = 0; g < sum.groups.size(); g++) {
     const diag::GroupMeans& gm = sum.groups[g];
     lua_createtable(L, 0, 6);
-    set_number(L, "group", gm.group);
-    set_number(L, "samples", gm.samples);
+    set_field(L, "group", gm.group);
+    set_field(L, "samples", gm.samples);
     push_series(L, gm.p_target, true);
     lua_setfield(L, -2, "p_target");
     push_series(L, gm.js, true);

@@ -21,26 +21,17 @@
 namespace ltrun::lua {
 namespace {
 
-void set_str(lua_State* L, const char* k, const std::string& v) {
-  push(L, v);
-  lua_setfield(L, -2, k);
-}
-void set_num(lua_State* L, const char* k, double v) {
-  lua_pushnumber(L, v);
-  lua_setfield(L, -2, k);
-}
-
 void push_item(lua_State* L, const eval::Item& it) {
   lua_createtable(L, 0, 10);
-  set_str(L, "bench", it.bench);
-  set_str(L, "subject", it.subject);
-  set_str(L, "category", it.category);
-  set_str(L, "id", it.id);
-  set_str(L, "split", it.split);
-  set_str(L, "question", it.question);
-  set_str(L, "answer", it.answer);
-  set_str(L, "solution", it.solution);
-  set_str(L, "source", it.source);
+  set_field(L, "bench", it.bench);
+  set_field(L, "subject", it.subject);
+  set_field(L, "category", it.category);
+  set_field(L, "id", it.id);
+  set_field(L, "split", it.split);
+  set_field(L, "question", it.question);
+  set_field(L, "answer", it.answer);
+  set_field(L, "solution", it.solution);
+  set_field(L, "source", it.source);
   lua_createtable(L, int(it.choices.size()), 0);
   for (size_t i = 0; i < it.choices.size(); i++) {
     push(L, it.choices[i]);
@@ -171,19 +162,19 @@ int l_score(lua_State* L) {
   lua_createtable(L, 0, int(res.summaries.size()));
   for (const auto& sum : res.summaries) {
     lua_createtable(L, 0, 8);
-    set_num(L, "acc", sum.all.acc());
-    set_num(L, "n", sum.all.n);
-    set_num(L, "correct", sum.all.correct);
+    set_field(L, "acc", sum.all.acc());
+    set_field(L, "n", sum.all.n);
+    set_field(L, "correct", sum.all.correct);
     for (auto [name, table] : {std::pair{"by_category", &sum.by_category}, std::pair{"by_subject", &sum.by_subject}}) {
       lua_newtable(L);
       for (const auto& [k, sc] : *table)
-        if (!k.empty()) set_num(L, k.c_str(), sc.acc());
+        if (!k.empty()) set_field(L, k.c_str(), sc.acc());
       lua_setfield(L, -2, name);
     }
     if (sum.samples > 1) {
-      set_num(L, "avg_at_k", sum.avg_at_k);
-      set_num(L, "pass_at_k", sum.pass_at_k);
-      set_num(L, "k", sum.samples);
+      set_field(L, "avg_at_k", sum.avg_at_k);
+      set_field(L, "pass_at_k", sum.pass_at_k);
+      set_field(L, "k", sum.samples);
     }
     lua_setfield(L, -2, sum.protocol.c_str());
   }
@@ -192,13 +183,13 @@ int l_score(lua_State* L) {
   for (size_t i = 0; i < res.items.size(); i++) {
     const auto& r = res.items[i];
     lua_createtable(L, 0, 6);
-    set_str(L, "id", r.item->id);
-    set_str(L, "protocol", r.protocol);
-    set_str(L, "prediction", r.prediction);
-    set_str(L, "output", r.output);
+    set_field(L, "id", r.item->id);
+    set_field(L, "protocol", r.protocol);
+    set_field(L, "prediction", r.prediction);
+    set_field(L, "output", r.output);
     lua_pushboolean(L, r.correct);
     lua_setfield(L, -2, "correct");
-    set_num(L, "sample", r.sample);
+    set_field(L, "sample", r.sample);
     lua_rawseti(L, -2, int(i + 1));
   }
   lua_setfield(L, -2, "items");

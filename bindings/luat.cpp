@@ -100,6 +100,16 @@ std::optional<bool> opt_bool(lua_State* L, int idx, const char* key, const char*
 
 void push(lua_State* L, const std::string& s) { lua_pushlstring(L, s.data(), s.size()); }
 
+void set_field(lua_State* L, const char* key, double v) {
+  lua_pushnumber(L, v);
+  lua_setfield(L, -2, key);
+}
+
+void set_field(lua_State* L, const char* key, const std::string& v) {
+  push(L, v);
+  lua_setfield(L, -2, key);
+}
+
 void set_funcs(lua_State* L, const luaL_Reg* fns) {
   for (; fns->name; fns++) {
     lua_pushcfunction(L, fns->func);

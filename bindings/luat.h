@@ -50,6 +50,9 @@ std::optional<std::string> opt_string(lua_State* L, int idx, const char* key, co
 std::optional<bool> opt_bool(lua_State* L, int idx, const char* key, const char* fn);
 
 void push(lua_State* L, const std::string& s);
+// t[key] = v for the table on top of the stack
+void set_field(lua_State* L, const char* key, double v);
+void set_field(lua_State* L, const char* key, const std::string& v);
 // Registers fns into the table on top of the stack (each must already be wrapped).
 void set_funcs(lua_State* L, const luaL_Reg* fns);
 // The metatable of a userdata type: __name, __gc (unwrapped: it must not throw),

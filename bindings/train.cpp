@@ -220,11 +220,6 @@ uint64_t run_seed(lua_State* L) {
   return s;
 }
 
-void set_num(lua_State* L, const char* k, double v) {
-  lua_pushnumber(L, v);
-  lua_setfield(L, -2, k);
-}
-
 // lt.train.causal_lm(m, {data = DIR | tensor [N, T+1], val = tensor, seq_len = 128, steps =,
 //   lr =, warmup =, decay = "cosine"|"linear"|"constant", min_lr_ratio =, weight_decay =,
 //   betas = {b1, b2}, eps =, micro_batch =, grad_accum =, clip =, lr_mult = {[layer] = x},
@@ -314,16 +309,16 @@ int l_causal_lm(lua_State* L) {
 
   const train::TrainResult r = train::train_causal_lm(m, data, o);
   lua_createtable(L, 0, 16);
-  set_num(L, "steps", double(r.steps_done));
-  set_num(L, "start_step", double(r.start_step));
-  set_num(L, "tokens", double(r.tokens));
-  set_num(L, "trainable_params", double(r.trainable_params));
-  set_num(L, "total_params", double(r.total_params));
-  set_num(L, "lowest_trainable_layer", r.lowest_trainable_layer);
-  set_num(L, "final_loss", r.final_loss);
-  set_num(L, "wall_s", r.wall_s);
-  set_num(L, "tokens_per_s", r.tokens_per_s);
-  if (r.val_loss >= 0) set_num(L, "val_loss", r.val_loss);
+  set_field(L, "steps", double(r.steps_done));
+  set_field(L, "start_step", double(r.start_step));
+  set_field(L, "tokens", double(r.tokens));
+  set_field(L, "trainable_params", double(r.trainable_params));
+  set_field(L, "total_params", double(r.total_params));
+  set_field(L, "lowest_trainable_layer", r.lowest_trainable_layer);
+  set_field(L, "final_loss", r.final_loss);
+  set_field(L, "wall_s", r.wall_s);
+  set_field(L, "tokens_per_s", r.tokens_per_s);
+  if (r.val_loss >= 0) set_field(L, "val_loss", r.val_loss);
   lua_pushboolean(L, r.stopped_early);
   lua_setfield(L, -2, "stopped_early");
   lua_createtable(L, int(r.log.size()), 0);
@@ -363,8 +358,8 @@ int l_param_groups(lua_State* L) {
     lua_createtable(L, 0, 4);
     push(L, groups[i].name);
     lua_setfield(L, -2, "name");
-    set_num(L, "lr_mult", groups[i].lr_mult);
-    set_num(L, "weight_decay", groups[i].weight_decay);
+    set_field(L, "lr_mult", groups[i].lr_mult);
+    set_field(L, "weight_decay", groups[i].weight_decay);
     lua_createtable(L, int(groups[i].params.size()), 0);
     for (size_t k = 0; k < groups[i].params.size(); ++k) {
       push(L, groups[i].params[k].name);
@@ -400,9 +395,9 @@ int l_weight_change(lua_State* L) {
     }
     lua_setfield(L, -2, key);
   }
-  set_num(L, "embeddings", w.embeddings);
-  set_num(L, "final_norm", w.final_norm);
-  set_num(L, "lm_head", w.lm_head);
+  set_field(L, "embeddings", w.embeddings);
+  set_field(L, "final_norm", w.final_norm);
+  set_field(L, "lm_head", w.lm_head);
   return 1;
 }
 

@@ -4,10 +4,9 @@
 local exp = require "lt.experiment"
 local cfg = exp.args{ model = "", bench = "antonyms", limit = 64, batch_size = 16 }
 
-local path = cfg.model
+local path, cleanup = cfg.model, function() end
 if path == "" then
-  path = os.tmpname() .. "-eval-bench"
-  lt.model.new{ out = path, layers = 4, hidden = 128, heads = 4, kv_heads = 2, vocab = 1024, seed = 1 }
+  path, cleanup = exp.temp_model{ layers = 4, hidden = 128, heads = 4, kv_heads = 2, vocab = 1024, seed = 1 }
 end
 local m = lt.model.load(path)
 
@@ -28,3 +27,4 @@ for _, protocol in ipairs{ "logit", "generate" } do
   lt.run.log(protocol .. "/batched_vs_batch1", many / one)
   print(("%-9s %12.1f %12.1f %8.2f"):format(protocol, one, many, many / one))
 end
+cleanup()

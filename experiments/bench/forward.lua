@@ -6,12 +6,10 @@ local exp = require "lt.experiment"
 local cfg = exp.args{ model = "", layers = 8, hidden = 256, heads = 8, kv_heads = 4,
                       prompt = 128, new_tokens = 32, batches = "1,16,64", repeats = 2 }
 
-local path = cfg.model
+local path, cleanup = cfg.model, function() end
 if path == "" then
-  path = os.tmpname() .. "-bench-model"
-  os.remove(path:gsub("%-bench%-model$", ""))
-  lt.model.new{ out = path, layers = cfg.layers, hidden = cfg.hidden, heads = cfg.heads,
-                kv_heads = cfg.kv_heads, vocab = 2048, seed = 1 }
+  path, cleanup = exp.temp_model{ layers = cfg.layers, hidden = cfg.hidden, heads = cfg.heads,
+                                  kv_heads = cfg.kv_heads, vocab = 2048, seed = 1 }
 end
 local m = lt.model.load(path)
 print(tostring(m))
@@ -47,3 +45,4 @@ for b in cfg.batches:gmatch("%d+") do
   lt.run.log("prefill_vs_batch1", prefill_tps / base.prefill, { step = b })
   lt.run.log("decode_vs_batch1", decode_tps / base.decode, { step = b })
 end
+cleanup()

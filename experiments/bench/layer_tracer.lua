@@ -9,12 +9,10 @@ local exp = require "lt.experiment"
 local tasks = require "lt.tasks"
 local cfg = exp.args{ model = "", layers = 8, hidden = 128, samples = 64, batch = 8, topk = 10, repeats = 2 }
 
-local path, made = cfg.model, cfg.model == ""
-if made then
-  local base = os.tmpname()
-  os.remove(base)
-  path = base .. "-bench-model"
-  lt.model.new{ out = path, layers = cfg.layers, hidden = cfg.hidden, heads = 4, kv_heads = 2, vocab = 1024, seed = 1 }
+local path, cleanup = cfg.model, function() end
+if path == "" then
+  path, cleanup = exp.temp_model{ layers = cfg.layers, hidden = cfg.hidden, heads = 4, kv_heads = 2,
+                                  vocab = 1024, seed = 1 }
 end
 local m = lt.model.load(path)
 print(tostring(m))
@@ -54,4 +52,4 @@ for i, s in ipairs(results.resume.samples) do
 end
 lt.run.log("max_js_diff_resume_naive", diff)
 print(("resume / naive: %.2fx   (max |JS difference| %.2g)"):format(rates.resume / rates.naive, diff))
-if made then os.execute(("rm -rf '%s'"):format(path)) end
+cleanup()

@@ -10,12 +10,10 @@ local cfg = exp.args{ model = "", layers = 8, hidden = 256, heads = 8, kv_heads 
                       micro_batch = 8, steps = 6, warmup_steps = 2, repeats = 2,
                       peak_tflops = 989 }  -- dense bf16 peak of the GPU for MFU (H100 SXM: 989)
 
-local path = cfg.model
+local path, cleanup = cfg.model, function() end
 if path == "" then
-  path = os.tmpname() .. "-bench-model"
-  os.remove(path:gsub("%-bench%-model$", ""))
-  lt.model.new{ out = path, layers = cfg.layers, hidden = cfg.hidden, heads = cfg.heads,
-                kv_heads = cfg.kv_heads, vocab = 2048, seed = 1 }
+  path, cleanup = exp.temp_model{ layers = cfg.layers, hidden = cfg.hidden, heads = cfg.heads,
+                                  kv_heads = cfg.kv_heads, vocab = 2048, seed = 1 }
 end
 local base = lt.model.load(path)
 print(tostring(base))
@@ -72,4 +70,4 @@ local skip_last = results.last_block.tokens_per_s / results.last_block_no_skip.t
 lt.run.log("skip_saving/train_deep", skip)
 lt.run.log("skip_saving/last_block", skip_last)
 print(("skipping backward below the frozen prefix: train_deep %.2fx, last_block %.2fx"):format(skip, skip_last))
-if cfg.model == "" then os.execute("rm -rf '" .. path .. "'") end
+cleanup()

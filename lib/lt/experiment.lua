@@ -31,6 +31,17 @@ function M.default_model(path)
   return path
 end
 
+-- A random model for a benchmark, made in a fresh temporary folder from an lt.model.new
+-- spec (without `out`). Returns its path and a function that removes it.
+function M.temp_model(spec)
+  local dir = os.tmpname()  -- a unique name; the empty file it creates makes way for the folder
+  os.remove(dir)
+  local s = { out = dir }
+  for k, v in pairs(spec) do s[k] = v end
+  lt.model.new(s)
+  return dir, function() os.execute(("rm -rf '%s'"):format(dir)) end
+end
+
 -- for name, v in exp.sorted(t): pairs in key order, so runs happen in a stable order
 function M.sorted(t)
   local keys = {}

@@ -35,6 +35,25 @@ int cmd_rerun(const Globals& g, const std::vector<std::string>& args);
 int cmd_model(const Globals& g, const std::vector<std::string>& args);
 int cmd_data(const Globals& g, const std::vector<std::string>& args);  // data_cmd.cpp
 
+// Walks a subcommand's arguments from `start`: "--key=value", "--key value", flags and
+// positionals. while (a.next()) { if (a.key() == "--out") out = a.value(); ... }
+class ArgReader {
+ public:
+  ArgReader(const std::vector<std::string>& args, size_t start, std::string command)
+      : args_(args), i_(start), command_(std::move(command)) {}
+  bool next();
+  const std::string& key() const { return key_; }  // "--key", or the positional itself
+  bool is_option() const { return key_.rfind("--", 0) == 0; }
+  std::string value();                             // error naming the option when missing
+  int64_t integer();                               // value() as a non-negative integer
+
+ private:
+  const std::vector<std::string>& args_;
+  size_t i_;
+  std::string command_, key_, inline_value_;
+  bool has_inline_ = false;
+};
+
 enum class TableFormat { aligned, csv, json };
 std::string format_table(const store::Table& t, TableFormat f);
 

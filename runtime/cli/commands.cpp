@@ -24,12 +24,38 @@ void print_section(store::Store& st, const char* title, const std::string& sql, 
 
 }  // namespace
 
+bool ArgReader::next() {
+  if (i_ >= args_.size()) return false;
+  key_ = args_[i_++];
+  has_inline_ = false;
+  const auto eq = key_.find('=');
+  if (is_option() && eq != std::string::npos) {
+    inline_value_ = key_.substr(eq + 1);
+    key_.resize(eq);
+    has_inline_ = true;
+  }
+  return true;
+}
+
+std::string ArgReader::value() {
+  if (has_inline_) return inline_value_;
+  LT_CHECK(i_ < args_.size(), "{}: {} needs a value", command_, key_);
+  return args_[i_++];
+}
+
+int64_t ArgReader::integer() {
+  const std::string v = value();
+  LT_CHECK(!v.empty() && v.find_first_not_of("0123456789") == std::string::npos,
+           "{}: {} expects a non-negative integer, got '{}'", command_, key_, v);
+  return std::stoll(v);
+}
+
 int cmd_runs(const Globals& g, const std::vector<std::string>& args) {
   int64_t limit = 20;
-  for (size_t i = 0; i < args.size(); i++) {
-    if (args[i] == "--limit" && i + 1 < args.size()) limit = parse_run_id(args[++i]);
-    else if (args[i].rfind("--limit=", 0) == 0) limit = parse_run_id(args[i].substr(8));
-    else fail("runs: unknown argument '{}' (usage: ltrun runs [--limit N])", args[i]);
+  ArgReader a(args, 0, "runs");
+  while (a.next()) {
+    if (a.key() == "--limit") limit = a.integer();
+    else fail("runs: unknown argument '{}' (usage: ltrun runs [--limit N])", a.key());
   }
   auto st = store::Store::open(g.db);
   store::Table t = st->query(

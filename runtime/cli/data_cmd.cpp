@@ -40,35 +40,26 @@ int cmd_data(const Globals& g, const std::vector<std::string>& args) {
   LT_CHECK(args[0] == "pack", "data: unknown subcommand '{}' (pack, info)", args[0]);
   corpus::PackOptions o;
   if (g.seed) o.seed = *g.seed;
-  for (size_t i = 1; i < args.size(); i++) {
-    std::string a = args[i], v;
-    const auto eq = a.find('=');
-    if (a.rfind("--", 0) == 0 && eq != std::string::npos) {
-      v = a.substr(eq + 1);
-      a = a.substr(0, eq);
-    }
-    auto value = [&]() -> std::string {
-      if (!v.empty()) return v;
-      LT_CHECK(i + 1 < args.size(), "data pack: {} needs a value", a);
-      return args[++i];
-    };
-    if (a == "--tokenizer") o.tokenizer = value();
-    else if (a == "--out") o.out_dir = value();
-    else if (a == "--field") o.field = value();
-    else if (a == "--eos") o.eos = value();
-    else if (a == "--val") {
-      const std::string s = value();
+  ArgReader a(args, 1, "data pack");
+  while (a.next()) {
+    const std::string& k = a.key();
+    if (k == "--tokenizer") o.tokenizer = a.value();
+    else if (k == "--out") o.out_dir = a.value();
+    else if (k == "--field") o.field = a.value();
+    else if (k == "--eos") o.eos = a.value();
+    else if (k == "--val") {
+      const std::string v = a.value();
       try {
-        o.val_fraction = std::stod(s);
+        o.val_fraction = std::stod(v);
       } catch (const std::exception&) {
-        fail("data pack: --val expects a fraction, got '{}'", s);
+        fail("data pack: --val expects a fraction, got '{}'", v);
       }
-    } else if (a == "--max-bytes") {
-      o.max_bytes = std::stoll(value());
-    } else if (a.rfind("--", 0) == 0) {
-      fail("data pack: unknown option {} (see ltrun data --help)", a);
+    } else if (k == "--max-bytes") {
+      o.max_bytes = a.integer();
+    } else if (a.is_option()) {
+      fail("data pack: unknown option {} (see ltrun data --help)", k);
     } else {
-      o.inputs.push_back(a);
+      o.inputs.push_back(k);
     }
   }
   LT_CHECK(!o.tokenizer.empty(), "data pack: --tokenizer PATH is required");

@@ -21,12 +21,6 @@ const char kModelUsage[] = R"(usage:
   ltrun model info PATH           architecture, layers, parameters by part, dtype, size
 )";
 
-int64_t to_int(const std::string& flag, const std::string& v) {
-  LT_CHECK(!v.empty() && v.find_first_not_of("0123456789") == std::string::npos,
-           "model new: {} expects a positive integer, got '{}'", flag, v);
-  return std::stoll(v);
-}
-
 }  // namespace
 
 int cmd_model(const Globals& g, const std::vector<std::string>& args) {
@@ -42,31 +36,22 @@ int cmd_model(const Globals& g, const std::vector<std::string>& args) {
   LT_CHECK(args[0] == "new", "model: unknown subcommand '{}' (new, info)", args[0]);
   model::NewModelSpec s;
   if (g.seed) s.tiny.seed = *g.seed;
-  for (size_t i = 1; i < args.size(); i++) {
-    std::string a = args[i], v;
-    const auto eq = a.find('=');
-    if (a.rfind("--", 0) == 0 && eq != std::string::npos) {
-      v = a.substr(eq + 1);
-      a = a.substr(0, eq);
-    }
-    auto value = [&]() -> std::string {
-      if (!v.empty()) return v;
-      LT_CHECK(i + 1 < args.size(), "model new: {} needs a value", a);
-      return args[++i];
-    };
-    if (a == "--arch") s.tiny.arch = value();
-    else if (a == "--layers") s.tiny.layers = to_int(a, value());
-    else if (a == "--hidden") s.tiny.hidden = to_int(a, value());
-    else if (a == "--heads") s.tiny.heads = to_int(a, value());
-    else if (a == "--kv-heads") s.tiny.kv_heads = to_int(a, value());
-    else if (a == "--intermediate") s.tiny.intermediate = to_int(a, value());
-    else if (a == "--vocab") s.vocab = int(to_int(a, value()));
-    else if (a == "--corpus") s.corpus.push_back(value());
-    else if (a == "--tokenizer") s.tokenizer = value();
-    else if (a == "--tie") s.tiny.tie_word_embeddings = true;
-    else if (a.rfind("--", 0) == 0) fail("model new: unknown option {}\n{}", a, kModelUsage);
-    else if (s.out_dir.empty()) s.out_dir = a;
-    else fail("model new: one output folder, got '{}' and '{}'", s.out_dir, a);
+  ArgReader a(args, 1, "model new");
+  while (a.next()) {
+    const std::string& k = a.key();
+    if (k == "--arch") s.tiny.arch = a.value();
+    else if (k == "--layers") s.tiny.layers = a.integer();
+    else if (k == "--hidden") s.tiny.hidden = a.integer();
+    else if (k == "--heads") s.tiny.heads = a.integer();
+    else if (k == "--kv-heads") s.tiny.kv_heads = a.integer();
+    else if (k == "--intermediate") s.tiny.intermediate = a.integer();
+    else if (k == "--vocab") s.vocab = int(a.integer());
+    else if (k == "--corpus") s.corpus.push_back(a.value());
+    else if (k == "--tokenizer") s.tokenizer = a.value();
+    else if (k == "--tie") s.tiny.tie_word_embeddings = true;
+    else if (a.is_option()) fail("model new: unknown option {}\n{}", k, kModelUsage);
+    else if (s.out_dir.empty()) s.out_dir = k;
+    else fail("model new: one output folder, got '{}' and '{}'", s.out_dir, k);
   }
   LT_CHECK(!s.out_dir.empty(), "model new: the output folder is missing\n{}", kModelUsage);
   auto r = model::create_model_dir(s);
