@@ -82,25 +82,11 @@ at::Tensor read_ids(lua_State* L, int idx, const char* fn, int64_t pad, at::Tens
       lua_pop(L, 1);
     }
   }
-  size_t T = 0;
-  for (auto& r : rows) T = std::max(T, r.size());
-  at::Tensor ids = at::full({int64_t(rows.size()), int64_t(T)}, pad, at::kLong);
-  at::Tensor m = at::zeros({int64_t(rows.size()), int64_t(T)}, at::kLong);
+  model::Padded p = model::left_pad(rows, pad);
   bool padded = false;
-  for (size_t b = 0; b < rows.size(); b++) {
-    const int64_t off = int64_t(T - rows[b].size());
-    padded |= off > 0;
-    ids[b].narrow(0, off, int64_t(rows[b].size())).copy_(at::tensor(rows[b], at::kLong));
-    m[b].narrow(0, off, int64_t(rows[b].size())).fill_(1);
-  }
-  if (padded && mask) *mask = m;
-  return ids;
-}
-
-int64_t pad_id(const model::Model& m) {
-  const auto& c = m.config();
-  if (c.pad_token_id) return *c.pad_token_id;
-  return c.eos_token_ids.empty() ? 0 : c.eos_token_ids.front();
+  for (const auto& r : rows) padded |= r.size() != rows.front().size();
+  if (padded && mask) *mask = p.mask;
+  return p.ids;
 }
 
 // Lua functions referenced from C++ for the length of one forward pass
@@ -243,7 +229,7 @@ int m_forward(lua_State* L) {
   Refs refs{L, {}};
   at::Tensor mask;
   at::Tensor ids;
-  if (!lua_isnil(L, 2)) ids = read_ids(L, 2, fn, pad_id(m), &mask).to(m.device());
+  if (!lua_isnil(L, 2)) ids = read_ids(L, 2, fn, model::pad_token(m.config()), &mask).to(m.device());
   const int opts = 3;
   if (lua_istable(L, opts)) {
     lua_getfield(L, opts, "attention_mask");

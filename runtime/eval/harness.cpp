@@ -35,12 +35,6 @@ std::vector<std::vector<size_t>> buckets(const std::vector<std::vector<int64_t>>
   return out;
 }
 
-int64_t pad_id(const model::Model& m) {
-  const auto& c = m.config();
-  if (c.pad_token_id) return *c.pad_token_id;
-  return c.eos_token_ids.empty() ? 0 : c.eos_token_ids.front();
-}
-
 // The token ids that mean "option X" right after the prompt: "X" and " X" where each is one
 // token (else the first token of " X"). Their probabilities are summed.
 std::vector<std::vector<int64_t>> letter_tokens(const text::Tokenizer& tok, int n) {
@@ -94,7 +88,7 @@ HarnessResult evaluate(const model::Model& m, const text::Tokenizer& tok, const 
   std::vector<std::vector<int64_t>> ids;
   for (const auto& e : tok.encode_batch(prompts, true)) ids.push_back(to64(e));
   const auto batches = buckets(ids, opt.batch_size);
-  const int64_t pad = pad_id(m);
+  const int64_t pad = model::pad_token(m.config());
 
   std::vector<std::string> protocols = math ? std::vector<std::string>{"generate"} : opt.protocols;
   for (const auto& protocol : protocols) {
@@ -108,27 +102,22 @@ HarnessResult evaluate(const model::Model& m, const text::Tokenizer& tok, const 
       std::map<int, std::vector<std::vector<int64_t>>> letters_by_n;
       for (const auto& b : batches) {
         check_interrupt();
-        size_t T = 0;
-        for (size_t i : b) T = std::max(T, ids[i].size());
-        at::Tensor x = at::full({int64_t(b.size()), int64_t(T)}, pad, at::kLong);
-        at::Tensor mask = at::zeros({int64_t(b.size()), int64_t(T)}, at::kLong);
-        for (size_t r = 0; r < b.size(); r++) {
-          const auto& row = ids[b[r]];
-          const int64_t off = int64_t(T - row.size());
-          x[int64_t(r)].narrow(0, off, int64_t(row.size())).copy_(at::tensor(row, at::kLong));
-          mask[int64_t(r)].narrow(0, off, int64_t(row.size())).fill_(1);
-        }
+        std::vector<std::vector<int64_t>> rows;
+        for (size_t i : b) rows.push_back(ids[i]);
+        const model::Padded x = model::left_pad(rows, pad);
         model::ForwardOptions fo;
-        fo.attention_mask = mask.to(m.device());
+        fo.attention_mask = x.mask.to(m.device());
         fo.logits = model::Logits::Last;
-        at::Tensor probs = m.forward(x.to(m.device()), fo).logits.select(1, 0).to(at::kFloat).softmax(-1).cpu();
+        at::Tensor probs = m.forward(x.ids.to(m.device()), fo).logits.select(1, 0).to(at::kFloat).softmax(-1).cpu();
         for (size_t r = 0; r < b.size(); r++) {
           const Item& it = items[b[r]];
           const int n = int(it.choices.size());
           auto cached = letters_by_n.find(n);
           if (cached == letters_by_n.end()) cached = letters_by_n.emplace(n, letter_tokens(tok, n)).first;
           const auto& letters = cached->second;
-          ItemResult ir{&it, protocol};
+          ItemResult ir;
+          ir.item = &it;
+          ir.protocol = protocol;
           auto row = probs[int64_t(r)];
           int best = 0;
           for (int c = 0; c < n; c++) {
@@ -167,7 +156,9 @@ HarnessResult evaluate(const model::Model& m, const text::Tokenizer& tok, const 
           auto gens = model::generate(m, prompts_b, g);
           for (size_t r = 0; r < b.size(); r++) {
             const Item& it = items[b[r]];
-            ItemResult ir{&it, protocol};
+            ItemResult ir;
+            ir.item = &it;
+            ir.protocol = protocol;
             ir.sample = s;
             ir.output = tok.decode(std::vector<int32_t>(gens[r].tokens.begin(), gens[r].tokens.end()), true);
             for (const auto& st : stops) {

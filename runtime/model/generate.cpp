@@ -33,6 +33,24 @@ at::Tensor next_tokens(const at::Tensor& logits, const GenerateOptions& o, at::G
   return at::multinomial(s.softmax(-1).to(at::kCPU), 1, /*replacement=*/false, gen).squeeze(-1);
 }
 
+Padded left_pad(const std::vector<std::vector<int64_t>>& rows, int64_t pad) {
+  size_t T = 0;
+  for (const auto& r : rows) T = std::max(T, r.size());
+  const int64_t B = int64_t(rows.size());
+  Padded p{at::full({B, int64_t(T)}, pad, at::kLong), at::zeros({B, int64_t(T)}, at::kLong)};
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t n = int64_t(rows[size_t(b)].size()), off = int64_t(T) - n;
+    p.ids[b].narrow(0, off, n).copy_(at::tensor(rows[size_t(b)], at::kLong));
+    p.mask[b].narrow(0, off, n).fill_(1);
+  }
+  return p;
+}
+
+int64_t pad_token(const Config& c) {
+  if (c.pad_token_id) return *c.pad_token_id;
+  return c.eos_token_ids.empty() ? 0 : c.eos_token_ids.front();
+}
+
 std::vector<Generation> generate(const Model& model,
                                  const std::vector<std::vector<int64_t>>& prompts,
                                  const GenerateOptions& o) {
@@ -46,20 +64,11 @@ std::vector<Generation> generate(const Model& model,
     LT_CHECK(!prompts[b].empty(), "generate: prompt {} is empty", b);
     T = std::max<int64_t>(T, int64_t(prompts[b].size()));
   }
-  const int64_t pad = o.pad_id >= 0              ? o.pad_id
-                      : c.pad_token_id           ? *c.pad_token_id
-                      : !c.eos_token_ids.empty() ? c.eos_token_ids[0]
-                                                 : 0;
   const std::vector<int64_t> stop_ids = o.stop_ids.value_or(c.eos_token_ids);
-
-  // left padding, so that every row's last prompt token sits at the same column
-  at::Tensor ids = at::full({B, T}, pad, at::kLong);
-  at::Tensor mask = at::zeros({B, T}, at::kLong);
-  for (int64_t b = 0; b < B; ++b) {
-    const int64_t n = int64_t(prompts[b].size());
-    ids[b].narrow(0, T - n, n).copy_(at::tensor(prompts[b], at::kLong));
-    mask[b].narrow(0, T - n, n).fill_(1);
-  }
+  const int64_t pad = o.pad_id >= 0 ? o.pad_id : pad_token(c);
+  const Padded batch = left_pad(prompts, pad);
+  const at::Tensor& ids = batch.ids;
+  at::Tensor mask = batch.mask;  // grows by one column per decoded token
 
   std::vector<Generation> out(B);
   if (o.max_new_tokens == 0) {

@@ -37,6 +37,16 @@ struct Generation {
   std::string finish;           // "stop_id", "stop" (the callback) or "length"
 };
 
+// Prompts of different lengths as one batch: ids [B, T] left-padded with `pad` (so every
+// row's last token sits in the last column) and mask [B, T], 1 for tokens, 0 for padding.
+struct Padded {
+  at::Tensor ids, mask;
+};
+Padded left_pad(const std::vector<std::vector<int64_t>>& rows, int64_t pad);
+// The id written into padding (masked, so any valid id): the config's pad token, else its
+// first eos id, else 0.
+int64_t pad_token(const Config& c);
+
 // One Generation per prompt; prompts may differ in length (they are left-padded).
 std::vector<Generation> generate(const Model& model,
                                  const std::vector<std::vector<int64_t>>& prompts,
