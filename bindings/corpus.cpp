@@ -49,8 +49,7 @@ int l_pack(lua_State* L) {
   o.progress = opt_bool(L, 1, "progress", fn).value_or(true);
   const corpus::PackResult r = corpus::pack(o);
   lua_createtable(L, 0, 9);
-  push(L, r.out_dir);
-  lua_setfield(L, -2, "dir");
+  set_field(L, "dir", r.out_dir);
   set_field(L, "documents", double(r.documents));
   set_field(L, "train_documents", double(r.train_documents));
   set_field(L, "val_documents", double(r.val_documents));

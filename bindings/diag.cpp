@@ -62,6 +62,20 @@ void push_series(lua_State* L, const std::vector<double>& v, bool residual = fal
   }
 }
 
+// The four per-layer series of a sample or of a group mean as fields of the table on top:
+// p_target and js by residual (keys 0..N), tp_ratio and ls_djs by block (1..N).
+template <class Series>
+void set_layer_series(lua_State* L, const Series& s) {
+  push_series(L, s.p_target, true);
+  lua_setfield(L, -2, "p_target");
+  push_series(L, s.js, true);
+  lua_setfield(L, -2, "js");
+  push_series(L, s.tp_ratio);
+  lua_setfield(L, -2, "tp_ratio");
+  push_series(L, s.ls_djs);
+  lua_setfield(L, -2, "ls_djs");
+}
+
 template <class T>
 void push_array(lua_State* L, const std::vector<T>& v) {
   lua_createtable(L, int(v.size()), 0);
@@ -189,14 +203,7 @@ int l_trace(lua_State* L) {
     lua_createtable(L, 0, 8);
     set_field(L, "target", double(t.target));
     set_field(L, "group", t.group);
-    push_series(L, t.p_target, true);
-    lua_setfield(L, -2, "p_target");
-    push_series(L, t.js, true);
-    lua_setfield(L, -2, "js");
-    push_series(L, t.tp_ratio);
-    lua_setfield(L, -2, "tp_ratio");
-    push_series(L, t.ls_djs);
-    lua_setfield(L, -2, "ls_djs");
+    set_layer_series(L, t);
     push_array(L, t.tp_interval);
     lua_setfield(L, -2, "tp_interval");
     lua_createtable(L, N, 1);
@@ -220,14 +227,7 @@ int l_trace(lua_State* L) {
     lua_createtable(L, 0, 6);
     set_field(L, "group", gm.group);
     set_field(L, "samples", gm.samples);
-    push_series(L, gm.p_target, true);
-    lua_setfield(L, -2, "p_target");
-    push_series(L, gm.js, true);
-    lua_setfield(L, -2, "js");
-    push_series(L, gm.tp_ratio);
-    lua_setfield(L, -2, "tp_ratio");
-    push_series(L, gm.ls_djs);
-    lua_setfield(L, -2, "ls_djs");
+    set_layer_series(L, gm);
     lua_rawseti(L, -2, int(g + 1));
   }
   lua_setfield(L, -2, "groups");

@@ -8,6 +8,7 @@
 
 #include "runtime/core/error.h"
 #include "tests/test_util.h"
+#include "tests/tiny_spec.h"
 #include "runtime/model/tiny.h"
 
 namespace diag_test {
@@ -17,16 +18,7 @@ using ltrun_test::require_error;
 // A small model whose blocks matter: weights larger than HF's std 0.02 make the lens and the
 // perturbations move probabilities well above rounding.
 inline ltrun::model::Model sharp_tiny(const std::string& arch, int64_t layers = 4, uint64_t seed = 1) {
-  ltrun::model::TinySpec s;
-  s.arch = arch;
-  s.layers = layers;
-  s.hidden = 32;
-  s.heads = 4;
-  s.kv_heads = 2;
-  s.intermediate = 48;
-  s.vocab = 61;
-  s.seed = seed;
-  ltrun::model::Model m = ltrun::model::make_tiny(s);
+  ltrun::model::Model m = ltrun::model::make_tiny(ltrun_test::tiny_spec(arch, layers, seed));
   at::NoGradGuard no_grad;
   for (auto& p : m.parameters())
     if (p.name.find("norm") == std::string::npos) p.tensor.mul_(15);

@@ -11,6 +11,7 @@
 
 #include "runtime/core/error.h"
 #include "tests/test_util.h"
+#include "tests/tiny_spec.h"
 #include "runtime/model/tiny.h"
 
 namespace model_test {
@@ -20,16 +21,7 @@ inline std::string scratch(const std::string& name) { return ltrun_test::scratch
 
 // Small enough to run in milliseconds, big enough for GQA (4 heads over 2 kv heads).
 inline ltrun::model::TinySpec spec(const std::string& arch, uint64_t seed = 1) {
-  ltrun::model::TinySpec s;
-  s.arch = arch;
-  s.layers = 3;
-  s.hidden = 32;
-  s.heads = 4;
-  s.kv_heads = 2;
-  s.intermediate = 48;
-  s.vocab = 61;
-  s.seed = seed;
-  return s;
+  return ltrun_test::tiny_spec(arch, 3, seed);
 }
 
 // Random weights (std 0.02) make near-uniform logits; larger ones make the tests see

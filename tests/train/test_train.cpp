@@ -22,6 +22,7 @@
 #include "runtime/train/trainer.h"
 #include "runtime/train/weight_change.h"
 #include "tests/test_util.h"
+#include "tests/tiny_spec.h"
 
 using namespace ltrun;
 using namespace ltrun::train;
@@ -31,15 +32,8 @@ namespace {
 std::string scratch(const std::string& name) { return ltrun_test::scratch_dir("train", name); }
 
 model::Model tiny(int layers = 4, bool tie = false, uint64_t seed = 3) {
-  model::TinySpec s;
-  s.layers = layers;
-  s.hidden = 32;
-  s.heads = 4;
-  s.kv_heads = 2;
-  s.intermediate = 48;
-  s.vocab = 50;
+  model::TinySpec s = ltrun_test::tiny_spec("qwen3", layers, seed, 50);
   s.tie_word_embeddings = tie;
-  s.seed = seed;
   model::Model m = model::make_tiny(s);
   m.set_requires_grad(true);
   return m;
