@@ -47,12 +47,16 @@ std::string default_device(lua_State* L) {
   return d;
 }
 
-// ids: tensor [T] or [B, T]; {ids...}; {{ids...}, ...} of different lengths (left-padded,
-// with the mask returned through `mask`).
-at::Tensor read_ids(lua_State* L, int idx, const char* fn, int64_t pad, at::Tensor* mask) {
+// Rows of token ids: a tensor [T] or [B, T], {ids...}, or {{ids...}, ...}.
+std::vector<std::vector<int64_t>> read_id_rows(lua_State* L, int idx, const char* fn) {
+  std::vector<std::vector<int64_t>> rows;
   if (is_tensor(L, idx)) {
-    at::Tensor t = check_tensor(L, idx, fn).to(at::kLong);
-    return t.dim() == 1 ? t.unsqueeze(0) : t;
+    at::Tensor t = check_tensor(L, idx, fn).to(at::kCPU, at::kLong).contiguous();
+    if (t.dim() == 1) t = t.unsqueeze(0);
+    LT_CHECK(t.dim() == 2 && t.size(1) > 0, "{}: token ids must be [T] or [B, T]", fn);
+    for (int64_t r = 0; r < t.size(0); r++)
+      rows.emplace_back(t[r].data_ptr<int64_t>(), t[r].data_ptr<int64_t>() + t.size(1));
+    return rows;
   }
   check_table(L, idx, fn);
   const int n = int(lua_objlen(L, idx));
@@ -60,7 +64,6 @@ at::Tensor read_ids(lua_State* L, int idx, const char* fn, int64_t pad, at::Tens
   lua_rawgeti(L, idx, 1);
   const bool nested = lua_istable(L, -1);
   lua_pop(L, 1);
-  std::vector<std::vector<int64_t>> rows;
   auto read_row = [&](int t) {
     std::vector<int64_t> r;
     for (int i = 1; i <= int(lua_objlen(L, t)); i++) {
@@ -82,6 +85,17 @@ at::Tensor read_ids(lua_State* L, int idx, const char* fn, int64_t pad, at::Tens
       lua_pop(L, 1);
     }
   }
+  return rows;
+}
+
+// ids as one batch: a tensor as given; rows of different lengths left-padded, with the mask
+// returned through `mask`.
+at::Tensor read_ids(lua_State* L, int idx, const char* fn, int64_t pad, at::Tensor* mask) {
+  if (is_tensor(L, idx)) {
+    at::Tensor t = check_tensor(L, idx, fn).to(at::kLong);
+    return t.dim() == 1 ? t.unsqueeze(0) : t;
+  }
+  const auto rows = read_id_rows(L, idx, fn);
   model::Padded p = model::left_pad(rows, pad);
   bool padded = false;
   for (const auto& r : rows) padded |= r.size() != rows.front().size();
@@ -339,12 +353,7 @@ int m_generate(lua_State* L) {
       }
     } else {
       single_ids = kind == LUA_TNUMBER;
-      at::Tensor mask;
-      at::Tensor ids = read_ids(L, 2, fn, 0, &mask);
-      for (int64_t r = 0; r < ids.size(0); r++) {
-        at::Tensor row = mask.defined() ? ids[r].masked_select(mask[r].to(at::kBool)) : ids[r];
-        prompts.emplace_back(row.data_ptr<int64_t>(), row.data_ptr<int64_t>() + row.numel());
-      }
+      prompts = read_id_rows(L, 2, fn);
     }
   }
   model::GenerateOptions g;
