@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <new>
+#include <ATen/core/grad_mode.h>
 
 #include "bindings/luat.h"
 #include "runtime/core/device.h"

@@ -18,6 +18,8 @@ end
 -- current folder): made by experiments/pretrain_tiny.lua, as a child run, when it is missing.
 M.default_model_path = "models/tiny-qwen3"
 local root = debug.getinfo(1, "S").source:match("^@(.*)/lib/lt/experiment%.lua$") or "."
+-- the project's folder (experiments/, lib/, tests/ live there), for scripts that call its files
+M.root = root
 
 function M.default_model(path)
   path = path or M.default_model_path

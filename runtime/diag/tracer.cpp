@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <ATen/core/grad_mode.h>
 
 #include "runtime/core/error.h"
 #include "runtime/core/interrupt.h"

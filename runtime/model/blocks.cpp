@@ -6,6 +6,8 @@
 #include <torch/version.h>  // TORCH_VERSION_MAJOR; on the include path of both LibTorch builds
 
 #include <cmath>
+#include <cstdlib>
+#include <string>
 #include <limits>
 
 #include "runtime/core/error.h"
@@ -125,6 +127,17 @@ at::Tensor visible_keys(const at::Tensor& key_mask, int64_t T, int64_t S) {
 
 bool have_sdpa() { return TORCH_VERSION_MAJOR >= 2; }
 
+bool sdpa_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("LTRUN_ATTENTION");
+    const std::string v = e ? e : "";
+    LT_CHECK(v.empty() || v == "sdpa" || v == "eager",
+             "LTRUN_ATTENTION must be \"sdpa\" or \"eager\", found \"{}\"", v);
+    return have_sdpa() && v != "eager";
+  }();
+  return on;
+}
+
 namespace {
 
 // the most negative finite value: -inf would turn rows with no visible key (left padding)
@@ -157,7 +170,7 @@ at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
   const int64_t rep = H / KV;
   const bool need_mask = visible.defined() || T > 1;
 #if TORCH_VERSION_MAJOR >= 2
-  if (sdpa) {
+  if (sdpa && sdpa_enabled()) {
     auto expand = [&](const at::Tensor& x) {
       return rep == 1 ? x : x.unsqueeze(2).expand({B, KV, rep, S, D}).reshape({B, H, S, D});
     };

@@ -40,11 +40,14 @@ at::Tensor visible_keys(const at::Tensor& key_mask, int64_t T, int64_t S);
 // [B, KV, S, D] with KV dividing H (query head h reads kv head h / (H / KV)). `visible` is
 // from visible_keys, or undefined for plain causal masking. Scores and softmax are fp32 (fp64
 // for fp64 inputs).
-// sdpa: use at::scaled_dot_product_attention where LibTorch has it (2.x); else, and always
-// on 1.x, an explicit matmul + softmax.
+// sdpa: use at::scaled_dot_product_attention where LibTorch has it (2.x) and the
+// environment allows it; else, and always on 1.x, an explicit matmul + softmax.
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                      const at::Tensor& visible, bool sdpa = true);
-bool have_sdpa();  // LibTorch >= 2.0
+bool have_sdpa();     // LibTorch >= 2.0
+// have_sdpa() unless LTRUN_ATTENTION=eager (the explicit path, e.g. to check it against HF
+// on a 2.x build); any value but "sdpa" or "eager" is an error naming the variable.
+bool sdpa_enabled();
 
 // down(silu(gate(x)) * up(x)); biases may be undefined.
 at::Tensor swiglu(const at::Tensor& x, const at::Tensor& gate, const at::Tensor& up,

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <ATen/core/grad_mode.h>
 
 #include "runtime/core/error.h"
 

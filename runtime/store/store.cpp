@@ -2,6 +2,7 @@
 // writing thread when the buffer is large, and by a background thread at least every second.
 #include "runtime/store/store.h"
 
+#include <fmt/ranges.h>  // fmt::join: in its own header from fmt 11 on
 #include <sqlite3.h>
 #include <unistd.h>
 
@@ -63,6 +64,7 @@ std::vector<Migration> migrations() {
 // One buffered row; `kind` picks the statement.
 struct Row {
   enum Kind { param, metric, layer_metric, eval_item, artifact } kind;
+  Row(Kind k, int64_t run_id) : kind(k), run(run_id) {}
   int64_t run;
   std::string s1, s2, s3, s4, s5, s6;
   double value = 0;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <ATen/core/grad_mode.h>
 
 #include "runtime/core/error.h"
 

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <ATen/core/grad_mode.h>
 
 #include "runtime/core/error.h"
 #include "runtime/core/interrupt.h"

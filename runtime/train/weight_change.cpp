@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 
 #include <cmath>
+#include <ATen/core/grad_mode.h>
 
 #include "runtime/core/error.h"
 

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <initializer_list>
 #include <string>
+#include <ATen/core/grad_mode.h>
 
 #include "runtime/core/error.h"
 #include "tests/test_util.h"

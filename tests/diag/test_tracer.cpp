@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <ATen/core/grad_mode.h>
 
 #include "diag_test_util.h"
 #include "runtime/diag/tracer.h"

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <initializer_list>
 #include <string>
+#include <ATen/core/grad_mode.h>
 
 #include "runtime/core/error.h"
 #include "tests/test_util.h"

@@ -1,6 +1,7 @@
 // tests/model/test_blocks.cpp: each shared block against its formula worked out by hand
 // here, and a finite-difference gradient check of a whole stack in double precision.
 #include <cmath>
+#include <ATen/core/grad_mode.h>
 
 #include "model_test_util.h"
 #include "runtime/model/blocks.h"
@@ -122,7 +123,7 @@ TEST_CASE("grouped-query attention equals MHA with repeated kv heads",
                      v = at::randn({2, 2, 5, 8}, opt);
     const at::Tensor ref = reference_attention(q, k, v, at::ones({2, 5}, at::kBool));
     CHECK(rel_err(attention(q, k, v, {}, /*sdpa=*/false), ref) < 1e-12);
-    if (have_sdpa()) CHECK(rel_err(attention(q, k, v, {}, /*sdpa=*/true), ref) < 1e-10);
+    if (sdpa_enabled()) CHECK(rel_err(attention(q, k, v, {}, /*sdpa=*/true), ref) < 1e-10);
   }
   SECTION("two new queries after three cached keys, one row left-padded") {
     const at::Tensor q = at::randn({2, 4, 2, 8}, opt), k = at::randn({2, 1, 5, 8}, opt),

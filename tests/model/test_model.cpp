@@ -3,6 +3,7 @@
 // logits / cache / padding options against each other.
 #include <cmath>
 #include <map>
+#include <ATen/core/grad_mode.h>
 
 #include "model_test_util.h"
 #include "runtime/model/model.h"

@@ -2,7 +2,8 @@
 """tests/parity/hf_parity.py: ltrun's model core against HF transformers, on random tiny
 Qwen3, Qwen2 and Llama models (with llama3 / yarn / linear RoPE scaling, tied heads, biases).
 
-Needs torch, transformers and safetensors (a GPU node; CTest does not run it) and the
+Needs torch, transformers and safetensors (a GPU node, or scripts/check-torch2 on any
+Debian machine, which runs it on CPU in a Debian sid chroot; CTest does not run it) and the
 ltrun_model_dump binary (built by default next to ltrun). For each model it
 
   1. makes the model with transformers, sharpens its weights (HF's std-0.02 init gives
@@ -12,7 +13,9 @@ ltrun_model_dump binary (built by default next to ltrun). For each model it
   3. compares, on real tokens only, every hidden state of ltrun's convention (hidden.l =
      residual before block l / after block l-1, all before the final norm), the final-normed
      state (HF's last hidden state) and the logits: fp32 within 1e-4 of the tensor's max,
-     bf16 within bf16 noise (twice HF-bf16's own distance from HF-fp32, at least 1e-2);
+     with each of ltrun's attention paths (SDPA on LibTorch 2.x, and the explicit one of 1.x
+     builds through LTRUN_ATTENTION=eager), bf16 within bf16 noise (twice HF-bf16's own
+     distance from HF-fp32, at least 1e-2);
   4. compares greedy generation (fp32) token by token;
 
 and finally loads models made by `ltrun_model_dump new` with transformers and compares their
@@ -20,6 +23,7 @@ logits, which checks that ltrun writes checkpoints HF can read. Prints a table; 
 any failure.
 
   python3 tests/parity/hf_parity.py --dump build/ltrun_model_dump [--device cuda] [--keep DIR]
+                                    [--bf16 auto|on|off]
 """
 import argparse
 import json
@@ -113,15 +117,17 @@ def hf_states(model, ids, mask, device):
     return {k: v.float().cpu() for k, v in states.items()}
 
 
-def run(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True)
+def run(cmd, env=None):
+    r = subprocess.run(cmd, capture_output=True, text=True, env=None if env is None else {**os.environ, **env})
     if r.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stderr}")
     return r.stdout
 
 
-def ltrun_states(dump, model_dir, out_dir, device, dtype):
-    run([dump, "forward", model_dir, out_dir, "--ids", ids_arg(), "--device", device, "--dtype", dtype])
+def ltrun_states(dump, model_dir, out_dir, device, dtype, attention="sdpa"):
+    """attention "eager" makes a LibTorch 2.x build take the explicit path of 1.x builds."""
+    run([dump, "forward", model_dir, out_dir, "--ids", ids_arg(), "--device", device, "--dtype", dtype],
+        env={"LTRUN_ATTENTION": attention})
     return load_file(os.path.join(out_dir, "model.safetensors"))
 
 
@@ -150,7 +156,7 @@ class Table:
             print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
 
 
-def compare_model(name, config, dump, work, device, table, seed):
+def compare_model(name, config, dump, work, device, table, seed, bf16):
     model_dir = os.path.join(work, name.replace(" ", "_"))
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(config, attn_implementation="eager", **dtype_kwargs(torch.float32))
@@ -159,12 +165,13 @@ def compare_model(name, config, dump, work, device, table, seed):
     ids, mask = batch()
 
     ref32 = hf_states(model.to(device), ids, mask, device)
-    ours32 = ltrun_states(dump, model_dir, model_dir + "_f32", device, "float32")
-    for key in ref32:
-        a, r = errors(ours32[key], ref32[key], mask)
-        table.add(name, "fp32", key, a, r, 1e-4)
+    for attention in ("sdpa", "eager"):  # the same path on LibTorch 1.x builds
+        ours32 = ltrun_states(dump, model_dir, f"{model_dir}_f32_{attention}", device, "float32", attention)
+        for key in ref32:
+            a, r = errors(ours32[key], ref32[key], mask)
+            table.add(name, "fp32" if attention == "sdpa" else "fp32 eager", key, a, r, 1e-4)
 
-    if device != "cpu":
+    if bf16:
         hf16 = AutoModelForCausalLM.from_pretrained(model_dir, attn_implementation="sdpa",
                                                     **dtype_kwargs(torch.bfloat16)).to(device)
         ref16 = hf_states(hf16, ids, mask, device)
@@ -208,18 +215,21 @@ def main():
     ap.add_argument("--dump", required=True, help="path of the ltrun_model_dump binary")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--keep", help="work in this folder and keep it (default: a temporary one)")
+    ap.add_argument("--bf16", choices=["auto", "on", "off"], default="auto",
+                    help="also compare bfloat16 (auto: on a GPU only)")
     args = ap.parse_args()
     # HF matmuls in true fp32, like LibTorch's defaults
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
 
+    bf16 = args.bf16 == "on" or (args.bf16 == "auto" and args.device != "cpu")
     work = args.keep or tempfile.mkdtemp(prefix="ltrun_parity_")
     os.makedirs(work, exist_ok=True)
     print(f"torch {torch.__version__}, transformers {transformers.__version__}, device {args.device}, work {work}")
     table = Table()
     try:
         for i, (name, config) in enumerate(tiny_configs()):
-            compare_model(name, config, args.dump, work, args.device, table, seed=100 + i)
+            compare_model(name, config, args.dump, work, args.device, table, seed=100 + i, bf16=bf16)
         for arch in ("qwen3", "qwen2", "llama"):
             compare_ltrun_made(arch, args.dump, work, args.device, table)
     finally:

@@ -17,6 +17,7 @@
 #include <iostream>
 #include <map>
 #include <sstream>
+#include <ATen/core/grad_mode.h>
 
 #include "runtime/core/device.h"
 #include "runtime/core/error.h"
