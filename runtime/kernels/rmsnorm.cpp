@@ -2,6 +2,7 @@
 #include "runtime/kernels/rmsnorm.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include "runtime/core/error.h"
 
