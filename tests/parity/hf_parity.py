@@ -18,6 +18,7 @@ ltrun_model_dump binary (built by default next to ltrun). For each model it
      distance from HF-fp32, at least 1e-2);
   4. compares greedy generation (fp32) token by token;
 
+then reads checkpoints that HF saved in bf16 and fp16, sharded (model.safetensors.index.json);
 then loads models made by `ltrun_model_dump new` and `ltrun model new` (config, weights,
 generation config, trained BPE tokenizer) with transformers and compares their logits,
 which checks that ltrun writes checkpoints HF can read; and finally compares token ids of
@@ -207,6 +208,27 @@ def compare_model(name, config, dump, work, device, table, seed, bf16):
     table.add(name, "fp32", f"greedy {same}/{total} tokens", 0.0, 0.0, 0.0, ok=same == total)
 
 
+def compare_sharded(name, config, dump, work, device, table, seed, save_dtype):
+    """A checkpoint that HF writes in `save_dtype` and in several shards
+    (model.safetensors.index.json): ltrun reads it as HF does, into float32."""
+    model_dir = os.path.join(work, name.replace(" ", "_") + "_sharded")
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(config, attn_implementation="eager", **dtype_kwargs(torch.float32))
+    sharpen(model, seed)
+    model.to(save_dtype).save_pretrained(model_dir, safe_serialization=True, max_shard_size="40KB")
+    shards = [f for f in os.listdir(model_dir) if f.endswith(".safetensors")]
+    assert os.path.exists(os.path.join(model_dir, "model.safetensors.index.json")) and len(shards) > 1
+    hf = AutoModelForCausalLM.from_pretrained(model_dir, attn_implementation="eager",
+                                              **dtype_kwargs(torch.float32)).to(device)
+    ids, mask = batch()
+    ref = hf_states(hf, ids, mask, device)
+    ours = ltrun_states(dump, model_dir, model_dir + "_out", device, "float32")
+    dt = str(save_dtype).replace("torch.", "")
+    for key in ("hidden.1", "logits"):
+        a, r = errors(ours[key], ref[key], mask)
+        table.add(name, "fp32", f"{key} ({len(shards)} {dt} shards)", a, r, 1e-4)
+
+
 def compare_ltrun_made(arch, dump, work, device, table):
     """A model written by ltrun, read by transformers."""
     model_dir = os.path.join(work, f"ltrun_new_{arch}")
@@ -287,6 +309,9 @@ def main():
     try:
         for i, (name, config) in enumerate(tiny_configs()):
             compare_model(name, config, args.dump, work, args.device, table, seed=100 + i, bf16=bf16)
+        configs = dict(tiny_configs())
+        compare_sharded("qwen3", configs["qwen3"], args.dump, work, args.device, table, 200, torch.bfloat16)
+        compare_sharded("llama", configs["llama"], args.dump, work, args.device, table, 201, torch.float16)
         bin_dir = os.path.dirname(os.path.abspath(args.dump))
         tokenizers = [("qwen3 (npm)", NPM_QWEN3)] if os.path.exists(NPM_QWEN3) else []
         for arch in ("qwen3", "qwen2", "llama"):
