@@ -121,6 +121,11 @@ NewModelResult create_model_dir(const NewModelSpec& spec) {
       break;
     }
   }
+  // the BOS: a token the post-processor puts before the text (Llama 2's <s>, Llama 3's
+  // <|begin_of_text|>; Qwen has none)
+  const auto with = tok.encode("x", true), without = tok.encode("x", false);
+  if (with.size() > without.size() && with.front() != without.front())
+    tiny.bos_token_id = with.front();
   Model m = make_tiny(tiny);
   m.save(spec.out_dir);
   // tokenizer_config.json lets HF's AutoTokenizer load the folder (tokenizer.json holds the
@@ -137,6 +142,7 @@ NewModelResult create_model_dir(const NewModelSpec& spec) {
       tc["eos_token"] = tok.id_to_token(int32_t(*tiny.eos_token_id));
       tc["pad_token"] = tc["eos_token"];
     }
+    if (tiny.bos_token_id) tc["bos_token"] = tok.id_to_token(int32_t(*tiny.bos_token_id));
     std::ofstream(tok_config) << tc.dump(2) << "\n";
   }
   r.vocab = tiny.vocab;

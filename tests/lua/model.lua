@@ -95,4 +95,20 @@ T.case("clone, parameters, save/load round trip", function()
   T.raises(function() m:parameters(3) end, "out of range")
 end)
 
+T.case("a Llama 2 style tokenizer: new model with its BOS, generate, decode", function()
+  local root = debug.getinfo(1, "S").source:match("^@(.*)/tests/lua/[^/]*$")
+  local spm = root .. "/tests/data/text/spm/llama2/tokenizer.json"
+  lt.model.new{ out = tmp .. "/llama2", arch = "llama", layers = 2, hidden = 32, heads = 4,
+                kv_heads = 2, tokenizer = spm, seed = 3 }
+  local l2 = lt.model.load(tmp .. "/llama2")
+  T.eq(l2.config.bos_token_id, 1); T.eq(l2.config.eos_token_id, 2)
+  local t2 = l2.tokenizer
+  local ids = t2:encode("Hello world")
+  T.eq(ids[1], 1, "<s> first")
+  T.eq(t2:decode(ids, { skip_special = true }), "Hello world")
+  T.eq(t2:decode(t2:encode("你好")), "<s> 你好")  -- byte fallback back to text, as HF decodes
+  local out = l2:generate("Hello", { max_new_tokens = 3, stop_ids = {} })
+  T.ok(type(out) == "string")
+end)
+
 T.finish()
