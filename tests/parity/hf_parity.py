@@ -17,6 +17,8 @@ ltrun_model_dump binary (built by default next to ltrun). For each model it
      builds through LTRUN_ATTENTION=eager), bf16 within bf16 noise (twice HF-bf16's own
      distance from HF-fp32, at least 1e-2);
   4. compares greedy generation (fp32) token by token;
+  5. compares the trainer's loss and gradients (ltrun_loss_dump) with HF's loss with labels
+     and autograd: full backward, a frozen prefix (from_layer 1), activation checkpointing;
 
 then reads checkpoints that HF saved in bf16 and fp16, sharded (model.safetensors.index.json);
 then loads models made by `ltrun_model_dump new` and `ltrun model new` (config, weights,
@@ -30,7 +32,7 @@ Prints a table; exit 1 on any failure.
 
   python3 tests/parity/hf_parity.py --dump build/ltrun_model_dump [--device cuda] [--keep DIR]
                                     [--bf16 auto|on|off] [--tokenizer FILE ...]
-(ltrun and ltrun_tokenize are taken from beside ltrun_model_dump.)
+(ltrun, ltrun_tokenize and ltrun_loss_dump are taken from beside ltrun_model_dump.)
 """
 import argparse
 import glob
@@ -170,7 +172,7 @@ class Table:
             print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
 
 
-def compare_model(name, config, dump, work, device, table, seed, bf16):
+def compare_model(name, config, dump, work, device, table, seed, bf16, loss_dump):
     model_dir = os.path.join(work, name.replace(" ", "_"))
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(config, attn_implementation="eager", **dtype_kwargs(torch.float32))
@@ -208,6 +210,54 @@ def compare_model(name, config, dump, work, device, table, seed, bf16):
     same = sum(x == y for hr, orow in zip(hf_tokens, ours_tokens) for x, y in zip(hr, orow))
     total = len(PROMPTS) * n_new
     table.add(name, "fp32", f"greedy {same}/{total} tokens", 0.0, 0.0, 0.0, ok=same == total)
+    compare_grads(name, model, model_dir, loss_dump, device, table)
+
+
+WINDOWS = [[5, 17, 3, 44, 9, 30, 61, 2, 88, 13, 40, 7], [12, 70, 33, 8, 91, 6, 27, 19, 4, 55, 66, 1]]
+
+
+def compare_grads(name, model, model_dir, loss_dump, device, table):
+    """The trainer's loss and gradients (ltrun_loss_dump) against HF's loss with labels and
+    autograd, fp32, on two training windows: full backward, a frozen prefix (from_layer 1:
+    blocks >= 1, the final norm and an untied head must get HF's full-backward gradients),
+    and activation checkpointing."""
+    batch = torch.tensor(WINDOWS, device=device)
+    model.zero_grad(set_to_none=True)
+    with torch.enable_grad():
+        loss = model(input_ids=batch, labels=batch).loss
+        loss.backward()
+    ref = {n: p.grad.float().cpu() for n, p in model.named_parameters() if p.grad is not None}
+    if model.config.tie_word_embeddings:
+        ref.pop("lm_head.weight", None)  # the same tensor as the embeddings
+    ids = ",".join(" ".join(str(t) for t in w) for w in WINDOWS)
+    for from_layer, checkpointed in ((0, False), (1, False), (0, True), (1, True)):
+        out_dir = f"{model_dir}_grad{from_layer}{'c' if checkpointed else ''}"
+        run([loss_dump, model_dir, out_dir, "--ids", ids, "--from-layer", str(from_layer), "--device", device]
+            + (["--checkpointed"] if checkpointed else []))
+        ours = load_file(os.path.join(out_dir, "model.safetensors"))
+        what = f"from_layer {from_layer}" + (" checkpointed" if checkpointed else "")
+        a = abs(ours["loss"].item() - loss.item())
+        table.add(name, "fp32", f"loss ({what})", a, a / abs(loss.item()), 1e-5)
+
+        def trains(n):
+            if from_layer == 0:
+                return True
+            if n.startswith("model.layers."):
+                return int(n.split(".")[2]) >= from_layer
+            return n in ("model.norm.weight", "lm_head.weight")
+        want = {n for n in ref if trains(n)}
+        have = {k[len("grad."):] for k in ours if k.startswith("grad.")}
+        if from_layer > 0 and model.config.tie_word_embeddings:
+            have.discard("model.embed_tokens.weight")  # the head's use only, by design
+        worst, worst_abs, worst_name = 0.0, 0.0, ""
+        for n in want & have:
+            g, r = ours["grad." + n].double(), ref[n].double()
+            err = (g - r).abs().max().item()
+            rel = err / max(r.abs().max().item(), 1e-30)
+            if rel >= worst:
+                worst, worst_abs, worst_name = rel, err, n
+        table.add(name, "fp32", f"grads {len(want & have)}/{len(want)} ({what})", worst_abs, worst, 1e-4,
+                  ok=want == have and worst <= 1e-4)
 
 
 def compare_sharded(name, config, dump, work, device, table, seed, save_dtype):
@@ -313,7 +363,8 @@ def main():
     table = Table()
     try:
         for i, (name, config) in enumerate(tiny_configs()):
-            compare_model(name, config, args.dump, work, args.device, table, seed=100 + i, bf16=bf16)
+            compare_model(name, config, args.dump, work, args.device, table, seed=100 + i, bf16=bf16,
+                          loss_dump=os.path.join(os.path.dirname(os.path.abspath(args.dump)), "ltrun_loss_dump"))
         configs = dict(tiny_configs())
         compare_sharded("qwen3", configs["qwen3"], args.dump, work, args.device, table, 200, torch.bfloat16)
         compare_sharded("llama", configs["llama"], args.dump, work, args.device, table, 201, torch.float16)

@@ -11,13 +11,13 @@
 //   ltrun_model_dump generate DIR --ids "..." --max-new N [--device D] [--dtype T]
 //       greedy; prints one JSON list of new token ids per prompt
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <iostream>
 #include <map>
 #include <sstream>
-#include <ATen/core/grad_mode.h>
 
 #include "runtime/core/device.h"
 #include "runtime/core/error.h"

@@ -1,4 +1,4 @@
-// runtime/text/tool/ltrun_tokenize.cpp: encodes a JSON list of strings with a tokenizer.json
+// runtime/text/tools/ltrun_tokenize.cpp: encodes a JSON list of strings with a tokenizer.json
 // and prints, per string, the ids, the token offsets and the decoded text as JSON.
 //   ltrun_tokenize TOKENIZER TEXTS.json [--no-special] [--bench MB]
 // --bench MB: instead, encode TEXTS.json's strings joined, repeated up to MB megabytes, and
