@@ -11,6 +11,7 @@ the best of `repeats`. Prints one JSON object {"torch": ..., "transformers": ...
       --new-tokens 32 --repeats 2 --device cpu --dtype float32
 """
 import argparse
+import inspect
 import json
 import sys
 import time
@@ -49,14 +50,18 @@ def main():
             best = min(best, time.perf_counter() - t0)
         return best
 
+    # logits for the last position only: `logits_to_keep` from transformers 4.45 on
+    params = inspect.signature(model.forward).parameters
+    last_only = ({"logits_to_keep": 1} if "logits_to_keep" in params else
+                 {"num_logits_to_keep": 1} if "num_logits_to_keep" in params else {})
+
     g = torch.Generator().manual_seed(1)
     rows = []
     for b in (int(x) for x in args.batches.split(",") if x.strip()):
         ids = torch.randint(0, vocab, (b, args.prompt), generator=g).to(args.device)
         mask = torch.ones_like(ids)
         with torch.no_grad():
-            prefill = timed(lambda: model(input_ids=ids, attention_mask=mask, use_cache=False,
-                                          logits_to_keep=1))
+            prefill = timed(lambda: model(input_ids=ids, attention_mask=mask, use_cache=False, **last_only))
             total = timed(lambda: model.generate(
                 input_ids=ids, attention_mask=mask, do_sample=False, max_new_tokens=args.new_tokens,
                 min_new_tokens=args.new_tokens, eos_token_id=None, pad_token_id=0))
