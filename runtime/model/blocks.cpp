@@ -7,8 +7,8 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <string>
 #include <limits>
+#include <string>
 
 #include "runtime/core/error.h"
 #include "runtime/kernels/rmsnorm.h"
