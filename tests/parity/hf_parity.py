@@ -342,6 +342,61 @@ def compare_tokenizer(name, file, tokenize, table):
               ok=same_text == len(texts))
 
 
+def random_texts(n, seed):
+    """Seeded random texts that stress a tokenizer: pieces of the parity texts and of Debian's
+    fortunes (when installed) joined with whitespace runs (tabs, CR, NBSP, ideographic space),
+    digits, punctuation, CJK, combining marks, emoji with ZWJ and skin tones, contractions."""
+    import random
+    rnd = random.Random(seed)
+    with open(TEXTS) as f:
+        pool = [t for t in json.load(f) if t]
+    fortunes = "/usr/share/games/fortunes/fortunes"
+    if os.path.exists(fortunes):
+        with open(fortunes, encoding="utf-8", errors="replace") as f:
+            pool += [line.rstrip("\n") for line in f if line.strip() and line.strip() != "%"][:3000]
+    odd = [" ", "  ", "\t", "\n", "\r\n", "\u00a0", "\u3000", "\u2028", " \n ", "   \t\n"]
+    bits = ["'s", "'LL", "n't", "123", "4567", "3.14", "—", "…", "«»", "的", "我們", "日本語", "한국",
+            "e\u0301", "\u0915\u094d\u0937", "👩\u200d💻", "👍🏽", "🇩🇪", "\ufeff", "<|endoftext|>", "<s>",
+            "def f(x):\n    return x**2", "http://x.y/z?q=1&r=2", "$$\\frac{a}{b}$$", "ÀÉÎÕÜ", "ß", "ﬁ"]
+    out = []
+    for _ in range(n):
+        parts = []
+        for _ in range(rnd.randint(1, 6)):
+            r = rnd.random()
+            if r < 0.45:
+                t = rnd.choice(pool)
+                a = rnd.randint(0, len(t))
+                parts.append(t[a:a + rnd.randint(1, 60)])
+            elif r < 0.65:
+                parts.append(rnd.choice(odd))
+            elif r < 0.9:
+                parts.append(rnd.choice(bits))
+            else:  # random code points from a few busy blocks
+                blocks = [(0x20, 0x7e), (0xa0, 0x24f), (0x300, 0x36f), (0x4e00, 0x4fff), (0x1f300, 0x1f6ff)]
+                lo, hi = rnd.choice(blocks)
+                parts.append("".join(chr(rnd.randint(lo, hi)) for _ in range(rnd.randint(1, 8))))
+        out.append("".join(parts))
+    return out
+
+
+def compare_tokenizer_fuzz(name, file, tokenize, work, table, n, seed):
+    """ltrun_tokenize against HF tokenizers on `n` seeded random texts (random_texts)."""
+    texts = random_texts(n, seed)
+    path = os.path.join(work, f"fuzz_{seed}.json")
+    with open(path, "w") as f:
+        json.dump(texts, f)
+    ours = json.loads(run([tokenize, file, path]))
+    hf = Tokenizer.from_file(file)
+    refs = hf.encode_batch(texts)
+    same = shown = 0
+    for text, o, ref in zip(texts, ours, refs):
+        same += o["ids"] == ref.ids
+        if o["ids"] != ref.ids and shown < 3:
+            shown += 1
+            print(f"tokenizer {name} (random): {text!r}\n  ltrun {o['ids']}\n  HF    {ref.ids}", file=sys.stderr)
+    table.add(f"tokenizer {name}", "ids", f"random texts equal {same}/{n}", 0.0, 0.0, 0.0, ok=same == n)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dump", required=True, help="path of the ltrun_model_dump binary")
@@ -349,6 +404,8 @@ def main():
     ap.add_argument("--keep", help="work in this folder and keep it (default: a temporary one)")
     ap.add_argument("--bf16", choices=["auto", "on", "off"], default="auto",
                     help="also compare bfloat16 (auto: on a GPU only)")
+    ap.add_argument("--random-texts", type=int, default=2000,
+                    help="also compare token ids on this many seeded random texts (0: skip)")
     ap.add_argument("--tokenizer", action="append", default=[],
                     help="also compare this tokenizer.json with HF tokenizers (repeatable)")
     args = ap.parse_args()
@@ -383,8 +440,11 @@ def main():
                                    tokenizer=spm[0])
         tokenizers += [("spm " + os.path.basename(os.path.dirname(f)), f) for f in spm]
         tokenizers += [(f, f) for f in args.tokenizer]
-        for name, file in tokenizers:
+        for k, (name, file) in enumerate(tokenizers):
             compare_tokenizer(name, file, os.path.join(bin_dir, "ltrun_tokenize"), table)
+            if args.random_texts:
+                compare_tokenizer_fuzz(name, file, os.path.join(bin_dir, "ltrun_tokenize"), work, table,
+                                       args.random_texts, seed=1000 + k)
     finally:
         table.print()
         if not args.keep:
