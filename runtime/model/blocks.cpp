@@ -169,8 +169,10 @@ at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
   LT_CHECK(H % KV == 0, "attention: {} query heads are not a multiple of {} kv heads", H, KV);
   const int64_t rep = H / KV;
   const bool need_mask = visible.defined() || T > 1;
+  // checked on every build, so a mistyped LTRUN_ATTENTION is an error on 1.x builds too
+  [[maybe_unused]] const bool use_sdpa = sdpa && sdpa_enabled();
 #if TORCH_VERSION_MAJOR >= 2
-  if (sdpa && sdpa_enabled()) {
+  if (use_sdpa) {
     auto expand = [&](const at::Tensor& x) {
       return rep == 1 ? x : x.unsqueeze(2).expand({B, KV, rep, S, D}).reshape({B, H, S, D});
     };

@@ -94,6 +94,14 @@ out=$("$LTRUN" show "$id"); check "show lists params" contains "$out" "params"
 check "show lists metrics" contains "$out" "loss"
 err=$("$LTRUN" show 99999 2>&1); check "show unknown run" contains "$err" "no run with id 99999"
 
+# a mistyped attention setting fails the run with the variable named, on every build
+"$LTRUN" model new --layers 1 --hidden 16 --heads 2 --kv-heads 1 --vocab 300 m1 >/dev/null 2>&1
+err=$(LTRUN_ATTENTION=flash "$LTRUN" -e 'lt.model.load("m1"):forward({1, 2, 3})' 2>&1); rc=$?
+check "bad LTRUN_ATTENTION: exit 1" equals "$rc" "1"
+check "bad LTRUN_ATTENTION: named" contains "$err" 'LTRUN_ATTENTION must be "sdpa" or "eager", found "flash"'
+out=$(LTRUN_ATTENTION=eager "$LTRUN" -e 'print(lt.model.load("m1"):forward({1, 2, 3}).logits.shape[3])')
+check "LTRUN_ATTENTION=eager runs" equals "$out" "300"
+
 # a file that is not a run store
 echo "this is not sqlite" > notadb.db
 err=$("$LTRUN" --db notadb.db runs 2>&1); rc=$?
