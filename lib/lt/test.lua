@@ -52,4 +52,12 @@ function T.finish()
   if T.failed > 0 then error(("%d test case(s) failed"):format(T.failed), 0) end
 end
 
+-- the whole file at `path` (an error names it when it cannot be opened)
+function T.read(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
 return T

@@ -8,12 +8,6 @@ os.execute("rm -rf '" .. tmp .. "'")
 lt.model.new{ out = tmp .. "/m", arch = "llama", layers = 4, hidden = 32, heads = 4, kv_heads = 2,
               vocab = 300, seed = 2 }
 
-local function read(path)
-  local f = assert(io.open(path))
-  local s = f:read("*a")
-  f:close()
-  return s
-end
 
 arg = { "--model=" .. tmp .. "/m", "--data=" .. root .. "/tests/data/diag/antsyn.tsv", "--samples=12",
         "--groups=3", "--examples=1", "--out=" .. tmp .. "/out" }
@@ -45,8 +39,8 @@ T.case("artifacts: heatmap, profile, per-sample JSON", function()
   local kinds = {}
   for _, r in ipairs(rows) do kinds[#kinds + 1] = r.kind end
   T.same_table(kinds, { "svg", "svg", "json" })
-  T.ok(read(rows[1].path):find("Task Particle: Ratio", 1, true), "the heatmap")
-  local samples = lt.json.decode(read(rows[3].path))
+  T.ok(T.read(rows[1].path):find("Task Particle: Ratio", 1, true), "the heatmap")
+  local samples = lt.json.decode(T.read(rows[3].path))
   T.eq(#samples, 12)
   T.eq(#samples[1].p_target, 5)  -- residuals 0..4
   T.eq(#samples[1].tp_ratio, 4)
@@ -54,7 +48,7 @@ T.case("artifacts: heatmap, profile, per-sample JSON", function()
 end)
 
 T.case("ltrun sql @layer_tracer: one row per layer", function()
-  local rows = lt.run.query(read(root .. "/db/queries/layer_tracer.sql"))
+  local rows = lt.run.query(T.read(root .. "/db/queries/layer_tracer.sql"))
   T.eq(#rows, 4)
   T.eq(rows[1].run_id, run); T.eq(rows[1].layer, 0); T.eq(rows[4].layer, 3); T.eq(rows[1].groups, 3)
   T.ok(rows[2].split_score_after ~= nil, "S(b = 2) is on layer 1's row")

@@ -14,12 +14,6 @@ local function write(path, text)
   return path
 end
 
-local function read(path)
-  local f = assert(io.open(path))
-  local s = f:read("*a")
-  f:close()
-  return s
-end
 
 T.case("WordNet data file: antonym pointers, markers, filters, file order", function()
   -- "large big" has two antonym pointers, 0202 (big → little) listed before 0101 (large → small)
@@ -142,7 +136,7 @@ T.case("svg: heatmap and profile", function()
     title = "a <title> & more", rows = { "1", "2" }, cols = { "0", "1", "2" },
     panels = { { title = "Ratio", ramp = "greens", values = { { 0, 1, 2 }, { 3, 4, 5 } } },
                { title = "dJS", ramp = "reds", values = { { 1, 1, 1 }, { 1, 1, 1 } } } } })
-  local s = read(path)
+  local s = T.read(path)
   T.ok(s:match("^<svg ") and s:match("</svg>\n$"), "an SVG document")
   T.ok(s:find("a &lt;title&gt; &amp; more", 1, true), "text escaped")
   local _, cells = s:gsub("<rect [^>]*><title>", "")
@@ -154,7 +148,7 @@ T.case("svg: heatmap and profile", function()
              svg.heatmap(tmp .. "/x.svg", { rows = { "1" }, cols = { "0", "1" }, panels = { { values = { { 1 } } } } })
            end,
            "row 1 has no column 2")
-  s = read(svg.profile(tmp .. "/p.svg", {
+  s = T.read(svg.profile(tmp .. "/p.svg", {
     x = { "0", "1", "2", "3" }, ymin = 0, ymax = 1, mark = { at = 1.5, label = "b = 2" },
     series = { { name = "TP", values = { 0, 0.2, 1, 0.8 } }, { name = "LS", values = { 1, 0.5, 0, 0 } } } }))
   local _, lines = s:gsub("<polyline", "")
