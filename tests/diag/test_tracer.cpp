@@ -134,7 +134,14 @@ TEST_CASE("trace: lens series, JS series, targets, padding") {
     const auto out = m.forward(at::tensor(s[i].ids, at::kLong).unsqueeze(0), f);
     const at::Tensor P = at::softmax(out.logits[0][-1].to(at::kDouble), -1);
     CHECK(t[i].target == P.argmax().item<int64_t>());
-    CHECK_THAT(t[i].p_target[N], WithinRel(P[t[i].target].item<double>(), 1e-6));
+    // Not bit-identical paths: the trace runs the 3 samples as one left-padded batch, this is
+    // a forward of one sample, so BLAS sums each fp32 dot product (length K = 32..61 here) in
+    // another blocking and order. Each output of a matmul then differs by about
+    // sqrt(K) * eps32 * sum|a_i b_i| (eps32 = 6e-8: ~3e-7 of the terms' scale), compounded over
+    // 4 blocks of x15-sharpened weights; P_t = softmax(z)_t moves by |dz_t - E_P[dz]|, i.e. by
+    // the absolute logit error, with logits of order 10 here: ~1e-5 relative. 1e-6 held on one
+    // machine only (0.6129025851 vs 0.612903 with OpenBLAS's Haswell kernels on an AMD EPYC).
+    CHECK_THAT(t[i].p_target[N], WithinRel(P[t[i].target].item<double>(), 1e-5));
     for (int r = 0; r <= N; ++r) {
       const at::Tensor pr = at::softmax(m.lens(out.hidden[r][0][-1]).to(at::kDouble), -1);
       CHECK_THAT(t[i].p_target[r], WithinRel(pr[t[i].target].item<double>(), 1e-5));
