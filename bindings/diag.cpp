@@ -47,7 +47,7 @@ std::vector<int64_t> read_ints(lua_State* L, int idx, const char* fn, const std:
   for (int i = 1; i <= int(lua_objlen(L, idx)); i++) {
     lua_rawgeti(L, idx, i);
     if (lua_type(L, -1) != LUA_TNUMBER) fail("{}: {}[{}]: expected an integer, got {}", fn, what, i, type_name(L, -1));
-    v.push_back(int64_t(lua_tonumber(L, -1)));
+    v.push_back(to_integer(L, -1, fmt::format("{}: {}[{}]", fn, what, i)));
     lua_pop(L, 1);
   }
   return v;
@@ -140,7 +140,7 @@ int l_normalise(lua_State* L) {
 int l_split_score(lua_State* L) {
   const char* fn = "lt.diag.split_score";
   lua_pushnumber(L, diag::split_score(read_series(L, 1, fn, "tp"), read_series(L, 2, fn, "ls"),
-                                      int(check_integer(L, 3, fn))));
+                                      check_int(L, 3, fn)));
   return 1;
 }
 
@@ -189,7 +189,7 @@ int l_trace(lua_State* L) {
     if (!lua_isnil(L, -1)) samples[i].context = read_ints(L, lua_gettop(L), fn, at + ".context");
     lua_pop(L, 2);
     if (auto t = opt_integer(L, s, "target", fn)) samples[i].target = *t;
-    samples[i].group = int(opt_integer(L, s, "group", fn).value_or(1));
+    samples[i].group = opt_int(L, s, "group", fn).value_or(1);
     lua_pop(L, 1);
   }
 

@@ -118,10 +118,10 @@ int l_score(lua_State* L) {
     }
     lua_pop(L, 1);
   }
-  o.shots = int(opt_integer(L, opts, "shots", fn).value_or(0));
-  o.batch_size = int(opt_integer(L, opts, "batch_size", fn).value_or(o.batch_size));
-  o.max_new_tokens = int(opt_integer(L, opts, "max_new_tokens", fn).value_or(0));
-  o.samples = int(opt_integer(L, opts, "samples", fn).value_or(1));
+  o.shots = opt_int(L, opts, "shots", fn, 0).value_or(0);
+  o.batch_size = opt_int(L, opts, "batch_size", fn, 1).value_or(o.batch_size);
+  o.max_new_tokens = opt_int(L, opts, "max_new_tokens", fn, 0).value_or(0);
+  o.samples = opt_int(L, opts, "samples", fn, 1).value_or(1);
   o.temperature = opt_number(L, opts, "temperature", fn).value_or(o.samples > 1 ? 0.7 : 0.0);
   o.top_p = opt_number(L, opts, "top_p", fn).value_or(1.0);
   o.seed = uint64_t(opt_integer(L, opts, "seed", fn).value_or(0));
@@ -209,7 +209,7 @@ int l_prompt(lua_State* L) {
 
 int l_extract_choice(lua_State* L) {
   push(L, eval::extract_choice(check_string(L, 1, "lt.eval.extract_choice"),
-                               int(lua_isnoneornil(L, 2) ? 4 : check_integer(L, 2, "lt.eval.extract_choice"))));
+                               lua_isnoneornil(L, 2) ? 4 : check_int(L, 2, "lt.eval.extract_choice", 1)));
   return 1;
 }
 
@@ -253,9 +253,8 @@ int l_vote(lua_State* L) {
 }
 
 int l_pass_at_k(lua_State* L) {
-  lua_pushnumber(L, eval::pass_at_k(int(check_integer(L, 1, "lt.eval.pass_at_k")),
-                                    int(check_integer(L, 2, "lt.eval.pass_at_k")),
-                                    int(check_integer(L, 3, "lt.eval.pass_at_k"))));
+  lua_pushnumber(L, eval::pass_at_k(check_int(L, 1, "lt.eval.pass_at_k"), check_int(L, 2, "lt.eval.pass_at_k"),
+                                    check_int(L, 3, "lt.eval.pass_at_k")));
   return 1;
 }
 

@@ -6,8 +6,10 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <vector>
 
 #include "bindings/luat.h"
+#include "runtime/core/json_depth.h"
 
 namespace ltrun::lua {
 namespace {
@@ -20,8 +22,9 @@ bool is_null(lua_State* L, int idx) {
   return lua_islightuserdata(L, idx) && lua_touserdata(L, idx) == &kNullKey;
 }
 
-nlohmann::json convert(lua_State* L, int idx, int depth) {
-  if (depth > kMaxDepth) fail("lt.json.encode: tables nested deeper than {} (a cycle?)", kMaxDepth);
+// `path` holds the tables from the root down to this one: a table met again on its own path
+// is a cycle (a table shared by two branches is fine and is written twice).
+nlohmann::json convert(lua_State* L, int idx, std::vector<const void*>& path) {
   idx = abs_index(L, idx);
   switch (lua_type(L, idx)) {
     case LUA_TNIL: return nullptr;
@@ -41,6 +44,16 @@ nlohmann::json convert(lua_State* L, int idx, int depth) {
       if (is_null(L, idx)) return nullptr;
       break;
     case LUA_TTABLE: {
+      const void* self = lua_topointer(L, idx);
+      for (const void* p : path)
+        if (p == self) fail("lt.json.encode: a table contains itself (a cycle {} level(s) deep)", path.size());
+      if (int(path.size()) >= kMaxDepth) fail("lt.json.encode: tables nested deeper than {} levels", kMaxDepth);
+      check_stack(L, 4, "lt.json.encode");
+      path.push_back(self);
+      struct Pop {
+        std::vector<const void*>& p;
+        ~Pop() { p.pop_back(); }
+      } pop{path};
       size_t n = lua_objlen(L, idx);
       size_t count = 0;
       bool all_int = true;
@@ -60,7 +73,7 @@ nlohmann::json convert(lua_State* L, int idx, int depth) {
         nlohmann::json a = nlohmann::json::array();
         for (size_t i = 1; i <= n; i++) {
           lua_rawgeti(L, idx, int(i));
-          a.push_back(convert(L, -1, depth + 1));
+          a.push_back(convert(L, -1, path));
           lua_pop(L, 1);
         }
         return a;
@@ -72,7 +85,7 @@ nlohmann::json convert(lua_State* L, int idx, int depth) {
         if (lua_type(L, -2) == LUA_TSTRING) key = lua_tostring(L, -2);
         else if (lua_type(L, -2) == LUA_TNUMBER) key = fmt::format("{}", lua_tonumber(L, -2));
         else fail("lt.json.encode: table key of type {} cannot be a JSON key", luaL_typename(L, -2));
-        o[key] = convert(L, -1, depth + 1);
+        o[key] = convert(L, -1, path);
         lua_pop(L, 1);
       }
       return o;
@@ -92,7 +105,9 @@ int l_decode(lua_State* L) {
   std::string text = check_string(L, 1, "lt.json.decode");
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(text);
+    // nlohmann's parser keeps its own stack, but push_json recurses per level: refuse deep
+    // documents while parsing (depth counts the enclosing arrays/objects of an event).
+    j = nlohmann::json::parse(text, json_depth_limit("lt.json.decode", kMaxDepth));
   } catch (const nlohmann::json::parse_error& e) {
     fail("lt.json.decode: {}", e.what());
   }
@@ -102,13 +117,17 @@ int l_decode(lua_State* L) {
 
 }  // namespace
 
-nlohmann::json to_json(lua_State* L, int idx) { return convert(L, idx, 0); }
+nlohmann::json to_json(lua_State* L, int idx) {
+  std::vector<const void*> path;
+  return convert(L, idx, path);
+}
 
 std::string json_encode(lua_State* L, int idx, bool pretty) {
-  return convert(L, idx, 0).dump(pretty ? 2 : -1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return to_json(L, idx).dump(pretty ? 2 : -1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 void push_json(lua_State* L, const nlohmann::json& j) {
+  check_stack(L, 3, "lt.json");
   switch (j.type()) {
     case nlohmann::json::value_t::null: lua_pushlightuserdata(L, &kNullKey); break;
     case nlohmann::json::value_t::boolean: lua_pushboolean(L, j.get<bool>()); break;

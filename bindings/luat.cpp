@@ -21,11 +21,28 @@ double check_number(lua_State* L, int idx, const char* fn) {
   return lua_tonumber(L, idx);
 }
 
-int64_t check_integer(lua_State* L, int idx, const char* fn) {
-  double v = check_number(L, idx, fn);
-  if (v != std::floor(v) || std::fabs(v) > 9007199254740992.0)
-    fail("{}: argument {}: expected an integer, got {}", fn, idx, v);
+namespace {
+// v as an integer in [lo, hi], or an error "`what`: ..." (the comparisons are in double,
+// before any conversion, so NaN, inf and 2^70 are refused too)
+int64_t integer_in(double v, const std::string& what, int64_t lo, int64_t hi) {
+  if (!(v == std::floor(v))) fail("{}: expected an integer, got {}", what, v);
+  if (!(v >= double(lo) && v <= double(hi))) fail("{}: {} is out of range {}..{}", what, v, lo, hi);
   return int64_t(v);
+}
+}  // namespace
+
+int64_t check_integer(lua_State* L, int idx, const char* fn, int64_t lo, int64_t hi) {
+  const double v = check_number(L, idx, fn);
+  return integer_in(v, fmt::format("{}: argument {}", fn, idx), lo, hi);
+}
+
+int check_int(lua_State* L, int idx, const char* fn, int lo, int hi) {
+  return int(check_integer(L, idx, fn, lo, hi));
+}
+
+int64_t to_integer(lua_State* L, int idx, const std::string& what, int64_t lo, int64_t hi) {
+  if (lua_type(L, idx) != LUA_TNUMBER) fail("{}: expected an integer, got {}", what, type_name(L, idx));
+  return integer_in(lua_tonumber(L, idx), what, lo, hi);
 }
 
 std::string check_string(lua_State* L, int idx, const char* fn) {
@@ -41,6 +58,10 @@ void check_table(lua_State* L, int idx, const char* fn) {
 
 void check_function(lua_State* L, int idx, const char* fn) {
   if (!lua_isfunction(L, idx)) fail("{}: argument {}: expected a function, got {}", fn, idx, type_name(L, idx));
+}
+
+void check_stack(lua_State* L, int n, const char* fn) {
+  if (!lua_checkstack(L, n)) fail("{}: out of Lua stack space (nesting too deep)", fn);
 }
 
 namespace {
@@ -68,10 +89,16 @@ std::optional<double> opt_number(lua_State* L, int idx, const char* key, const c
   return v;
 }
 
-std::optional<int64_t> opt_integer(lua_State* L, int idx, const char* key, const char* fn) {
+std::optional<int64_t> opt_integer(lua_State* L, int idx, const char* key, const char* fn, int64_t lo,
+                                   int64_t hi) {
   auto v = opt_number(L, idx, key, fn);
-  if (v && *v != std::floor(*v)) fail("{}: option {}: expected an integer, got {}", fn, key, *v);
-  return v ? std::optional<int64_t>(int64_t(*v)) : std::nullopt;
+  if (!v) return std::nullopt;
+  return integer_in(*v, fmt::format("{}: option {}", fn, key), lo, hi);
+}
+
+std::optional<int> opt_int(lua_State* L, int idx, const char* key, const char* fn, int lo, int hi) {
+  auto v = opt_integer(L, idx, key, fn, lo, hi);
+  return v ? std::optional<int>(int(*v)) : std::nullopt;
 }
 
 std::optional<std::string> opt_string(lua_State* L, int idx, const char* key, const char* fn) {

@@ -4,6 +4,7 @@
 #include <lua.hpp>
 
 #include <cstdint>
+#include <climits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,14 +39,31 @@ inline int abs_index(lua_State* L, int idx) {
 // Argument checks: throw ltrun::Error("fn: argument N: expected ..., got ...").
 const char* type_name(lua_State* L, int idx);
 double check_number(lua_State* L, int idx, const char* fn);
-int64_t check_integer(lua_State* L, int idx, const char* fn);
+
+// Integers: a Lua number is a double, so every integer argument is checked to be integral and
+// within [lo, hi] before it is converted (2^40 as an int would wrap to a wrong layer, 1e12 to
+// a negative count). The defaults are the doubles that hold integers exactly; check_int and
+// opt_int also bound to int's range. Errors name fn and the argument, option or `what`.
+constexpr int64_t kMaxExactInteger = int64_t(1) << 53;
+int64_t check_integer(lua_State* L, int idx, const char* fn, int64_t lo = -kMaxExactInteger,
+                      int64_t hi = kMaxExactInteger);
+int check_int(lua_State* L, int idx, const char* fn, int lo = INT32_MIN, int hi = INT32_MAX);
+// The number at idx (a table entry, a key) described by `what` ("model:forward: intervene key").
+int64_t to_integer(lua_State* L, int idx, const std::string& what, int64_t lo = -kMaxExactInteger,
+                   int64_t hi = kMaxExactInteger);
 std::string check_string(lua_State* L, int idx, const char* fn);
 void check_table(lua_State* L, int idx, const char* fn);
 void check_function(lua_State* L, int idx, const char* fn);
+// Room for n more values on the Lua stack (recursive walks over nested tables call this per
+// level); an error naming fn instead of writing past the stack.
+void check_stack(lua_State* L, int n, const char* fn);
 
 // Option tables: opt_*(L, idx, key) reads t[key] when idx holds a table (nil/none → nullopt).
 std::optional<double> opt_number(lua_State* L, int idx, const char* key, const char* fn);
-std::optional<int64_t> opt_integer(lua_State* L, int idx, const char* key, const char* fn);
+std::optional<int64_t> opt_integer(lua_State* L, int idx, const char* key, const char* fn,
+                                   int64_t lo = -kMaxExactInteger, int64_t hi = kMaxExactInteger);
+std::optional<int> opt_int(lua_State* L, int idx, const char* key, const char* fn, int lo = INT32_MIN,
+                           int hi = INT32_MAX);
 std::optional<std::string> opt_string(lua_State* L, int idx, const char* key, const char* fn);
 std::optional<bool> opt_bool(lua_State* L, int idx, const char* key, const char* fn);
 

@@ -69,7 +69,7 @@ std::vector<std::vector<int64_t>> read_id_rows(lua_State* L, int idx, const char
     for (int i = 1; i <= int(lua_objlen(L, t)); i++) {
       lua_rawgeti(L, t, i);
       if (lua_type(L, -1) != LUA_TNUMBER) fail("{}: token ids must be numbers", fn);
-      r.push_back(int64_t(lua_tonumber(L, -1)));
+      r.push_back(to_integer(L, -1, fmt::format("{}: token id", fn), 0, INT32_MAX));
       lua_pop(L, 1);
     }
     LT_CHECK(!r.empty(), "{}: an empty row of token ids", fn);
@@ -186,7 +186,7 @@ int l_new(lua_State* L) {
   s.tiny.intermediate = opt_integer(L, 1, "intermediate", fn).value_or(s.tiny.intermediate);
   s.tiny.seed = uint64_t(opt_integer(L, 1, "seed", fn).value_or(0));
   s.tiny.tie_word_embeddings = opt_bool(L, 1, "tie", fn).value_or(false);
-  s.vocab = int(opt_integer(L, 1, "vocab", fn).value_or(s.vocab));
+  s.vocab = opt_int(L, 1, "vocab", fn, 1).value_or(s.vocab);
   s.tokenizer = opt_string(L, 1, "tokenizer", fn).value_or("");
   lua_getfield(L, 1, "corpus");
   if (lua_isstring(L, -1)) s.corpus.push_back(lua_tostring(L, -1));
@@ -235,10 +235,21 @@ int l_info(lua_State* L) {
 
 // ---- lt.Model methods -----------------------------------------------------------------------
 
+// Marks a handle busy for the length of a pass (m:free() and m:to() refuse meanwhile).
+struct Running {
+  Box& b;
+  explicit Running(Box& box) : b(box) { b.running++; }
+  ~Running() { b.running--; }
+};
+
 int m_forward(lua_State* L) {
   const char* fn = "model:forward";
   Box& b = check_box(L, 1, fn);
-  const model::Model& m = *b.m;
+  // intervene callbacks run Lua in the middle of the pass: the pass holds its own reference
+  // to the model (so nothing it uses can go away under it) and marks the handle running.
+  const std::shared_ptr<model::Model> keep = b.m;
+  Running running(b);
+  const model::Model& m = *keep;
   model::ForwardOptions o;
   Refs refs{L, {}};
   at::Tensor mask;
@@ -250,8 +261,8 @@ int m_forward(lua_State* L) {
     if (!lua_isnil(L, -1)) mask = to_tensor(L, lua_gettop(L), fn, at::kLong).to(at::kLong);
     lua_pop(L, 1);
     o.capture = opt_bool(L, opts, "capture", fn).value_or(false);
-    o.from_layer = int(opt_integer(L, opts, "from_layer", fn).value_or(0));
-    o.to_layer = int(opt_integer(L, opts, "to_layer", fn).value_or(-1));
+    o.from_layer = opt_int(L, opts, "from_layer", fn).value_or(0);
+    o.to_layer = opt_int(L, opts, "to_layer", fn).value_or(-1);
     lua_getfield(L, opts, "hidden");
     if (!lua_isnil(L, -1)) o.hidden = check_tensor(L, lua_gettop(L), fn).to(m.device());
     lua_pop(L, 1);
@@ -275,9 +286,7 @@ int m_forward(lua_State* L) {
       lua_pushnil(L);
       while (lua_next(L, t)) {
         if (lua_type(L, -2) != LUA_TNUMBER) fail("{}: intervene keys are layer numbers", fn);
-        const int layer = int(lua_tonumber(L, -2));
-        LT_CHECK(layer >= -1 && layer < m.n_layers(), "{}: intervene[{}]: layer out of range -1..{}",
-                 fn, layer, m.n_layers() - 1);
+        const int layer = int(to_integer(L, -2, fmt::format("{}: intervene key (a layer)", fn), -1, m.n_layers() - 1));
         o.intervene[layer] = read_intervention(L, lua_gettop(L), layer, like, refs);
         lua_pop(L, 1);
       }
@@ -357,15 +366,15 @@ int m_generate(lua_State* L) {
     }
   }
   model::GenerateOptions g;
-  g.max_new_tokens = int(opt_integer(L, 3, "max_new_tokens", fn).value_or(g.max_new_tokens));
+  g.max_new_tokens = opt_int(L, 3, "max_new_tokens", fn, 0).value_or(g.max_new_tokens);
   g.temperature = opt_number(L, 3, "temperature", fn).value_or(g.temperature);
-  g.top_k = opt_integer(L, 3, "top_k", fn).value_or(g.top_k);
+  g.top_k = opt_integer(L, 3, "top_k", fn, 0).value_or(g.top_k);
   g.top_p = opt_number(L, 3, "top_p", fn).value_or(g.top_p);
   lua_getglobal(L, "lt");
   lua_getfield(L, -1, "seed");
   const uint64_t run_seed = lua_isnumber(L, -1) ? uint64_t(lua_tonumber(L, -1)) : 0;
   lua_pop(L, 2);
-  g.seed = uint64_t(opt_integer(L, 3, "seed", fn).value_or(int64_t(run_seed)));
+  g.seed = uint64_t(opt_integer(L, 3, "seed", fn, 0).value_or(int64_t(run_seed)));
   std::vector<std::string> stops;
   if (lua_istable(L, 3)) {
     lua_getfield(L, 3, "stop");
@@ -382,7 +391,7 @@ int m_generate(lua_State* L) {
       std::vector<int64_t> ids;
       for (int i = 1; i <= int(lua_objlen(L, -1)); i++) {
         lua_rawgeti(L, -1, i);
-        ids.push_back(int64_t(lua_tonumber(L, -1)));
+        ids.push_back(to_integer(L, -1, fmt::format("{}: stop_ids[{}]", fn, i), 0, INT32_MAX));
         lua_pop(L, 1);
       }
       g.stop_ids = ids;
@@ -485,6 +494,7 @@ int m_n_params(lua_State* L) {
 
 int m_to(lua_State* L) {
   Box& b = check_box(L, 1, "model:to");
+  if (b.running) fail("model:to: the model is inside its own forward pass (an intervene callback); move it after the pass returns");
   const std::string dev = check_string(L, 2, "model:to");
   std::optional<c10::ScalarType> dtype;
   if (lua_type(L, 3) == LUA_TSTRING) dtype = parse_dtype(lua_tostring(L, 3));
@@ -494,7 +504,9 @@ int m_to(lua_State* L) {
 }
 
 int m_free(lua_State* L) {
-  auto* b = static_cast<Box*>(luaL_checkudata(L, 1, kMeta));
+  auto* b = static_cast<Box*>(luaL_testudata(L, 1, kMeta));
+  if (!b) fail("model:free: argument 1: expected a model, got {}", type_name(L, 1));
+  if (b->running) fail("model:free: the model is inside its own forward pass (an intervene callback); free it after the pass returns");
   b->m.reset();
   return 0;
 }

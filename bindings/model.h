@@ -14,6 +14,7 @@ struct ModelHandle {
   std::shared_ptr<model::Model> m;
   std::shared_ptr<text::Tokenizer> tok;  // from the folder's tokenizer.json, if any
   std::string path;
+  int running = 0;  // forward passes of this handle in progress (they may call back into Lua)
 };
 
 // The model at idx (error naming fn if it is not a model or was freed).

@@ -79,7 +79,7 @@ std::vector<int64_t> read_shape(lua_State* L, int from, const char* fn, int* nex
     for (int i = 1; i <= n; i++) {
       lua_rawgeti(L, from, i);
       if (lua_type(L, -1) != LUA_TNUMBER) fail("{}: shape entries must be numbers", fn);
-      shape.push_back(int64_t(lua_tonumber(L, -1)));
+      shape.push_back(to_integer(L, -1, fmt::format("{}: shape[{}]", fn, i), -1));
       lua_pop(L, 1);
     }
     if (next) *next = from + 1;
@@ -101,10 +101,22 @@ at::TensorOptions read_options(lua_State* L, int idx, const char* fn, c10::Scala
   return o;
 }
 
-// nested Lua table → flat values + shape
-void walk(lua_State* L, int idx, size_t depth, std::vector<int64_t>& shape, std::vector<double>& vals,
-          bool& any_bool, const char* fn) {
+// Deepest nesting of rows a table may have: LibTorch tensors of more dimensions than this are
+// not a use case, and the walk below recurses once per level.
+constexpr size_t kMaxTableDims = 64;
+
+// nested Lua table → flat values + shape; `path` holds the tables from the root to this one,
+// so a table that contains itself is reported as a cycle (and not walked forever).
+void walk(lua_State* L, int idx, std::vector<const void*>& path, std::vector<int64_t>& shape,
+          std::vector<double>& vals, bool& any_bool, const char* fn) {
   idx = abs_index(L, idx);
+  const size_t depth = path.size();
+  const void* self = lua_topointer(L, idx);
+  for (const void* p : path)
+    if (p == self) fail("{}: a table contains itself (a cycle {} level(s) deep)", fn, depth);
+  if (depth >= kMaxTableDims) fail("{}: a table nested deeper than {} levels", fn, kMaxTableDims);
+  check_stack(L, 2, fn);
+  path.push_back(self);
   const int64_t n = int64_t(lua_objlen(L, idx));
   if (shape.size() == depth) shape.push_back(n);
   else if (shape[depth] != n) fail("{}: ragged table: a row of length {} where {} was expected", fn, n, shape[depth]);
@@ -117,12 +129,13 @@ void walk(lua_State* L, int idx, size_t depth, std::vector<int64_t>& shape, std:
       any_bool = true;
       vals.push_back(lua_toboolean(L, -1) ? 1.0 : 0.0);
     } else if (lua_istable(L, -1)) {
-      walk(L, -1, depth + 1, shape, vals, any_bool, fn);
+      walk(L, -1, path, shape, vals, any_bool, fn);
     } else {
       fail("{}: tables may hold only numbers, booleans and rows, not {}", fn, type_name(L, -1));
     }
     lua_pop(L, 1);
   }
+  path.pop_back();
 }
 
 void push_value(lua_State* L, const at::Tensor& t) {  // 0-d → Lua number/boolean
@@ -148,7 +161,7 @@ at::Tensor index_view(lua_State* L, at::Tensor t, int key, const char* fn) {
     const int e = lua_gettop(L);
     LT_CHECK(dim < t.dim(), "{}: {} indices for a tensor with {} dimension(s)", fn, n, t.dim());
     if (lua_type(L, e) == LUA_TNUMBER) {
-      t = t.select(dim, norm_index(int64_t(lua_tonumber(L, e)), t.size(dim), dim));
+      t = t.select(dim, norm_index(to_integer(L, e, fmt::format("{}: index", fn)), t.size(dim), dim));
     } else if (lua_type(L, e) == LUA_TSTRING && std::string(lua_tostring(L, e)) == ":") {
       dim++;
     } else if (lua_istable(L, e)) {
@@ -156,9 +169,9 @@ at::Tensor index_view(lua_State* L, at::Tensor t, int key, const char* fn) {
       lua_rawgeti(L, e, 1);
       lua_rawgeti(L, e, 2);
       lua_rawgeti(L, e, 3);
-      int64_t start = lua_isnil(L, -3) ? 0 : int64_t(lua_tonumber(L, -3));
-      int64_t stop = lua_isnil(L, -2) ? size : int64_t(lua_tonumber(L, -2));
-      int64_t step = lua_isnil(L, -1) ? 1 : int64_t(lua_tonumber(L, -1));
+      int64_t start = lua_isnil(L, -3) ? 0 : to_integer(L, -3, fmt::format("{}: slice start", fn));
+      int64_t stop = lua_isnil(L, -2) ? size : to_integer(L, -2, fmt::format("{}: slice stop", fn));
+      int64_t step = lua_isnil(L, -1) ? 1 : to_integer(L, -1, fmt::format("{}: slice step", fn));
       lua_pop(L, 3);
       if (start < 0) start += size;
       if (stop < 0) stop += size;
@@ -695,7 +708,8 @@ int l_tensor(lua_State* L) {
   std::vector<int64_t> shape;
   std::vector<double> vals;
   bool any_bool = false;
-  walk(L, 1, 0, shape, vals, any_bool, "lt.tensor");
+  std::vector<const void*> path;
+  walk(L, 1, path, shape, vals, any_bool, "lt.tensor");
   at::TensorOptions o = read_options(L, 2, "lt.tensor", any_bool ? at::kBool : at::kFloat);
   at::Tensor t = at::tensor(vals, at::kDouble).reshape(shape).to(o.dtype().toScalarType());
   push_tensor(L, t.to(o.device_opt().value_or(at::kCPU)).set_requires_grad(o.requires_grad()));
@@ -865,7 +879,8 @@ at::Tensor to_tensor(lua_State* L, int idx, const char* fn, c10::ScalarType numb
     std::vector<int64_t> shape;
     std::vector<double> vals;
     bool any_bool = false;
-    walk(L, idx, 0, shape, vals, any_bool, fn);
+    std::vector<const void*> path;
+    walk(L, idx, path, shape, vals, any_bool, fn);
     return at::tensor(vals, at::kDouble).reshape(shape).to(any_bool ? at::kBool : number_dtype);
   }
   fail("{}: argument {}: expected a tensor, number or table, got {}", fn, idx, type_name(L, idx));

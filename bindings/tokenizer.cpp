@@ -31,7 +31,7 @@ std::vector<int32_t> read_ids(lua_State* L, int idx, const char* fn) {
   for (int i = 1; i <= n; i++) {
     lua_rawgeti(L, idx, i);
     if (lua_type(L, -1) != LUA_TNUMBER) fail("{}: ids must be numbers (entry {})", fn, i);
-    ids.push_back(int32_t(lua_tonumber(L, -1)));
+    ids.push_back(int32_t(to_integer(L, -1, fmt::format("{}: ids[{}]", fn, i), 0, INT32_MAX)));
     lua_pop(L, 1);
   }
   return ids;
@@ -100,7 +100,7 @@ int t_token_to_id(lua_State* L) {
 
 int t_id_to_token(lua_State* L) {
   const auto& t = check_tokenizer(L, 1, "tokenizer:id_to_token");
-  push(L, t.id_to_token(int32_t(check_integer(L, 2, "tokenizer:id_to_token"))));
+  push(L, t.id_to_token(check_int(L, 2, "tokenizer:id_to_token")));
   return 1;
 }
 

@@ -34,7 +34,7 @@ model::Model& model_of(lua_State* L, int idx, const char* fn) { return *check_mo
 
 // n_layers from a model or a number
 int layers_of(lua_State* L, int idx, const char* fn) {
-  if (lua_type(L, idx) == LUA_TNUMBER) return int(lua_tonumber(L, idx));
+  if (lua_type(L, idx) == LUA_TNUMBER) return check_int(L, idx, fn, 0);
   return model_of(L, idx, fn).n_layers();
 }
 
@@ -55,7 +55,7 @@ train::Spec read_spec(lua_State* L, int idx, const char* fn) {
     case LUA_TNIL:
     case LUA_TNONE: return spec;
     case LUA_TSTRING: return train::Spec::named(lua_tostring(L, idx));
-    case LUA_TNUMBER: return train::Spec::blocks({int(lua_tonumber(L, idx))});
+    case LUA_TNUMBER: return train::Spec::blocks({check_int(L, idx, fn)});
     case LUA_TTABLE: break;
     default: fail("{}: a freeze spec must be a table, string or block number, got {}", fn, type_name(L, idx));
   }
@@ -66,7 +66,7 @@ train::Spec read_spec(lua_State* L, int idx, const char* fn) {
     std::set<int> layers;
     for (int i = 1; i <= int(lua_objlen(L, t)); ++i) {
       lua_rawgeti(L, t, i);
-      layers.insert(int(check_integer(L, lua_gettop(L), fn)));
+      layers.insert(check_int(L, lua_gettop(L), fn));
       lua_pop(L, 1);
     }
     lua_pop(L, 1);
@@ -109,13 +109,12 @@ int l_deep(lua_State* L) {
   return 1;
 }
 int l_range(lua_State* L) {
-  push_block_spec(L, train::range_layers(int(check_integer(L, 1, "lt.layers.range")),
-                                         int(check_integer(L, 2, "lt.layers.range"))));
+  push_block_spec(L, train::range_layers(check_int(L, 1, "lt.layers.range"), check_int(L, 2, "lt.layers.range")));
   return 1;
 }
 int l_middle(lua_State* L) {
   push_block_spec(L, train::middle_layers(layers_of(L, 1, "lt.layers.middle"),
-                                          int(check_integer(L, 2, "lt.layers.middle"))));
+                                          check_int(L, 2, "lt.layers.middle")));
   return 1;
 }
 int l_blocks(lua_State* L) {  // lt.layers.all(m): every block
@@ -204,7 +203,7 @@ std::map<int, double> read_lr_mult(lua_State* L, int opts, const char* fn) {
     while (lua_next(L, t)) {
       LT_CHECK(lua_type(L, -2) == LUA_TNUMBER && lua_type(L, -1) == LUA_TNUMBER,
                "{}: lr_mult must map block numbers to numbers", fn);
-      out[int(lua_tonumber(L, -2))] = lua_tonumber(L, -1);
+      out[int(to_integer(L, -2, fmt::format("{}: lr_mult key (a block)", fn), INT32_MIN, INT32_MAX))] = lua_tonumber(L, -1);
       lua_pop(L, 1);
     }
   }

@@ -13,7 +13,23 @@ T.case("encode", function()
   T.raises(function() lt.json.encode(0 / 0) end, "not representable")
   T.raises(function() lt.json.encode{f = print} end, "function")
   local cyc = {}; cyc.self = cyc
-  T.raises(function() lt.json.encode(cyc) end, "deeper")
+  T.raises(function() lt.json.encode(cyc) end, "contains itself")
+  local arr = {}; arr[1] = arr
+  T.raises(function() lt.json.encode{a = {arr}} end, "contains itself")
+  local shared = {1, 2}
+  T.eq(lt.json.encode{shared, shared}, "[[1,2],[1,2]]")  -- shared, not cyclic
+end)
+
+T.case("deep nesting is an error naming the depth, not a crash", function()
+  local deep = {}
+  local t = deep
+  for _ = 1, 50000 do t[1] = {}; t = t[1] end
+  T.raises(function() lt.json.encode(deep) end, "nested deeper than 200")
+  local ok199 = string.rep("[", 199) .. string.rep("]", 199)
+  T.eq(lt.json.encode(lt.json.decode(ok199)), ok199)
+  T.raises(function() lt.json.decode(string.rep("[", 70000)) end, "nested deeper than 200")
+  T.raises(function() lt.json.decode(string.rep("[", 70000) .. string.rep("]", 70000)) end, "nested deeper")
+  T.raises(function() lt.json.decode(string.rep('{"a":', 70000) .. "1" .. string.rep("}", 70000)) end, "nested deeper")
 end)
 
 T.case("decode", function()

@@ -111,4 +111,40 @@ T.case("a Llama 2 style tokenizer: new model with its BOS, generate, decode", fu
   T.ok(type(out) == "string")
 end)
 
+T.case("integer arguments out of range: errors before any conversion wraps them", function()
+  local ids = tok:encode("range checks")
+  -- 2^40 used to become intervene[-2147483648], 1e12 max_new_tokens -727379968
+  T.raises(function() m:forward(ids, { intervene = { [2 ^ 40] = { zero = {0} } } }) end,
+           "intervene key %(a layer%): 1099511627776 is out of range %-1%.%.2")
+  T.raises(function() m:forward(ids, { intervene = { [0.5] = { zero = {0} } } }) end, "expected an integer")
+  T.raises(function() m:generate("x", { max_new_tokens = 1e12 }) end,
+           "option max_new_tokens: 1000000000000 is out of range 0%.%.2147483647")
+  T.raises(function() m:generate("x", { max_new_tokens = -1 }) end, "out of range")
+  T.raises(function() m:forward(ids, { from_layer = 2 ^ 33 }) end, "from_layer: 8589934592 is out of range")
+  T.raises(function() m:forward({ 1, 2 ^ 40 }) end, "token id: 1099511627776 is out of range")
+  T.raises(function() tok:decode({ 1, 2 ^ 32 + 1 }) end, "out of range")
+  T.raises(function() tok:id_to_token(2 ^ 40) end, "out of range")
+  T.raises(function() m:generate("x", { stop_ids = { 2 ^ 53 } }) end, "stop_ids%[1%]")
+end)
+
+T.case("m:free() / m:to() inside the model's own intervene callback: an error, no use-after-free", function()
+  local m2 = lt.model.load(tmp .. "/m")
+  local ids = tok:encode("free me while running")
+  local want = m2:forward(ids).logits
+  T.raises(function()
+    m2:forward(ids, { intervene = { [1] = function(h) m2:free(); return h end } })
+  end, "inside its own forward pass")
+  T.raises(function()
+    m2:forward(ids, { intervene = { [0] = function(h) m2:to("cpu", "float64"); return h end } })
+  end, "inside its own forward pass")
+  -- the refused calls left the model whole; after the pass it frees as usual
+  T.ok(m2:forward(ids).logits:equal(want), "the model is intact after the refused free")
+  local ok = pcall(function()
+    m2:forward(ids, { intervene = { [0] = function(h) pcall(m2.free, m2); return h end } })
+  end)
+  T.ok(ok, "a callback that catches the refusal finishes its pass")
+  m2:free()
+  T.raises(function() m2:forward(ids) end, "freed")
+end)
+
 T.finish()

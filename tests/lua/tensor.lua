@@ -15,6 +15,17 @@ T.case("construction, shape, dtype, device", function()
   T.same_table(lt.arange(2, 8, 2):totable(), {2, 4, 6})
   T.raises(function() lt.tensor{{1, 2}, {3}} end, "ragged")
   T.raises(function() lt.tensor{1, "a"} end, "numbers, booleans")
+  -- a cycle or a table nested past any sensible rank: an error, not a stack overflow
+  local cyc = {}; cyc[1] = cyc
+  T.raises(function() lt.tensor(cyc) end, "contains itself")
+  T.raises(function() lt.tensor{ { cyc } } end, "contains itself")
+  local deep = {}
+  local t = deep
+  for _ = 1, 50000 do t[1] = {}; t = t[1] end
+  T.raises(function() lt.tensor(deep) end, "nested deeper than 64")
+  T.raises(function() lt.zeros(1):copy(deep) end, "nested deeper than 64")
+  local row = {1, 2}
+  T.same_table(lt.tensor{row, row}.shape, {2, 2})  -- a shared row is not a cycle
   T.raises(function() lt.zeros(2, {dtype = "float8"}) end, "unknown dtype")
 end)
 
@@ -60,6 +71,11 @@ T.case("0-based indexing, negative indices, slices, assignment", function()
   T.same_table(t:select(1, -1):totable(), {3, 7, 11})
   T.same_table(t:index_select(0, {2, 0})[{":", 0}]:totable(), {8, 0})
   T.raises(function() return t[3] end, "out of range")
+  -- numbers beyond int64 or not integers are refused before they are converted
+  T.raises(function() return t[{ { 0, 2 ^ 70 } }] end, "slice stop: 1.18.* is out of range")
+  T.raises(function() return t[{ 0.5 }] end, "index: expected an integer")
+  T.raises(function() return lt.zeros{ 2, 2 ^ 60 } end, "shape%[2%]: .* is out of range")
+  T.raises(function() return t:select(0, 2 ^ 64) end, "argument 3: .* is out of range")
   T.raises(function() return t:sum(2) end, "dimension 2 is out of range")
   local z = lt.zeros(2, 3)
   z[1] = 7
