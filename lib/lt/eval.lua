@@ -47,6 +47,11 @@ end
 function M.run(model, spec, opts)
   opts = opts or {}
   assert(type(spec) == "string", "lt.eval.run: argument 2: expected a benchmark spec string")
+  -- limit = 0 or -1 used to "succeed" with zero items
+  local lim = opts.limit
+  if lim ~= nil and (type(lim) ~= "number" or lim < 1 or lim % 1 ~= 0) then
+    error(("lt.eval.run: option limit: expected a positive integer, got %s"):format(tostring(lim)), 2)
+  end
   local items, pool, bench
   local kind, path = spec:match("^(%w+):(.+)$")
   if kind then

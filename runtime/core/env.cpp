@@ -73,14 +73,23 @@ std::string utc_timestamp() {
   return buf;
 }
 
-std::string read_file(const std::string& path) {
+void check_regular_file(const std::string& path, unsigned long long max_bytes) {
   struct stat st;
   if (stat(path.c_str(), &st) != 0) fail("cannot read {}: {}", path, std::strerror(errno));
   if (S_ISDIR(st.st_mode)) fail("cannot read {}: it is a directory", path);
+  if (!S_ISREG(st.st_mode))
+    fail("cannot read {}: not a regular file (a pipe, socket or device); give a file", path);
+  if (static_cast<unsigned long long>(st.st_size) > max_bytes)
+    fail("cannot read {}: {} bytes, more than the {} this reader accepts", path, st.st_size, max_bytes);
+}
+
+std::string read_file(const std::string& path, unsigned long long max_bytes) {
+  check_regular_file(path, max_bytes);
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("cannot read {}: {}", path, std::strerror(errno));
   std::ostringstream ss;
   ss << in.rdbuf();
+  if (in.bad()) fail("cannot read {}: {}", path, std::strerror(errno));
   return ss.str();
 }
 

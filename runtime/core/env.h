@@ -12,7 +12,12 @@ bool process_alive(long pid);
 std::string git_revision(const std::string& dir);
 double unix_time();                 // seconds since the epoch, sub-second resolution
 std::string utc_timestamp();        // "YYYY-MM-DD HH:MM:SS.mmm", as SQLite's strftime('%f') writes
-std::string read_file(const std::string& path);  // error names the file
+// The bytes of a regular file of at most max_bytes. Anything else is an error naming the
+// file: a FIFO would block the reader, /dev/zero never ends, a folder is not text.
+constexpr unsigned long long kMaxReadFileBytes = 1ull << 30;
+std::string read_file(const std::string& path, unsigned long long max_bytes = kMaxReadFileBytes);
+// The same checks without reading (for readers that open the file themselves).
+void check_regular_file(const std::string& path, unsigned long long max_bytes = kMaxReadFileBytes);
 std::string absolute_path(const std::string& path);
 std::string dir_name(const std::string& path);
 std::string base_name(const std::string& path);

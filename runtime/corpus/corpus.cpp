@@ -30,12 +30,16 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string read_file(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  LT_CHECK(f.good(), "corpus: cannot read {}", p.string());
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+// Corpus files are read whole: regular files only (a FIFO would hang `data pack`,
+// /dev/zero never ends), and at most this many bytes each.
+constexpr unsigned long long kMaxCorpusFileBytes = 1ull << 34;
+
+std::string read_file(const fs::path& p, unsigned long long max_bytes = kMaxCorpusFileBytes) {
+  try {
+    return ltrun::read_file(p.string(), max_bytes);
+  } catch (const Error& e) {
+    fail("corpus: {}", e.what());
+  }
 }
 
 bool ends_with(const std::string& s, const std::string& x) {
@@ -303,10 +307,14 @@ Corpus Corpus::open(const std::string& dir) {
       for (const auto& sh : j["splits"][split]["shards"]) {
         const fs::path p = fs::path(dir) / sh.at("file").get<std::string>();
         const int64_t n = sh.at("tokens").get<int64_t>();
-        const int fd = ::open(p.c_str(), O_RDONLY);
+        // O_NONBLOCK: a FIFO in place of a shard must not block the open (refused below)
+        const int fd = ::open(p.c_str(), O_RDONLY | O_NONBLOCK);
         LT_CHECK(fd >= 0, "corpus: cannot open shard {}", p.string());
         struct stat stt {};
-        fstat(fd, &stt);
+        if (fstat(fd, &stt) != 0 || !S_ISREG(stt.st_mode)) {
+          ::close(fd);
+          fail("corpus: shard {} is not a regular file", p.string());
+        }
         if (int64_t(stt.st_size) != n * 4) {
           ::close(fd);
           fail("corpus: shard {} has {} bytes, index.json says {} tokens ({} bytes)", p.string(),

@@ -14,6 +14,7 @@
 #include "runtime/core/error.h"
 #include "runtime/eval/categories.h"
 #include "runtime/eval/csv.h"
+#include "runtime/text/utf8.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -30,6 +31,25 @@ std::string trim(std::string_view s) {
 }
 
 std::string where(const std::string& path, int line) { return fmt::format("{}:{}", path, line); }
+
+// A benchmark file's text: a regular file (read_text_file refuses FIFOs and devices) of UTF-8
+// (invalid bytes named by file:line here, not later as a tokenizer error without a place).
+std::string read_benchmark_text(const std::string& path) {
+  std::string text = read_text_file(path);
+  const size_t bad = text::invalid_utf8_at(text);
+  if (bad != std::string::npos) {
+    const int line = 1 + int(std::count(text.begin(), text.begin() + std::ptrdiff_t(bad), '\n'));
+    const size_t line_start = text.rfind('\n', bad == 0 ? 0 : bad - 1);
+    const size_t column = bad - (line_start == std::string::npos || bad == 0 ? 0 : line_start + 1) + 1;
+    fail("{}: not UTF-8 text (invalid byte 0x{:02x} at column {})", where(path, line),
+         static_cast<unsigned char>(text[bad]), column);
+  }
+  return text;
+}
+
+std::vector<CsvRecord> read_benchmark_csv(const std::string& path) {
+  return parse_csv(read_benchmark_text(path), path);
+}
 
 // "A, B, C, D" for 4 options
 std::string letters(size_t n) {
@@ -77,7 +97,7 @@ struct Header {
 };
 
 std::vector<CsvRecord> read_with_header(const std::string& path, Header& header) {
-  std::vector<CsvRecord> records = read_csv(path);
+  std::vector<CsvRecord> records = read_benchmark_csv(path);
   LT_CHECK(!records.empty(), "{}: empty file, expected a header line", path);
   header.names = records.front().fields;
   header.path = path;
@@ -144,7 +164,7 @@ void read_cmmlu(const std::string& path, std::vector<Item>& out) {
 
 void read_mmlu(const std::string& path, std::vector<Item>& out) {
   const auto [subject, split] = subject_split_from_name(path, "MMLU");
-  const auto records = read_csv(path);
+  const auto records = read_benchmark_csv(path);
   for (size_t r = 0; r < records.size(); ++r) {
     const CsvRecord& rec = records[r];
     Item item;
@@ -167,7 +187,7 @@ void read_mmlu(const std::string& path, std::vector<Item>& out) {
 // Calls fn(object, line, index) for each non-blank line; index counts the objects.
 void for_each_jsonl(const std::string& path,
                     const std::function<void(const json&, int, size_t)>& fn) {
-  const std::string text = read_text_file(path);
+  const std::string text = read_benchmark_text(path);
   size_t pos = 0, index = 0;
   int line = 0;
   while (pos < text.size()) {
@@ -349,6 +369,7 @@ Format parse_format(std::string_view name) {
 std::vector<Item> load_benchmark(Format format, const std::string& path) {
   std::vector<Item> items;
   for (const std::string& file : benchmark_files(path, is_csv_format(format) ? ".csv" : ".jsonl")) {
+    const size_t before = items.size();
     switch (format) {
       case Format::ceval: read_ceval(file, items); break;
       case Format::cmmlu: read_cmmlu(file, items); break;
@@ -357,6 +378,8 @@ std::vector<Item> load_benchmark(Format format, const std::string& path) {
       case Format::math500: read_math500(file, items); break;
       case Format::mcq: read_mcq(file, items); break;
     }
+    // an empty or blank file (or /dev/null) "succeeding" with zero items hides a wrong path
+    LT_CHECK(items.size() > before, "{}: no {} items in this file (empty or blank)", file, format_name(format));
   }
   std::unordered_map<std::string, const Item*> seen;
   for (const Item& item : items) {
@@ -380,7 +403,7 @@ Format detect_format(const std::string& path) {
     file = *std::min_element(files.begin(), files.end());
   }
   if (fs::path(file).extension() == ".csv") {
-    const auto records = read_csv(file);
+    const auto records = read_benchmark_csv(file);
     LT_CHECK(!records.empty(), "{}: empty file, cannot tell its format", file);
     const auto& h = records.front().fields;
     if (h.size() >= 2 && h[0] == "id" && h[1] == "question") return Format::ceval;

@@ -7,17 +7,13 @@
 #include <fstream>
 #include <sstream>
 
+#include "runtime/core/env.h"
 #include "runtime/core/error.h"
 
 namespace ltrun::eval {
 
 std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  LT_CHECK(in, "cannot read {}: {}", path, std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  LT_CHECK(!in.bad(), "cannot read {}: {}", path, std::strerror(errno));
-  return text.str();
+  return read_file(path);  // regular files only, bounded (runtime/core/env.h)
 }
 
 std::vector<CsvRecord> parse_csv(std::string_view text, const std::string& name) {

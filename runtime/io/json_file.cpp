@@ -6,16 +6,15 @@
 #include <fstream>
 #include <sstream>
 
+#include "runtime/core/env.h"
+#include "runtime/core/json_depth.h"
+
 namespace ltrun::io {
 
 nlohmann::json read_json_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  LT_CHECK(in, "cannot read JSON file {}: {}", path, std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  LT_CHECK(!in.bad(), "cannot read JSON file {}: {}", path, std::strerror(errno));
+  const std::string text = read_file(path);  // regular files only, bounded (runtime/core/env.h)
   try {
-    return nlohmann::json::parse(text.str());
+    return nlohmann::json::parse(text, json_depth_limit(path));
   } catch (const nlohmann::json::exception& e) {
     fail("{}: invalid JSON: {}", path, e.what());
   }

@@ -104,7 +104,8 @@ struct SafetensorsFile::State {
 namespace {
 
 std::shared_ptr<Mapping> map_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below as not regular
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   LT_CHECK(fd >= 0, "cannot open safetensors file {}: {}", path, std::strerror(errno));
   struct stat st;
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {

@@ -30,6 +30,7 @@ class ConfigReader {
   // A reader of the object under `key` (error if it is not an object).
   ConfigReader child(const std::string& key) const;
   [[noreturn]] void fail_key(const std::string& key, const std::string& why) const;
+  const std::string& source() const { return source_; }
 
  private:
   template <class T>

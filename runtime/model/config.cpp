@@ -2,9 +2,12 @@
 // the architecture registry.
 #include <fmt/ranges.h>
 
+#include <cmath>
 #include <filesystem>
+#include <tuple>
 
 #include "runtime/core/env.h"
+#include "runtime/core/json_depth.h"
 #include "runtime/core/error.h"
 #include "runtime/io/json_file.h"
 #include "runtime/model/arch.h"
@@ -93,6 +96,16 @@ ConfigReader ConfigReader::child(const std::string& key) const {
 
 namespace {
 
+// Values that would not fail loudly later but give NaN or infinite logits (a zero eps under
+// a square root, log(theta) = 0, a zero RoPE factor divided by, ...): checked here so that
+// the error names config.json and the key.
+void require_positive(const ConfigReader& r, const std::string& key, double v) {
+  if (!(std::isfinite(v) && v > 0)) r.fail_key(key, fmt::format("must be a positive finite number, found {}", v));
+}
+void require_nonnegative(const ConfigReader& r, const std::string& key, double v) {
+  if (!(std::isfinite(v) && v >= 0)) r.fail_key(key, fmt::format("must be a finite number >= 0, found {}", v));
+}
+
 // rope_scaling as transformers' modeling_rope_utils reads it ("type" is its older spelling).
 RopeScaling read_rope_scaling(const ConfigReader& r) {
   RopeScaling s;
@@ -102,20 +115,39 @@ RopeScaling read_rope_scaling(const ConfigReader& r) {
   if (s.type == "default") return s;
   if (s.type == "linear") {
     s.factor = r.req_double("factor");
+    require_positive(r, "factor", *s.factor);
   } else if (s.type == "llama3") {
     s.factor = r.req_double("factor");
+    require_positive(r, "factor", *s.factor);
     s.low_freq_factor = r.req_double("low_freq_factor");
+    require_positive(r, "low_freq_factor", s.low_freq_factor);
     s.high_freq_factor = r.req_double("high_freq_factor");
+    require_positive(r, "high_freq_factor", s.high_freq_factor);
+    if (s.high_freq_factor == s.low_freq_factor)  // the smoothing divides by their difference
+      r.fail_key("high_freq_factor", fmt::format("must differ from low_freq_factor, both are {}", s.low_freq_factor));
     s.original_max_position_embeddings = r.req_int("original_max_position_embeddings");
+    require_positive(r, "original_max_position_embeddings", double(s.original_max_position_embeddings));
   } else if (s.type == "yarn") {
-    if (r.get("factor")) s.factor = r.req_double("factor");
+    if (r.get("factor")) {
+      s.factor = r.req_double("factor");
+      require_positive(r, "factor", *s.factor);
+    }
     s.original_max_position_embeddings = r.opt_int("original_max_position_embeddings", 0);
-    if (r.get("attention_factor")) s.attention_factor = r.req_double("attention_factor");
-    if (r.get("mscale")) s.mscale = r.req_double("mscale");
-    if (r.get("mscale_all_dim")) s.mscale_all_dim = r.req_double("mscale_all_dim");
-    // HF: `get("beta_fast") or 32`, so 0 also means the default
+    require_nonnegative(r, "original_max_position_embeddings", double(s.original_max_position_embeddings));
+    if (r.get("attention_factor")) {
+      s.attention_factor = r.req_double("attention_factor");
+      require_positive(r, "attention_factor", *s.attention_factor);
+    }
+    // mscale >= 0 keeps 0.1 * mscale * ln(factor) + 1 (a divisor) away from 0
+    if (r.get("mscale")) require_nonnegative(r, "mscale", *(s.mscale = r.req_double("mscale")));
+    if (r.get("mscale_all_dim"))
+      require_nonnegative(r, "mscale_all_dim", *(s.mscale_all_dim = r.req_double("mscale_all_dim")));
+    // HF: `get("beta_fast") or 32`, so 0 also means the default; a negative count of
+    // rotations goes into a logarithm
     if (double b = r.opt_double("beta_fast", 0)) s.beta_fast = b;
     if (double b = r.opt_double("beta_slow", 0)) s.beta_slow = b;
+    require_positive(r, "beta_fast", s.beta_fast);
+    require_positive(r, "beta_slow", s.beta_slow);
     s.truncate = r.opt_bool("truncate", true);
   } else {
     r.fail_key("rope_type", fmt::format("unsupported RoPE type \"{}\" (supported: default, "
@@ -123,6 +155,12 @@ RopeScaling read_rope_scaling(const ConfigReader& r) {
                                         s.type));
   }
   return s;
+}
+
+// RoPE frequencies are theta^(-2i/d): theta <= 1 makes them grow instead of fall, and yarn
+// divides by log(theta).
+void require_rope_theta(const ConfigReader& r, double theta) {
+  if (!(std::isfinite(theta) && theta > 1)) r.fail_key("rope_theta", fmt::format("must be a finite number > 1, found {}", theta));
 }
 
 // bos/eos/pad of config.json or generation_config.json; eos may be a list.
@@ -171,7 +209,32 @@ void read_decoder(const ConfigReader& r, Config& c, const DecoderDefaults& d) {
     r.fail_key("head_dim",
                fmt::format("must be positive and even (RoPE rotates pairs), found {}", c.head_dim));
   c.max_position_embeddings = r.opt_int("max_position_embeddings", d.max_position_embeddings);
+  // Bounds far above any released model (and below where sizes overflow): a typo such as
+  // 2^31 layers or a 2^40 head_dim is an error naming the key, not a bad_alloc in LibTorch.
+  for (auto [key, v, max] : {std::tuple<const char*, int64_t, int64_t>{"vocab_size", c.vocab_size, int64_t(1) << 24},
+                             {"hidden_size", c.hidden_size, int64_t(1) << 18},
+                             {"intermediate_size", c.intermediate_size, int64_t(1) << 20},
+                             {"num_hidden_layers", c.n_layers, int64_t(1) << 12},
+                             {"num_attention_heads", c.n_heads, int64_t(1) << 12},
+                             {"num_key_value_heads", c.n_kv_heads, int64_t(1) << 12},
+                             {"head_dim", c.head_dim, int64_t(1) << 14},
+                             {"max_position_embeddings", c.max_position_embeddings, int64_t(1) << 30}})
+    if (v > max) r.fail_key(key, fmt::format("{} is beyond the supported maximum {}", v, max));
+  require_positive(r, "max_position_embeddings", double(c.max_position_embeddings));
+  // Each bound alone still allows products no machine holds: count the parameters (in
+  // double, where nothing overflows) before anything is allocated.
+  const double h = double(c.hidden_size), qd = double(c.n_heads) * double(c.head_dim),
+               kvd = double(c.n_kv_heads) * double(c.head_dim);
+  const double per_layer = h * qd * 2 + h * kvd * 2 + 3 * h * double(c.intermediate_size);
+  const double params = double(c.vocab_size) * h * 2 + double(c.n_layers) * per_layer;
+  constexpr double kMaxParams = 1e12;
+  if (params > kMaxParams)
+    fail("{}: these sizes make {:.3g} parameters (vocab_size {}, hidden_size {}, intermediate_size {}, "
+         "num_hidden_layers {}, num_attention_heads {} x head_dim {}): beyond the supported {:.0e}",
+         r.source(), params, c.vocab_size, c.hidden_size, c.intermediate_size, c.n_layers, c.n_heads,
+         c.head_dim, kMaxParams);
   c.rms_norm_eps = r.opt_double("rms_norm_eps", 1e-6);
+  require_positive(r, "rms_norm_eps", c.rms_norm_eps);
   const std::string act = r.opt_string("hidden_act", "silu");
   if (act != "silu")
     r.fail_key("hidden_act", "only \"silu\" (SwiGLU) is supported, found \"" + act + "\"");
@@ -184,9 +247,11 @@ void read_decoder(const ConfigReader& r, Config& c, const DecoderDefaults& d) {
   if (r.get("rope_parameters")) {
     ConfigReader rp = r.child("rope_parameters");
     c.rope_theta = rp.opt_double("rope_theta", d.rope_theta);
+    require_rope_theta(rp, c.rope_theta);
     c.rope_scaling = read_rope_scaling(rp);
   } else {
     c.rope_theta = r.opt_double("rope_theta", d.rope_theta);
+    require_rope_theta(r, c.rope_theta);
     if (r.get("rope_scaling")) c.rope_scaling = read_rope_scaling(r.child("rope_scaling"));
   }
 }
@@ -264,7 +329,7 @@ std::string generation_config_json(const Config& c) {
 Config parse_config(const std::string& json, const std::string& source) {
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(json);
+    j = nlohmann::json::parse(json, json_depth_limit(source));
   } catch (const nlohmann::json::exception& e) {
     fail("{}: invalid JSON: {}", source, e.what());
   }

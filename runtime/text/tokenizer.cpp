@@ -13,7 +13,9 @@
 #include <thread>
 #include <unordered_map>
 
+#include "runtime/core/env.h"
 #include "runtime/core/error.h"
+#include "runtime/core/json_depth.h"
 #include "runtime/text/added_tokens.h"
 #include "runtime/text/bpe.h"
 #include "runtime/text/decoders.h"
@@ -137,6 +139,13 @@ struct Tokenizer::Impl {
   void load_pre_tokenizer(const Node& n);
   void load_model(const Node& n);
   void load_added_tokens(const Node& n);
+  // Ids index the tables built from them: all must be below the count of tokens, vocab and
+  // added (set by load_model from that count and n_added).
+  size_t n_added = 0, id_limit = 0;
+  std::string id_beyond(int32_t id) const {
+    return fmt::format("id {} is beyond the {} tokens of the vocab and added_tokens (ids must be below {})",
+                       id, id_limit, id_limit);
+  }
   void load_post_processor(const Node& n);
   void load_decoder(const Node& n);
   void build_id_tables();
@@ -258,8 +267,19 @@ void Tokenizer::Impl::load_model(const Node& n) {
   std::unordered_map<std::string, int32_t> vocab;
   const Node v = n["vocab"];
   if (!v.value().is_object()) v.fail("expected an object of token: id");
-  for (const auto& [token, id] : v.value().items())
-    vocab.emplace(token, Node(id, v.path() + "[\"" + token + "\"]", path).id());
+  // The id tables are indexed by id: ids must stay below the number of tokens there are (the
+  // vocab's and the added ones), so that one stray id (100000000 in a small file) cannot size
+  // them, and no id may name two tokens of the vocab.
+  id_limit = v.value().size() + n_added;
+  std::unordered_map<int32_t, const std::string*> token_of;
+  for (const auto& [token, id] : v.value().items()) {
+    const Node entry(id, v.path() + "[\"" + token + "\"]", path);
+    const int32_t i = entry.id();
+    if (size_t(i) >= id_limit) entry.fail(id_beyond(i));
+    const auto [it, fresh] = token_of.emplace(i, nullptr);
+    if (!fresh) entry.fail(fmt::format("id {} is also the id of \"{}\"", i, *it->second));
+    it->second = &vocab.emplace(token, i).first->first;
+  }
 
   // merges are "a b" strings, or [a, b] pairs since tokenizers 0.20 (tokens may hold spaces)
   std::vector<std::pair<std::string, std::string>> merges;
@@ -286,9 +306,15 @@ void Tokenizer::Impl::load_model(const Node& n) {
 }
 
 void Tokenizer::Impl::load_added_tokens(const Node& n) {
+  // Added tokens follow the vocab (or reuse its ids, as Llama 2's <s> does): each id at most
+  // once among them, and below id_limit like the vocab's.
+  std::unordered_map<int32_t, std::string> seen;
   for (const Node& t : n.items()) {
     AddedToken a;
     a.id = t["id"].id();
+    if (size_t(a.id) >= id_limit) t["id"].fail(id_beyond(a.id));
+    if (const auto [it, fresh] = seen.emplace(a.id, t["content"].str()); !fresh)
+      t["id"].fail(fmt::format("id {} is also the id of the added token \"{}\"", a.id, it->second));
     a.content = t["content"].str();
     if (a.content.empty()) t["content"].fail("an added token cannot be empty");
     a.special = t.flag("special", false);
@@ -420,11 +446,15 @@ Tokenizer Tokenizer::load(const std::string& file_or_dir) {
                    ? (fs::path(file_or_dir) / "tokenizer.json").string()
                    : file_or_dir;
   const std::string& path = impl->path;
-  std::ifstream in(path, std::ios::binary);
-  LT_CHECK(in, "tokenizer '{}': cannot open the file", path);
+  std::string text;
+  try {
+    text = read_file(path);  // a regular file of at most 1 GiB (runtime/core/env.h)
+  } catch (const Error& e) {
+    fail("tokenizer '{}': cannot open the file: {}", path, e.what());
+  }
   json j;
   try {
-    j = json::parse(in);
+    j = json::parse(text, json_depth_limit("tokenizer '" + path + "'"));
   } catch (const json::exception& e) {
     fail("tokenizer '{}': malformed JSON: {}", path, e.what());
   }
@@ -437,6 +467,7 @@ Tokenizer Tokenizer::load(const std::string& file_or_dir) {
     impl->load_pre_tokenizer(*pre);
   else
     impl->byte_level = false;
+  if (const auto n = root.get("added_tokens"); n && n->value().is_array()) impl->n_added = n->value().size();
   impl->load_model(root["model"]);
   if (const auto n = root.get("added_tokens"))
     impl->load_added_tokens(*n);

@@ -183,6 +183,29 @@ TEST_CASE("invalid UTF-8 input is an error") {
   CHECK_THROWS_WITH(tok.encode("hello\xC3("), Catch::Contains("not valid UTF-8 at byte 5"));
 }
 
+TEST_CASE("token ids: dense within the vocabulary, each id once") {
+  using nlohmann::json;
+  check_load_errors(tiny(), "ids_", {
+      // one stray id used to size the id tables: 100000000 entries from a 1 KB file
+      {"huge", [](json& j) { j["model"]["vocab"]["a"] = 100000000; }, "model.vocab[\"a\"]",
+       "id 100000000 is beyond the 34 tokens of the vocab and added_tokens (ids must be below 34)"},
+      {"just_beyond", [](json& j) { j["model"]["vocab"]["a"] = 34; }, "model.vocab[\"a\"]", "ids must be below 34"},
+      {"duplicate", [](json& j) { j["model"]["vocab"]["b"] = 1; }, "model.vocab[\"b\"]",
+       "id 1 is also the id of \"a\""},
+      {"added_huge", [](json& j) { j["added_tokens"][2]["id"] = 100000000; }, "added_tokens[2].id",
+       "id 100000000 is beyond the 34 tokens"},
+      {"added_duplicate", [](json& j) { j["added_tokens"][3]["id"] = 31; }, "added_tokens[3].id",
+       "id 31 is also the id of the added token \"<x>\""},
+  });
+  // nesting 70,000 deep: an error naming the file (the error's dump() used to recurse per level)
+  const std::string deep = scratch("ids_deep.json");
+  write_file(deep, "{\"model\": " + std::string(70000, '[') + std::string(70000, ']') + "}");
+  CHECK_THROWS_WITH(Tokenizer::load(deep), Catch::Contains(deep) && Catch::Contains("nested deeper than 200"));
+  // an added token may reuse a vocab id (Llama 2's <s> is both): still loads
+  const auto reuse = tiny_variant("ids_reuse", [](json& j) { j["added_tokens"][3]["id"] = 5; });
+  CHECK(Tokenizer::load(reuse).vocab_size() == 33);
+}
+
 TEST_CASE("load errors name the file and the JSON path") {
   const std::string missing = scratch("does_not_exist.json");
   CHECK_THROWS_WITH(Tokenizer::load(missing),
