@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "bindings/luat.h"
 #include "bindings/model.h"
@@ -220,12 +221,30 @@ uint64_t run_seed(lua_State* L) {
   return s;
 }
 
+// The training loop's metric sink: the current run of this process (the one place training
+// writes to the store).
+train::MetricSink run_sink() {
+  train::MetricSink k;
+  k.metric = [](const std::string& name, double v, int64_t step) {
+    if (auto* s = store::Session::active()) s->store().metric(s->current(), name, v, step);
+  };
+  k.param = [](const std::string& key, const std::string& v) {
+    if (auto* s = store::Session::active()) s->store().param(s->current(), key, v);
+  };
+  k.flush = [] {
+    if (auto* s = store::Session::active()) s->store().flush();
+  };
+  return k;
+}
+
 // lt.train.causal_lm(m, {data = DIR | tensor [N, T+1], val = tensor, seq_len = 128, steps =,
 //   lr =, warmup =, decay = "cosine"|"linear"|"constant", min_lr_ratio =, weight_decay =,
 //   betas = {b1, b2}, eps =, micro_batch =, grad_accum =, clip =, lr_mult = {[layer] = x},
 //   eval_every =, eval_batches = 8, checkpoint_dir =, checkpoint_every =, resume =,
 //   stop_after =, seed =, log =, progress =, force_full_backward =,
-//   activation_checkpointing =}) → summary table
+//   activation_checkpointing =, on_step = function(step, loss)}) → summary table
+// On resume the data order continues with the checkpoint's data seed; an explicit seed =
+// that differs from it is an error.
 int l_causal_lm(lua_State* L) {
   const char* fn = "lt.train.causal_lm";
   const ModelHandle& box = check_model_box(L, 1, fn);
@@ -257,14 +276,38 @@ int l_causal_lm(lua_State* L) {
   o.checkpoint_every = opt_integer(L, 2, "checkpoint_every", fn).value_or(0);
   o.resume = opt_bool(L, 2, "resume", fn).value_or(false);
   o.stop_after = opt_integer(L, 2, "stop_after", fn).value_or(-1);
-  o.log = opt_bool(L, 2, "log", fn).value_or(true);
+  if (opt_bool(L, 2, "log", fn).value_or(true)) o.sink = run_sink();
   o.progress = opt_bool(L, 2, "progress", fn).value_or(true);
   o.force_full_backward = opt_bool(L, 2, "force_full_backward", fn).value_or(false);
   o.activation_checkpointing = opt_bool(L, 2, "activation_checkpointing", fn).value_or(false);
   if (box.tok) o.checkpoint_files.push_back(box.tok->path());
+  // on_step = function(step, loss): after each optimizer step; may change the freeze plan
+  struct Ref {
+    lua_State* L;
+    int ref = LUA_NOREF;
+    ~Ref() { luaL_unref(L, LUA_REGISTRYINDEX, ref); }
+  } on_step{L};
+  lua_getfield(L, 2, "on_step");
+  if (!lua_isnil(L, -1)) {
+    check_function(L, -1, fn);
+    on_step.ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    o.on_step = [L, ref = on_step.ref](int64_t step, double loss) {
+      lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
+      lua_pushnumber(L, double(step));
+      lua_pushnumber(L, loss);
+      if (lua_pcall(L, 2, 0, 0) != 0) {
+        std::string msg = lua_isstring(L, -1) ? lua_tostring(L, -1) : "error in on_step";
+        lua_pop(L, 1);
+        fail("lt.train.causal_lm: on_step at step {}: {}", step, msg);
+      }
+    };
+  } else {
+    lua_pop(L, 1);
+  }
   const int64_t seq_len = opt_integer(L, 2, "seq_len", fn).value_or(128);
   const int64_t eval_batches = opt_integer(L, 2, "eval_batches", fn).value_or(8);
-  const uint64_t seed = uint64_t(opt_integer(L, 2, "seed", fn).value_or(int64_t(run_seed(L))));
+  const std::optional<int64_t> seed_opt = opt_integer(L, 2, "seed", fn);
+  const uint64_t seed = uint64_t(seed_opt.value_or(int64_t(run_seed(L))));
 
   train::DataSource data;
   lua_getfield(L, 2, "data");
@@ -274,10 +317,16 @@ int l_causal_lm(lua_State* L) {
     LT_CHECK(c.vocab_size() <= m.config().vocab_size,
              "{}: corpus {} was tokenized with a vocabulary of {}, the model has {}", fn, dir,
              c.vocab_size(), m.config().vocab_size);
-    auto w = std::make_shared<corpus::Windows>(c, "train", seq_len, seed);
-    data.next = [w](int64_t b) { return w->next(b); };
-    data.cursor = [w] { return w->cursor(); };
-    data.seek = [w](uint64_t x) { w->seek(x); };
+    auto w = std::make_shared<std::unique_ptr<corpus::Windows>>(
+        std::make_unique<corpus::Windows>(c, "train", seq_len, seed));
+    data.next = [w](int64_t b) { return (*w)->next(b); };
+    data.cursor = [w] { return (*w)->cursor(); };
+    data.seek = [w](uint64_t x) { (*w)->seek(x); };
+    data.seed = seed;
+    data.seed_given = seed_opt.has_value();
+    data.reseed = [w, c, seq_len](uint64_t s) {
+      *w = std::make_unique<corpus::Windows>(c, "train", seq_len, s);
+    };
     if (c.tokens("val") > seq_len) {
       auto v = std::make_shared<corpus::Windows>(c, "val", seq_len, seed, /*shuffle=*/false);
       const int64_t mb = o.micro_batch, nb = eval_batches;
@@ -294,7 +343,7 @@ int l_causal_lm(lua_State* L) {
         return out;
       };
     }
-    data.describe = fmt::format("{} (seq_len {}, {} train windows)", dir, seq_len, w->count());
+    data.describe = fmt::format("{} (seq_len {}, {} train windows)", dir, seq_len, (*w)->count());
   } else if (is_tensor(L, -1)) {
     at::Tensor val;
     lua_getfield(L, 2, "val");

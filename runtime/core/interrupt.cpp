@@ -1,6 +1,7 @@
 // runtime/core/interrupt.cpp: SIGINT/SIGTERM → sticky flag + one pending stop (+ hook).
 #include "runtime/core/interrupt.h"
 
+#include <atomic>
 #include <csignal>
 
 #include "runtime/core/error.h"
@@ -10,6 +11,7 @@ namespace {
 volatile std::sig_atomic_t g_happened = 0;
 volatile std::sig_atomic_t g_pending = 0;
 InterruptHook g_hook = nullptr;
+std::atomic<int> g_checked{0};
 
 void on_signal(int sig) {
   if (g_pending) {  // pressed again before the first was honoured: stop now
@@ -47,6 +49,10 @@ bool consume_interrupt() {
   g_pending = 0;
   return true;
 }
+
+InterruptChecked::InterruptChecked() { ++g_checked; }
+InterruptChecked::~InterruptChecked() { --g_checked; }
+bool interrupt_checked() { return g_checked.load() > 0; }
 
 void check_interrupt() {
   if (consume_interrupt()) throw Interrupted();

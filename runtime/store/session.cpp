@@ -26,7 +26,7 @@ void Session::watch_interrupt() {
   auto since = std::chrono::steady_clock::time_point::max();
   while (!stopping_) {
     std::this_thread::sleep_for(kPoll);
-    if (!interrupt_pending()) {
+    if (!interrupt_pending() || interrupt_checked()) {  // C++ code that stops by itself runs
       since = std::chrono::steady_clock::time_point::max();
       continue;
     }

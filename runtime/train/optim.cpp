@@ -19,7 +19,7 @@ bool no_decay(const std::string& name) {
 }
 
 std::vector<ParamGroup> param_groups(const model::Model& m, double weight_decay,
-                                     const std::map<int, double>& lr_mult) {
+                                     const std::map<int, double>& lr_mult, bool include_frozen) {
   for (const auto& [l, x] : lr_mult) {
     LT_CHECK(l >= -1 && l < m.n_layers(), "lr_mult: layer {} out of range -1..{}", l,
              m.n_layers() - 1);
@@ -27,7 +27,7 @@ std::vector<ParamGroup> param_groups(const model::Model& m, double weight_decay,
   }
   std::map<std::pair<int, bool>, ParamGroup> by;
   for (const model::Param& p : m.parameters()) {
-    if (!p.tensor.requires_grad()) continue;
+    if (!include_frozen && !p.tensor.requires_grad()) continue;
     const bool nd = no_decay(p.name);
     ParamGroup& g = by[{p.layer, nd}];
     if (g.params.empty()) {
@@ -45,11 +45,23 @@ std::vector<ParamGroup> param_groups(const model::Model& m, double weight_decay,
 }
 
 AdamW::AdamW(std::vector<ParamGroup> groups, AdamWOptions o) : groups_(std::move(groups)), o_(o) {
+  std::map<std::string, int> seen;
   for (const ParamGroup& g : groups_)
-    for (const model::Param& p : g.params) {
-      at::Tensor z = at::zeros_like(p.tensor, p.tensor.options().dtype(at::kFloat));
-      state_[p.name] = {z, z.clone()};
-    }
+    for (const model::Param& p : g.params)
+      LT_CHECK(seen[p.name]++ == 0, "AdamW: parameter {} is in two groups", p.name);
+}
+
+std::vector<model::Param> AdamW::with_grad() const {
+  std::vector<model::Param> out;
+  for (const ParamGroup& g : groups_)
+    for (const model::Param& p : g.params)
+      if (p.tensor.grad().defined()) out.push_back(p);
+  return out;
+}
+
+int64_t AdamW::param_steps(const std::string& name) const {
+  auto it = state_.find(name);
+  return it == state_.end() ? 0 : it->second.t;
 }
 
 void AdamW::zero_grad() {
@@ -60,21 +72,28 @@ void AdamW::zero_grad() {
 
 void AdamW::step(double lr) {
   ++t_;
-  const double bc1 = 1 - std::pow(o_.beta1, double(t_)), bc2 = 1 - std::pow(o_.beta2, double(t_));
   at::NoGradGuard no_grad;
   for (ParamGroup& g : groups_) {
     const double glr = lr * g.lr_mult;
     for (model::Param& p : g.params) {
       const at::Tensor& grad0 = p.tensor.grad();
       if (!grad0.defined()) continue;
-      auto& [m, v] = state_.at(p.name);
+      auto it = state_.find(p.name);
+      if (it == state_.end()) {
+        at::Tensor z = at::zeros_like(p.tensor, p.tensor.options().dtype(at::kFloat));
+        it = state_.emplace(p.name, Moments{z, z.clone(), 0}).first;
+      }
+      Moments& st = it->second;
+      ++st.t;
+      const double bc1 = 1 - std::pow(o_.beta1, double(st.t));
+      const double bc2 = 1 - std::pow(o_.beta2, double(st.t));
       const at::Tensor grad = grad0.to(at::kFloat);
       at::Tensor w = p.tensor.dtype() == at::kFloat ? p.tensor : p.tensor.to(at::kFloat);
       if (g.weight_decay != 0) w.mul_(1 - glr * g.weight_decay);
-      m.mul_(o_.beta1).add_(grad, 1 - o_.beta1);
-      v.mul_(o_.beta2).addcmul_(grad, grad, 1 - o_.beta2);
-      const at::Tensor denom = (v / bc2).sqrt_().add_(o_.eps);
-      w.addcdiv_(m, denom, -glr / bc1);
+      st.m.mul_(o_.beta1).add_(grad, 1 - o_.beta1);
+      st.v.mul_(o_.beta2).addcmul_(grad, grad, 1 - o_.beta2);
+      const at::Tensor denom = (st.v / bc2).sqrt_().add_(o_.eps);
+      w.addcdiv_(st.m, denom, -glr / bc1);
       if (!w.is_same(p.tensor)) p.tensor.copy_(w);
     }
   }
@@ -82,27 +101,42 @@ void AdamW::step(double lr) {
 
 std::vector<std::pair<std::string, at::Tensor>> AdamW::state() const {
   std::vector<std::pair<std::string, at::Tensor>> out;
-  for (const auto& [name, mv] : state_) {
-    out.emplace_back("exp_avg." + name, mv.first.to(at::kCPU));
-    out.emplace_back("exp_avg_sq." + name, mv.second.to(at::kCPU));
+  for (const auto& [name, st] : state_) {
+    out.emplace_back("exp_avg." + name, st.m.to(at::kCPU));
+    out.emplace_back("exp_avg_sq." + name, st.v.to(at::kCPU));
+    out.emplace_back("step." + name, at::scalar_tensor(st.t, at::kLong));
   }
   return out;
 }
 
 void AdamW::load_state(const std::vector<std::pair<std::string, at::Tensor>>& tensors,
                        int64_t steps) {
+  std::map<std::string, const model::Param*> params;
+  for (const ParamGroup& g : groups_)
+    for (const model::Param& p : g.params) params[p.name] = &p;
   std::map<std::string, at::Tensor> by(tensors.begin(), tensors.end());
-  for (auto& [name, mv] : state_) {
-    for (auto [key, dst] : {std::pair{"exp_avg." + name, &mv.first},
-                            std::pair{"exp_avg_sq." + name, &mv.second}}) {
-      auto it = by.find(key);
-      LT_CHECK(it != by.end(),
-               "optimizer state: no {} (was the checkpoint made with other trainable parameters?)",
-               key);
-      LT_CHECK(it->second.sizes() == dst->sizes(), "optimizer state: {} has the wrong shape", key);
-      dst->copy_(it->second);
-    }
+  std::map<std::string, Moments> loaded;
+  for (const auto& [key, t] : by) {
+    if (key.rfind("exp_avg.", 0) != 0) continue;
+    const std::string name = key.substr(8);
+    auto p = params.find(name);
+    LT_CHECK(p != params.end(), "optimizer state: {} is not a parameter of this model", name);
+    auto sq = by.find("exp_avg_sq." + name);
+    LT_CHECK(sq != by.end(), "optimizer state: exp_avg.{} without exp_avg_sq.{}", name, name);
+    const at::Tensor& w = p->second->tensor;
+    LT_CHECK(t.sizes() == w.sizes() && sq->second.sizes() == w.sizes(),
+             "optimizer state: {} has the wrong shape", key);
+    auto st = by.find("step." + name);
+    const int64_t ps = st == by.end() ? steps : st->second.item<int64_t>();
+    LT_CHECK(ps >= 0 && ps <= steps, "optimizer state: step.{} = {} outside 0..{}", name, ps, steps);
+    const auto opts = w.options().dtype(at::kFloat);
+    loaded[name] = Moments{t.to(opts).clone(), sq->second.to(opts).clone(), ps};
   }
+  for (const auto& [key, t] : by)
+    if (key.rfind("exp_avg_sq.", 0) == 0)
+      LT_CHECK(loaded.count(key.substr(11)), "optimizer state: {} without exp_avg.{}", key,
+               key.substr(11));
+  state_ = std::move(loaded);
   t_ = steps;
 }
 

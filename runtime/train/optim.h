@@ -17,11 +17,14 @@ struct ParamGroup {
   std::vector<model::Param> params;
 };
 
-// Groups the trainable parameters of `m` (requires_grad): one group per (layer, decay or not).
-// lr_mult[layer] multiplies the learning rate of block `layer` (-1: embeddings, final norm,
-// head); norms and biases get no weight decay. Errors on a multiplier for a missing layer.
+// Groups the trainable parameters of `m` (requires_grad), or all of them with
+// include_frozen (the training loop's groups, so that a plan changed during a run is covered):
+// one group per (layer, decay or not). lr_mult[layer] multiplies the learning rate of block
+// `layer` (-1: embeddings, final norm, head); norms and biases get no weight decay. Errors on
+// a multiplier for a missing layer.
 std::vector<ParamGroup> param_groups(const model::Model& m, double weight_decay,
-                                     const std::map<int, double>& lr_mult = {});
+                                     const std::map<int, double>& lr_mult = {},
+                                     bool include_frozen = false);
 
 // Whether weight decay skips this parameter (norm weights, biases).
 bool no_decay(const std::string& param_name);
@@ -34,26 +37,38 @@ struct AdamWOptions {
 //   p <- p * (1 - lr * wd)
 //   m <- b1 m + (1 - b1) g,  v <- b2 v + (1 - b2) g^2
 //   p <- p - lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)
-// State is kept in fp32 whatever the parameter dtype.
+// State is kept in fp32 whatever the parameter dtype. It is made for a parameter the first
+// time it has a gradient, with its own step count t (bias correction as PyTorch's per-parameter
+// `step`), so groups may hold frozen parameters that start training later in a run.
 class AdamW {
  public:
   AdamW(std::vector<ParamGroup> groups, AdamWOptions o = {});
 
   // One update with base learning rate `lr` (times each group's lr_mult). Parameters without
-  // a gradient are skipped.
+  // a gradient are skipped (no decay, no state change).
   void step(double lr);
   void zero_grad();
-  int64_t steps() const { return t_; }
+  int64_t steps() const { return t_; }  // step() calls
   const std::vector<ParamGroup>& groups() const { return groups_; }
+  // Parameters of the groups that have a gradient now.
+  std::vector<model::Param> with_grad() const;
+  // The step count of one parameter's state (0: never updated).
+  int64_t param_steps(const std::string& name) const;
 
-  // exp_avg.NAME / exp_avg_sq.NAME tensors (CPU) and the step count; load checks names/shapes.
+  // exp_avg.NAME / exp_avg_sq.NAME tensors (CPU) and step.NAME (int64 scalar) of every
+  // parameter with state, plus the step count. load_state checks names and shapes; a
+  // checkpoint without step.NAME (older ones) gives every parameter `steps`.
   std::vector<std::pair<std::string, at::Tensor>> state() const;
   void load_state(const std::vector<std::pair<std::string, at::Tensor>>& tensors, int64_t steps);
 
  private:
+  struct Moments {
+    at::Tensor m, v;
+    int64_t t = 0;
+  };
   std::vector<ParamGroup> groups_;
   AdamWOptions o_;
-  std::map<std::string, std::pair<at::Tensor, at::Tensor>> state_;  // name -> (m, v)
+  std::map<std::string, Moments> state_;  // parameter name -> its state
   int64_t t_ = 0;
 };
 

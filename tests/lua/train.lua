@@ -141,6 +141,48 @@ T.case("causal_lm: interrupted + resumed = uninterrupted", function()
   T.ok(back.tokenizer ~= nil, "the checkpoint is a model folder with its tokenizer")
 end)
 
+T.case("causal_lm: a resume without a seed continues the checkpoint's data order", function()
+  -- this test process runs under its own (fresh) run seed, not 11: the data order of the
+  -- resumed half must come from the checkpoint, not from the run
+  local opts = function(dir, extra)
+    local o = { data = packed, seq_len = 16, steps = 6, lr = 3e-3, warmup = 0.2, micro_batch = 2,
+                checkpoint_dir = dir, log = false, progress = false }
+    for k, v in pairs(extra or {}) do o[k] = v end
+    return o
+  end
+  local function fresh() return base:clone():train_only("all") end
+  local full = lt.train.causal_lm(fresh(), opts(tmp .. "/ck_s1", { seed = 11 }))
+  lt.train.causal_lm(fresh(), opts(tmp .. "/ck_s2", { seed = 11, stop_after = 3 }))
+  T.ok(lt.seed ~= 11, "the run seed differs from the data seed")
+  local rest = lt.train.causal_lm(fresh(), opts(tmp .. "/ck_s2", { resume = true }))
+  T.eq(rest.start_step, 3)
+  for i = 1, 3 do T.near(rest.losses[i], full.losses[i + 3], 1e-6, "loss at step " .. (i + 3)) end
+  -- another data order from a different seed (so the test above can fail)
+  local other = lt.train.causal_lm(fresh(), opts(tmp .. "/ck_s3", { seed = 12 }))
+  T.ok(math.abs(other.losses[4] - full.losses[4]) > 1e-4, "seed 12 gives another order")
+  T.raises(function() lt.train.causal_lm(fresh(), opts(tmp .. "/ck_s2", { resume = true, seed = 12 })) end,
+           "data order has seed 11, but seed 12 was asked for")
+end)
+
+T.case("causal_lm: on_step changes the freeze plan during the run", function()
+  local rows = lt.data.windows(packed, { seq_len = 16, n = 8, seed = 2 })
+  local m = base:clone():train_only(lt.layers.range(3, 3))
+  local at2
+  local r = lt.train.causal_lm(m, { data = rows, steps = 4, lr = 1e-3, micro_batch = 4, log = false,
+                                    progress = false, on_step = function(step, loss)
+    T.ok(loss > 0)
+    if step == 2 then
+      at2 = m:parameters(0)["model.layers.0.mlp.up_proj.weight"]:clone()
+      m:train_only(lt.layers.range(0, 0))
+    end
+  end })
+  T.eq(r.steps, 4)
+  T.ok(not m:parameters(0)["model.layers.0.mlp.up_proj.weight"]:equal(at2), "block 0 trained after step 2")
+  T.raises(function() lt.train.causal_lm(base:clone():train_only("all"), { data = rows, steps = 2,
+    micro_batch = 4, log = false, progress = false, on_step = function() error("boom") end }) end,
+    "on_step at step 1: .*boom")
+end)
+
 T.case("causal_lm on token rows; lr multipliers; train_only one block", function()
   local rows = lt.data.windows(packed, { seq_len = 16, n = 12, seed = 2 })
   local val = lt.data.windows(packed, { split = "val", seq_len = 16, n = 4 })

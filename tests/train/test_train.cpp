@@ -69,7 +69,6 @@ TrainOptions quiet(int64_t steps) {
   o.steps = steps;
   o.lr = 1e-2;
   o.micro_batch = 4;
-  o.log = false;
   o.progress = false;
   return o;
 }
