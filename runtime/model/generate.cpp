@@ -90,14 +90,26 @@ std::vector<Generation> generate(const Model& model,
   while (true) {
     const at::Tensor next = next_tokens(logits, o, gen).contiguous();
     const int64_t* tok = next.data_ptr<int64_t>();
+    at::Tensor lp;  // [B] fp32 on the CPU
+    if (o.logprobs) {
+      const at::Tensor z = o.temperature > 0 ? logits.to(at::kFloat) / o.temperature
+                                             : logits.to(at::kFloat);
+      lp = z.log_softmax(-1).gather(1, next.to(z.device()).view({B, 1})).view({B}).to(at::kCPU).contiguous();
+    }
+    const float* lpv = o.logprobs ? lp.data_ptr<float>() : nullptr;
     std::vector<int64_t> feed(B, pad);  // finished rows decode padding, their output unused
     for (int64_t b = 0; b < B; ++b) {
       if (done[b]) continue;
       Generation& g = out[b];
       if (std::find(stop_ids.begin(), stop_ids.end(), tok[b]) != stop_ids.end()) {
         g.finish = "stop_id";
+        if (o.keep_stop_id) {
+          g.tokens.push_back(tok[b]);
+          if (lpv) g.logprobs.push_back(lpv[b]);
+        }
       } else {
         g.tokens.push_back(tok[b]);
+        if (lpv) g.logprobs.push_back(lpv[b]);
         feed[b] = tok[b];
         if (o.stop && o.stop(int(b), g.tokens))
           g.finish = "stop";

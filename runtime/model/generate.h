@@ -1,6 +1,6 @@
 // runtime/model/generate.h: batched autoregressive generation with a KV cache: left-padded
 // prompts, greedy / temperature / top-k / top-p sampling from a seeded generator, stop ids
-// and a stop callback.
+// and a stop callback; optionally the log-prob of each sampled token (for RL rollouts).
 #pragma once
 #include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
@@ -30,11 +30,19 @@ struct GenerateOptions {
   // Id written into the left padding (masked, so any valid id); -1: the config's pad id,
   // else its first eos id, else 0.
   int64_t pad_id = -1;
+  // Fill Generation::logprobs: the log-prob of each new token under the distribution it was
+  // sampled from before truncation, log_softmax(logits / temperature) (log_softmax(logits)
+  // when greedy). top-k / top-p are not folded in, as veRL and TRL do: the trainer
+  // recomputes the same quantity, so the PPO ratio starts at 1.
+  bool logprobs = false;
+  // Keep a sampled stop id as the row's last token (an RL policy must learn to emit EOS).
+  bool keep_stop_id = false;
 };
 
 struct Generation {
-  std::vector<int64_t> tokens;  // new tokens, without the prompt and the stop id
+  std::vector<int64_t> tokens;  // new tokens, without the prompt (and the stop id unless kept)
   std::string finish;           // "stop_id", "stop" (the callback) or "length"
+  std::vector<float> logprobs;  // options.logprobs: one per entry of tokens
 };
 
 // Prompts of different lengths as one batch: ids [B, T] left-padded with `pad` (so every

@@ -1,0 +1,91 @@
+// runtime/rl/rollout.cpp: G samples per prompt through model::generate, packed for training.
+#include "runtime/rl/rollout.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+
+#include "runtime/core/error.h"
+#include "runtime/model/generate.h"
+
+namespace ltrun::rl {
+
+Rollouts rollout(const model::Model& m, const std::vector<std::vector<int64_t>>& prompts,
+                 const RolloutOptions& o) {
+  LT_CHECK(!prompts.empty(), "rl.rollout: no prompts");
+  LT_CHECK(o.group_size >= 1, "rl.rollout: group_size must be >= 1, got {}", o.group_size);
+  LT_CHECK(o.max_response >= 1, "rl.rollout: max_response must be >= 1, got {}", o.max_response);
+  LT_CHECK(o.temperature > 0, "rl.rollout: temperature must be > 0 (sampling), got {}", o.temperature);
+  LT_CHECK(o.stop.empty() || o.decode, "rl.rollout: stop strings need a tokenizer (decode)");
+  const int64_t G = o.group_size, N = int64_t(prompts.size()) * G;
+  std::vector<std::vector<int64_t>> rows;
+  rows.reserve(size_t(N));
+  Rollouts r;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    LT_CHECK(!prompts[i].empty(), "rl.rollout: prompt {} is empty", i + 1);
+    for (int64_t g = 0; g < G; ++g) {
+      rows.push_back(prompts[i]);
+      r.prompt_index.push_back(int64_t(i));
+    }
+  }
+  model::GenerateOptions go;
+  go.max_new_tokens = int(o.max_response);
+  go.temperature = o.temperature;
+  go.top_k = o.top_k;
+  go.top_p = o.top_p;
+  go.stop_ids = o.stop_ids;
+  go.logprobs = true;
+  go.keep_stop_id = true;
+  if (!o.stop.empty()) {
+    go.stop = [&o](int, const std::vector<int64_t>& toks) {
+      const std::string text = o.decode(toks);
+      for (const std::string& s : o.stop)
+        if (text.find(s) != std::string::npos) return true;
+      return false;
+    };
+  }
+  std::vector<model::Generation> gens;
+  gens.reserve(size_t(N));
+  const int64_t per = o.batch > 0 ? o.batch : N;
+  for (int64_t s = 0, call = 0; s < N; s += per, ++call) {
+    const std::vector<std::vector<int64_t>> part(rows.begin() + s,
+                                                 rows.begin() + std::min(N, s + per));
+    go.seed = o.seed + uint64_t(call);
+    for (auto& g : model::generate(m, part, go)) gens.push_back(std::move(g));
+  }
+
+  int64_t P = 0, R = 1;  // at least one response column, so that an empty response still packs
+  for (const auto& p : prompts) P = std::max<int64_t>(P, int64_t(p.size()));
+  for (const auto& g : gens) R = std::max<int64_t>(R, int64_t(g.tokens.size()));
+  const int64_t pad = model::pad_token(m.config());
+  at::Tensor ids = at::full({N, P + R}, pad, at::kLong);
+  at::Tensor am = at::zeros({N, P + R}, at::kLong);
+  r.response_mask = at::zeros({N, R}, at::kFloat);
+  r.logprobs = at::zeros({N, R}, at::kFloat);
+  for (int64_t b = 0; b < N; ++b) {
+    const auto& p = rows[size_t(b)];
+    const auto& g = gens[size_t(b)];
+    const int64_t n = int64_t(p.size()), k = int64_t(g.tokens.size());
+    ids[b].narrow(0, P - n, n).copy_(at::tensor(p, at::kLong));
+    am[b].narrow(0, P - n, n).fill_(1);
+    if (k > 0) {
+      ids[b].narrow(0, P, k).copy_(at::tensor(g.tokens, at::kLong));
+      am[b].narrow(0, P, k).fill_(1);
+      r.response_mask[b].narrow(0, 0, k).fill_(1);
+      r.logprobs[b].narrow(0, 0, k).copy_(at::tensor(g.logprobs, at::kFloat));
+    }
+    r.tokens += k;
+    r.responses.push_back(g.tokens);
+    r.finish.push_back(g.finish);
+    if (o.decode) {
+      std::string text = o.decode(g.tokens);
+      size_t cut = std::string::npos;
+      for (const std::string& s : o.stop) cut = std::min(cut, text.find(s));
+      r.texts.push_back(cut == std::string::npos ? text : text.substr(0, cut));
+    }
+  }
+  r.seq = {ids, am, P, R};
+  return r;
+}
+
+}  // namespace ltrun::rl

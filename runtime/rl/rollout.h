@@ -1,0 +1,50 @@
+// runtime/rl/rollout.h: rollouts for RL: G samples per prompt, decoded in batches with the KV
+// cache (model::generate), with the sampled tokens' log-probs, packed as the training batch
+// [prompt (left-padded) | response (right-padded)] with its response mask.
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/model/model.h"
+#include "runtime/rl/logprob.h"
+
+namespace ltrun::rl {
+
+struct RolloutOptions {
+  int64_t group_size = 8;      // G samples per prompt
+  int64_t max_response = 256;  // tokens per response at most (stop ids included)
+  double temperature = 1.0;    // > 0
+  int64_t top_k = 0;           // 0: off
+  double top_p = 1.0;          // 1: off
+  uint64_t seed = 0;           // generate call c draws from a generator seeded with seed + c
+  // A response ends with (and keeps) one of these; unset: the model's eos ids.
+  std::optional<std::vector<int64_t>> stop_ids;
+  // A response also ends once its decoded text contains one of these (needs decode); the
+  // tokens up to the one completing it are kept, the text is cut before it.
+  std::vector<std::string> stop;
+  std::function<std::string(const std::vector<int64_t>&)> decode;  // for stop strings and texts
+  int64_t batch = 0;  // rows (prompt copies) per generate call; 0: all at once
+};
+
+struct Rollouts {
+  SequenceBatch seq;            // ids / attention_mask [N, P + R], P = prompt_len, R = resp_len
+  at::Tensor response_mask;     // [N, R] fp32, 1 on response tokens
+  at::Tensor logprobs;          // [N, R] fp32 sampling log-probs (0 off the mask)
+  std::vector<int64_t> prompt_index;            // row -> prompt (rows i*G .. i*G + G-1)
+  std::vector<std::vector<int64_t>> responses;  // tokens of each row
+  std::vector<std::string> finish;              // "stop_id" | "stop" | "length"
+  std::vector<std::string> texts;               // decoded (cut at a stop string); empty without decode
+  int64_t tokens = 0;                           // response tokens in all
+};
+
+// N = prompts.size() * G rows, row i*G + g the g-th sample of prompt i. Same seed, same model
+// and options: the same rollouts (bit for bit on the CPU).
+Rollouts rollout(const model::Model& m, const std::vector<std::vector<int64_t>>& prompts,
+                 const RolloutOptions& o);
+
+}  // namespace ltrun::rl
