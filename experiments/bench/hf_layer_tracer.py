@@ -7,8 +7,8 @@ and the logit lens of every residual at the last token (P_t); then, for every re
 full forward with a forward hook that zeroes the context positions in that residual (r = 0:
 the embeddings' output, r = l + 1: block l's output), logits of the last position only, and
 JS(P || Q) on the union of the two top-k sets, renormalised there (float32). The best of
-`repeats` wall times over all samples, and every sample's P_t and JS so that the caller can
-compare the values with its own.
+`repeats` wall times over all samples (after an untimed warm-up on one sample), and every
+sample's P_t and JS so that the caller can compare the values with its own.
 
 Input: a JSON file [{"ids": [...], "context": [0-based positions], "target": id}, ...].
 Prints one JSON object {"torch", "transformers", "seconds", "samples": [{"p_target": [N+1],
@@ -69,10 +69,10 @@ def main():
             return (h,) + tuple(output[1:]) if isinstance(output, tuple) else h
         return hook
 
-    def scan():
+    def scan(items):
         out = []
-        for start in range(0, len(samples), args.batch):
-            chunk = samples[start:start + args.batch]
+        for start in range(0, len(items), args.batch):
+            chunk = items[start:start + args.batch]
             B, T = len(chunk), max(len(s["ids"]) for s in chunk)
             ids = torch.zeros(B, T, dtype=torch.long)
             mask = torch.zeros(B, T, dtype=torch.long)
@@ -106,10 +106,11 @@ def main():
                 out.append({"p_target": pt[i].tolist(), "js": js[i].tolist(), "argmax": int(P[i].argmax())})
         return out
 
+    scan(samples[:1])  # warm-up, untimed, as on the ltrun side
     best, result = float("inf"), None
     for _ in range(args.repeats):
         t0 = time.perf_counter()
-        result = scan()
+        result = scan(samples)
         best = min(best, time.perf_counter() - t0)
     print(f"hf layer tracer: {len(samples)} samples in {best:.3f} s ({len(samples) / best:.2f} samples/s)",
           file=sys.stderr)

@@ -39,6 +39,9 @@ print(tostring(m))
 local items = tasks.load("wordnet", { n = cfg.samples })
 local samples = tasks.build(m.tokenizer, items)
 
+-- warm-up, untimed: the first pass touches every weight (a checkpoint is read lazily)
+lt.diag.trace(m, { samples[1] }, { topk = cfg.topk })
+
 local function rate(method, batch)  -- samples/s, best of cfg.repeats
   local best, r = math.huge, nil
   for _ = 1, cfg.repeats do
