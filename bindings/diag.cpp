@@ -10,6 +10,7 @@
 #include <lua.hpp>
 
 #include <memory>
+#include <tuple>
 
 #include "bindings/luat.h"
 #include "bindings/model.h"
@@ -92,6 +93,26 @@ void push_split(lua_State* L, const diag::Split& s) {
   set_field(L, "score", s.score);
 }
 
+// {allocation = "train_shallow" | "train_deep" | "neither", b, score, ratio,
+//  train = {first, last}, freeze = {first, last}} (block numbers from 0)
+void push_recommendation(lua_State* L, const diag::Recommendation& r) {
+  lua_createtable(L, 0, 6);
+  lua_pushstring(L, diag::allocation_name(r.allocation));
+  lua_setfield(L, -2, "allocation");
+  set_field(L, "b", r.split.b);
+  set_field(L, "score", r.split.score);
+  set_field(L, "ratio", r.split.ratio);
+  for (auto [name, a, b] : {std::tuple{"train", r.train_first, r.train_last},
+                            std::tuple{"freeze", r.freeze_first, r.freeze_last}}) {
+    lua_createtable(L, 2, 0);
+    lua_pushinteger(L, a);
+    lua_rawseti(L, -2, 1);
+    lua_pushinteger(L, b);
+    lua_rawseti(L, -2, 2);
+    lua_setfield(L, -2, name);
+  }
+}
+
 void push_splits(lua_State* L, const std::vector<diag::Split>& splits) {
   lua_createtable(L, int(splits.size()), 0);
   for (size_t i = 0; i < splits.size(); i++) {
@@ -101,7 +122,7 @@ void push_splits(lua_State* L, const std::vector<diag::Split>& splits) {
 }
 
 std::vector<double> read_ratios(lua_State* L, int opts, const char* fn) {
-  std::vector<double> ratios = {0.33, 0.5, 0.66};
+  std::vector<double> ratios = diag::kDefaultRatios;
   if (lua_istable(L, opts)) {
     lua_getfield(L, opts, "ratios");
     if (!lua_isnil(L, -1)) ratios = read_series(L, lua_gettop(L), fn, "ratios");
@@ -126,8 +147,18 @@ int l_tp_ratio(lua_State* L) {
   return 1;
 }
 
+// lt.diag.delta_js(js[, {final = true}]): N − 1 values (the final block's ΔJS is undefined)
+// unless final = true
 int l_delta_js(lua_State* L) {
-  push_series(L, diag::delta_js(read_series(L, 1, "lt.diag.delta_js", "js")));
+  const char* fn = "lt.diag.delta_js";
+  push_series(L, diag::delta_js(read_series(L, 1, fn, "js"), opt_bool(L, 2, "final", fn).value_or(false)));
+  return 1;
+}
+
+// lt.diag.split_layer(ratio, n_layers) → b (blocks 0..b-1 shallow)
+int l_split_layer(lua_State* L) {
+  const char* fn = "lt.diag.split_layer";
+  lua_pushinteger(L, diag::split_layer(check_number(L, 1, fn), int(check_integer(L, 2, fn))));
   return 1;
 }
 
@@ -144,24 +175,29 @@ int l_split_score(lua_State* L) {
   return 1;
 }
 
-// lt.diag.splits(tp, ls[, {ratios=}]) → {{ratio=, b=, score=}, ...}, the best of them
+// lt.diag.splits(tp, ls[, {ratios=}]) → {{ratio=, b=, score=}, ...}, the best of them, the
+// recommendation by the sign of S(b). ls may leave out the final block (#ls = #tp - 1).
 int l_splits(lua_State* L) {
   const char* fn = "lt.diag.splits";
-  auto splits = diag::split_scores(read_series(L, 1, fn, "tp"), read_series(L, 2, fn, "ls"),
-                                   read_ratios(L, 3, fn));
+  const std::vector<double> tp = read_series(L, 1, fn, "tp");
+  auto splits = diag::split_scores(tp, read_series(L, 2, fn, "ls"), read_ratios(L, 3, fn));
   push_splits(L, splits);
   push_split(L, diag::best_split(splits));
-  return 2;
+  push_recommendation(L, diag::recommend(splits, int(tp.size())));
+  return 3;
 }
 
 // lt.diag.trace(model, samples[, opts]) → result
 //   samples[i] = {ids = {...} | tensor, context = {0-based positions}, target = id?, group = n?}
 //     (other fields are ignored, so lt.tasks samples pass as they are); group defaults to 1
 //   opts: topk = 10 (JS support; 0 = whole vocabulary), candidates = 10, batch = 8, tau = 0,
-//         ratios = {0.33, 0.5, 0.66}, method = "resume" | "naive"
-//   result = {n_layers, samples = {{target, group, p_target, js, tp_ratio, ls_djs, tp_interval,
-//             top = {[r] = {ids, probs}}}}, groups = {{group, samples, p_target, js, tp_ratio,
-//             ls_djs}}, tp, ls, tp_interval, splits = {{ratio, b, score}}, split}
+//         ratios = {1/3, 1/2, 2/3}, method = "resume" | "naive", final_djs = false (true: keep
+//         the final block's ΔJS, undefined by the paper's definition)
+//   result = {n_layers, final_djs, samples = {{target, group, p_target, js, tp_ratio, ls_djs,
+//             tp_interval, top = {[r] = {ids, probs}}}}, groups = {{group, samples, p_target, js,
+//             tp_ratio, ls_djs}}, tp, ls, tp_interval, splits = {{ratio, b, score}}, split (the
+//             highest S(b)), recommendation (see push_recommendation)}
+//   ls_djs and ls have n_layers - 1 entries unless final_djs.
 int l_trace(lua_State* L) {
   const char* fn = "lt.diag.trace";
   const model::Model& m = *check_model(L, 1, fn).m;
@@ -171,6 +207,7 @@ int l_trace(lua_State* L) {
   o.candidates = opt_integer(L, 3, "candidates", fn).value_or(o.candidates);
   o.batch = opt_integer(L, 3, "batch", fn).value_or(o.batch);
   o.tau = opt_number(L, 3, "tau", fn).value_or(o.tau);
+  o.include_final_djs = opt_bool(L, 3, "final_djs", fn).value_or(false);
   const std::string method = opt_string(L, 3, "method", fn).value_or("resume");
   if (method == "naive") o.method = diag::Method::Naive;
   else if (method != "resume") fail("{}: method '{}': expected \"resume\" or \"naive\"", fn, method);
@@ -197,6 +234,8 @@ int l_trace(lua_State* L) {
   const int N = m.n_layers();
   lua_createtable(L, 0, 8);
   set_field(L, "n_layers", N);
+  lua_pushboolean(L, o.include_final_djs);
+  lua_setfield(L, -2, "final_djs");
   lua_createtable(L, int(traces.size()), 0);
   for (size_t i = 0; i < traces.size(); i++) {
     const diag::SampleTrace& t = traces[i];
@@ -242,6 +281,8 @@ int l_trace(lua_State* L) {
     lua_setfield(L, -2, "splits");
     push_split(L, sum.best);
     lua_setfield(L, -2, "split");
+    push_recommendation(L, sum.recommendation);
+    lua_setfield(L, -2, "recommendation");
   }
   return 1;
 }
@@ -253,7 +294,8 @@ void register_diag(lua_State* L) {
   static const luaL_Reg fns[] = {
       {"trace", LT_FN(l_trace)}, {"js", LT_FN(l_js)}, {"tp_ratio", LT_FN(l_tp_ratio)},
       {"delta_js", LT_FN(l_delta_js)}, {"normalise", LT_FN(l_normalise)},
-      {"split_score", LT_FN(l_split_score)}, {"splits", LT_FN(l_splits)}, {nullptr, nullptr}};
+      {"split_score", LT_FN(l_split_score)}, {"splits", LT_FN(l_splits)},
+      {"split_layer", LT_FN(l_split_layer)}, {nullptr, nullptr}};
   set_funcs(L, fns);
   lua_pop(L, 1);
 }

@@ -2,25 +2,46 @@
 -- where does a model execute a task (Task Particle: the target's probability through the
 -- logit lens, and its per-layer Ratio) and which layers are sensitive to losing the context
 -- (Layer-wise Sensitivity: JS after zeroing the context in each layer's output, and ΔJS)?
--- Their normalised profiles score each split b into shallow (train) and deep (freeze) blocks.
+-- Their normalised profiles score each split b into shallow (train) and deep (freeze) blocks;
+-- the recommendation follows the sign of S(b) (all negative: the reverse allocation).
+-- The final block's ΔJS is undefined (nothing after the last block can reach the last token)
+-- and left out of LS and S(b); --final_djs includes it. Split ratios: --ratios=1/3,1/2,2/3.
 -- Logs layer_metrics p_target / tp_ratio / js / ls_djs per task group, split_score per b,
--- and artifacts: a heatmap (Fig. 4), the profiles with the split (Fig. 10), per-sample JSON.
--- Then: ltrun sql @layer_tracer
+-- the share of targets that are the answer, and artifacts: a heatmap (Fig. 4), the profiles
+-- with the shallow and deep zones (Fig. 10), per-sample JSON. Then: ltrun sql @layer_tracer
+-- --grid=all (or --grid=3,7,9: run ids) draws Figure 4/9 across the store's LayerTracer runs
+-- (rows: models) instead of tracing: ltrun experiments/layer_tracer.lua --grid=all
 local exp = require "lt.experiment"
 local tasks = require "lt.tasks"
 local report = require "lt.layer_tracer"  -- pictures and the per-sample JSON
 local cfg = exp.args{ model = "", data = "wordnet", samples = 500, groups = 10, examples = 2,
-                      topk = 10, tau = 0, target = "model", ratios = "0.33,0.5,0.66", batch = 8,
-                      data_seed = 1, out = "artifacts/layer_tracer" }
+                      topk = 10, tau = 0, target = "model", ratios = "1/3,1/2,2/3", batch = 8,
+                      data_seed = 1, final_djs = false, grid = "", out = "artifacts/layer_tracer" }
+
+if cfg.grid ~= "" then
+  local ids = {}
+  if cfg.grid ~= "all" then
+    for id in tostring(cfg.grid):gmatch("[^,]+") do
+      ids[#ids + 1] = tonumber(id) or error(("layer_tracer: --grid: '%s' is not a run id"):format(id), 0)
+    end
+  end
+  local out = ("%s/grid-%d"):format(cfg.out, lt.run.id())
+  os.execute(("mkdir -p '%s'"):format(out))
+  local path = lt.run.artifact(report.grid(out .. "/grid.svg", { runs = ids }))
+  print("grid of LayerTracer runs: " .. out .. "/grid.svg")
+  return
+end
 
 local path = cfg.model ~= "" and cfg.model or exp.default_model()
+lt.run.param("model_path", path)
 local m = lt.model.load(path)
 local items = tasks.load(cfg.data, { n = cfg.samples, examples = cfg.examples, seed = cfg.data_seed })
 local samples = tasks.build(m.tokenizer, items, { groups = cfg.groups, target = cfg.target })
-local ratios = {}
-for r in cfg.ratios:gmatch("[^,]+") do ratios[#ratios + 1] = tonumber(r) end
+local ratios = report.parse_ratios(cfg.ratios)
 
-local r = lt.diag.trace(m, samples, { topk = cfg.topk, tau = cfg.tau, ratios = ratios, batch = cfg.batch })
+local r = lt.diag.trace(m, samples, { topk = cfg.topk, tau = cfg.tau, ratios = ratios, batch = cfg.batch,
+                                      final_djs = cfg.final_djs })
+local targets = report.target_report(r, samples, m.tokenizer)
 
 for _, g in ipairs(r.groups) do
   for _, name in ipairs{ "p_target", "tp_ratio", "js", "ls_djs" } do
@@ -29,8 +50,14 @@ for _, g in ipairs(r.groups) do
 end
 lt.run.log_layers("tp_profile", r.tp)
 lt.run.log_layers("ls_profile", r.ls)
-for _, s in ipairs(r.splits) do lt.run.log("split_score", s.score, { step = s.b }) end
-lt.run.log("split_b", r.split.b)
+for _, s in ipairs(r.splits or {}) do lt.run.log("split_score", s.score, { step = s.b }) end
+if r.recommendation then
+  lt.run.log("split_b", r.recommendation.b)
+  lt.run.log("allocation", ({ train_shallow = 1, train_deep = -1, neither = 0 })[r.recommendation.allocation])
+end
+if targets.answer_share then lt.run.log("target_answer_share", targets.answer_share) end
+lt.run.log("target_blank_share", targets.blank_share)
+lt.run.log("final_p_target", targets.final_p)
 
 local out = ("%s/run-%d"):format(cfg.out, lt.run.id())
 os.execute(("mkdir -p '%s'"):format(out))
@@ -39,5 +66,11 @@ lt.run.artifact(report.profile(r, out .. "/profile.svg"))
 lt.run.artifact(report.write_samples(r, samples, out .. "/samples.json", m.tokenizer))
 
 print(("%d samples, %d groups, %d layers; artifacts in %s"):format(#samples, #r.groups, r.n_layers, out))
-for _, s in ipairs(r.splits) do print(("S(b=%d) = %7.3f   (r = %.2f)"):format(s.b, s.score, s.ratio)) end
-print(("recommended: train blocks 0..%d, freeze %d..%d"):format(r.split.b - 1, r.split.b, r.n_layers - 1))
+print(("targets (--target=%s): %s are the antonym's first token, %d of %d whitespace or punctuation;"
+  .. " mean final P_t %.4f"):format(cfg.target,
+  targets.answer_share and ("%d of %d (%.0f%%)"):format(targets.answer, targets.with_answer,
+                                                        100 * targets.answer_share) or "none given",
+  targets.blank, targets.samples, targets.final_p))
+for _, w in ipairs(targets.warnings) do io.stderr:write("layer_tracer: warning: ", w, "\n") end
+print(("final block's ΔJS: %s"):format(r.final_djs and "included (--final_djs)" or "undefined, left out of LS and S(b)"))
+for _, line in ipairs(report.recommendation_lines(r)) do print(line) end

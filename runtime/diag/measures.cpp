@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "runtime/core/error.h"
 
@@ -52,6 +53,57 @@ at::Tensor js_divergence(const at::Tensor& p_in, const at::Tensor& q_in, int64_t
   return (0.5 * kl(p, m) + 0.5 * kl(q, m)).clamp_min(0);  // clamp: -1e-17 from rounding
 }
 
+namespace {
+
+// log(2a / (a + b)) from u = log b − log a: −log((1 + e^u) / 2). Near u = 0 (a ≈ b) as
+// −log1p(expm1(u) / 2), which keeps its relative accuracy; above 1 as ln 2 − softplus(u),
+// which does not overflow. u = −inf (b = 0) gives ln 2.
+at::Tensor half_log_ratio(const at::Tensor& u) {
+  const at::Tensor small = -at::log1p(at::expm1(u.clamp_max(1)) * 0.5);
+  const at::Tensor large = std::log(2.0) - at::softplus(u.clamp_min(1));
+  return at::where(u < 1, small, large);
+}
+
+}  // namespace
+
+at::Tensor js_divergence_logits(const at::Tensor& lp_in, const at::Tensor& lq_in, int64_t topk) {
+  LT_CHECK(lp_in.defined() && lq_in.defined() && lp_in.dim() >= 1 && lp_in.sizes() == lq_in.sizes(),
+           "js: p and q logits must be tensors of one shape [..., vocab], got {} and {}",
+           lp_in.defined() ? shape(lp_in.sizes()) : "none", lq_in.defined() ? shape(lq_in.sizes()) : "none");
+  LT_CHECK(lp_in.size(-1) > 0, "js: empty logits (shape {})", shape(lp_in.sizes()));
+  const auto dtype = lp_in.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+  at::Tensor lp = lp_in.detach(), lq = lq_in.detach();
+  const int64_t V = lp.size(-1);
+  at::Tensor valid;  // undefined: every entry counts
+  if (topk > 0 && topk < V) {
+    // the union as a sorted list of 2k indices; a repeat of its left neighbour is masked out,
+    // so a token in both top-k sets counts once, and (p, q), (q, p) see the same support
+    const at::Tensor idx =
+        std::get<0>(at::cat({std::get<1>(lp.topk(topk, -1, true, false)),
+                             std::get<1>(lq.topk(topk, -1, true, false))}, -1).sort(-1));
+    valid = at::ones_like(idx, at::kBool);
+    valid.narrow(-1, 1, 2 * topk - 1).copy_(idx.narrow(-1, 1, 2 * topk - 1) != idx.narrow(-1, 0, 2 * topk - 1));
+    lp = lp.gather(-1, idx);
+    lq = lq.gather(-1, idx);
+  }
+  lp = lp.to(dtype);
+  lq = lq.to(dtype);
+  const double inf = std::numeric_limits<double>::infinity();
+  if (valid.defined()) {
+    lp = lp.masked_fill(valid.logical_not(), -inf);
+    lq = lq.masked_fill(valid.logical_not(), -inf);
+  }
+  LT_CHECK(!(lp.isnan().any().item<bool>() || lq.isnan().any().item<bool>()), "js: logits hold NaN");
+  const at::Tensor a = lp - lp.logsumexp(-1, true), b = lq - lq.logsumexp(-1, true);  // log p, log q
+  const at::Tensor pa = a.exp(), pb = b.exp();
+  // u: ±inf where one side has no mass there, NaN where neither has (a masked repeat): a
+  // side without mass contributes no term (0 · log 0 = 0)
+  const at::Tensor u = b - a, zero = at::zeros_like(a);
+  const at::Tensor terms = at::where(pa > 0, pa * half_log_ratio(u), zero) +
+                           at::where(pb > 0, pb * half_log_ratio(-u), zero);
+  return (0.5 * terms.sum(-1)).clamp_min(0);
+}
+
 std::vector<double> tp_ratio(const std::vector<double>& p) {
   LT_CHECK(p.size() >= 2, "tp_ratio: need P_t on at least 2 residuals (embeddings + a block), got {}",
            p.size());
@@ -60,11 +112,11 @@ std::vector<double> tp_ratio(const std::vector<double>& p) {
   return r;
 }
 
-std::vector<double> delta_js(const std::vector<double>& js) {
+std::vector<double> delta_js(const std::vector<double>& js, bool include_final) {
   LT_CHECK(js.size() >= 2, "delta_js: need JS on at least 2 residuals (embeddings + a block), got {}",
            js.size());
-  std::vector<double> d(js.size() - 1);
-  for (size_t l = 0; l + 1 < js.size(); ++l) d[l] = std::fabs(js[l + 1] - js[l]) / (js[l] + kEps);
+  std::vector<double> d(js.size() - (include_final ? 1 : 2));
+  for (size_t l = 0; l < d.size(); ++l) d[l] = std::fabs(js[l + 1] - js[l]) / (js[l] + kEps);
   return d;
 }
 
@@ -83,28 +135,36 @@ std::vector<double> normalise(const std::vector<double>& v) {
 int split_layer(double ratio, int n) {
   LT_CHECK(n >= 2, "split: a model of {} layer(s) has no split into shallow and deep", n);
   LT_CHECK(ratio > 0 && ratio < 1, "split: ratio {} must lie strictly between 0 and 1", ratio);
-  return std::clamp(int(std::lround(ratio * n)), 1, n - 1);
+  // rounded to 1e-9 first: 2/3 * 36 may come out as 23.999999999999996, and a half that is a
+  // half in exact arithmetic (1/2 of an odd N) must round up whatever its last bit
+  const double x = std::round(ratio * n * 1e9) / 1e9;
+  return std::clamp(int(std::floor(x + 0.5)), 1, n - 1);
 }
 
 double split_score(const std::vector<double>& tp, const std::vector<double>& ls, int b) {
-  const int n = int(tp.size());
-  LT_CHECK(ls.size() == tp.size(), "split_score: TP has {} layers, LS has {}", tp.size(), ls.size());
-  LT_CHECK(b >= 1 && b <= n - 1, "split_score: b = {} out of range 1..{} (blocks 0..b-1 shallow)", b,
-           n - 1);
+  const int n = int(tp.size()), nl = int(ls.size());
+  LT_CHECK(nl == n || nl == n - 1,
+           "split_score: TP has {} blocks, LS has {} (expected {}, or {} without the final block)",
+           n, nl, n, n - 1);
+  LT_CHECK(b >= 1 && b <= nl - 1,
+           "split_score: b = {} out of range 1..{} (blocks 0..b-1 shallow{})", b, nl - 1,
+           nl < n ? "; the final block's ΔJS is undefined, so the deep side needs another block" : "");
   auto mean = [](const std::vector<double>& v, int from, int to) {
     double s = 0;
     for (int i = from; i < to; ++i) s += v[i];
     return s / (to - from);
   };
-  return mean(ls, 0, b) + mean(tp, b, n) - mean(tp, 0, b) - mean(ls, b, n);
+  return mean(ls, 0, b) + mean(tp, b, n) - mean(tp, 0, b) - mean(ls, b, nl);
 }
 
 std::vector<Split> split_scores(const std::vector<double>& tp, const std::vector<double>& ls,
                                 const std::vector<double>& ratios) {
   LT_CHECK(!ratios.empty(), "split_scores: no split ratios given");
+  LT_CHECK(ls.size() >= 2, "split_scores: LS has {} block(s); a split needs 2 (the final block's "
+           "ΔJS, undefined, is not counted)", ls.size());
   std::vector<Split> out;
   for (double r : ratios) {
-    const int b = split_layer(r, int(tp.size()));
+    const int b = std::min(split_layer(r, int(tp.size())), int(ls.size()) - 1);
     if (std::none_of(out.begin(), out.end(), [b](const Split& s) { return s.b == b; }))
       out.push_back({r, b, split_score(tp, ls, b)});
   }
@@ -115,6 +175,41 @@ const Split& best_split(const std::vector<Split>& s) {
   LT_CHECK(!s.empty(), "best_split: no splits");
   return *std::max_element(s.begin(), s.end(),
                            [](const Split& a, const Split& b) { return a.score < b.score; });
+}
+
+Recommendation recommend(const std::vector<Split>& s, int n) {
+  LT_CHECK(!s.empty(), "recommend: no splits");
+  Recommendation r;
+  const Split& hi = best_split(s);
+  const Split& lo = *std::min_element(s.begin(), s.end(),
+                                      [](const Split& a, const Split& b) { return a.score < b.score; });
+  if (hi.score > 0) {
+    r.allocation = Allocation::TrainShallow;
+    r.split = hi;
+  } else if (lo.score < 0 && hi.score < 0) {
+    r.allocation = Allocation::TrainDeep;
+    r.split = lo;
+  } else {
+    r.allocation = Allocation::Neither;
+    r.split = hi;
+  }
+  const int b = r.split.b;
+  LT_CHECK(b >= 1 && b <= n - 1, "recommend: split b = {} out of range 1..{}", b, n - 1);
+  if (r.allocation == Allocation::TrainDeep) {
+    r.train_first = b, r.train_last = n - 1, r.freeze_first = 0, r.freeze_last = b - 1;
+  } else {
+    r.train_first = 0, r.train_last = b - 1, r.freeze_first = b, r.freeze_last = n - 1;
+  }
+  return r;
+}
+
+const char* allocation_name(Allocation a) {
+  switch (a) {
+    case Allocation::TrainShallow: return "train_shallow";
+    case Allocation::TrainDeep: return "train_deep";
+    case Allocation::Neither: return "neither";
+  }
+  return "neither";
 }
 
 }  // namespace ltrun::diag

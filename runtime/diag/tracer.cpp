@@ -14,14 +14,6 @@
 
 namespace ltrun::diag {
 
-namespace {
-
-at::Tensor last_probs(const at::Tensor& logits) {  // [B, 1, V] → float64 [B, V]
-  return at::softmax(logits.select(1, 0).to(at::kDouble), -1);
-}
-
-}  // namespace
-
 Packed pack(const std::vector<Sample>& samples, size_t from, size_t to, int64_t vocab,
             c10::Device device) {
   LT_CHECK(from < to && to <= samples.size(), "pack: samples {}..{} of {}", from + 1, to,
@@ -95,20 +87,27 @@ at::Tensor perturbed_logits(const model::Model& m, const std::vector<at::Tensor>
     return at::stack(rows);
   }
   // Resume: the perturbation of residual r starts from the clean hidden[r] at block r, so
-  // blocks run N(N+1)/2 times per sample instead of N(N+1). Each pass keeps the clean pass's
-  // batch shape, which makes a resume with nothing zeroed the clean pass bit for bit.
-  for (int r = 0; r < N; ++r) {
+  // blocks run N(N+1)/2 times per sample instead of N(N+1). The resumptions are batched
+  // across residuals: block l runs once on the rows of every resumption that has reached it
+  // (r = 0..l, (l+1)·B rows), so a batch of B samples takes N block calls, not N(N+1)/2.
+  at::Tensor rows_h;  // [(l+1)·B, T, H]: resumption r in rows r·B .. r·B+B-1
+  const int64_t B = zero.size(0);
+  for (int l = 0; l < N; ++l) {
     check_interrupt();
+    const at::Tensor fresh = zeroed(l);
+    rows_h = l == 0 ? fresh : at::cat({rows_h, fresh}, 0);
     model::ForwardOptions o;
-    o.from_layer = r;
-    o.hidden = zeroed(r);
-    o.attention_mask = attention_mask;
-    o.logits = model::Logits::Last;
-    rows.push_back(m.forward({}, o).logits.select(1, 0));
+    o.from_layer = l;
+    o.to_layer = l;
+    o.hidden = rows_h;
+    if (attention_mask.defined()) o.attention_mask = attention_mask.repeat({l + 1, 1});
+    o.logits = model::Logits::None;
+    rows_h = m.forward({}, o).residual;
   }
-  // residual N (after the last block): nothing left to run, only the lens
-  rows.push_back(m.lens(zeroed(N).narrow(1, T - 1, 1)).select(1, 0));
-  return at::stack(rows);
+  // residual N (after the last block): nothing left to run, only the lens; one lens call for
+  // all N + 1 resumptions' last positions
+  const at::Tensor last = at::cat({rows_h.narrow(1, T - 1, 1), zeroed(N).narrow(1, T - 1, 1)}, 0);
+  return m.lens(last).select(1, 0).view({N + 1, B, -1});
 }
 
 std::vector<SampleTrace> trace(const model::Model& m, const std::vector<Sample>& samples,
@@ -131,12 +130,12 @@ std::vector<SampleTrace> trace(const model::Model& m, const std::vector<Sample>&
     c.attention_mask = b.mask;
     c.logits = model::Logits::Last;
     const model::ForwardResult clean = m.forward(b.ids, c);
-    const at::Tensor P = last_probs(clean.logits);  // [B, V]
+    const at::Tensor P = clean.logits.select(1, 0);  // [B, V] logits of the model's prediction
     std::vector<int64_t> target(B);
     const at::Tensor argmax = P.argmax(-1).cpu();
     for (int64_t i = 0; i < B; ++i)
       target[i] = samples[from + i].target.value_or(argmax[i].item<int64_t>());
-    const at::Tensor tgt = at::tensor(target, at::kLong).to(m.device()).unsqueeze(1);
+    const at::Tensor tgt = at::tensor(target, at::kLong).to(m.device());
 
     for (int64_t i = 0; i < B; ++i) {
       SampleTrace& s = out[from + i];
@@ -147,31 +146,41 @@ std::vector<SampleTrace> trace(const model::Model& m, const std::vector<Sample>&
       s.top_ids.resize(N + 1);
       s.top_probs.resize(N + 1);
     }
-    // Task Particle: the lens of every residual at the last token
-    for (int r = 0; r <= N; ++r) {
-      const at::Tensor pr = last_probs(m.lens(clean.hidden[r].narrow(1, T - 1, 1)));
-      const at::Tensor pt = pr.gather(1, tgt).squeeze(1).cpu();
-      auto [vals, idx] = pr.topk(K, -1);
-      vals = vals.cpu();
-      idx = idx.cpu();
-      for (int64_t i = 0; i < B; ++i) {
-        SampleTrace& s = out[from + i];
-        s.p_target[r] = pt[i].item<double>();
-        s.top_ids[r].assign(idx[i].data_ptr<int64_t>(), idx[i].data_ptr<int64_t>() + K);
-        const at::Tensor v = vals[i].contiguous();
-        s.top_probs[r].assign(v.data_ptr<double>(), v.data_ptr<double>() + K);
-      }
+    // Task Particle: the lens of every residual at the last token only, in one call; P_t and
+    // the candidates from the logits and their log-sum-exp (float32: no probability vector)
+    {
+      std::vector<at::Tensor> lasts;
+      for (int r = 0; r <= N; ++r) lasts.push_back(clean.hidden[r].narrow(1, T - 1, 1).select(1, 0));
+      const at::Tensor L = m.lens(at::stack(lasts)).to(at::kFloat);  // [N+1, B, V]
+      const at::Tensor lse = L.logsumexp(-1, true);                   // [N+1, B, 1]
+      const at::Tensor pt = (L.gather(2, tgt.view({1, B, 1}).expand({N + 1, B, 1})) - lse)
+                                .exp().squeeze(2).to(at::kDouble).cpu();  // [N+1, B]
+      auto [vals, idx] = L.topk(K, -1);
+      vals = (vals - lse).exp().to(at::kDouble).cpu().contiguous();
+      idx = idx.cpu().contiguous();
+      auto pa = pt.accessor<double, 2>();
+      for (int r = 0; r <= N; ++r)
+        for (int64_t i = 0; i < B; ++i) {
+          SampleTrace& s = out[from + i];
+          s.p_target[r] = pa[r][i];
+          s.top_ids[r].assign(idx[r][i].data_ptr<int64_t>(), idx[r][i].data_ptr<int64_t>() + K);
+          s.top_probs[r].assign(vals[r][i].data_ptr<double>(), vals[r][i].data_ptr<double>() + K);
+        }
     }
-    // Layer-wise Sensitivity: Q with the context zeroed in each residual
-    const at::Tensor Q = perturbed_logits(m, clean.hidden, b.zero, b.mask, o.method);
-    for (int r = 0; r <= N; ++r) {
-      const at::Tensor js = js_divergence(P, at::softmax(Q[r].to(at::kDouble), -1), o.topk).cpu();
-      for (int64_t i = 0; i < B; ++i) out[from + i].js[r] = js[i].item<double>();
+    // Layer-wise Sensitivity: Q with the context zeroed in each residual; JS on the gathered
+    // top-k support of the logits
+    {
+      const at::Tensor Q = perturbed_logits(m, clean.hidden, b.zero, b.mask, o.method);  // [N+1, B, V]
+      const at::Tensor js =
+          js_divergence_logits(P.unsqueeze(0).expand_as(Q), Q, o.topk).to(at::kDouble).cpu();
+      auto ja = js.accessor<double, 2>();
+      for (int r = 0; r <= N; ++r)
+        for (int64_t i = 0; i < B; ++i) out[from + i].js[r] = ja[r][i];
     }
     for (int64_t i = 0; i < B; ++i) {
       SampleTrace& s = out[from + i];
       s.tp_ratio = tp_ratio(s.p_target);
-      s.ls_djs = delta_js(s.js);
+      s.ls_djs = delta_js(s.js, o.include_final_djs);
       for (int l = 0; l < N; ++l)
         if (s.tp_ratio[l] > o.tau) s.tp_interval.push_back(l);
     }
@@ -182,7 +191,8 @@ std::vector<SampleTrace> trace(const model::Model& m, const std::vector<Sample>&
 Summary summarize(const std::vector<SampleTrace>& traces, const std::vector<double>& ratios,
                   double tau) {
   LT_CHECK(!traces.empty(), "summarize: no sample traces");
-  const size_t N = traces[0].tp_ratio.size();
+  const size_t N = traces[0].tp_ratio.size(), NL = traces[0].ls_djs.size();
+  LT_CHECK(NL == N || NL + 1 == N, "summarize: sample 1 has ΔJS for {} blocks and Ratio for {}", NL, N);
   std::map<int, GroupMeans> groups;
   auto add = [](std::vector<double>& acc, const std::vector<double>& v) {
     if (acc.empty()) acc.assign(v.size(), 0.0);
@@ -190,7 +200,7 @@ Summary summarize(const std::vector<SampleTrace>& traces, const std::vector<doub
   };
   for (size_t i = 0; i < traces.size(); ++i) {
     const SampleTrace& t = traces[i];
-    LT_CHECK(t.tp_ratio.size() == N && t.ls_djs.size() == N && t.p_target.size() == N + 1 &&
+    LT_CHECK(t.tp_ratio.size() == N && t.ls_djs.size() == NL && t.p_target.size() == N + 1 &&
                  t.js.size() == N + 1,
              "summarize: sample {} has series for {} blocks, sample 1 for {}", i + 1,
              t.tp_ratio.size(), N);
@@ -203,23 +213,22 @@ Summary summarize(const std::vector<SampleTrace>& traces, const std::vector<doub
     add(g.ls_djs, t.ls_djs);
   }
   Summary s;
-  std::vector<double> tp(N, 0.0), ls(N, 0.0);
+  std::vector<double> tp(N, 0.0), ls(NL, 0.0);
   for (auto& [label, g] : groups) {
     for (auto* v : {&g.p_target, &g.js, &g.tp_ratio, &g.ls_djs})
       for (double& x : *v) x /= g.samples;
-    for (size_t l = 0; l < N; ++l) {
-      tp[l] += g.tp_ratio[l] / double(groups.size());
-      ls[l] += g.ls_djs[l] / double(groups.size());
-    }
+    for (size_t l = 0; l < N; ++l) tp[l] += g.tp_ratio[l] / double(groups.size());
+    for (size_t l = 0; l < NL; ++l) ls[l] += g.ls_djs[l] / double(groups.size());
     s.groups.push_back(g);
   }
   for (size_t l = 0; l < N; ++l)
     if (tp[l] > tau) s.tp_interval.push_back(int(l));
   s.tp = normalise(tp);
   s.ls = normalise(ls);
-  if (N >= 2) {
+  if (NL >= 2) {
     s.splits = split_scores(s.tp, s.ls, ratios);
     s.best = best_split(s.splits);
+    s.recommendation = recommend(s.splits, int(N));
   }
   return s;
 }

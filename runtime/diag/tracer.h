@@ -38,6 +38,7 @@ struct TraceOptions {
   int64_t candidates = 10;  // lens tokens kept per residual
   int64_t batch = 8;        // samples per pass (left-padded with an attention mask)
   double tau = 0;           // TP interval: blocks with Ratio > tau
+  bool include_final_djs = false;  // keep the final block's ΔJS, undefined (see delta_js)
   Method method = Method::Resume;
 };
 
@@ -48,7 +49,8 @@ struct SampleTrace {
   int group = 0;
   std::vector<double> p_target;             // residual: P_t by the logit lens at the last token
   std::vector<double> js;                   // residual: JS(P ‖ Q) with the context zeroed there
-  std::vector<double> tp_ratio, ls_djs;     // block
+  std::vector<double> tp_ratio;             // block
+  std::vector<double> ls_djs;  // block: N − 1 entries (the final block's is undefined) or N
   std::vector<int> tp_interval;             // blocks with tp_ratio > tau
   std::vector<std::vector<int64_t>> top_ids;  // residual × candidates: the lens's top tokens
   std::vector<std::vector<double>> top_probs;
@@ -80,19 +82,21 @@ at::Tensor perturbed_logits(const model::Model& m, const std::vector<at::Tensor>
 struct GroupMeans {
   int group = 0, samples = 0;
   std::vector<double> p_target, js;      // residual
-  std::vector<double> tp_ratio, ls_djs;  // block
+  std::vector<double> tp_ratio, ls_djs;  // block (ls_djs: N − 1 or N, as in SampleTrace)
 };
 
 struct Summary {
   std::vector<GroupMeans> groups;  // in ascending label order
-  // per block: the mean over groups of the group means, then min-max normalised
+  // per block: the mean over groups of the group means, then min-max normalised; ls has
+  // N − 1 entries when the final block's ΔJS is left out (it is then not in the min-max)
   std::vector<double> tp, ls;
   std::vector<int> tp_interval;  // blocks whose mean Ratio (before normalising) > tau
-  std::vector<Split> splits;
-  Split best{};
+  std::vector<Split> splits;     // empty when the model has too few blocks for a split
+  Split best{};                  // the highest S(b)
+  Recommendation recommendation;  // by the sign of S(b); see measures.h
 };
 
-Summary summarize(const std::vector<SampleTrace>& traces, const std::vector<double>& ratios,
-                  double tau = 0);
+Summary summarize(const std::vector<SampleTrace>& traces,
+                  const std::vector<double>& ratios = kDefaultRatios, double tau = 0);
 
 }  // namespace ltrun::diag

@@ -14,6 +14,7 @@
 
 using namespace ltrun::diag;
 using Catch::Matchers::WithinAbs;
+using Catch::Matchers::WithinRel;
 
 namespace {
 
@@ -112,6 +113,52 @@ TEST_CASE("js: rows against the plain-loop reference") {
              WithinAbs(reference_js(row(p[0]), row(q[0]), 10), 1e-7));
 }
 
+TEST_CASE("js from logits: the top-k support's softmax, in float32, against the reference") {
+  at::Generator g = at::detail::createCPUGenerator(11);
+  for (double scale : {0.5, 3.0, 12.0}) {
+    const at::Tensor lp = at::randn({6, 300}, g, at::kDouble) * scale;
+    const at::Tensor lq = lp + at::randn({6, 300}, g, at::kDouble) * scale * 0.3;
+    for (int64_t k : {0, 1, 5, 10, 300}) {
+      const std::vector<double> got = row(js_divergence_logits(lp.to(at::kFloat), lq.to(at::kFloat), k));
+      for (int64_t i = 0; i < 6; ++i) {
+        INFO("scale " << scale << " topk " << k << " row " << i);
+        // the plain-loop reference on float64 probabilities of the same (float32-rounded)
+        // logits; float32 log-sum-exp and logs of O(1) terms: a few ulps of 1.2e-7 each
+        const std::vector<double> p = row(at::softmax(lp[i].to(at::kFloat).to(at::kDouble), -1));
+        const std::vector<double> q = row(at::softmax(lq[i].to(at::kFloat).to(at::kDouble), -1));
+        CHECK_THAT(got[i], WithinAbs(reference_js(p, q, size_t(k)), 2e-6));
+      }
+      // float64 logits stay float64: as close as the probability version
+      const std::vector<double> g64 = row(js_divergence_logits(lp, lq, k));
+      const std::vector<double> p64 = row(js_divergence(at::softmax(lp, -1), at::softmax(lq, -1), k));
+      for (int64_t i = 0; i < 6; ++i) CHECK_THAT(g64[i], WithinAbs(p64[i], 1e-13));
+    }
+  }
+  // identical logits: exactly 0; symmetric exactly; disjoint mass: ln 2
+  const at::Tensor a = at::randn({4, 50}, g, at::kFloat) * 5, b = at::randn({4, 50}, g, at::kFloat) * 5;
+  CHECK(js_divergence_logits(a, a, 10).abs().max().item<double>() == 0);
+  CHECK(js_divergence_logits(a, b, 10).equal(js_divergence_logits(b, a, 10)));
+  // nearly identical rows (logits 1e-3 apart): JS ~ 1e-7, kept to ~2% (the float32 rounding
+  // of log p − log q, ~1e-6 against 1e-3, enters JS twice) where a difference of two logs
+  // near ln 2 would be off by ~6e-8, half the value
+  const at::Tensor c = a + 1e-3 * at::randn({4, 50}, g, at::kFloat);
+  const std::vector<double> small = row(js_divergence_logits(a, c, 0));
+  for (int64_t i = 0; i < 4; ++i) {
+    const double ref = reference_js(row(at::softmax(a[i].to(at::kDouble), -1)),
+                                    row(at::softmax(c[i].to(at::kDouble), -1)), 0);
+    INFO("row " << i << " reference " << ref);
+    CHECK(ref < 1e-6);
+    CHECK_THAT(small[i], WithinRel(ref, 0.02));
+  }
+  CHECK_THAT(js_divergence_logits(at::tensor({30.0f, 0.0f}), at::tensor({0.0f, 30.0f})).item<double>(),
+             WithinAbs(std::log(2.0), 1e-6));
+  // a -inf logit (zero probability) on one side counts as 0 · log 0
+  CHECK_THAT(js_divergence_logits(at::tensor({0.0, -INFINITY}, at::kDouble), at::tensor({0.0, 0.0}, at::kDouble))
+                 .item<double>(),
+             WithinAbs(reference_js({1, 0}, {0.5, 0.5}, 0), 1e-15));
+  diag_test::require_error([] { js_divergence_logits(at::zeros({2}), at::zeros({3})); }, {"js", "[2]", "[3]"});
+}
+
 TEST_CASE("js: errors say what is wrong") {
   diag_test::require_error([] { js1({0.5, 0.5}, {1, 0, 0}); }, {"js", "[2]", "[3]"});
   diag_test::require_error([] { js1({0.5, -0.5}, {1, 0}); }, {"non-negative", "p"});
@@ -126,7 +173,7 @@ TEST_CASE("Ratio and ΔJS follow the formulas") {
   CHECK(r[1] == 0);
   CHECK(r[2] == std::fabs(0.05 - 0.3) / (0.05 + 1e-6));
   const std::vector<double> js = {0.6, 0.3, 0.3, 0.0};
-  const std::vector<double> d = delta_js(js);
+  const std::vector<double> d = delta_js(js, true);
   REQUIRE(d.size() == 3);
   CHECK(d[0] == 0.3 / (0.6 + 1e-6));
   CHECK(d[1] == 0);
@@ -136,6 +183,34 @@ TEST_CASE("Ratio and ΔJS follow the formulas") {
   diag_test::require_error([] { tp_ratio({0.5}); }, {"tp_ratio", "2 residuals"});
 }
 
+TEST_CASE("ΔJS of the final block is undefined: left out unless asked for") {
+  // JS[N] = 0 after the last block, so the final block's ΔJS is JS[N-1] / (JS[N-1] + eps) ≈ 1
+  // whatever the model does: by default only blocks 0..N-2 have a ΔJS
+  const std::vector<double> js = {0.6, 0.3, 0.3, 0.0};
+  const std::vector<double> d = delta_js(js);
+  REQUIRE(d.size() == 2);
+  CHECK(d[0] == 0.3 / (0.6 + 1e-6));
+  CHECK(d[1] == 0);
+  CHECK(delta_js({0.2, 0.0}).empty());  // one block: no defined ΔJS
+  CHECK(delta_js({0.2, 0.0}, true) == std::vector<double>{0.2 / (0.2 + 1e-6)});
+  // S(b) with LS over blocks 0..N-2: tp = (0, 0, 1, 1), ls = (1, 0, 0) (block 3 undefined).
+  // b = 2: LS(shallow) = (1 + 0)/2, TP(deep) = 1, TP(shallow) = 0, LS(deep) = ls[2] = 0
+  const std::vector<double> tp = {0, 0, 1, 1}, ls = {1, 0, 0};
+  CHECK(split_score(tp, ls, 2) == 0.5 + 1 - 0 - 0);
+  // b = 1: 1 + 2/3 - 0 - (0 + 0)/2
+  CHECK_THAT(split_score(tp, ls, 1), WithinAbs(1 + 2.0 / 3, 1e-15));
+  // b = 3 would leave only the undefined block on the deep side
+  diag_test::require_error([&] { split_score(tp, ls, 3); }, {"b = 3", "1..2", "undefined"});
+  // so the splits lower such a b to N - 2: 2/3 of 4 = 2.67 -> 3 -> 2, the same as 1/2
+  const auto s = split_scores(tp, ls, kDefaultRatios);
+  REQUIRE(s.size() == 2);
+  CHECK(s[0].b == 1);
+  CHECK(s[1].b == 2);
+  // with the final block included (the same ls plus a made-up 1 for block 3), b = 3 is allowed
+  CHECK(split_scores(tp, {1, 0, 0, 1}, kDefaultRatios).back().b == 3);
+  diag_test::require_error([&] { split_score(tp, {1, 0}, 1); }, {"LS has 2", "expected 4"});
+}
+
 TEST_CASE("normalise: min-max to [0, 1]") {
   CHECK(normalise({2, 4, 3}) == std::vector<double>{0, 1, 0.5});
   CHECK(normalise({7, 7}) == std::vector<double>{0, 0});
@@ -143,9 +218,22 @@ TEST_CASE("normalise: min-max to [0, 1]") {
 }
 
 TEST_CASE("split: b = round(rN) within 1..N-1") {
-  CHECK(split_layer(0.33, 28) == 9);
-  CHECK(split_layer(0.5, 28) == 14);
+  // Table 9 of the paper: 1/3, 1/2, 2/3 of 28 layers are b = 9, 14, 19 (9.33, 14, 18.67)
+  CHECK(kDefaultRatios == std::vector<double>{1.0 / 3, 0.5, 2.0 / 3});
+  CHECK(split_layer(1.0 / 3, 28) == 9);
+  CHECK(split_layer(1.0 / 2, 28) == 14);
+  CHECK(split_layer(2.0 / 3, 28) == 19);
+  // 36 layers (Qwen3-4B/8B): 12, 18, 24 exactly
+  CHECK(split_layer(1.0 / 3, 36) == 12);
+  CHECK(split_layer(1.0 / 2, 36) == 18);
+  CHECK(split_layer(2.0 / 3, 36) == 24);
+  // the old default 0.66 of 28 is 18.48: b = 18, not Table 9's 19
   CHECK(split_layer(0.66, 28) == 18);
+  CHECK(split_layer(0.33, 28) == 9);
+  // halves round up: 1/2 of 27 = 13.5 -> 14; 1/6 of 9 = 1.5 -> 2 (1/6 * 9 is 1.4999999999999998
+  // in binary)
+  CHECK(split_layer(0.5, 27) == 14);
+  CHECK(split_layer(1.0 / 6, 9) == 2);
   CHECK(split_layer(0.5, 3) == 2);
   CHECK(split_layer(0.1, 4) == 1);
   CHECK(split_layer(0.99, 4) == 3);
@@ -174,4 +262,39 @@ TEST_CASE("S(b) on synthetic profiles with a known answer") {
   // ratios landing on the same b give one split
   CHECK(split_scores(tp, ls, {0.5, 0.51}).size() == 1);
   diag_test::require_error([&] { split_score(tp, ls, 6); }, {"b = 6", "1..5"});
+}
+
+TEST_CASE("recommendation follows the sign of S(b)") {
+  const int N = 6;
+  // some S(b) > 0: the highest; train shallow 0..b-1, freeze deep b..N-1
+  Recommendation r = recommend({{1.0 / 3, 2, -0.2}, {0.5, 3, 0.7}, {2.0 / 3, 4, 0.1}}, N);
+  CHECK(r.allocation == Allocation::TrainShallow);
+  CHECK(r.split.b == 3);
+  CHECK(r.split.score == 0.7);
+  CHECK(r.train_first == 0);
+  CHECK(r.train_last == 2);
+  CHECK(r.freeze_first == 3);
+  CHECK(r.freeze_last == 5);
+  CHECK(std::string(allocation_name(r.allocation)) == "train_shallow");
+  // the case, every S(b) < 0 (-0.66, -0.52, -1.51): the reverse allocation at the most
+  // negative one, b = 3 of 4: train deep block 3, freeze 0..2
+  r = recommend({{1.0 / 3, 1, -0.66}, {0.5, 2, -0.52}, {2.0 / 3, 3, -1.51}}, 4);
+  CHECK(r.allocation == Allocation::TrainDeep);
+  CHECK(r.split.b == 3);
+  CHECK(r.train_first == 3);
+  CHECK(r.train_last == 3);
+  CHECK(r.freeze_first == 0);
+  CHECK(r.freeze_last == 2);
+  CHECK(std::string(allocation_name(r.allocation)) == "train_deep");
+  // the highest at 0: neither allocation is favoured
+  r = recommend({{0.5, 2, 0.0}, {2.0 / 3, 3, -0.3}}, 4);
+  CHECK(r.allocation == Allocation::Neither);
+  CHECK(r.split.b == 2);
+  // end to end on the synthetic profiles: the reverse study recommends training deep
+  const std::vector<double> tp = {0, 0, 0, 1, 1, 1}, ls = {1, 1, 1, 0, 0, 0};
+  CHECK(recommend(split_scores(tp, ls, kDefaultRatios), N).allocation == Allocation::TrainShallow);
+  r = recommend(split_scores(ls, tp, kDefaultRatios), N);
+  CHECK(r.allocation == Allocation::TrainDeep);
+  CHECK(r.split.b == 3);  // S = -(1 + 0.75 - 0.25) = -1.5 at b = 2 and 4, -2 at b = 3
+  CHECK(r.split.score == -2);
 }

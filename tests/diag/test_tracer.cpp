@@ -2,6 +2,7 @@
 // resume against one full forward per perturbation (the model's own zero intervention),
 // the clean pass reproduced when nothing is zeroed, padding, the lens series against the
 // model's logits, and the summary's group means and split on hand-made traces.
+#include <algorithm>
 #include <ATen/ATen.h>
 
 #include <catch2/catch.hpp>
@@ -75,9 +76,12 @@ TEST_CASE("perturbed passes: resuming with nothing zeroed reproduces the clean p
     const auto clean = clean_pass(m, b);
     const at::Tensor q = perturbed_logits(m, clean.hidden, b.zero, b.mask);
     REQUIRE(q.sizes() == at::IntArrayRef({m.n_layers() + 1, 2, 61}));
+    // the resumptions run batched across residuals ((l+1)·B rows at block l), so BLAS may
+    // block the sums differently from the clean pass: equal to float32 rounding (a few ulps
+    // of 1.2e-7 over the blocks), not bit for bit
     for (int r = 0; r <= m.n_layers(); ++r) {
       INFO("residual " << r);
-      CHECK(q[r].equal(clean.logits.select(1, 0)));  // bit for bit
+      CHECK(rel_err(q[r], clean.logits.select(1, 0)) < 1e-6);
     }
     // and the naive passes, which run the whole stack again, agree to rounding
     const at::Tensor naive = perturbed_logits(m, clean.hidden, b.zero, b.mask, Method::Naive);
@@ -127,6 +131,7 @@ TEST_CASE("trace: lens series, JS series, targets, padding") {
     REQUIRE(t[i].p_target.size() == size_t(N + 1));
     REQUIRE(t[i].js.size() == size_t(N + 1));
     REQUIRE(t[i].tp_ratio.size() == size_t(N));
+    REQUIRE(t[i].ls_djs.size() == size_t(N - 1));  // the final block's ΔJS is undefined
     REQUIRE(t[i].top_ids[0].size() == 10);
     // the model's own prediction, and P_t(N) = P[t*]: the last residual normed once
     model::ForwardOptions f;
@@ -141,18 +146,24 @@ TEST_CASE("trace: lens series, JS series, targets, padding") {
     // 4 blocks of x15-sharpened weights; P_t = softmax(z)_t moves by |dz_t - E_P[dz]|, i.e. by
     // the absolute logit error, with logits of order 10 here: ~1e-5 relative. 1e-6 held on one
     // machine only (0.6129025851 vs 0.612903 with OpenBLAS's Haswell kernels on an AMD EPYC).
-    CHECK_THAT(t[i].p_target[N], WithinRel(P[t[i].target].item<double>(), 1e-5));
+    // The trace's own float32 P_t = exp(logit_t - logsumexp) adds up to ~4 ulps of the largest
+    // |logit| on top.
+    const double tol =
+        std::max(1e-5, 4 * 1.2e-7 * (1 + out.logits[0][-1].abs().max().item<double>()));
+    CHECK_THAT(t[i].p_target[N], WithinRel(P[t[i].target].item<double>(), tol));
     for (int r = 0; r <= N; ++r) {
-      const at::Tensor pr = at::softmax(m.lens(out.hidden[r][0][-1]).to(at::kDouble), -1);
-      CHECK_THAT(t[i].p_target[r], WithinRel(pr[t[i].target].item<double>(), 1e-5));
+      const at::Tensor lr = m.lens(out.hidden[r][0][-1]);
+      const at::Tensor pr = at::softmax(lr.to(at::kDouble), -1);
+      CHECK_THAT(t[i].p_target[r], WithinRel(pr[t[i].target].item<double>(),
+                                             std::max(1e-5, 4 * 1.2e-7 * (1 + lr.abs().max().item<double>()))));
       CHECK(t[i].top_ids[r][0] == pr.argmax().item<int64_t>());
     }
     CHECK(t[i].js[N] < 1e-9);  // nothing runs after the last block
     CHECK(t[i].js[0] > 1e-4);
-    for (int l = 0; l < N; ++l) {
+    for (int l = 0; l < N; ++l)
       CHECK(t[i].tp_ratio[l] == std::fabs(t[i].p_target[l + 1] - t[i].p_target[l]) / (t[i].p_target[l + 1] + 1e-6));
+    for (int l = 0; l < N - 1; ++l)
       CHECK(t[i].ls_djs[l] == std::fabs(t[i].js[l + 1] - t[i].js[l]) / (t[i].js[l] + 1e-6));
-    }
   }
   // one sample per pass (no padding) and the naive method agree with the padded batch
   o.batch = 1;
@@ -160,12 +171,19 @@ TEST_CASE("trace: lens series, JS series, targets, padding") {
   o.method = Method::Naive;
   o.batch = 2;
   const auto tn = trace(m, s, o);
+  // JS in float32 on a support of at most 2k = 20 tokens: each term p·log(2p/(p+q)) is off by
+  // a few ulps (1.2e-7) of its O(1) log, so the sum by at most ~2.4e-6
   for (size_t i = 0; i < s.size(); ++i)
     for (int r = 0; r <= N; ++r) {
       CHECK_THAT(t1[i].p_target[r], WithinRel(t[i].p_target[r], 1e-5));
-      CHECK_THAT(t1[i].js[r], WithinAbs(t[i].js[r], 1e-6));
-      CHECK_THAT(tn[i].js[r], WithinAbs(t[i].js[r], 1e-6));
+      CHECK_THAT(t1[i].js[r], WithinAbs(t[i].js[r], 2.4e-6));
+      CHECK_THAT(tn[i].js[r], WithinAbs(t[i].js[r], 2.4e-6));
     }
+  // the final block's ΔJS on request: JS[N-1] / (JS[N-1] + eps), about 1
+  o.include_final_djs = true;
+  const auto tf = trace(m, s, o);
+  REQUIRE(tf[0].ls_djs.size() == size_t(N));
+  CHECK_THAT(tf[0].ls_djs[N - 1], WithinAbs(tf[0].js[N - 1] / (tf[0].js[N - 1] + 1e-6), 1e-9));
   // a given target replaces the prediction
   s[0].target = 13;
   CHECK(trace(m, {s[0]})[0].target == 13);
@@ -179,7 +197,7 @@ TEST_CASE("summarize: group means, profiles, TP interval, split") {
     t.p_target = p;
     t.js = js;
     t.tp_ratio = tp_ratio(p);
-    t.ls_djs = delta_js(js);
+    t.ls_djs = delta_js(js, true);
     return t;
   };
   // the target rises in blocks 2 and 3; the context matters until block 1 (ΔJS is ~1 there)
@@ -209,4 +227,42 @@ TEST_CASE("summarize: group means, profiles, TP interval, split") {
   CHECK_THAT(s.splits[1].score, WithinAbs(0.5 + (1 + tp3 / tp2) / 2, 1e-6));
   CHECK(s.best.b == 2);
   CHECK(s.best.ratio == 0.5);
+}
+
+TEST_CASE("summarize: the final block's ΔJS stays out of the LS profile and S(b)") {
+  auto tr = [](int group, std::vector<double> p, std::vector<double> js) {
+    SampleTrace t;
+    t.group = group;
+    t.p_target = p;
+    t.js = js;
+    t.tp_ratio = tp_ratio(p);
+    t.ls_djs = delta_js(js);
+    return t;
+  };
+  // 4 blocks. JS = (0.4, 0.2, 0.2, 0.1, 0): ΔJS = (0.5, 0, 0.5) (eps aside) and the final
+  // block's 1 left out; P_t = (0.1, 0.1, 0.1, 0.5, 1): Ratio = (0, 0, 0.8, 0.5)
+  const std::vector<SampleTrace> ts = {tr(1, {0.1, 0.1, 0.1, 0.5, 1.0}, {0.4, 0.2, 0.2, 0.1, 0.0})};
+  const Summary s = summarize(ts, kDefaultRatios);
+  REQUIRE(s.ls.size() == 3);
+  // min-max over blocks 0..2 only: (1, 0, ~1); with the final block (~1) it would be the same
+  // here, so check the raw group mean and the normalised values
+  CHECK_THAT(s.groups[0].ls_djs[0], WithinAbs(0.2 / (0.4 + 1e-6), 1e-15));
+  CHECK(s.ls[0] == 1);
+  CHECK(s.ls[1] == 0);
+  CHECK_THAT(s.ls[2], WithinAbs((0.1 / (0.2 + 1e-6)) / (0.2 / (0.4 + 1e-6)), 1e-12));
+  // TP normalised: (0, 0, 1, 0.5 / 0.8) with eps
+  const double r2 = 0.4 / (0.5 + 1e-6), r3 = 0.5 / (1 + 1e-6);
+  CHECK(s.tp[2] == 1);
+  CHECK_THAT(s.tp[3], WithinAbs(r3 / r2, 1e-12));
+  // splits: 1/3 -> b = 1, 1/2 -> 2, 2/3 -> 3 lowered to 2 (block 3 alone has no ΔJS)
+  REQUIRE(s.splits.size() == 2);
+  CHECK(s.splits[0].b == 1);
+  CHECK(s.splits[1].b == 2);
+  // S(2) = mean(ls0, ls1) + mean(tp2, tp3) - mean(tp0, tp1) - ls2
+  const double ls2 = (0.1 / (0.2 + 1e-6)) / (0.2 / (0.4 + 1e-6));
+  CHECK_THAT(s.splits[1].score, WithinAbs(0.5 + (1 + r3 / r2) / 2 - 0 - ls2, 1e-12));
+  // S(1) = ls0 + mean(tp1..3) - tp0 - mean(ls1, ls2)
+  CHECK_THAT(s.splits[0].score, WithinAbs(1 + (0 + 1 + r3 / r2) / 3 - 0 - ls2 / 2, 1e-12));
+  CHECK(s.recommendation.allocation == Allocation::TrainShallow);
+  CHECK(s.recommendation.split.b == 1);
 }

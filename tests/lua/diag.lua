@@ -28,13 +28,26 @@ T.case("Ratio, ΔJS, normalise, S(b)", function()
   T.eq(#r, 3)
   T.near(r[1], 0.2 / (0.3 + 1e-6), 1e-15); T.eq(r[2], 0); T.near(r[3], 0.25 / (0.05 + 1e-6), 1e-15)
   T.same_table(lt.diag.tp_ratio({ 0.1, 0.3, 0.3, 0.05 }), r)  -- or a plain array
+  -- the final block's ΔJS is undefined: left out unless final = true
   local d = lt.diag.delta_js({ [0] = 0.6, 0.3, 0.3, 0 })
-  T.near(d[1], 0.3 / (0.6 + 1e-6), 1e-15); T.eq(d[2], 0); T.near(d[3], 0.3 / (0.3 + 1e-6), 1e-15)
+  T.eq(#d, 2); T.near(d[1], 0.3 / (0.6 + 1e-6), 1e-15); T.eq(d[2], 0)
+  d = lt.diag.delta_js({ [0] = 0.6, 0.3, 0.3, 0 }, { final = true })
+  T.eq(#d, 3); T.near(d[3], 0.3 / (0.3 + 1e-6), 1e-15)
   T.same_table(lt.diag.normalise({ 2, 4, 3 }), { 0, 1, 0.5 })
   local tp, ls = { 0, 0, 0, 1, 1, 1 }, { 1, 1, 1, 0, 0, 0 }
   T.eq(lt.diag.split_score(tp, ls, 3), 2)
-  local splits, best = lt.diag.splits(tp, ls)
+  local splits, best, rec = lt.diag.splits(tp, ls)
   T.eq(#splits, 3); T.eq(splits[1].b, 2); T.eq(best.b, 3); T.eq(best.ratio, 0.5)
+  T.eq(rec.allocation, "train_shallow"); T.eq(rec.b, 3)
+  T.same_table(rec.train, { 0, 2 }); T.same_table(rec.freeze, { 3, 5 })
+  -- every S(b) < 0: the reverse allocation, at the most negative S(b) (-2 at b = 3)
+  _, _, rec = lt.diag.splits(ls, tp)
+  T.eq(rec.allocation, "train_deep"); T.eq(rec.b, 3); T.eq(rec.score, -2)
+  T.same_table(rec.train, { 3, 5 }); T.same_table(rec.freeze, { 0, 2 })
+  -- Table 9: 1/3, 1/2, 2/3 of 28 blocks are 9, 14, 19; of 36, 12, 18, 24
+  for n, want in pairs{ [28] = { 9, 14, 19 }, [36] = { 12, 18, 24 } } do
+    for i, r in ipairs{ 1 / 3, 1 / 2, 2 / 3 } do T.eq(lt.diag.split_layer(r, n), want[i], n .. " " .. r) end
+  end
   T.raises(function() lt.diag.split_score(tp, ls, 0) end, "b = 0 out of range 1..5")
   T.raises(function() lt.diag.tp_ratio({ 1, "x" }) end, "p_target%[2%]")
 end)
@@ -58,14 +71,20 @@ T.case("trace: shapes, groups, profiles, splits", function()
   local s = r.samples[1]
   T.ok(s.p_target[0] and s.p_target[N] and not s.p_target[N + 1], "p_target: residuals 0..N")
   T.ok(s.js[0] and s.js[N], "js: residuals 0..N")
-  T.eq(#s.tp_ratio, N); T.eq(#s.ls_djs, N)
+  T.eq(#s.tp_ratio, N); T.eq(#s.ls_djs, N - 1)  -- the final block's ΔJS is undefined
   T.eq(#s.top[0].ids, 10); T.eq(#s.top[N].probs, 10)
   T.eq(r.groups[1].group, 1); T.eq(r.groups[1].samples, 3); T.eq(r.groups[2].samples, 3)
-  T.eq(#r.tp, N); T.eq(#r.ls, N)
-  for l = 1, N do T.ok(r.tp[l] >= 0 and r.tp[l] <= 1 and r.ls[l] >= 0 and r.ls[l] <= 1, "normalised") end
-  T.eq(r.splits[1].b, 1); T.eq(r.splits[2].b, 2)  -- round(0.33*3), round(0.5*3); 0.66*3 is b = 2 again
-  T.eq(#r.splits, 2)
-  T.ok(r.split.b == 1 or r.split.b == 2)
+  T.eq(#r.tp, N); T.eq(#r.ls, N - 1)
+  for l = 1, N do T.ok(r.tp[l] >= 0 and r.tp[l] <= 1, "normalised") end
+  for l = 1, N - 1 do T.ok(r.ls[l] >= 0 and r.ls[l] <= 1, "normalised") end
+  -- round(3/3) = 1, round(1.5) = 2, round(2) = 2, each lowered to N - 2 = 1: LS has no value
+  -- for block 2 (the final one), so the deep side must hold block 1
+  T.eq(#r.splits, 1); T.eq(r.splits[1].b, 1); T.eq(r.split.b, 1)
+  T.eq(r.recommendation.b, 1)
+  T.eq(r.final_djs, false)
+  local f = lt.diag.trace(m, samples, { batch = 4, final_djs = true })
+  T.eq(#f.ls, N); T.eq(#f.samples[1].ls_djs, N); T.eq(f.final_djs, true)
+  T.eq(#f.splits, 2)
   local mean = 0
   for i = 1, 3 do mean = mean + r.samples[i].tp_ratio[2] / 3 end
   T.near(r.groups[1].tp_ratio[2], mean, 1e-12)

@@ -144,10 +144,13 @@ T.case("svg: heatmap and profile", function()
   T.ok(s:find('fill="#00441b"><title>2, 2: 5</title>', 1, true), "the maximum is the darkest green")
   T.ok(s:find('fill="#f7fcf5"><title>1, 0: 0</title>', 1, true), "the minimum is white")
   T.eq(svg.colour("reds", 1), "#67000d")
+  -- a missing value is undefined, not an error: a grey n/a cell (the final block's ΔJS)
+  local x = T.read(svg.heatmap(tmp .. "/x.svg", { rows = { "1" }, cols = { "0", "1" }, panels = { { values = { { 1 } } } } }))
+  T.ok(x:find('fill="#e8e8e8" stroke="white"><title>1, 1: n/a</title>', 1, true), "n/a cell")
   T.raises(function()
-             svg.heatmap(tmp .. "/x.svg", { rows = { "1" }, cols = { "0", "1" }, panels = { { values = { { 1 } } } } })
+             svg.heatmap(tmp .. "/x.svg", { rows = { "1", "2" }, cols = { "0" }, panels = { { values = { { 1 } } } } })
            end,
-           "row 1 has no column 2")
+           "panel 1 has no row 2")
   s = T.read(svg.profile(tmp .. "/p.svg", {
     x = { "0", "1", "2", "3" }, ymin = 0, ymax = 1, mark = { at = 1.5, label = "b = 2" },
     series = { { name = "TP", values = { 0, 0.2, 1, 0.8 } }, { name = "LS", values = { 1, 0.5, 0, 0 } } } }))
