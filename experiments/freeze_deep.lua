@@ -20,9 +20,9 @@ local args = require "lt.args"
 local svg = require "lt.svg"
 
 local defaults = { model = exp.default_model_path, corpus = "/usr/share/games/fortunes/chinese", old = "",
-                   steps = 150, lr = 1e-3, split = 0.5, seq_len = 64, micro_batch = 8, grad_accum = 1,
+                   steps = 300, lr = 1e-3, split = 0.5, seq_len = 64, micro_batch = 8, grad_accum = 1,
                    warmup = 0.1, weight_decay = 0.01, beta1 = 0.9, beta2 = 0.95, clip = 1.0, dtype = "",
-                   eval_every = 50, max_bytes = 1000000, val_windows = 64, bench = "antonyms",
+                   eval_every = 100, max_bytes = 1000000, val_windows = 64, bench = "antonyms",
                    bench_limit = 100, shots = 0, freeze_embeddings = false, freeze_head = false,
                    preset = "", out = "artifacts/freeze_deep" }
 -- Table 6 of the paper: AdamW betas (0.9, 0.95), lr 3e-5, warmup ratio 0.1, weight decay 0.01,
@@ -175,7 +175,8 @@ lt.run.artifact(svg.lines(cfg.out .. "/loss_curves.svg", {
   x_title = "step", y_title = "training loss", series = series, smooth = math.max(1, math.floor(cfg.steps / 30)) }),
   { kind = "figure" })
 for _, spec in ipairs(benches) do
-  for _, protocol in ipairs{ "logit", "generate" } do
+  for _, protocol in ipairs{ "logit", "generate", "generate_contains" } do
+    if not results.base.scores[spec][protocol] then break end
     local groups, cats = {}, {}
     for _, name in ipairs{ "base", "full", "train_shallow", "train_deep" } do
       local s = results[name].scores[spec][protocol]

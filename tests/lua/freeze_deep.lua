@@ -100,7 +100,7 @@ end)
 
 T.case("figures: loss curves and scores by plan, titles inside the picture", function()
   local arts = lt.run.query("SELECT path FROM artifacts WHERE run_id = ? AND kind = 'figure' ORDER BY path", study)
-  T.eq(#arts, 1 + 2 * 2)  -- loss curves; 2 benchmarks x 2 protocols
+  T.eq(#arts, 1 + 2 * 3)  -- loss curves; 2 benchmarks x (logit, generate, generate_contains)
   for _, a in ipairs(arts) do
     local svg = T.read(a.path)
     local width = tonumber(svg:match('<svg[^>]- width="(%d+)"'))
