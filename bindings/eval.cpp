@@ -4,6 +4,7 @@
 // protocol, prediction, answer, correct); math samples after the first are item_id#k.
 #include <lua.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -150,6 +151,9 @@ int l_score(lua_State* L) {
     for (const auto& sum : res.summaries) {
       const std::string base = bench_name + "/" + sum.protocol;
       if (sum.all.n) s->store().metric(run, base + "/acc", sum.all.acc());
+      const bool has_categories = std::any_of(sum.by_category.begin(), sum.by_category.end(),
+                                              [](const auto& c) { return !c.first.empty() && c.second.n; });
+      if (has_categories) s->store().metric(run, base + "/acc_macro", sum.acc_macro());
       for (const auto& [cat, sc] : sum.by_category)
         if (!cat.empty() && sc.n) s->store().metric(run, base + "/acc/" + cat, sc.acc());
       if (sum.samples > 1) {
@@ -158,11 +162,13 @@ int l_score(lua_State* L) {
       }
     }
   }
-  // summary[protocol] = {acc, n, correct, by_category = {cat = acc}, by_subject = {...}}
+  // summary[protocol] = {acc, acc_macro, n, correct, by_category = {cat = acc}, by_subject = {...}};
+  // protocol "generate_contains": the generate outputs under the inclusion rule
   lua_createtable(L, 0, int(res.summaries.size()));
   for (const auto& sum : res.summaries) {
     lua_createtable(L, 0, 8);
     set_field(L, "acc", sum.all.acc());
+    set_field(L, "acc_macro", sum.acc_macro());
     set_field(L, "n", sum.all.n);
     set_field(L, "correct", sum.all.correct);
     for (auto [name, table] : {std::pair{"by_category", &sum.by_category}, std::pair{"by_subject", &sum.by_subject}}) {
@@ -204,6 +210,14 @@ int l_prompt(lua_State* L) {
     return 1;
   }
   push(L, eval::choice_prompt(it, lua_istable(L, 2) ? read_items(L, 2, "lt.eval.prompt") : std::vector<eval::Item>{}));
+  return 1;
+}
+
+// lt.eval.contains_option(output, answer_letter, answer_text) → whether the correct option
+// appears in the output (the generate protocol's inclusion rule, "generate_contains")
+int l_contains_option(lua_State* L) {
+  const char* fn = "lt.eval.contains_option";
+  lua_pushboolean(L, eval::contains_option(check_string(L, 1, fn), check_string(L, 2, fn), check_string(L, 3, fn)));
   return 1;
 }
 
@@ -283,6 +297,7 @@ void register_eval(lua_State* L) {
   static const luaL_Reg fns[] = {
       {"load", LT_FN(l_load)}, {"score", LT_FN(l_score)}, {"prompt", LT_FN(l_prompt)},
       {"extract_choice", LT_FN(l_extract_choice)},
+      {"contains_option", LT_FN(l_contains_option)},
       {"extract_math", LT_FN(l_extract_math)}, {"equivalent", LT_FN(l_equivalent)},
       {"vote", LT_FN(l_vote)}, {"pass_at_k", LT_FN(l_pass_at_k)}, {nullptr, nullptr}};
   set_funcs(L, fns);

@@ -1,66 +1,201 @@
 -- experiments/freeze_deep.lua: Freeze Deep, Train Shallow: continued pre-training of one base
 -- model on a corpus of another domain (Chinese fortunes) under three plans with the same data,
--- steps and hyper-parameters: `full`, `train_shallow` (deep half frozen), `train_deep`
--- (shallow half frozen). Each child run logs its trainable parameters, wall time, loss curve,
--- validation loss, per-layer weight change and benchmark accuracy (logit and generate
--- protocols, --bench=antonyms by default; ceval:DIR etc. on a GPU node); the base model is
--- scored the same way in a child run `base`. `ltrun sql @freeze_deep` gives the table again.
--- Makes the base model (experiments/pretrain_tiny.lua) when it is missing.
+-- steps and hyper-parameters: `full`, `train_shallow` (deep blocks frozen), `train_deep`
+-- (shallow blocks frozen). Whether the embeddings and the final norm + LM head train too is
+-- said by --freeze_embeddings / --freeze_head (default: they train in every plan).
+-- What each plan gains and costs:
+--   new_loss  held-out loss on the new corpus (its validation documents): the gain;
+--   old_loss  held-out loss on the base's own domain (--old, default MODEL/heldout.txt, the
+--             English documents experiments/pretrain_tiny.lua kept out of training): the cost;
+--   accuracy  on each benchmark of --bench (comma-separated: antonyms, the base's task, by
+--             default; ceval:DIR,cmmlu:DIR on a GPU node), logit and generate protocols.
+-- Each plan is a child run (trainable parameters, wall time, tokens/s, loss curve, losses,
+-- per-layer weight change, benchmark items); the base is scored the same way in a child run
+-- `base`. `ltrun sql @freeze_deep` gives the table again; two SVG figures are artifacts: the
+-- training-loss curves of the plans (the paper's Figure 8) and benchmark scores by plan and
+-- category (Figure 1, Tables 1-2). Makes the base model (experiments/pretrain_tiny.lua) when
+-- it is missing. --preset=paper sets the paper's Table 6 hyper-parameters (see README).
 local exp = require "lt.experiment"
-local cfg = exp.args{ model = "models/tiny-qwen3", corpus = "/usr/share/games/fortunes/chinese",
-                      steps = 300, lr = 1e-3, split = 0.5, seq_len = 64, micro_batch = 8,
-                      grad_accum = 1, warmup = 0.1, eval_every = 100, max_bytes = 1000000,
-                      bench = "antonyms", bench_limit = 100 }
+local args = require "lt.args"
+local svg = require "lt.svg"
 
-local base = lt.model.load(cfg.model == exp.default_model_path and exp.default_model() or cfg.model)
-local packed = cfg.model .. ".freeze_deep_corpus"
-os.execute(("rm -rf '%s'"):format(packed))
-local corpus = lt.data.pack{ tokenizer = cfg.model, inputs = { cfg.corpus }, out = packed, val = 0.05,
-                             seed = 1, max_bytes = cfg.max_bytes }
+local defaults = { model = exp.default_model_path, corpus = "/usr/share/games/fortunes/chinese", old = "",
+                   steps = 300, lr = 1e-3, split = 0.5, seq_len = 64, micro_batch = 8, grad_accum = 1,
+                   warmup = 0.1, weight_decay = 0.01, beta1 = 0.9, beta2 = 0.95, clip = 1.0, dtype = "",
+                   eval_every = 100, max_bytes = 1000000, val_windows = 64, bench = "antonyms",
+                   bench_limit = 100, shots = 0, freeze_embeddings = false, freeze_head = false,
+                   preset = "", out = "artifacts/freeze_deep" }
+-- Table 6 of the paper: AdamW betas (0.9, 0.95), lr 3e-5, warmup ratio 0.1, weight decay 0.01,
+-- sequence length 4096, bf16, global batch 64 sequences (micro batch 4 x 16 accumulation steps
+-- on one GPU). Explicit --key=value options still win over the preset.
+local presets = {
+  paper = { lr = 3e-5, beta1 = 0.9, beta2 = 0.95, warmup = 0.1, weight_decay = 0.01, seq_len = 4096,
+            dtype = "bfloat16", micro_batch = 4, grad_accum = 16, max_bytes = 0, bench_limit = 0,
+            eval_every = 0, val_windows = 256 },
+}
+do
+  local given = args.parse(arg or {})
+  if given.preset and given.preset ~= "" then
+    local p = presets[given.preset]
+    if not p then error(("unknown --preset=%s (known: paper)"):format(tostring(given.preset)), 0) end
+    for k, v in pairs(p) do defaults[k] = v end
+  end
+end
+local cfg = exp.args(defaults)
+
+local load_opts = cfg.dtype ~= "" and { dtype = cfg.dtype } or nil
+local base = lt.model.load(cfg.model == exp.default_model_path and exp.default_model() or cfg.model, load_opts)
+
+-- held-out windows of a text (fortune format or JSONL), packed with the base's tokenizer
+local function pack(name, inputs, val, max_bytes)
+  local dir = cfg.out .. "/" .. name
+  os.execute(("rm -rf '%s'"):format(dir))
+  return dir, lt.data.pack{ tokenizer = cfg.model, inputs = inputs, out = dir, val = val, seed = 1,
+                            max_bytes = max_bytes, progress = false }
+end
+os.execute(("mkdir -p '%s'"):format(cfg.out))
+-- the new domain: a text / JSONL file packed here, or a folder `ltrun data pack` made
+local packed, corpus
+local index = io.open(cfg.corpus .. "/index.json")
+if index then
+  index:close()
+  packed, corpus = cfg.corpus, lt.data.info(cfg.corpus)
+else
+  packed, corpus = pack("new_corpus", { cfg.corpus }, 0.05, cfg.max_bytes)
+end
 lt.run.param{ train_tokens = corpus.train_tokens, val_tokens = corpus.val_tokens }
-local val = lt.data.windows(packed, { split = "val", seq_len = cfg.seq_len, n = 64 })
-local base_val = lt.train.eval_loss(base, val)
-lt.run.param("base_val_loss", base_val)
+local new_val = lt.data.windows(packed, { split = "val", seq_len = math.min(cfg.seq_len, 512), n = cfg.val_windows })
+local old_path = cfg.old ~= "" and cfg.old or cfg.model .. "/heldout.txt"
+local old_val
+local old_file = io.open(old_path)
+if old_file then
+  old_file:close()
+  local dir = pack("old_domain", { old_path }, 0, 0)
+  old_val = lt.data.windows(dir, { split = "train", seq_len = math.min(cfg.seq_len, 512), n = cfg.val_windows })
+  lt.run.param("old_domain", old_path)
+elseif cfg.old ~= "" then
+  error(("freeze_deep: --old=%s: no such file"):format(cfg.old), 0)
+else
+  io.stderr:write(("freeze_deep: %s is missing: no old-domain loss (give --old=FILE)\n"):format(old_path))
+end
 
-local function score(m)  -- benchmark accuracy under both protocols, logged to the current run
-  local e = lt.eval.run(m, cfg.bench, { limit = cfg.bench_limit, protocols = { "logit", "generate" } })
-  return e.logit.acc, e.generate.acc
+local benches = {}
+for spec in cfg.bench:gmatch("[^,]+") do benches[#benches + 1] = spec end
+
+-- losses and benchmark scores of a model, logged to the current run
+local function measure(m, r)
+  r.new_loss = lt.train.eval_loss(m, new_val)
+  lt.run.log("new_loss", r.new_loss)
+  if old_val then
+    r.old_loss = lt.train.eval_loss(m, old_val)
+    lt.run.log("old_loss", r.old_loss)
+  end
+  r.scores = {}
+  for _, spec in ipairs(benches) do
+    r.scores[spec] = lt.eval.run(m, spec, { limit = cfg.bench_limit > 0 and cfg.bench_limit or nil,
+                                             shots = cfg.shots, protocols = { "logit", "generate" } })
+  end
+  local first = r.scores[benches[1]]
+  r.acc_logit, r.acc_generate = first.logit.acc, first.generate.acc
+  return r
 end
 
 local results = {}
 results.base = lt.run.child("base", function()
-  local acc_logit, acc_generate = score(base)
-  return { trainable_params = 0, wall_s = 0, tokens_per_s = 0, val_loss = base_val,
-           acc_logit = acc_logit, acc_generate = acc_generate }
+  return measure(base, { trainable_params = 0, wall_s = 0, tokens_per_s = 0 })
 end)
 
+-- the parts every plan freezes besides its blocks
+local extra = {}
+if cfg.freeze_embeddings then extra[#extra + 1] = "embeddings" end
+if cfg.freeze_head then extra[#extra + 1] = "final_norm"; extra[#extra + 1] = "lm_head" end
+local function with_extra(blocks)
+  local spec = { blocks }
+  for _, e in ipairs(extra) do spec[#spec + 1] = e end
+  return spec
+end
 local plans = {
-  full          = {},
-  train_shallow = { freeze = lt.layers.deep(base, cfg.split) },
-  train_deep    = { freeze = lt.layers.shallow(base, cfg.split) },
+  full          = with_extra({}),
+  train_shallow = with_extra(lt.layers.deep(base, cfg.split)),
+  train_deep    = with_extra(lt.layers.shallow(base, cfg.split)),
 }
-for name, plan in exp.sorted(plans) do
+local curves = {}
+for name, spec in exp.sorted(plans) do
   results[name] = lt.run.child(name, function()
-    lt.run.param{ plan = name, freeze = lt.layers.describe(plan.freeze or {}) }
-    local m = base:clone():freeze(plan.freeze or {})
+    lt.run.param{ plan = name, freeze = lt.layers.describe(spec), freeze_embeddings = cfg.freeze_embeddings,
+                  freeze_head = cfg.freeze_head }
+    local m = base:clone():freeze(spec)
     local r = lt.train.causal_lm(m, { data = packed, steps = cfg.steps, lr = cfg.lr, warmup = cfg.warmup,
-                                      weight_decay = 0.01, betas = { 0.9, 0.95 }, seq_len = cfg.seq_len,
-                                      micro_batch = cfg.micro_batch, grad_accum = cfg.grad_accum,
-                                      clip = 1.0, eval_every = cfg.eval_every, seed = 7 })
-    r.val_loss = lt.train.eval_loss(m, val)  -- the same windows for every plan and the base
-    lt.run.log("final_val_loss", r.val_loss)
+                                      weight_decay = cfg.weight_decay, betas = { cfg.beta1, cfg.beta2 },
+                                      seq_len = cfg.seq_len, micro_batch = cfg.micro_batch,
+                                      grad_accum = cfg.grad_accum, clip = cfg.clip,
+                                      eval_every = cfg.eval_every > 0 and cfg.eval_every or nil, seed = 7 })
+    curves[name] = r.losses
     lt.run.log("wall_s_total", r.wall_s)
     lt.train.weight_change(m, base, { log = "weight_change" })
-    r.acc_logit, r.acc_generate = score(m)
+    measure(m, r)
     m:free()
     return r
   end)
 end
 
-print(("base model %s, validation loss before training %.4f"):format(cfg.model, base_val))
-print(("%-14s %12s %9s %10s %10s %9s %9s"):format("plan", "trainable", "wall s", "tokens/s", "val loss",
-                                                  "acc logit", "acc gen"))
+-- ---- the comparison ---------------------------------------------------------------------------
+local b = results.base
+print(("base model %s: new-domain loss %.4f, old-domain loss %s; %s"):format(cfg.model, b.new_loss,
+      b.old_loss and ("%.4f"):format(b.old_loss) or "n/a", cfg.bench))
+print("gain = base new-domain loss - plan's (higher: learnt more); old +/- = plan's old-domain loss - base's"
+      .. " (higher: forgot more);")
+print(("retention = plan's %s accuracy / base's (logit protocol)"):format(benches[1]))
+print(("%-14s %10s %7s %8s %9s %7s %9s %7s %9s %9s %9s"):format("plan", "trainable", "wall s", "tok/s",
+      "new loss", "gain", "old loss", "old +/-", "acc logit", "retention", "acc gen"))
 for name, r in exp.sorted(results) do
-  print(("%-14s %12d %9.1f %10.0f %10.4f %9.3f %9.3f"):format(name, r.trainable_params, r.wall_s,
-        r.tokens_per_s, r.val_loss, r.acc_logit, r.acc_generate))
+  local retention = b.acc_logit > 0 and r.acc_logit / b.acc_logit or 0
+  print(("%-14s %10d %7.1f %8.0f %9.4f %7.3f %9s %7s %9.3f %9.2f %9.3f"):format(name, r.trainable_params,
+        r.wall_s, r.tokens_per_s, r.new_loss, b.new_loss - r.new_loss,
+        r.old_loss and ("%.4f"):format(r.old_loss) or "n/a",
+        r.old_loss and ("%+.3f"):format(r.old_loss - b.old_loss) or "n/a", r.acc_logit, retention, r.acc_generate))
 end
+for _, spec in ipairs(benches) do
+  local first = b.scores[spec]
+  local answers = {}
+  for _, it in ipairs(first.items) do
+    if it.protocol == "logit" then answers[it.prediction] = (answers[it.prediction] or 0) + 1 end
+  end
+  local spread = {}
+  for letter, n in exp.sorted(answers) do spread[#spread + 1] = letter .. "=" .. n end
+  print(("%s: the base's logit answers %s"):format(spec, table.concat(spread, " ")))
+end
+
+-- ---- figures ------------------------------------------------------------------------------------
+local order = { "full", "train_shallow", "train_deep" }
+local series = {}
+for _, name in ipairs(order) do series[#series + 1] = { name = name, values = curves[name] } end
+lt.run.artifact(svg.lines(cfg.out .. "/loss_curves.svg", {
+  title = ("Training loss on the new domain by plan (%d steps)"):format(cfg.steps),
+  x_title = "step", y_title = "training loss", series = series, smooth = math.max(1, math.floor(cfg.steps / 30)) }),
+  { kind = "figure" })
+for _, spec in ipairs(benches) do
+  for _, protocol in ipairs{ "logit", "generate", "generate_contains" } do
+    if not results.base.scores[spec][protocol] then break end
+    local groups, cats = {}, {}
+    for _, name in ipairs{ "base", "full", "train_shallow", "train_deep" } do
+      local s = results[name].scores[spec][protocol]
+      for cat in pairs(s.by_category) do cats[cat] = true end
+    end
+    local cat_list = {}
+    for cat in exp.sorted(cats) do cat_list[#cat_list + 1] = cat end
+    local labels = { "average" }
+    for _, c in ipairs(cat_list) do labels[#labels + 1] = c end
+    for _, name in ipairs{ "base", "full", "train_shallow", "train_deep" } do
+      local s = results[name].scores[spec][protocol]
+      local values = { s.acc_macro or s.acc }
+      for _, c in ipairs(cat_list) do values[#values + 1] = s.by_category[c] or 0 end
+      groups[#groups + 1] = { name = name, values = values }
+    end
+    local file = ("%s/scores_%s_%s.svg"):format(cfg.out, spec:gsub("[^%w]+", "_"), protocol)
+    lt.run.artifact(svg.bars(file, { title = ("%s accuracy by plan and category (%s protocol)"):format(spec, protocol),
+                                     categories = labels, series = groups, y_title = "accuracy", ymin = 0, ymax = 1 }),
+                    { kind = "figure" })
+  end
+end
+print(("figures: %s/loss_curves.svg, %s/scores_*.svg"):format(cfg.out, cfg.out))

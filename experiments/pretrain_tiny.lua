@@ -1,22 +1,37 @@
 -- experiments/pretrain_tiny.lua: makes the default base model of the studies: a tiny Qwen3
--- with its own byte-level BPE tokenizer, pre-trained on CPU in a few minutes on real English
--- text from Debian packages (fortunes, WordNet glosses), saved to ./models/tiny-qwen3.
--- Other studies (freeze_deep.lua) call it when that folder is missing.
---   ltrun experiments/pretrain_tiny.lua [--steps=300] [--out=models/tiny-qwen3]
+-- (8 decoder blocks) with its own byte-level BPE tokenizer, pre-trained on CPU in a few
+-- minutes on Debian data, saved to ./models/tiny-qwen3. Other studies (freeze_deep.lua,
+-- layer_tracer.lua) call it when that folder is missing.
+--   ltrun experiments/pretrain_tiny.lua [--steps=N] [--out=models/tiny-qwen3]
+--
+-- The corpus (deterministic: fixed seeds, files read in sorted order):
+--   * English: Debian's fortunes (fortunes-min/fortunes) and WordNet glosses (wordnet-base);
+--     one document in `heldout_every` is held out and saved as OUT/heldout.txt (the base's
+--     own domain, on which freeze_deep.lua measures what continued pre-training costs);
+--   * antonym statements for every WordNet adjective pair ("wet is the opposite of dry.",
+--     "The opposite of dry is wet.", "Wet and dry are antonyms.", "Opposite of wet: Dry.");
+--   * task-format prompts with their answer ("Example:hot->Cold, big->Small; Query:wet->Dry",
+--     lt.tasks.format) and 4-way benchmark items with their answer letter (the prompt of
+--     lt.eval's built-in "antonyms"), both from the *train* pairs of lt.tasks.split_pairs only.
+-- The test pairs (a hash of the pair, 1 in 5; lt.tasks.split_pairs) never appear in the task
+-- or benchmark format: on them, the held-out task accuracy printed at the end asks whether
+-- the model applies the in-context format to antonyms it only read as statements.
 local exp = require "lt.experiment"
+local tasks = require "lt.tasks"
 -- run as a script, the varargs are the command line (exp.args reads `arg`); called from
 -- another study (loadfile(...)(argv)), they are one table of --key=value strings
 local argv = type((...)) == "table" and (...) or nil
-local cfg = exp.args({ out = "models/tiny-qwen3", layers = 4, hidden = 128, heads = 4, kv_heads = 2,
-                       vocab = 2048, steps = 800, lr = 3e-3, warmup = 0.05, seq_len = 64,
-                       micro_batch = 16, max_docs = 60000, eval_every = 200, seed = 1 }, argv)
+local cfg = exp.args({ out = "models/tiny-qwen3", layers = 8, hidden = 128, heads = 4, kv_heads = 2,
+                       vocab = 2048, steps = 700, lr = 3e-3, warmup = 0.05, seq_len = 64,
+                       micro_batch = 16, english_bytes = 500000, heldout_every = 50,
+                       statement_rounds = 2, task_rounds = 4, choice_rounds = 2,
+                       eval_every = 0, probe = 200, seed = 1 }, argv)
 -- a fixed seed (not the run's fresh one): the embedded default base model is the same
 -- model wherever it is made
 
 local work = cfg.out .. ".work"
 os.execute(("rm -rf '%s' && mkdir -p '%s'"):format(work, work))
 
--- English documents in the fortune format ("%" lines between documents)
 local function lines(cmd)
   local p = assert(io.popen(cmd))
   local out = {}
@@ -24,60 +39,116 @@ local function lines(cmd)
   p:close()
   return out
 end
-local docs = {}
+
+local function shuffle(list, seed)
+  local pick = tasks.generator(seed)
+  for i = #list, 2, -1 do
+    local j = pick(i)
+    list[i], list[j] = list[j], list[i]
+  end
+  return list
+end
+
+-- ---- English documents (the fortune format: "%" lines between documents) -------------------
+local english = {}
 local fortunes = "/usr/share/games/fortunes"
 local not_english = { chinese = true, song100 = true, tang300 = true }
-for _, name in ipairs(lines("ls " .. fortunes .. " 2>/dev/null")) do
+for _, name in ipairs(lines("ls " .. fortunes .. " 2>/dev/null | sort")) do
   if not name:find("%.") and not not_english[name] then
     local f = io.open(fortunes .. "/" .. name)
     if f then
       local text = f:read("*a"):gsub("\27%[[%d;]*m", "")  -- ANSI colour codes
       f:close()
       for doc in (text .. "\n%\n"):gmatch("(.-)\n%%\n") do
-        if doc:find("%S") then docs[#docs + 1] = doc end
+        if doc:find("%S") then english[#english + 1] = doc end
       end
     end
   end
 end
-local n_fortunes = #docs
+local n_fortunes = #english
 for _, part in ipairs{ "noun", "verb", "adj", "adv" } do
   local f = io.open("/usr/share/wordnet/data." .. part)
   if f then
     for line in f:lines() do
       local gloss = line:sub(1, 2) ~= "  " and line:match("| (.+)$")
-      if gloss and #docs < cfg.max_docs then docs[#docs + 1] = gloss:gsub("%s+$", "") end
+      if gloss then english[#english + 1] = (gloss:gsub("%s+$", "")) end
     end
     f:close()
   end
 end
-assert(#docs > 100, "no English text found: install the fortunes and wordnet-base packages")
-lt.run.param{ fortune_docs = n_fortunes, wordnet_docs = #docs - n_fortunes }
-
--- a deterministic interleaving, so fortunes and glosses are both in the tokenizer's sample
-local order = {}
-for i = 1, #docs do order[i] = i end
-local x = 12345
-for i = #order, 2, -1 do
-  x = (x * 1103515245 + 12345) % 2147483648
-  local j = x % i + 1
-  order[i], order[j] = order[j], order[i]
+assert(n_fortunes > 100 and #english > n_fortunes,
+       "no English text found: install the fortunes-min (or fortunes) and wordnet-base packages")
+shuffle(english, 12345)
+local heldout, train_docs, bytes = {}, {}, 0
+for i, d in ipairs(english) do
+  d = d:gsub("\n%%\n", "\n")
+  if i % cfg.heldout_every == 0 then heldout[#heldout + 1] = d
+  elseif bytes < cfg.english_bytes then train_docs[#train_docs + 1] = d; bytes = bytes + #d end
 end
-local all = assert(io.open(work .. "/english.txt", "w"))
-local sample = assert(io.open(work .. "/tokenizer_sample.txt", "w"))
-local sampled = 0
-for _, i in ipairs(order) do
-  local d = docs[i]:gsub("\n%%\n", "\n")
-  all:write(d, "\n%\n")
-  if sampled < 1500000 then sample:write(d, "\n%\n"); sampled = sampled + #d end
-end
-all:close(); sample:close()
+local n_english = #train_docs
 
--- the random model + a tokenizer trained on the sample
+-- ---- antonym statements (all pairs) and task / benchmark formats (train pairs) --------------
+local all_pairs = tasks.wordnet_antonyms("all")
+local train_pairs, test_pairs = tasks.split_pairs(all_pairs)
+local function cap(w) return (w:gsub("^%l", string.upper)) end
+local templates = {
+  function(a, b) return a .. " is the opposite of " .. b .. "." end,
+  function(a, b) return "The opposite of " .. a .. " is " .. b .. "." end,
+  function(a, b) return cap(a) .. " and " .. b .. " are antonyms." end,
+  function(a, b) return "Opposite of " .. a .. ": " .. cap(b) .. "." end,
+}
+local statements = {}
+for _, p in ipairs(all_pairs) do
+  for _, t in ipairs(templates) do
+    for _ = 1, cfg.statement_rounds do
+      statements[#statements + 1] = t(p[1], p[2])
+      statements[#statements + 1] = t(p[2], p[1])
+    end
+  end
+end
+shuffle(statements, 777)
+for i = 1, #statements, 6 do  -- documents of six statements about different pairs
+  train_docs[#train_docs + 1] = table.concat(statements, " ", i, math.min(i + 5, #statements))
+end
+local n_task = 0
+for r = 1, cfg.task_rounds do
+  local items = tasks.antonym_items(train_pairs, { n = #train_pairs, examples = 1 + r % 3, seed = 100 + r })
+  for _, it in ipairs(items) do
+    train_docs[#train_docs + 1] = it.context .. it.query .. it.target
+    n_task = n_task + 1
+  end
+end
+local n_choice = 0
+for r = 1, cfg.choice_rounds do
+  for _, it in ipairs(tasks.choice_items(train_pairs, { n = #train_pairs, seed = 200 + r })) do
+    train_docs[#train_docs + 1] = lt.eval.prompt(it) .. " " .. it.answer
+    n_choice = n_choice + 1
+  end
+end
+shuffle(train_docs, 4242)
+lt.run.param{ english_docs = n_english, fortune_docs = n_fortunes, heldout_docs = #heldout,
+              antonym_pairs = #all_pairs, train_pairs = #train_pairs, test_pairs = #test_pairs,
+              statement_docs = math.ceil(#statements / 6), task_docs = n_task, choice_docs = n_choice }
+
+local function write_docs(path, docs, limit)
+  local f = assert(io.open(path, "w"))
+  local n = 0
+  for _, d in ipairs(docs) do
+    if limit and n >= limit then break end
+    f:write(d, "\n%\n")
+    n = n + #d
+  end
+  f:close()
+end
+write_docs(work .. "/train.txt", train_docs)
+write_docs(work .. "/tokenizer_sample.txt", train_docs, 1500000)
+
+-- ---- the random model, a tokenizer trained on the sample, pre-training -----------------------
 local init = work .. "/init"
 lt.model.new{ out = init, arch = "qwen3", layers = cfg.layers, hidden = cfg.hidden, heads = cfg.heads,
               kv_heads = cfg.kv_heads, vocab = cfg.vocab, corpus = { work .. "/tokenizer_sample.txt" },
               seed = cfg.seed }
-local packed = lt.data.pack{ tokenizer = init, inputs = { work .. "/english.txt" }, out = work .. "/packed",
+local packed = lt.data.pack{ tokenizer = init, inputs = { work .. "/train.txt" }, out = work .. "/packed",
                              val = 0.01, seed = 1 }
 lt.run.param{ train_tokens = packed.train_tokens, val_tokens = packed.val_tokens }
 
@@ -85,12 +156,25 @@ local m = lt.model.load(init):train_only("all")
 local r = lt.train.causal_lm(m, { data = work .. "/packed", steps = cfg.steps, lr = cfg.lr,
                                   warmup = cfg.warmup, decay = "cosine", weight_decay = 0.01,
                                   betas = { 0.9, 0.95 }, micro_batch = cfg.micro_batch,
-                                  seq_len = cfg.seq_len, clip = 1.0, eval_every = cfg.eval_every,
+                                  seq_len = cfg.seq_len, clip = 1.0,
+                                  eval_every = cfg.eval_every > 0 and cfg.eval_every or nil,
                                   seed = cfg.seed })
 os.execute(("rm -rf '%s'"):format(cfg.out))
 m:save(cfg.out)
+write_docs(cfg.out .. "/heldout.txt", heldout)
 lt.run.artifact(cfg.out .. "/model.safetensors", { kind = "model" })
 os.execute(("rm -rf '%s'"):format(work))
-print(("pretrain_tiny: %s: %d params, %d steps, %.0f tokens/s, %.1fs, val loss %.3f"):format(
-  cfg.out, m:n_params(), r.steps, r.tokens_per_s, r.wall_s, r.val_loss or -1))
+
+-- ---- what the base can do: the task on held-out pairs, the benchmark ---------------------------
+local probe = tasks.task_accuracy(m, tasks.load("wordnet", { split = "test", n = cfg.probe, seed = 3 }))
+lt.run.log("heldout_task_acc", probe.acc)
+local bench = lt.eval.run(m, "antonyms", { protocols = { "logit" } })
+print(("pretrain_tiny: %s: %d blocks, %d params, %d steps, %.0f tokens/s, %.1fs, loss %.3f"):format(
+  cfg.out, m.n_layers, m:n_params(), r.steps, r.tokens_per_s, r.wall_s, r.final_loss or -1))
+print(("pretrain_tiny: held-out antonym prompts (%d test pairs, never in the task format): top prediction = "
+       .. "the antonym's first token in %d of %d (%.1f%%); e.g. %s"):format(
+  #test_pairs, probe.correct, probe.n, 100 * probe.acc, probe.example))
+print(("pretrain_tiny: built-in antonym benchmark (4-way, held-out pairs, logit): acc %.3f (chance 0.25)"):format(
+  bench.logit.acc))
+r.heldout_task_acc, r.bench_acc = probe.acc, bench.logit.acc
 return r

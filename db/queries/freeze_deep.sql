@@ -1,16 +1,36 @@
--- freeze_deep: the latest experiments/freeze_deep.lua run, one row per plan (and the base):
--- trainable parameters, wall time, training tokens/s, last training loss, validation loss and
--- benchmark accuracy under the logit and generate protocols.
+-- freeze_deep: the latest experiments/freeze_deep.lua run, one row per plan (and the base) and
+-- benchmark: trainable parameters (Table 7), whether embeddings / final norm + LM head were
+-- frozen, wall time and training tokens/s (Table 7), last training loss; the gain on the new
+-- domain (new_loss: held-out loss on the new corpus; gain = base's new_loss - plan's) and the
+-- cost on the base's own domain (old_loss: held-out loss there; old_delta = plan's - base's);
+-- benchmark accuracy under the logit protocol (micro and macro over categories; retention =
+-- plan's / base's) and the generate protocol (first-letter rule, inclusion rule).
 WITH study AS (SELECT max(parent_id) AS id FROM runs WHERE name = 'train_shallow' AND parent_id IS NOT NULL),
 plans AS (SELECT id, name FROM runs WHERE parent_id = (SELECT id FROM study)
-          AND name IN ('base', 'full', 'train_shallow', 'train_deep'))
-SELECT (SELECT id FROM study) AS study, p.name AS plan,
-       CAST((SELECT value FROM params WHERE run_id = p.id AND key = 'trainable_params') AS INTEGER) AS trainable,
-       round((SELECT value FROM metrics WHERE run_id = p.id AND name = 'wall_s_total' ORDER BY step DESC LIMIT 1), 1) AS wall_s,
-       round((SELECT avg(value) FROM metrics WHERE run_id = p.id AND name = 'tokens_per_s'), 0) AS tokens_per_s,
-       round((SELECT value FROM metrics WHERE run_id = p.id AND name = 'loss' ORDER BY step DESC LIMIT 1), 4) AS train_loss,
-       round(coalesce((SELECT value FROM metrics WHERE run_id = p.id AND name = 'final_val_loss' ORDER BY step DESC LIMIT 1),
-                      (SELECT CAST(value AS REAL) FROM params WHERE run_id = (SELECT id FROM study) AND key = 'base_val_loss')), 4) AS val_loss,
-       round((SELECT value FROM metrics WHERE run_id = p.id AND name LIKE '%/logit/acc'), 3) AS acc_logit,
-       round((SELECT value FROM metrics WHERE run_id = p.id AND name LIKE '%/generate/acc'), 3) AS acc_generate
-FROM plans p ORDER BY p.name;
+          AND name IN ('base', 'full', 'train_shallow', 'train_deep')),
+last AS (SELECT m.run_id, m.name, m.value FROM metrics m JOIN plans p ON p.id = m.run_id
+         WHERE m.step = (SELECT max(step) FROM metrics WHERE run_id = m.run_id AND name = m.name)),
+benches AS (SELECT DISTINCT substr(name, 1, length(name) - 10) AS bench FROM last WHERE name LIKE '%/logit/acc'),
+base AS (SELECT id FROM plans WHERE name = 'base'),
+v AS (SELECT p.id, p.name AS plan, b.bench,
+        (SELECT value FROM last WHERE run_id = p.id AND name = 'new_loss') AS new_loss,
+        (SELECT value FROM last WHERE run_id = p.id AND name = 'old_loss') AS old_loss,
+        (SELECT value FROM last WHERE run_id = p.id AND name = b.bench || '/logit/acc') AS acc_logit
+      FROM plans p CROSS JOIN benches b)
+SELECT (SELECT id FROM study) AS study, v.plan, v.bench,
+       coalesce(CAST((SELECT value FROM params WHERE run_id = v.id AND key = 'trainable_params') AS INTEGER), 0) AS trainable,
+       (SELECT value FROM params WHERE run_id = (SELECT id FROM study) AND key = 'freeze_embeddings') AS freeze_emb,
+       (SELECT value FROM params WHERE run_id = (SELECT id FROM study) AND key = 'freeze_head') AS freeze_head,
+       round(coalesce((SELECT value FROM last WHERE run_id = v.id AND name = 'wall_s_total'), 0), 1) AS wall_s,
+       round(coalesce((SELECT avg(value) FROM metrics WHERE run_id = v.id AND name = 'tokens_per_s'), 0), 0) AS tokens_per_s,
+       round((SELECT value FROM last WHERE run_id = v.id AND name = 'loss'), 4) AS train_loss,
+       round(v.new_loss, 4) AS new_loss,
+       round((SELECT new_loss FROM v b WHERE b.plan = 'base' AND b.bench = v.bench) - v.new_loss, 4) AS gain,
+       round(v.old_loss, 4) AS old_loss,
+       round(v.old_loss - (SELECT old_loss FROM v b WHERE b.plan = 'base' AND b.bench = v.bench), 4) AS old_delta,
+       round(v.acc_logit, 3) AS acc_logit,
+       round((SELECT value FROM last WHERE run_id = v.id AND name = v.bench || '/logit/acc_macro'), 3) AS acc_macro,
+       round(v.acc_logit / nullif((SELECT acc_logit FROM v b WHERE b.plan = 'base' AND b.bench = v.bench), 0), 3) AS retention,
+       round((SELECT value FROM last WHERE run_id = v.id AND name = v.bench || '/generate/acc'), 3) AS acc_generate,
+       round((SELECT value FROM last WHERE run_id = v.id AND name = v.bench || '/generate_contains/acc'), 3) AS acc_contains
+FROM v ORDER BY v.bench, v.plan;

@@ -1,7 +1,7 @@
 -- lt/eval.lua: lt.eval.run(model, spec, opts), the one call a study makes to score a model.
 -- spec: "ceval:DIR" (scores val, as the paper), "cmmlu:DIR" (test), "mmlu:DIR" (test),
 -- "gsm8k:FILE", "math:FILE", "mc:FILE" (generic JSONL multiple choice), or a built-in name:
--- "antonyms" (WordNet adjective antonyms as 4-way multiple choice: no download needed).
+-- "antonyms" (WordNet adjective antonyms as 4-way multiple choice, held-out pairs: no download needed).
 -- opts: split, limit (first N items), shots (k-shot from dev), protocols ({"logit",
 -- "generate"}), batch_size, max_new_tokens, samples + temperature (math: avg@k, pass@k), seed.
 -- Returns summary[protocol] = {acc, n, correct, by_category, by_subject[, avg_at_k, pass_at_k]}
@@ -14,34 +14,12 @@ local default_split = { ceval = "val", cmmlu = "test", mmlu = "test" }
 
 local builtins = {}
 
--- "Which word means the opposite of "hot"?" with the antonym and three other adjectives.
+-- "Which word means the opposite of "hot"?" with the antonym and three other adjectives,
+-- on WordNet's held-out antonym pairs (lt.tasks.split_pairs: the default base model never
+-- saw them in a task or benchmark format). opts.n items (default 200).
 function builtins.antonyms(opts)
   local tasks = require "lt.tasks"
-  local pairs_ = tasks.wordnet_pairs(tasks.wordnet_dir .. "/data.adj")
-  local pick = tasks.generator(opts.seed or 1)
-  local n = math.min(opts.n or 200, #pairs_)
-  local items, used = {}, {}
-  while #items < n do
-    local i = pick(#pairs_)
-    if not used[i] then
-      used[i] = true
-      local q, a = pairs_[i][1], pairs_[i][2]
-      if pick(2) == 2 then q, a = a, q end
-      local choices, seen = { a }, { [a] = true, [q] = true }
-      while #choices < 4 do
-        local other = pairs_[pick(#pairs_)][pick(2)]
-        if not seen[other] then seen[other] = true; choices[#choices + 1] = other end
-      end
-      local slot = pick(4)  -- move the answer to a random option
-      choices[1], choices[slot] = choices[slot], choices[1]
-      items[#items + 1] = {
-        id = "antonyms/" .. #items, bench = "mcq", subject = "antonyms", category = "lexical",
-        question = ('Which word means the opposite of "%s"?'):format(q),
-        choices = choices, answer = string.char(64 + slot),
-      }
-    end
-  end
-  return items
+  return tasks.choice_items(tasks.wordnet_antonyms("test"), { n = opts.n, seed = opts.seed })
 end
 
 function M.run(model, spec, opts)

@@ -227,4 +227,164 @@ function M.profile(path, spec)
   return write(path, p)
 end
 
+-- ---- line and bar charts (freeze_deep's figures) ------------------------------------------
+
+-- the width a line of text needs at a font size (sans-serif: about 0.6 em per character,
+-- 0.65 bold), so that titles and legends are never clipped
+local function text_width(s, size, bold)
+  return #tostring(s) * size * (bold and 0.65 or 0.6)
+end
+
+-- rounded axis ticks over [lo, hi]: about n steps of 1, 2 or 5 times a power of ten
+local function ticks(lo, hi, n)
+  local raw = (hi - lo) / (n or 5)
+  local mag = 10 ^ math.floor(math.log10(raw))
+  local step = mag
+  for _, k in ipairs{ 1, 2, 5, 10 } do
+    if raw <= k * mag then step = k * mag; break end
+  end
+  local out = {}
+  for i = math.ceil(lo / step - 1e-9), math.floor(hi / step + 1e-9) do
+    out[#out + 1] = i == 0 and 0 or i * step  -- never "-0"
+  end
+  return out
+end
+M.ticks = ticks
+
+local palette = { "#238b45", "#cb181d", "#2171b5", "#6a51a3", "#d94801", "#525252" }
+
+local function legend(p, names, x, y, colours, as_box)
+  for k, name in ipairs(names) do
+    local ly = y + (k - 1) * 18
+    if as_box then
+      p[#p + 1] = ('<rect x="%s" y="%s" width="14" height="10" fill="%s"/>'):format(num(x), num(ly - 5), colours[k])
+    else
+      p[#p + 1] = ('<line x1="%s" x2="%s" y1="%s" y2="%s" stroke="%s" stroke-width="2"/>'):format(
+        num(x), num(x + 20), num(ly), num(ly), colours[k])
+    end
+    text(p, x + 26, ly + 4, name)
+  end
+end
+
+-- lines(path, {title=, x_title=, y_title=, series = {{name=, values = {v1, v2, ...}, x = {...}?,
+-- colour=}}, smooth = k, ymin=, ymax=}): one line per series (x defaults to 1, 2, ...). With
+-- smooth = k > 1 a series is drawn as its running mean over k points (the raw points stay as
+-- faint dots). Wide enough for its title and legend.
+function M.lines(path, spec)
+  local series = spec.series
+  assert(type(series) == "table" and #series > 0, "svg.lines: series = {{name=, values=}} is required")
+  local legend_w = 40
+  for _, s in ipairs(series) do legend_w = math.max(legend_w, 40 + text_width(s.name or "", 11)) end
+  local left, right, top, bottom = 62, legend_w + 16, 40, 46
+  local width = math.max(640, math.ceil(text_width(spec.title or "", 14, true)) + 24)
+  local height = 360
+  local pw, ph = width - left - right, height - top - bottom
+  local xlo, xhi, lo, hi = math.huge, -math.huge, math.huge, -math.huge
+  for k, s in ipairs(series) do
+    if #s.values == 0 then error(("svg.lines: series %d (%s) has no values"):format(k, tostring(s.name)), 0) end
+    for i, v in ipairs(s.values) do
+      local x = s.x and s.x[i] or i
+      xlo, xhi, lo, hi = math.min(xlo, x), math.max(xhi, x), math.min(lo, v), math.max(hi, v)
+    end
+  end
+  lo, hi = spec.ymin or lo, spec.ymax or hi
+  if hi <= lo then hi = lo + 1 end
+  if xhi <= xlo then xhi = xlo + 1 end
+  local function X(x) return left + (x - xlo) / (xhi - xlo) * pw end
+  local function Y(v) return top + (1 - (math.max(lo, math.min(hi, v)) - lo) / (hi - lo)) * ph end
+  local p = open_svg(width, height)
+  text(p, 8, 20, spec.title or "", ' font-size="14" font-weight="bold"')
+  p[#p + 1] = ('<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#999"/>'):format(left, top, pw, ph)
+  for _, v in ipairs(ticks(lo, hi, 5)) do
+    text(p, left - 6, Y(v) + 4, num(v), ' text-anchor="end"')
+    p[#p + 1] = ('<line x1="%d" x2="%d" y1="%s" y2="%s" stroke="#eee"/>'):format(left, left + pw, num(Y(v)), num(Y(v)))
+  end
+  for _, x in ipairs(ticks(xlo, xhi, 6)) do text(p, X(x), top + ph + 16, num(x), ' text-anchor="middle"') end
+  if spec.x_title then text(p, left + pw / 2, height - 8, spec.x_title, ' text-anchor="middle"') end
+  if spec.y_title then
+    p[#p + 1] = ('<text x="14" y="%s" transform="rotate(-90 14 %s)" text-anchor="middle">%s</text>'):format(
+      num(top + ph / 2), num(top + ph / 2), escape(spec.y_title))
+  end
+  local k_smooth = math.max(1, math.floor(spec.smooth or 1))
+  local colours, names = {}, {}
+  for k, s in ipairs(series) do
+    local colour = s.colour or palette[(k - 1) % #palette + 1]
+    colours[k], names[k] = colour, s.name or ("series " .. k)
+    local pts, sum = {}, 0
+    for i, v in ipairs(s.values) do
+      sum = sum + v - (i > k_smooth and s.values[i - k_smooth] or 0)
+      local mean = sum / math.min(i, k_smooth)
+      pts[i] = num(X(s.x and s.x[i] or i)) .. "," .. num(Y(mean))
+      if k_smooth > 1 then
+        p[#p + 1] = ('<circle cx="%s" cy="%s" r="1.2" fill="%s" fill-opacity="0.35"/>'):format(
+          num(X(s.x and s.x[i] or i)), num(Y(v)), colour)
+      end
+    end
+    p[#p + 1] = ('<polyline fill="none" stroke="%s" stroke-width="2" points="%s"><title>%s</title></polyline>')
+      :format(colour, table.concat(pts, " "), escape(names[k]))
+  end
+  legend(p, names, left + pw + 12, top + 14, colours, false)
+  if k_smooth > 1 then text(p, left + pw + 12, top + 24 + #series * 18, ("mean of %d steps"):format(k_smooth), ' fill="#666"') end
+  p[#p + 1] = "</svg>"
+  return write(path, p)
+end
+
+-- bars(path, {title=, categories = {labels}, series = {{name=, values = {one per category},
+-- colour=}}, y_title=, ymin=, ymax=}): grouped bars, one group per category, one bar per
+-- series in each group, its value printed on top. Wide enough for its title, labels, legend.
+function M.bars(path, spec)
+  local cats, series = spec.categories, spec.series
+  assert(type(cats) == "table" and #cats > 0, "svg.bars: categories = {labels} is required")
+  assert(type(series) == "table" and #series > 0, "svg.bars: series = {{name=, values=}} is required")
+  local bw = 26  -- room for a "0.33" label on top of each bar
+  local group_w = math.max(#series * bw + 16, 16)
+  for _, c in ipairs(cats) do group_w = math.max(group_w, text_width(c, 11) + 10) end
+  local legend_w = 40
+  for _, s in ipairs(series) do legend_w = math.max(legend_w, 40 + text_width(s.name or "", 11)) end
+  local left, right, top, bottom = 62, legend_w + 16, 40, 50
+  local width = math.max(left + right + #cats * group_w, math.ceil(text_width(spec.title or "", 14, true)) + 24)
+  local height = 340
+  local pw, ph = width - left - right, height - top - bottom
+  group_w = pw / #cats
+  local a, b = 0, -math.huge
+  for k, s in ipairs(series) do
+    for c = 1, #cats do
+      local v = s.values[c] or error(("svg.bars: series %d (%s) has no value for '%s'"):format(k, tostring(s.name), cats[c]), 0)
+      a, b = math.min(a, v), math.max(b, v)
+    end
+  end
+  local lo, hi = spec.ymin or a, spec.ymax or b
+  if hi <= lo then hi = lo + 1 end
+  local function Y(v) return top + (1 - (math.max(lo, math.min(hi, v)) - lo) / (hi - lo)) * ph end
+  local p = open_svg(width, height)
+  text(p, 8, 20, spec.title or "", ' font-size="14" font-weight="bold"')
+  for _, v in ipairs(ticks(lo, hi, 5)) do
+    text(p, left - 6, Y(v) + 4, num(v), ' text-anchor="end"')
+    p[#p + 1] = ('<line x1="%d" x2="%d" y1="%s" y2="%s" stroke="#eee"/>'):format(left, left + pw, num(Y(v)), num(Y(v)))
+  end
+  p[#p + 1] = ('<line x1="%d" x2="%d" y1="%s" y2="%s" stroke="#999"/>'):format(left, left + pw, num(Y(lo)), num(Y(lo)))
+  if spec.y_title then
+    p[#p + 1] = ('<text x="14" y="%s" transform="rotate(-90 14 %s)" text-anchor="middle">%s</text>'):format(
+      num(top + ph / 2), num(top + ph / 2), escape(spec.y_title))
+  end
+  local colours, names = {}, {}
+  for k, s in ipairs(series) do colours[k], names[k] = s.colour or palette[(k - 1) % #palette + 1], s.name or ("series " .. k) end
+  for c, label in ipairs(cats) do
+    local gx = left + (c - 1) * group_w
+    local x0 = gx + (group_w - #series * bw) / 2
+    for k, s in ipairs(series) do
+      local v = s.values[c]
+      local y = Y(v)
+      p[#p + 1] = ('<rect x="%s" y="%s" width="%d" height="%s" fill="%s"><title>%s, %s: %s</title></rect>'):format(
+        num(x0 + (k - 1) * bw), num(y), bw - 2, num(math.max(0, Y(lo) - y)), colours[k], escape(names[k]),
+        escape(label), num(v))
+      text(p, x0 + (k - 0.5) * bw - 1, y - 3, ("%.2f"):format(v), ' font-size="8" text-anchor="middle"')
+    end
+    text(p, gx + group_w / 2, top + ph + 16, label, ' text-anchor="middle"')
+  end
+  legend(p, names, left + pw + 12, top + 14, colours, true)
+  p[#p + 1] = "</svg>"
+  return write(path, p)
+end
+
 return M

@@ -114,6 +114,76 @@ function M.tsv_pairs(path)
   return out
 end
 
+-- A deterministic split of antonym pairs into train and test pairs, the same on every
+-- machine and independent of the order or number of the other pairs: a pair is a test pair
+-- when a hash of its two words (sorted, joined by a space; h = (31 h + byte) mod 2^31 - 1)
+-- modulo 1000 is below 1000 * opts.test (default 0.2). The default base model
+-- (experiments/pretrain_tiny.lua) sees train pairs in the task format and the benchmark
+-- format; test pairs only in plain antonym statements. Returns train, test (pair lists, in
+-- the input order).
+function M.pair_hash(a, b)
+  if b < a then a, b = b, a end
+  local s, h = a .. " " .. b, 0
+  for i = 1, #s do
+    h = (h * 31 + s:byte(i)) % 2147483647  -- exact in doubles: h * 31 < 2^36
+  end
+  return h
+end
+
+function M.split_pairs(pairs_, opts)
+  local share = (opts and opts.test) or 0.2
+  if share < 0 or share > 1 then fail("split_pairs: test share %s is not in [0, 1]", tostring(share)) end
+  local train, test = {}, {}
+  for _, p in ipairs(pairs_) do
+    local t = M.pair_hash(p[1], p[2]) % 1000 < 1000 * share and test or train
+    t[#t + 1] = p
+  end
+  return train, test
+end
+
+-- Antonym pairs of WordNet's adjectives (M.wordnet_dir .. "/data.adj"): split = "test"
+-- (default: the held-out pairs of M.split_pairs), "train" or "all".
+function M.wordnet_antonyms(split)
+  local all = M.wordnet_pairs(M.wordnet_dir .. "/data.adj")
+  split = split or "test"
+  if split == "all" then return all end
+  local train, test = M.split_pairs(all)
+  if split == "train" then return train elseif split == "test" then return test end
+  fail("tasks: split '%s': expected test, train or all", tostring(split))
+end
+
+-- Multiple-choice antonym items (the built-in benchmark "antonyms" of lt.eval):
+-- 'Which word means the opposite of "hot"?' with the antonym and three words of other pairs,
+-- the answer at a random option. opts: n (default 200, at most #pairs), seed = 1.
+function M.choice_items(pairs_, opts)
+  opts = opts or {}
+  if #pairs_ < 4 then fail("choice_items: %d pairs are too few for 4 options", #pairs_) end
+  local pick = M.generator(opts.seed or 1)
+  local n = math.min(opts.n or 200, #pairs_)
+  local items, used = {}, {}
+  while #items < n do
+    local i = pick(#pairs_)
+    if not used[i] then
+      used[i] = true
+      local q, a = pairs_[i][1], pairs_[i][2]
+      if pick(2) == 2 then q, a = a, q end
+      local choices, seen = { a }, { [a] = true, [q] = true }
+      while #choices < 4 do
+        local other = pairs_[pick(#pairs_)][pick(2)]
+        if not seen[other] then seen[other] = true; choices[#choices + 1] = other end
+      end
+      local slot = pick(4)  -- move the answer to a random option
+      choices[1], choices[slot] = choices[slot], choices[1]
+      items[#items + 1] = {
+        id = "antonyms/" .. #items, bench = "mcq", subject = "antonyms", category = "lexical",
+        question = ('Which word means the opposite of "%s"?'):format(q),
+        choices = choices, answer = string.char(64 + slot),
+      }
+    end
+  end
+  return items
+end
+
 -- Items {context, query[, target]} from a JSONL file, one JSON object per line.
 function M.jsonl_items(path)
   local out = {}
@@ -182,12 +252,14 @@ function M.antonym_items(pairs_, opts)
   return items
 end
 
--- Items from a source: "wordnet" (adjective antonyms of M.wordnet_dir), a .tsv of pairs or a
--- .jsonl of items. opts as for antonym_items (n also caps a JSONL file's items).
+-- Items from a source: "wordnet" (adjective antonyms of M.wordnet_dir; opts.split = "test"
+-- (default: the pairs the default base model never saw in the task format), "train" or
+-- "all"), a .tsv of pairs or a .jsonl of items. opts as for antonym_items (n also caps a
+-- JSONL file's items).
 function M.load(source, opts)
   opts = opts or {}
   if source == "wordnet" then
-    return M.antonym_items(M.wordnet_pairs(M.wordnet_dir .. "/data.adj"), opts)
+    return M.antonym_items(M.wordnet_antonyms(opts.split), opts)
   elseif source:match("%.tsv$") then
     return M.antonym_items(M.tsv_pairs(source), opts)
   elseif source:match("%.jsonl$") then
@@ -247,6 +319,22 @@ function M.build(tok, items, opts)
     samples[i] = s
   end
   return samples
+end
+
+-- How often the model does the task: the share of items whose target's first token
+-- (tokenized alone, as tasks.build's target = "given") is the model's top prediction right
+-- after the prompt. Returns {acc, correct, n, example = 'prompt -> prediction (target)'}.
+function M.task_accuracy(m, items)
+  local samples = M.build(m.tokenizer, items, { target = "given" })
+  local correct, example = 0, nil
+  lt.no_grad(function()
+    for _, s in ipairs(samples) do
+      local top = m:forward(s.ids, { logits = "last" }).logits[0][-1]:argmax()
+      if top == s.target then correct = correct + 1 end
+      example = example or ("%q -> %q (target %q)"):format(s.prompt, m.tokenizer:decode({ top }), s.target_text)
+    end
+  end)
+  return { acc = correct / #samples, correct = correct, n = #samples, example = example }
 end
 
 return M

@@ -71,4 +71,27 @@ std::string extract_choice(std::string_view text, int num_choices) {
   return {};
 }
 
+bool contains_option(std::string_view output, std::string_view answer_letter, std::string_view answer_text) {
+  const std::string t = to_ascii_forms(output);
+  if (answer_letter.size() == 1 && answer_letter[0] >= 'A' && answer_letter[0] <= 'Z') {
+    const char l = answer_letter[0];
+    for (size_t p = t.find(l); p != std::string::npos; p = t.find(l, p + 1)) {
+      const bool alone_before = p == 0 || !ascii_alnum(t[p - 1]);
+      const bool alone_after = p + 1 == t.size() || !ascii_alnum(t[p + 1]);
+      if (alone_before && alone_after) return true;
+    }
+  }
+  auto lower = [](std::string_view s) {
+    std::string out(s);
+    for (char& c : out)
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    return out;
+  };
+  size_t a = 0, b = answer_text.size();
+  while (a < b && (answer_text[a] == ' ' || answer_text[a] == '\t' || answer_text[a] == '\n')) ++a;
+  while (b > a && (answer_text[b - 1] == ' ' || answer_text[b - 1] == '\t' || answer_text[b - 1] == '\n')) --b;
+  if (a == b) return false;
+  return lower(t).find(lower(to_ascii_forms(answer_text.substr(a, b - a)))) != std::string::npos;
+}
+
 }  // namespace ltrun::eval

@@ -17,4 +17,13 @@ namespace ltrun::eval {
 // should be read with a marker.)
 std::string extract_choice(std::string_view text, int num_choices = 4);
 
+// The scoring rules of the generate protocol for multiple choice, by name:
+//   "first_letter": the output's option letter (extract_choice) is the answer (default);
+//   "contains": the correct option appears in the output (the rule of the paper's
+//     appendix): its letter standing alone anywhere (full-width forms count, as above), or
+//     its text (non-empty, ASCII case ignored) as a substring. Lenient by design: an output
+//     naming several options counts for each of them, and so does an article "A".
+// answer_letter is "A".."Z"; answer_text the correct option's text.
+bool contains_option(std::string_view output, std::string_view answer_letter, std::string_view answer_text);
+
 }  // namespace ltrun::eval

@@ -60,6 +60,17 @@ void done(const HarnessOptions& opt, size_t& n, size_t k, size_t total) {
 
 }  // namespace
 
+double Summary::acc_macro() const {
+  double sum = 0;
+  int k = 0;
+  for (const auto& [cat, sc] : by_category)
+    if (!cat.empty() && sc.n > 0) {
+      sum += sc.acc();
+      ++k;
+    }
+  return k ? sum / k : 0.0;
+}
+
 std::string math_prompt(const Item& item) {
   if (item.bench == "math500")
     return "Problem: " + item.question +
@@ -90,6 +101,32 @@ HarnessResult evaluate(const model::Model& m, const text::Tokenizer& tok, const 
   for (const auto& e : tok.encode_batch(prompts, true)) ids.push_back(to64(e));
   const auto batches = buckets(ids, opt.batch_size);
   const int64_t pad = model::pad_token(m.config());
+
+  auto summarize = [&](const std::string& protocol, const std::vector<ItemResult>& out) {
+    Summary sum;
+    sum.bench = items.front().bench;
+    sum.protocol = protocol;
+    const int samples = math ? std::max(1, opt.samples) : 1;
+    sum.samples = samples;
+    std::vector<SampleCount> counts;
+    for (size_t i = 0; i < items.size(); i++) {
+      SampleCount sc{samples, 0};
+      for (int s = 0; s < samples; s++) sc.c += out[i * size_t(samples) + size_t(s)].correct;
+      counts.push_back(sc);
+      const Item& it = items[i];
+      if (it.answer.empty()) continue;  // unlabelled (e.g. C-Eval test): predictions only
+      const bool ok = out[i * size_t(samples)].correct;  // first sample (greedy when T = 0)
+      for (Score* sc2 : {&sum.all, &sum.by_subject[it.subject], &sum.by_category[it.category]}) {
+        sc2->n++;
+        sc2->correct += ok;
+      }
+    }
+    if (math) {
+      sum.avg_at_k = mean_avg_at_k(counts);
+      sum.pass_at_k = mean_pass_at_k(counts, samples);
+    }
+    res.summaries.push_back(std::move(sum));
+  };
 
   std::vector<std::string> protocols = math ? std::vector<std::string>{"generate"} : opt.protocols;
   for (const auto& protocol : protocols) {
@@ -179,29 +216,21 @@ HarnessResult evaluate(const model::Model& m, const text::Tokenizer& tok, const 
         done(opt, progress, b.size(), total);
       }
     }
-    Summary sum;
-    sum.bench = items.front().bench;
-    sum.protocol = protocol;
-    const int samples = math ? std::max(1, opt.samples) : 1;
-    sum.samples = samples;
-    std::vector<SampleCount> counts;
-    for (size_t i = 0; i < items.size(); i++) {
-      SampleCount sc{samples, 0};
-      for (int s = 0; s < samples; s++) sc.c += out[i * size_t(samples) + size_t(s)].correct;
-      counts.push_back(sc);
-      const Item& it = items[i];
-      if (it.answer.empty()) continue;  // unlabelled (e.g. C-Eval test): predictions only
-      const bool ok = out[i * size_t(samples)].correct;  // first sample (greedy when T = 0)
-      for (Score* sc2 : {&sum.all, &sum.by_subject[it.subject], &sum.by_category[it.category]}) {
-        sc2->n++;
-        sc2->correct += ok;
+    summarize(protocol, out);
+    if (protocol == "generate" && !math) {
+      // the same outputs under the inclusion rule
+      std::vector<ItemResult> contains = out;
+      for (auto& r : contains) {
+        r.protocol = "generate_contains";
+        const int k = r.item->answer.size() == 1 ? r.item->answer[0] - 'A' : -1;
+        r.correct = k >= 0 && k < int(r.item->choices.size()) &&
+                    contains_option(r.output, r.item->answer, r.item->choices[size_t(k)]);
       }
+      summarize("generate_contains", contains);
+      for (auto& r : out) res.items.push_back(std::move(r));
+      for (auto& r : contains) res.items.push_back(std::move(r));
+      continue;
     }
-    if (math) {
-      sum.avg_at_k = mean_avg_at_k(counts);
-      sum.pass_at_k = mean_pass_at_k(counts, samples);
-    }
-    res.summaries.push_back(std::move(sum));
     for (auto& r : out) res.items.push_back(std::move(r));
   }
   return res;

@@ -31,7 +31,7 @@ struct HarnessOptions {
 
 struct ItemResult {
   const Item* item = nullptr;
-  std::string protocol;      // "logit", "generate"
+  std::string protocol;      // "logit", "generate", "generate_contains"
   std::string prediction;    // option letter, or the extracted math answer
   bool correct = false;
   std::string output;        // generated text ("" for logit)
@@ -44,17 +44,23 @@ struct Score {
   double acc() const { return n ? double(correct) / n : 0.0; }
 };
 
+// Multiple choice under the generate protocol is scored by two rules (choice_answer.h):
+// protocol "generate" is the first-letter rule, "generate_contains" the inclusion rule of the
+// paper's appendix (same outputs, one more summary and one more row per item).
 struct Summary {
   std::string bench, protocol;
-  Score all;
+  Score all;  // the micro average: correct / n over every labelled item
   std::map<std::string, Score> by_subject, by_category;
+  // C-Eval's and CMMLU's "Average" as their papers report it: the macro mean of the
+  // per-category accuracies (categories without a labelled item, and "", left out); 0 if none.
+  double acc_macro() const;
   double avg_at_k = 0, pass_at_k = 0;  // math with samples > 1 (pass@samples)
   int samples = 1;
 };
 
 struct HarnessResult {
   std::vector<ItemResult> items;
-  std::vector<Summary> summaries;  // one per protocol
+  std::vector<Summary> summaries;  // one per protocol (and generate_contains for multiple choice)
 };
 
 // Scores `items`; shots come from `pool` (items with split "dev" and the same subject).

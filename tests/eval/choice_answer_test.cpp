@@ -33,3 +33,21 @@ TEST_CASE("option letter from generated text") {
   CHECK(extract_choice("E", 5) == "E");
   CHECK(extract_choice("答案：E，即 B", 4) == "B");
 }
+
+TEST_CASE("inclusion rule: the correct option appears in the output") {
+  using ltrun::eval::contains_option;
+  // the letter standing alone anywhere, not only first
+  CHECK(contains_option("A or B, I think B", "B", "cold"));
+  CHECK(contains_option("答案：Ｃ", "C", "三"));
+  CHECK(contains_option("(D)", "D", "x"));
+  // the option's text, ASCII case ignored, surrounding blanks of the option ignored
+  CHECK(contains_option("the opposite is Cold.", "A", " cold "));
+  CHECK(contains_option("应选《论语》", "B", "《论语》"));
+  // the first-letter rule would say A here; the inclusion rule credits C as well
+  CHECK(contains_option("A... no, C", "C", "wet"));
+  // not there: letters inside words, another option, an empty option text
+  CHECK_FALSE(contains_option("CD-ROM", "C", "disk"));
+  CHECK_FALSE(contains_option("Answer: B", "A", "hot"));
+  CHECK_FALSE(contains_option("nothing here", "D", ""));
+  CHECK_FALSE(contains_option("", "A", "a"));
+}

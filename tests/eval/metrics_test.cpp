@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "runtime/core/error.h"
+#include "runtime/eval/harness.h"
 #include "runtime/eval/metrics.h"
 
 using namespace ltrun::eval;
@@ -98,4 +99,21 @@ TEST_CASE("overlap: Jaccard, newly solved") {
   CHECK(newly_failed(base, model) == Set{"q1"});
   CHECK(newly_solved(model, model).empty());
   CHECK_THROWS_AS(solved_ids(ids, {true}), ltrun::Error);
+}
+
+TEST_CASE("C-Eval / CMMLU Average: macro mean of the four categories beside the micro accuracy") {
+  ltrun::eval::Summary s;
+  s.by_category["STEM"] = {4, 3};            // 0.75
+  s.by_category["Humanities"] = {2, 1};      // 0.5
+  s.by_category["Social Science"] = {1, 0};  // 0
+  s.by_category["Other"] = {3, 2};           // 2/3
+  s.all = {10, 6};
+  // (0.75 + 0.5 + 0 + 2/3) / 4 = 23/48; the micro accuracy weighs items: 6/10
+  CHECK(s.acc_macro() == Approx(23.0 / 48.0).epsilon(1e-12));
+  CHECK(s.all.acc() == Approx(0.6).epsilon(1e-12));
+  // an unnamed category and one without labelled items do not count
+  s.by_category[""] = {5, 5};
+  s.by_category["empty"] = {0, 0};
+  CHECK(s.acc_macro() == Approx(23.0 / 48.0).epsilon(1e-12));
+  CHECK(ltrun::eval::Summary{}.acc_macro() == 0.0);
 }

@@ -105,4 +105,70 @@ T.case("answer helpers and errors", function()
   T.raises(function() lt.eval.run(m, "ceval:/nonexistent") end, "/nonexistent")
 end)
 
+T.case("C-Eval Average = macro mean of the categories, beside the micro acc", function()
+  local s = lt.eval.run(m, "ceval:" .. data .. "/ceval", { protocols = { "logit" } })
+  local cat_of = {}
+  for _, it in ipairs(lt.eval.load("ceval", data .. "/ceval")) do cat_of[it.id] = it.category end
+  local per = {}
+  for _, r in ipairs(s.items) do
+    local c = assert(cat_of[r.id])
+    per[c] = per[c] or { n = 0, ok = 0 }
+    per[c].n, per[c].ok = per[c].n + 1, per[c].ok + (r.correct and 1 or 0)
+  end
+  local sum, k = 0, 0
+  for _, c in pairs(per) do sum, k = sum + c.ok / c.n, k + 1 end
+  T.near(s.logit.acc_macro, sum / k, 1e-12)
+  lt.run.flush()
+  local logged = lt.run.query("SELECT value FROM metrics WHERE run_id = ? AND name = 'ceval/logit/acc_macro' ORDER BY rowid DESC LIMIT 1", lt.run.id())[1]
+  T.near(logged.value, sum / k, 1e-12)
+end)
+
+T.case("generate protocol, inclusion rule: the correct option anywhere in the same output", function()
+  local s = lt.eval.run(m, "mmlu:" .. data .. "/mmlu", { protocols = { "generate" }, max_new_tokens = 16 })
+  local by_id = {}
+  for _, it in ipairs(lt.eval.load("mmlu", data .. "/mmlu")) do by_id[it.id] = it end
+  local out, n, ok = {}, 0, 0
+  for _, r in ipairs(s.items) do
+    if r.protocol == "generate" then out[r.id] = r.output end
+  end
+  for _, r in ipairs(s.items) do
+    if r.protocol == "generate_contains" then
+      local it = by_id[r.id]
+      local k = it.answer:byte() - 64
+      T.eq(r.output, out[r.id], "the same output as the first-letter rule")
+      local want = lt.eval.contains_option(r.output, it.answer, it.choices[k])
+      T.eq(r.correct, want, r.id)
+      n, ok = n + 1, ok + (want and 1 or 0)
+    end
+  end
+  T.ok(n > 0, "generate_contains items")
+  T.near(s.generate_contains.acc, ok / n, 1e-12)
+  T.eq(lt.eval.contains_option("I pick B, Cold", "A", "cold"), true)
+  T.eq(lt.eval.contains_option("I pick B", "A", "cold"), false)
+end)
+
+T.case("antonym split: a hash of the pair, 1 in 5 held out; the built-in benchmark asks held-out pairs", function()
+  local tasks = require "lt.tasks"
+  -- (31 h + byte) mod 2^31-1 over "cold hot" / "dry wet", computed by hand in Python
+  T.eq(tasks.pair_hash("hot", "cold"), 1506066996)
+  T.eq(tasks.pair_hash("wet", "dry"), 1932595099)
+  local train, test = tasks.split_pairs({ { "hot", "cold" }, { "wet", "dry" } })
+  T.same_table(train, { { "hot", "cold" } })  -- 996 >= 200
+  T.same_table(test, { { "wet", "dry" } })    -- 99 < 200
+  local all = tasks.wordnet_antonyms("all")
+  local held = {}
+  local n_test = #tasks.wordnet_antonyms("test")
+  for _, p in ipairs(tasks.wordnet_antonyms("test")) do
+    held[p[1]] = held[p[1]] or {}; held[p[1]][p[2]] = true
+    held[p[2]] = held[p[2]] or {}; held[p[2]][p[1]] = true
+  end
+  T.ok(n_test > 0.15 * #all and n_test < 0.25 * #all, ("about 1 in 5 pairs: %d of %d"):format(n_test, #all))
+  local items = tasks.choice_items(tasks.wordnet_antonyms("test"), { n = 20 })
+  T.eq(#items, 20)
+  for _, it in ipairs(items) do
+    local q = it.question:match('"(%l+)"')
+    T.ok(held[q] and held[q][it.choices[it.answer:byte() - 64]], "a held-out pair: " .. it.id)
+  end
+end)
+
 T.finish()

@@ -1,6 +1,8 @@
 -- tests/lua/freeze_deep.lua: experiments/freeze_deep.lua end to end on a tiny model with a
--- few steps: the four child runs, what each may train, frozen weights untouched, the
--- benchmark scores, and db/queries/freeze_deep.sql over them.
+-- few steps (a smaller model than the default base): the four child runs, what each may
+-- train (blocks, and embeddings / final norm + head when frozen by the flags), frozen
+-- weights untouched, new- and old-domain losses, two benchmarks scored without retraining,
+-- db/queries/freeze_deep.sql over them, and the figures.
 local T = require "lt.test"
 local root = debug.getinfo(1, "S").source:match("^@(.*)/tests/lua/[^/]*$")
 local tmp = os.getenv("LTRUN_TEST_TMP") .. "/lua_freeze_deep"
@@ -11,15 +13,25 @@ local corpus = tmp .. "/zh.txt"
 local f = assert(io.open(corpus, "w"))
 for i = 1, 200 do f:write(("第%d条：学而时习之，不亦说乎？有朋自远方来，不亦乐乎？\n%%\n"):format(i)) end
 f:close()
+local old = tmp .. "/en.txt"
+f = assert(io.open(old, "w"))
+for i = 1, 100 do f:write(("Fortune %d: the early bird gets the worm, the second mouse gets the cheese.\n%%\n"):format(i)) end
+f:close()
 
-arg = { "--model=" .. tmp .. "/m", "--corpus=" .. corpus, "--steps=4", "--eval_every=2", "--seq_len=32",
-        "--micro_batch=4", "--bench_limit=8" }
+arg = { "--model=" .. tmp .. "/m", "--corpus=" .. corpus, "--old=" .. old, "--steps=4", "--eval_every=2",
+        "--seq_len=32", "--micro_batch=4", "--bench_limit=8", "--val_windows=8",
+        "--bench=antonyms,mc:" .. root .. "/tests/data/eval/mcq/sample.jsonl",
+        "--freeze_embeddings=true", "--freeze_head=true", "--out=" .. tmp .. "/out" }
 dofile(root .. "/experiments/freeze_deep.lua")
 lt.run.flush()
 local study = lt.run.id()
 
 local function child(name)
   return lt.run.query("SELECT id, status FROM runs WHERE parent_id = ? AND name = ?", study, name)[1]
+end
+local function metric(run, name)
+  local r = lt.run.query("SELECT value FROM metrics WHERE run_id = ? AND name = ? ORDER BY step DESC LIMIT 1", run, name)[1]
+  return r and r.value
 end
 
 T.case("one ok child run per plan and the base", function()
@@ -30,18 +42,25 @@ T.case("one ok child run per plan and the base", function()
   end
 end)
 
-T.case("trainable parameters follow the plans", function()
+T.case("trainable parameters follow the plans and the embeddings / head flags", function()
   local m = lt.model.load(tmp .. "/m")
   local total = m:n_params()
   local function trainable(name)
     return tonumber(lt.run.query("SELECT value FROM params WHERE run_id = ? AND key = 'trainable_params'", child(name).id)[1].value)
   end
-  T.eq(trainable("full"), total)
-  -- each half-plan freezes two of the four blocks and nothing else
-  local per_block = 0
+  local per_block, outside = 0, 0
   for _, t in pairs(m:parameters(0)) do per_block = per_block + t:numel() end
-  T.eq(trainable("train_shallow"), total - 2 * per_block)
-  T.eq(trainable("train_deep"), total - 2 * per_block)
+  -- embeddings [vocab, hidden], final norm [hidden], untied head [vocab, hidden]: 300*32*2 + 32
+  for name, t in pairs(m:parameters()) do
+    if not name:find("^model%.layers%.") then outside = outside + t:numel() end
+  end
+  T.eq(outside, 300 * 32 * 2 + 32)
+  T.eq(trainable("full"), total - outside)
+  -- each half-plan also freezes two of the four blocks
+  T.eq(trainable("train_shallow"), total - outside - 2 * per_block)
+  T.eq(trainable("train_deep"), total - outside - 2 * per_block)
+  local p = lt.run.query("SELECT value FROM params WHERE run_id = ? AND key = 'freeze_head'", child("full").id)[1]
+  T.ok(p and (p.value == "true" or p.value == 1 or p.value == "1"), "freeze_head recorded: " .. tostring(p and p.value))
 end)
 
 T.case("frozen blocks do not move; trained ones do", function()
@@ -56,13 +75,65 @@ T.case("frozen blocks do not move; trained ones do", function()
   T.ok(deep[3].value > 0 and deep[4].value > 0, "deep blocks trained")
 end)
 
-T.case("benchmark scores and the named query", function()
-  local n = lt.run.query("SELECT count(*) AS n FROM eval_items WHERE run_id = ?", child("full").id)[1].n
-  T.eq(n, 8 * 2)  -- bench_limit items under two protocols
+T.case("losses on both domains, two benchmarks without retraining, the named query", function()
+  for _, name in ipairs{ "base", "full" } do
+    T.ok(metric(child(name).id, "new_loss") and metric(child(name).id, "old_loss"), "losses of " .. name)
+  end
+  local n = lt.run.query("SELECT count(*) AS n FROM eval_items WHERE run_id = ? AND bench = 'antonyms'", child("full").id)[1].n
+  T.eq(n, 8 * 3)  -- bench_limit items: logit, generate, generate_contains
+  n = lt.run.query("SELECT count(*) AS n FROM eval_items WHERE run_id = ? AND bench = 'mc'", child("full").id)[1].n
+  T.eq(n, 3 * 3)  -- the three items of the sample
   local t = lt.run.query(assert(io.open(root .. "/db/queries/freeze_deep.sql")):read("*a"))
-  T.eq(#t, 4)
-  T.eq(t[1].plan, "base")
-  T.ok(t[2].val_loss ~= nil and t[2].acc_logit ~= nil, "val loss and accuracy in the table")
+  T.eq(#t, 8)  -- 4 plans x 2 benchmarks
+  local row = {}
+  for _, r in ipairs(t) do row[r.bench .. "/" .. r.plan] = r end
+  local base, full = row["antonyms/base"], row["antonyms/full"]
+  T.ok(base and full, "antonyms rows")
+  T.eq(base.gain, 0); T.eq(base.old_delta, 0)
+  local b_new, f_new = metric(child("base").id, "new_loss"), metric(child("full").id, "new_loss")
+  T.near(full.gain, b_new - f_new, 1e-4)
+  T.near(full.old_delta, metric(child("full").id, "old_loss") - metric(child("base").id, "old_loss"), 1e-4)
+  T.near(full.acc_logit, metric(child("full").id, "antonyms/logit/acc"), 1e-3)
+  T.ok(full.acc_contains ~= nil and full.acc_generate ~= nil, "both generate rules in the table")
+  T.eq(full.trainable, tonumber(lt.run.query("SELECT value FROM params WHERE run_id = ? AND key = 'trainable_params'", child("full").id)[1].value))
+end)
+
+T.case("figures: loss curves and scores by plan, titles inside the picture", function()
+  local arts = lt.run.query("SELECT path FROM artifacts WHERE run_id = ? AND kind = 'figure' ORDER BY path", study)
+  T.eq(#arts, 1 + 2 * 3)  -- loss curves; 2 benchmarks x (logit, generate, generate_contains)
+  for _, a in ipairs(arts) do
+    local svg = T.read(a.path)
+    local width = tonumber(svg:match('<svg[^>]- width="(%d+)"'))
+    local title = svg:match('font%-size="14" font%-weight="bold">([^<]*)<')
+    T.ok(width and title and #title > 0, a.path)
+    -- 14 px bold sans-serif is at most ~0.65 em a character (8 px left margin)
+    T.ok(8 + #title * 14 * 0.65 <= width, ("title of %s fits: %d chars in %d px"):format(a.path, #title, width))
+  end
+  local curves = T.read(tmp .. "/out/loss_curves.svg")
+  for _, name in ipairs{ "full", "train_shallow", "train_deep" } do T.ok(curves:find(">" .. name .. "<", 1, true), name) end
+end)
+
+T.case("chart helpers: axis ticks by hand, one bar per plan and category, long titles widen the picture", function()
+  local svg = require "lt.svg"
+  local t = svg.ticks(0, 1, 5)
+  T.eq(#t, 6); T.near(t[1], 0, 1e-12); T.near(t[2], 0.2, 1e-12); T.near(t[6], 1, 1e-12)
+  t = svg.ticks(2.3, 7.9, 5)  -- raw step 1.12 -> 2: 4, 6
+  T.eq(#t, 2); T.near(t[1], 4, 1e-12); T.near(t[2], 6, 1e-12)
+  local title = ("a long title that would not fit into the default width "):rep(3)
+  local path = svg.bars(tmp .. "/bars.svg", { title = title, categories = { "average", "STEM", "Other" },
+    series = { { name = "base", values = { 0.5, 0.25, 0.75 } }, { name = "full", values = { 0.4, 0.2, 0.6 } } },
+    ymin = 0, ymax = 1 })
+  local text = T.read(path)
+  local _, bars = text:gsub("<rect x=[^>]-><title>", "")
+  T.eq(bars, 2 * 3)
+  T.ok(text:find("<title>full, Other: 0.6</title>", 1, true), "a bar's tooltip")
+  local width = tonumber(text:match('<svg[^>]- width="(%d+)"'))
+  T.ok(width >= 8 + #title * 14 * 0.65, "width " .. width .. " holds the title")
+  T.raises(function() svg.bars(tmp .. "/x.svg", { categories = { "a" }, series = { { name = "s", values = {} } } }) end,
+           "no value for 'a'")
+  path = svg.lines(tmp .. "/lines.svg", { title = "t", series = { { name = "s", values = { 3, 1, 2 } } }, smooth = 2 })
+  -- running mean over 2 points: 3, 2, 1.5
+  T.ok(T.read(path):find("<polyline", 1, true), "a line")
 end)
 
 T.finish()
