@@ -88,6 +88,13 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
+// a file name inside a quoted header value
+std::string header_safe(std::string s) {
+  for (char& c : s)
+    if (c == '"' || c == '\\' || (unsigned char)c < 0x20 || (unsigned char)c >= 0x7f) c = '_';
+  return s;
+}
+
 Response json_response(const json& j, int status = 200) {
   Response r;
   r.status = status;
@@ -207,9 +214,9 @@ class Handler {
     }
     if (parent == "none") {
       where += " AND r.parent_id IS NULL";
-    } else if (!parent.empty()) {
+    } else if (!parent.empty() && parent != "all") {
       where += " AND r.parent_id = ?";
-      binds.emplace_back(parse_int("parent (a run id, or none)", parent));
+      binds.emplace_back(parse_int("parent (a run id, none or all)", parent));
     }
     const int64_t limit = int_param(p, "limit", 100, 1000), offset = int_param(p, "offset", 0, INT64_MAX);
     const auto total = q("SELECT count(*) FROM runs r WHERE " + where, binds);
@@ -426,7 +433,7 @@ class Handler {
     // an SVG could carry script: artifacts never run any, and are never sniffed as HTML
     r.headers = {{"Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox"},
                  {"X-Content-Type-Options", "nosniff"},
-                 {"Content-Disposition", "inline; filename=\"" + std::filesystem::path(path).filename().string() + "\""}};
+                 {"Content-Disposition", "inline; filename=\"" + header_safe(std::filesystem::path(path).filename().string()) + "\""}};
     return r;
   }
 };

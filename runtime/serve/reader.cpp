@@ -102,7 +102,7 @@ std::unique_ptr<Connection> open_read_only(const std::string& path) {
 
 }  // namespace
 
-Reader::Reader(std::string path) : path_(std::move(path)) {
+Reader::Reader(std::string path) : path_(file_exists(path) ? absolute_path(path) : path) {
   release(open_read_only(path_));
   Result r;
   try {

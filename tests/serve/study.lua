@@ -2,10 +2,10 @@
 -- tiny model (made here), a metric with known values (loss = 1/(1+step)), a logit-lens profile
 -- per prompt (layer_metrics, one group per prompt), C-Eval items scored with the logit
 -- protocol (eval_items), an SVG artifact and two child runs.
--- ltrun --db DB tests/serve/study.lua --out=DIR [--steps=N] [--spin=SECONDS]
+-- ltrun --db DB tests/serve/study.lua --out=DIR [--steps=N]
 local exp = require "lt.experiment"
 local svg = require "lt.svg"
-local cfg = exp.args{ out = "serve_study", steps = 50, spin = 0 }
+local cfg = exp.args{ out = "serve_study", steps = 50 }
 local data = arg[0]:match("^(.*)/serve/[^/]+$") .. "/data/eval"
 
 lt.model.new{ out = cfg.out .. "/model", layers = 3, hidden = 32, heads = 4, kv_heads = 2, vocab = 400,
@@ -41,16 +41,4 @@ for _, plan in ipairs{ "plan_a", "plan_b" } do
     for s = 0, 9 do lt.run.log("loss", (plan == "plan_a" and 2 or 3) / (1 + s), { step = s }) end
     lt.run.log_layers("p_max", rows[1], { grp = "g1" })
   end)
-end
-
--- --spin=S: keep logging a `live` metric for S seconds (the live-update test)
-if cfg.spin > 0 then
-  local t0, s = os.time(), 0
-  while os.time() - t0 < cfg.spin do
-    lt.run.log("live", s, { step = s })
-    lt.run.flush()
-    s = s + 1
-    local f = io.open(cfg.out .. "/live_step", "w"); f:write(s); f:close()
-    os.execute("sleep 0.2")
-  end
 end

@@ -111,9 +111,10 @@ function heatmap(lm, opts = {}) {
   const cell = opts.cell || 22, left = 90, top = 24, rows = lm.groups.length, cols = lm.layers.length;
   const vals = lm.values.flat().filter(v => v !== null && isFinite(v));
   const lo = Math.min(...vals), hi = Math.max(...vals);
-  const w = left + cols * cell + 10, h = top + rows * cell + 30;
+  const title = `${lm.name}${lm.step !== null ? " (step " + lm.step + ")" : ""}: ${fmt(lo)} … ${fmt(hi)}`;
+  const w = Math.max(left + cols * cell + 10, 6.5 * title.length + 8), h = top + rows * cell + 30;
   const s = svgEl("svg", { class: "heatmap", width: w, height: h, viewBox: `0 0 ${w} ${h}`, "data-cells": String(rows * cols) });
-  s.append(svgEl("text", { x: left, y: 14, class: "ttl" }, `${lm.name}${lm.step !== null ? " (step " + lm.step + ")" : ""}: ${fmt(lo)} … ${fmt(hi)}`));
+  s.append(svgEl("text", { x: 4, y: 14, class: "ttl" }, title));
   lm.groups.forEach((g, r) => {
     s.append(svgEl("text", { x: left - 4, y: top + r * cell + cell * 0.65, "text-anchor": "end" }, g === "" ? "(all)" : g.slice(0, 12)));
     lm.layers.forEach((l, c) => {
@@ -162,7 +163,7 @@ function chartControls(onChange) {
 
 // --- runs page --------------------------------------------------------------------------
 async function runsPage(q) {
-  const f = { name: q.get("name") || "", status: q.get("status") || "", parent: q.get("parent") || "none" };
+  const f = { name: q.get("name") || "", status: q.get("status") || "", parent: q.get("parent") || "all" };
   const name = el("input", { id: "f-name", placeholder: "name contains", value: f.name });
   const status = el("select", { id: "f-status" }, ["", "running", "ok", "failed", "interrupted", "crashed"].map(s => el("option", { value: s }, s || "any status")));
   status.value = f.status;
