@@ -1,8 +1,8 @@
 # tests/cli/serve.sh: `ltrun serve` over HTTP: the JSON API against the store of a real study
 # (tests/serve/api_test.js compares with sqlite3), curves that grow while another process
 # writes, a writer that is not blocked by the server, the loopback warning, bad stores.
-source "$(dirname "$0")/common.bash"
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)  # tests/, before common.bash changes folder
+source "$here/cli/common.bash"
 study=$here/serve/study.lua
 
 "$LTRUN" "$study" --out="$SCRATCH/study" 2>study.err || { cat study.err >&2; echo "study failed" >&2; exit 1; }
@@ -28,17 +28,15 @@ check "listens on loopback" contains "$url" "http://127.0.0.1:"
 check "API against the study's store" node "$here/serve/api_test.js" "$url" "$LTRUN_DB" "$id" "$SCRATCH/study" "$study"
 
 # live: a run keeps writing; the server sees its series grow; a second writer is not blocked
-"$LTRUN" "$here/serve/live.lua" --ready="$SCRATCH/live_ready" --seconds=60 2>live.err & writer=$!
+"$LTRUN" "$here/serve/live.lua" --ready="$SCRATCH/live_ready" --seconds=600 2>live.err & writer=$!
 for _ in $(seq 1 300); do [ -s live_ready ] && break; sleep 0.1; done
 live_id=$(cat live_ready)
 points() { node -e "fetch('${url}api/runs/$live_id/metrics?name=live').then(r => r.json()).then(d => console.log(d.series ? d.series[0].points : 0))"; }
 p1=$(points); sleep 1.5; p2=$(points)
 check "a running run's series grows while it writes ($p1 -> $p2)" test "$p2" -gt "$p1"
 check "its status is running, alive" contains "$(node -e "fetch('${url}api/runs/$live_id').then(r => r.text()).then(console.log)")" '"alive":true'
-t0=$(date +%s%N)
-check "a writer is not blocked by the server" "$LTRUN" -e 'lt.run.log("x", 1)'
-t1=$(date +%s%N)
-check "... and quick (< 5 s)" test $(((t1 - t0) / 1000000)) -lt 5000
+# (a blocked writer would wait out the store's 120 s busy timeout)
+check "a writer is not blocked by the server" timeout 60 "$LTRUN" -e 'lt.run.log("x", 1)'
 kill -INT $writer; wait $writer
 check "the live run ended interrupted" equals "$(sql1 "select status from runs where id = $live_id")" "interrupted"
 kill -INT $pid; wait $pid; rc=$?

@@ -2,8 +2,8 @@
 # (tests/serve/browser_test.js: DOM checks after each page's scripts ran, a live curve, a
 # screenshot of a run page kept as run_page.png in this test's scratch folder). Skipped
 # (exit 77) only when no Chromium is installed (scripts/setup installs chromium-headless-shell).
-source "$(dirname "$0")/common.bash"
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)  # tests/, before common.bash changes folder
+source "$here/cli/common.bash"
 chrome=$(command -v chromium-headless-shell || command -v chromium || true)
 if [ -z "$chrome" ]; then
   echo "SKIP: no Chromium found (chromium-headless-shell or chromium; scripts/setup installs chromium-headless-shell)"
@@ -12,7 +12,7 @@ fi
 
 "$LTRUN" "$here/serve/study.lua" --out="$SCRATCH/study" 2>study.err || { cat study.err >&2; exit 1; }
 id=$(sql1 "select id from runs where parent_id is null order by id desc limit 1")
-kids=$(sql1 "select group_concat(id) from (select id from runs where parent_id = $id order by id)")
+kids=$(sql1 "select group_concat(id) from (select id from runs where parent_id = $id order by id)" | tr -d '"')
 "$LTRUN" "$here/serve/live.lua" --ready="$SCRATCH/live_ready" --seconds=120 2>live.err & writer=$!
 "$LTRUN" serve --port 0 >serve.out 2>serve.err & pid=$!
 trap 'kill $pid $writer 2>/dev/null' EXIT
