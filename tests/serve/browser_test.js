@@ -80,6 +80,13 @@ function check(what, ok, detail) {
   check("run page: drill-down lists the items", (await q("table.eval-items tbody tr")) >= 1);
   check("run page: the SVG artifact shown inline (loaded)", (await q("img.svg-artifact", "e[0] && e[0].complete && e[0].naturalWidth")) > 0);
   check("run page: children", (await q(`a[href="#/compare/${childIds}"]`)) === 1);
+  for (const x of ["time", "elapsed", "step"]) {
+    await evaluate(`(() => { const s = document.getElementById('xaxis'); s.value = '${x}'; s.dispatchEvent(new Event('change'));
+                             return new Promise(r => setTimeout(r, 1500)); })()`);
+    check(`run page: x axis ${x} redraws the loss curve`, (await q('[data-metric="loss"] .uplot', "e[0] && +e[0].dataset.drawn")) >= 1);
+  }
+  await evaluate("const sm = document.getElementById('smooth'); sm.value = '0.9'; sm.dispatchEvent(new Event('input')); true");
+  check("run page: smoothing redraws", (await q('[data-metric="loss"] .uplot', "e[0] && +e[0].dataset.drawn")) >= 1);
   await evaluate("document.getElementById('logscale').click(); true");
   check("run page: log scale redraws", (await q('[data-metric="loss"] .uplot', "+e[0].dataset.drawn")) >= 1);
   const shot = await send("Page.captureScreenshot", { format: "png" }, sessionId);

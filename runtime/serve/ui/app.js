@@ -152,7 +152,8 @@ function chartControls(onChange) {
   const sm = el("input", { type: "range", min: 0, max: 0.99, step: 0.01, value: prefs.smooth, id: "smooth" });
   const smv = el("span", {}, prefs.smooth);
   sm.addEventListener("input", () => { prefs.smooth = +sm.value; smv.textContent = sm.value; onChange(); });
-  const xs = el("select", { id: "xaxis" }, el("option", { value: "step" }, "step"), el("option", { value: "time" }, "time"));
+  const xs = el("select", { id: "xaxis" }, el("option", { value: "step" }, "step"), el("option", { value: "time" }, "time"),
+                el("option", { value: "elapsed" }, "elapsed s"));
   xs.value = prefs.x;
   xs.addEventListener("change", () => { prefs.x = xs.value; onChange(true); });
   const lg = el("input", { type: "checkbox", id: "logscale", checked: prefs.log });
@@ -210,7 +211,10 @@ async function runsPage(q) {
 // --- run page ---------------------------------------------------------------------------
 async function metricSeries(id, names) {
   if (!names.length) return [];
-  const d = await api(`/api/runs/${id}/metrics?x=${prefs.x}&points=2000&name=${names.map(encodeURIComponent).join(",")}`);
+  const x = prefs.x === "step" ? "step" : "time";
+  const d = await api(`/api/runs/${id}/metrics?x=${x}&points=2000&name=${names.map(encodeURIComponent).join(",")}`);
+  if (prefs.x === "elapsed")  // seconds since the series' first point: runs line up in compare
+    for (const s of d.series) { const x0 = s.x[0]; s.x = s.x.map(v => v - x0); }
   return d.series;
 }
 
@@ -248,7 +252,7 @@ async function runPage(id) {
       const box = el("div", { class: "chart", "data-metric": s.name });
       curves.append(box);
       mine.push(lineChart(box, `${s.name}${s.downsampled ? ` (${s.x.length} of ${s.points} points)` : ""}`, [{ label: s.name, x: s.x, y: s.y }],
-                          { time: prefs.x === "time", xlabel: prefs.x }));
+                          { time: prefs.x === "time", xlabel: prefs.x === "elapsed" ? "seconds" : prefs.x }));
     }
   };
   const renderSummary = (d) => summary.replaceChildren(d.metrics.length ? table(["metric", "points", "first step", "last step", "last", "min", "max"],
@@ -378,7 +382,7 @@ async function comparePage(idsText) {
       per.forEach((list, i) => { const s = list.find(s => s.name === n); if (s) ss.push({ label: label(runs[i]), x: s.x, y: s.y }); });
       const box = el("div", { class: "chart", "data-metric": n });
       curves.append(box);
-      mine.push(lineChart(box, n, ss, { time: prefs.x === "time", xlabel: prefs.x }));
+      mine.push(lineChart(box, n, ss, { time: prefs.x === "time", xlabel: prefs.x === "elapsed" ? "seconds" : prefs.x }));
     }
   };
   await draw();
