@@ -28,7 +28,7 @@ check "listens on loopback" contains "$url" "http://127.0.0.1:"
 check "API against the study's store" node "$here/serve/api_test.js" "$url" "$LTRUN_DB" "$id" "$SCRATCH/study" "$study"
 
 # live: a run keeps writing; the server sees its series grow; a second writer is not blocked
-"$LTRUN" "$here/serve/live.lua" --ready="$SCRATCH/live_ready" --seconds=600 2>live.err & writer=$!
+"$LTRUN" "$here/serve/live.lua" --ready="$SCRATCH/live_ready" --seconds=120 2>live.err & writer=$!
 for _ in $(seq 1 300); do [ -s live_ready ] && break; sleep 0.1; done
 live_id=$(cat live_ready)
 points() { node -e "fetch('${url}api/runs/$live_id/metrics?name=live').then(r => r.json()).then(d => console.log(d.series ? d.series[0].points : 0))"; }

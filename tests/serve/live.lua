@@ -9,5 +9,5 @@ while os.time() - t0 < cfg.seconds do
   lt.run.flush()
   if s == 0 then local f = io.open(cfg.ready, "w"); f:write(lt.run.id()); f:close() end
   s = s + 1
-  os.execute("sleep 0.2")
+  io.popen("sleep 0.2"):close()  -- not os.execute: system() ignores SIGINT while it waits
 end
