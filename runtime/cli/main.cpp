@@ -26,6 +26,7 @@ usage:
   ltrun model info PATH                describe a checkpoint folder
   ltrun data pack --tokenizer T --out DIR INPUT...   tokenize a corpus into token shards
   ltrun data info DIR                  describe a packed corpus
+  ltrun serve [--port 8080] [--host H] web view of the run store (read-only; loopback unless --host)
 
 global options (anywhere on the line):
   --db PATH        run store (default $LTRUN_DB, else ./ltrun.db)
@@ -101,9 +102,10 @@ int main(int argc, char** argv) {
     if (cmd == "rerun") return cmd_rerun(g, args);
     if (cmd == "model") return cmd_model(g, args);
     if (cmd == "data") return cmd_data(g, args);
+    if (cmd == "serve") return cmd_serve(g, args);
     if (cmd.rfind("--", 0) == 0) fail("unknown option {} (see ltrun --help)", cmd);
     if (!file_exists(cmd))
-      fail("{}: no such script (and not a command: runs, show, sql, rerun, model, data; see ltrun --help)", cmd);
+      fail("{}: no such script (and not a command: runs, show, sql, rerun, model, data, serve; see ltrun --help)", cmd);
     ScriptRun r;
     r.script_path = absolute_path(cmd);
     r.code = read_file(cmd);

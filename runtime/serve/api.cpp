@@ -1,0 +1,458 @@
+// runtime/serve/api.cpp: the JSON API of `ltrun serve` (routes listed in api.h).
+#include "runtime/serve/api.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "runtime/core/env.h"
+#include "runtime/serve/downsample.h"
+
+namespace ltrun::serve {
+namespace {
+
+using json = nlohmann::json;
+using store::Value;
+
+constexpr size_t kSqlMaxRows = 5000;
+constexpr size_t kDefaultPoints = 2000, kMaxPoints = 100000;
+constexpr uintmax_t kMaxArtifactBytes = 256u << 20;
+
+struct HttpError : Error {
+  int status;
+  HttpError(int s, const std::string& m) : Error(m), status(s) {}
+};
+template <class... Args>
+[[noreturn]] void http_fail(int status, fmt::format_string<Args...> f, Args&&... args) {
+  throw HttpError(status, fmt::format(f, std::forward<Args>(args)...));
+}
+
+json to_json(const Value& v) {
+  if (std::holds_alternative<int64_t>(v)) return std::get<int64_t>(v);
+  if (std::holds_alternative<double>(v)) {
+    const double d = std::get<double>(v);
+    return std::isfinite(d) ? json(d) : json(nullptr);
+  }
+  if (std::holds_alternative<std::string>(v)) return std::get<std::string>(v);
+  return nullptr;
+}
+
+// rows as objects {column: value}
+json objects(const store::Table& t) {
+  json out = json::array();
+  for (const auto& row : t.rows) {
+    json o = json::object();
+    for (size_t c = 0; c < t.columns.size(); c++) o[t.columns[c]] = to_json(row[c]);
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+std::string param(const Params& p, const std::string& key, const std::string& def = "") {
+  auto it = p.find(key);
+  return it == p.end() ? def : it->second;
+}
+
+int64_t parse_int(const std::string& what, const std::string& s) {
+  if (s.empty() || s.size() > 18 || s.find_first_not_of("0123456789") != std::string::npos)
+    http_fail(400, "{}: expected a non-negative integer, got '{}'", what, s);
+  return std::stoll(s);
+}
+
+int64_t int_param(const Params& p, const std::string& key, int64_t def, int64_t max) {
+  const std::string v = param(p, key);
+  if (v.empty()) return def;
+  return std::min(parse_int(key, v), max);
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  std::istringstream in(s);
+  while (std::getline(in, cur, sep))
+    if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+// POSIX shell quoting, for the command lines shown on a run's page
+std::string shell_quote(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                                        "@%+=:,./-_") == std::string::npos)
+    return s;
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// a file name inside a quoted header value
+std::string header_safe(std::string s) {
+  for (char& c : s)
+    if (c == '"' || c == '\\' || (unsigned char)c < 0x20 || (unsigned char)c >= 0x7f) c = '_';
+  return s;
+}
+
+Response json_response(const json& j, int status = 200) {
+  Response r;
+  r.status = status;
+  r.body = j.dump(-1, ' ', false, json::error_handler_t::replace);
+  return r;
+}
+
+class Handler {
+ public:
+  Handler(Reader& db, int sql_timeout_ms) : db_(db), sql_timeout_ms_(sql_timeout_ms) {}
+
+  Response route(const std::string& path, const Params& p) {
+    const auto parts = split(path, '/');  // "", "api", ...
+    if (parts.size() < 2 || parts[0] != "api") http_fail(404, "no such route: {}", path);
+    const std::string& what = parts[1];
+    if (what == "info" && parts.size() == 2) return json_response(info());
+    if (what == "queries" && parts.size() == 2) return json_response(queries());
+    if (what == "sql" && parts.size() == 2) return json_response(sql(p));
+    if (what == "runs") {
+      if (parts.size() == 2) return json_response(runs(p));
+      const int64_t id = parse_int("run id", parts[2]);
+      if (parts.size() == 3) return json_response(run(id));
+      require_run(id);
+      const std::string& sub = parts[3];
+      if (sub == "metrics" && parts.size() == 4) return json_response(metrics(id, p));
+      if (sub == "layer_metrics" && parts.size() == 4) return json_response(layer_metrics(id, p));
+      if (sub == "eval_items" && parts.size() == 4) return json_response(eval_items(id, p));
+      if (sub == "artifacts" && parts.size() == 5) return artifact(id, parse_int("artifact", parts[4]));
+    }
+    http_fail(404, "no such route: {}", path);
+  }
+
+ private:
+  Reader& db_;
+  int sql_timeout_ms_;
+
+  store::Table q(const std::string& sql, const std::vector<Value>& binds = {}) {
+    return db_.query(sql, binds).table;
+  }
+
+  void require_run(int64_t id) {
+    if (q("SELECT 1 FROM runs WHERE id = ?", {Value(id)}).rows.empty())
+      http_fail(404, "no run with id {} in {}", id, db_.path());
+  }
+
+  json info() {
+    auto t = q("SELECT count(*), max(id) FROM runs");
+    return {{"db", db_.path()}, {"schema_version", db_.schema_version()},
+            {"runs", to_json(t.rows[0][0])}, {"latest_run", to_json(t.rows[0][1])},
+            {"ltrun_version", LTRUN_VERSION}, {"host", host_name()}};
+  }
+
+  json queries() {
+    json out = json::array();
+    for (const auto& n : store::named_query_names()) out.push_back({{"name", n}, {"sql", store::named_query(n)}});
+    return out;
+  }
+
+  json sql(const Params& p) {
+    std::string text = param(p, "q");
+    const std::string name = param(p, "name");
+    if (!name.empty()) {
+      try {
+        text = store::named_query(name);
+      } catch (const Error& e) {
+        http_fail(404, "{}", e.what());
+      }
+    }
+    if (text.empty()) http_fail(400, "sql: give ?q=SELECT ... or ?name=NAME");
+    Reader::Result r;
+    try {
+      r = db_.query(text, {}, kSqlMaxRows, sql_timeout_ms_);
+    } catch (const Refused& e) {
+      http_fail(403, "{}", e.what());
+    } catch (const Error& e) {
+      http_fail(400, "sql: {}", e.what());
+    }
+    json rows = json::array();
+    for (const auto& row : r.table.rows) {
+      json a = json::array();
+      for (const auto& v : row) a.push_back(to_json(v));
+      rows.push_back(std::move(a));
+    }
+    return {{"columns", r.table.columns}, {"rows", rows}, {"truncated", r.truncated}};
+  }
+
+  // a `running` run of this host whose process is gone will be marked crashed by the next
+  // writer; the page says so already
+  void add_alive(json& runs) {
+    const std::string host = host_name();
+    for (auto& r : runs) {
+      if (r["status"] != "running") continue;
+      if (r.contains("host") && r["host"].is_string() && r["host"] == host && r["pid"].is_number())
+        r["alive"] = process_alive(r["pid"].get<long>());
+    }
+  }
+
+  json runs(const Params& p) {
+    std::string where = "1";
+    std::vector<Value> binds;
+    const std::string name = param(p, "name"), status = param(p, "status"), parent = param(p, "parent");
+    if (!name.empty()) {
+      where += " AND r.name LIKE ? ESCAPE '\\'";
+      std::string pat = "%";
+      for (char c : name) {
+        if (c == '%' || c == '_' || c == '\\') pat += '\\';
+        pat += c;
+      }
+      binds.emplace_back(pat + "%");
+    }
+    if (!status.empty()) {
+      static const char* const known[] = {"running", "ok", "failed", "interrupted", "crashed"};
+      if (std::find(std::begin(known), std::end(known), status) == std::end(known))
+        http_fail(400, "status '{}': expected running, ok, failed, interrupted or crashed", status);
+      where += " AND r.status = ?";
+      binds.emplace_back(status);
+    }
+    if (parent == "none") {
+      where += " AND r.parent_id IS NULL";
+    } else if (!parent.empty() && parent != "all") {
+      where += " AND r.parent_id = ?";
+      binds.emplace_back(parse_int("parent (a run id, none or all)", parent));
+    }
+    const int64_t limit = int_param(p, "limit", 100, 1000), offset = int_param(p, "offset", 0, INT64_MAX);
+    const auto total = q("SELECT count(*) FROM runs r WHERE " + where, binds);
+    binds.emplace_back(limit);
+    binds.emplace_back(offset);
+    json list = objects(q(
+        "SELECT r.id, r.parent_id, r.name, r.status, r.started_at, r.finished_at, "
+        "round((julianday(coalesce(r.finished_at, strftime('%Y-%m-%d %H:%M:%f','now'))) - julianday(r.started_at)) * 86400, 1) AS secs, "
+        "r.device, r.seed, r.host, r.pid, substr(r.error, 1, 200) AS error, "
+        "(SELECT count(*) FROM runs c WHERE c.parent_id = r.id) AS children "
+        "FROM runs r WHERE " + where + " ORDER BY r.id DESC LIMIT ? OFFSET ?", binds));
+    add_alive(list);
+    return {{"total", to_json(total.rows[0][0])}, {"runs", list}};
+  }
+
+  json run(int64_t id) {
+    auto t = q("SELECT id, parent_id, rerun_of, name, status, error, script_path, script_sha256, script_text, "
+               "args_json, seed, device, torch_version, ltrun_version, git_rev, host, pid, started_at, finished_at, "
+               "round((julianday(coalesce(finished_at, strftime('%Y-%m-%d %H:%M:%f','now'))) - julianday(started_at)) * 86400, 1) AS secs "
+               "FROM runs WHERE id = ?", {Value(id)});
+    if (t.rows.empty()) http_fail(404, "no run with id {} in {}", id, db_.path());
+    json runs = objects(t);
+    add_alive(runs);
+    json r = runs[0];
+    json args = json::array();
+    try {
+      args = json::parse(r["args_json"].get<std::string>());
+    } catch (const std::exception&) {
+    }
+    r["args"] = args;
+    r.erase("args_json");
+    // the command that made the run, and the one that replays it (a child replays with its root)
+    std::string cmd = "ltrun";
+    if (r["script_path"].is_string() && !r["script_path"].get<std::string>().empty())
+      cmd += " " + shell_quote(r["script_path"].get<std::string>());
+    else if (r["script_text"].is_string())
+      cmd += " -e " + shell_quote(r["script_text"].get<std::string>());
+    for (const auto& a : args)
+      if (a.is_string()) cmd += " " + shell_quote(a.get<std::string>());
+    int64_t root = id;
+    for (int guard = 0; guard < 64; guard++) {
+      auto pt = q("SELECT parent_id FROM runs WHERE id = ?", {Value(root)});
+      if (pt.rows.empty() || !std::holds_alternative<int64_t>(pt.rows[0][0])) break;
+      root = std::get<int64_t>(pt.rows[0][0]);
+    }
+    if (r["seed"].is_number() && root == id) cmd = "ltrun --seed " + std::to_string(r["seed"].get<int64_t>()) + cmd.substr(5);
+    r["command"] = root == id ? cmd : "";
+    r["rerun"] = "ltrun --db " + shell_quote(db_.path()) + " rerun " + std::to_string(root);
+    r["root"] = root;
+
+    json params = json::object();
+    for (const auto& row : q("SELECT key, value FROM params WHERE run_id = ? ORDER BY key", {Value(id)}).rows)
+      params[store::to_text(row[0])] = to_json(row[1]);
+
+    json metrics = objects(q(
+        "SELECT name, count(*) AS points, min(step) AS first_step, max(step) AS last_step, "
+        "(SELECT value FROM metrics l WHERE l.run_id = m.run_id AND l.name = m.name ORDER BY step DESC, rowid DESC LIMIT 1) AS last, "
+        "min(value) AS min, max(value) AS max, min(t) AS t0, max(t) AS t1 FROM metrics m WHERE run_id = ? GROUP BY name ORDER BY name",
+        {Value(id)}));
+    json layers = objects(q(
+        "SELECT name, count(DISTINCT grp) AS groups, count(DISTINCT layer) AS layers, "
+        "min(layer) AS first_layer, max(layer) AS last_layer, count(DISTINCT step) AS steps, count(*) AS rows, "
+        "min(value) AS min, max(value) AS max FROM layer_metrics WHERE run_id = ? GROUP BY name ORDER BY min(rowid)",
+        {Value(id)}));
+
+    // evaluation: per bench and protocol, with its categories
+    json evals = json::array();
+    auto et = q("SELECT bench, protocol, coalesce(category, '') AS category, count(*) AS items, "
+                "sum(correct) AS correct, avg(correct) AS accuracy FROM eval_items WHERE run_id = ? "
+                "GROUP BY bench, protocol, category ORDER BY bench, protocol, category", {Value(id)});
+    for (const auto& row : et.rows) {
+      const std::string bench = store::to_text(row[0]), protocol = store::to_text(row[1]);
+      if (evals.empty() || evals.back()["bench"] != bench || evals.back()["protocol"] != protocol)
+        evals.push_back({{"bench", bench}, {"protocol", protocol}, {"items", 0}, {"correct", 0},
+                         {"scored", 0}, {"categories", json::array()}});
+      json& e = evals.back();
+      const int64_t items = std::get<int64_t>(row[3]);
+      const bool scored = !std::holds_alternative<std::monostate>(row[4]);
+      e["items"] = e["items"].get<int64_t>() + items;
+      if (scored) {
+        e["correct"] = e["correct"].get<int64_t>() + std::get<int64_t>(row[4]);
+        e["scored"] = e["scored"].get<int64_t>() + items;
+      }
+      e["categories"].push_back({{"category", to_json(row[2])}, {"items", items}, {"correct", to_json(row[4])},
+                                 {"accuracy", to_json(row[5])}});
+    }
+    for (auto& e : evals)
+      e["accuracy"] = e["scored"].get<int64_t>() > 0
+                          ? json(double(e["correct"].get<int64_t>()) / double(e["scored"].get<int64_t>()))
+                          : json(nullptr);
+
+    json artifacts = objects(q("SELECT kind, path, sha256, t FROM artifacts WHERE run_id = ? ORDER BY rowid", {Value(id)}));
+    for (size_t k = 0; k < artifacts.size(); k++) {
+      auto& a = artifacts[k];
+      a["index"] = k;
+      a["url"] = fmt::format("/api/runs/{}/artifacts/{}", id, k);
+      std::error_code ec;
+      const auto size = std::filesystem::file_size(a["path"].get<std::string>(), ec);
+      a["exists"] = !ec;
+      if (!ec) a["bytes"] = size;
+    }
+    json children = objects(q(
+        "SELECT id, name, status, started_at, finished_at, "
+        "round((julianday(coalesce(finished_at, strftime('%Y-%m-%d %H:%M:%f','now'))) - julianday(started_at)) * 86400, 1) AS secs "
+        "FROM runs WHERE parent_id = ? ORDER BY id", {Value(id)}));
+    return {{"run", r}, {"params", params}, {"metrics", metrics}, {"layer_metrics", layers},
+            {"eval", evals}, {"artifacts", artifacts}, {"children", children}};
+  }
+
+  json metrics(int64_t id, const Params& p) {
+    const std::string x = param(p, "x", "step");
+    if (x != "step" && x != "time") http_fail(400, "x '{}': expected step or time", x);
+    const size_t points = size_t(int_param(p, "points", int64_t(kDefaultPoints), int64_t(kMaxPoints)));
+    std::vector<std::string> names = split(param(p, "name"), ',');
+    if (names.empty()) {
+      for (const auto& row : q("SELECT DISTINCT name FROM metrics WHERE run_id = ? ORDER BY name", {Value(id)}).rows)
+        names.push_back(store::to_text(row[0]));
+    }
+    json series = json::array();
+    for (const auto& name : names) {
+      auto cols = db_.numeric_columns(
+          x == "step" ? "SELECT step, value FROM metrics WHERE run_id = ? AND name = ? ORDER BY step, rowid"
+                      : "SELECT t, value FROM metrics WHERE run_id = ? AND name = ? ORDER BY t, rowid",
+          {Value(id), Value(name)});
+      if (cols.empty() || cols[0].empty()) http_fail(404, "run {} has no metric '{}'", id, name);
+      const auto keep = lttb(cols[0], cols[1], points);
+      json xs = json::array(), ys = json::array();
+      for (size_t i : keep) {
+        xs.push_back(cols[0][i]);
+        ys.push_back(std::isfinite(cols[1][i]) ? json(cols[1][i]) : json(nullptr));
+      }
+      series.push_back({{"name", name}, {"points", cols[0].size()}, {"downsampled", keep.size() < cols[0].size()},
+                        {"x", std::move(xs)}, {"y", std::move(ys)}});
+    }
+    return {{"run", id}, {"x", x}, {"series", series}};
+  }
+
+  json layer_metrics(int64_t id, const Params& p) {
+    const std::string name = param(p, "name");
+    if (name.empty()) http_fail(400, "layer_metrics: give ?name=NAME");
+    auto steps = q("SELECT DISTINCT step FROM layer_metrics WHERE run_id = ? AND name = ? ORDER BY step", {Value(id), Value(name)});
+    if (steps.rows.empty()) http_fail(404, "run {} has no layer metric '{}'", id, name);
+    Value step = steps.rows.back()[0];
+    const std::string s = param(p, "step");
+    if (!s.empty()) step = Value(parse_int("step", s));
+    auto t = q("SELECT grp, layer, value FROM layer_metrics WHERE run_id = ? AND name = ? AND step IS ? ORDER BY rowid",
+               {Value(id), Value(name), step});
+    if (t.rows.empty()) http_fail(404, "run {}: layer metric '{}' has no rows at step {}", id, name, store::to_text(step));
+    std::vector<std::string> groups;
+    std::vector<int64_t> layers;
+    for (const auto& row : t.rows) {
+      const std::string g = store::to_text(row[0]);
+      if (std::find(groups.begin(), groups.end(), g) == groups.end()) groups.push_back(g);
+      const int64_t l = std::get<int64_t>(row[1]);
+      if (std::find(layers.begin(), layers.end(), l) == layers.end()) layers.push_back(l);
+    }
+    std::sort(layers.begin(), layers.end());
+    json values = json::array();
+    for (size_t g = 0; g < groups.size(); g++) values.push_back(json(std::vector<json>(layers.size(), nullptr)));
+    for (const auto& row : t.rows) {  // a later row for the same cell wins
+      const size_t g = size_t(std::find(groups.begin(), groups.end(), store::to_text(row[0])) - groups.begin());
+      const size_t l = size_t(std::lower_bound(layers.begin(), layers.end(), std::get<int64_t>(row[1])) - layers.begin());
+      values[g][l] = to_json(row[2]);
+    }
+    json st = json::array();
+    for (const auto& row : steps.rows) st.push_back(to_json(row[0]));
+    return {{"run", id}, {"name", name}, {"step", to_json(step)}, {"steps", st}, {"groups", groups},
+            {"layers", layers}, {"values", values}};
+  }
+
+  json eval_items(int64_t id, const Params& p) {
+    std::string where = "run_id = ?";
+    std::vector<Value> binds{Value(id)};
+    for (const char* k : {"bench", "protocol"}) {
+      const std::string v = param(p, k);
+      if (!v.empty()) where += fmt::format(" AND {} = ?", k), binds.emplace_back(v);
+    }
+    if (p.count("category")) where += " AND coalesce(category, '') = ?", binds.emplace_back(param(p, "category"));
+    const std::string correct = param(p, "correct");
+    if (!correct.empty()) {
+      if (correct != "0" && correct != "1") http_fail(400, "correct '{}': expected 0 or 1", correct);
+      where += " AND correct = ?", binds.emplace_back(int64_t(correct == "1"));
+    }
+    const auto total = q("SELECT count(*) FROM eval_items WHERE " + where, binds);
+    binds.emplace_back(int_param(p, "limit", 200, 5000));
+    binds.emplace_back(int_param(p, "offset", 0, INT64_MAX));
+    return {{"total", to_json(total.rows[0][0])},
+            {"items", objects(q("SELECT bench, protocol, item_id, category, prediction, answer, correct FROM eval_items "
+                                "WHERE " + where + " ORDER BY rowid LIMIT ? OFFSET ?", binds))}};
+  }
+
+  // only a file registered in `artifacts` is ever read: the path comes from the store, never
+  // from the request
+  Response artifact(int64_t id, int64_t k) {
+    auto t = q("SELECT path, kind FROM artifacts WHERE run_id = ? ORDER BY rowid LIMIT 1 OFFSET ?", {Value(id), Value(k)});
+    if (t.rows.empty()) http_fail(404, "run {} has no artifact {}", id, k);
+    const std::string path = store::to_text(t.rows[0][0]);
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec))
+      http_fail(404, "artifact {} of run {}: {} is not there any more", k, id, path);
+    const auto size = std::filesystem::file_size(path, ec);
+    if (ec || size > kMaxArtifactBytes) http_fail(413, "artifact {} of run {}: {} is too large to serve", k, id, path);
+    std::ifstream in(path, std::ios::binary);
+    if (!in) http_fail(404, "artifact {} of run {}: cannot read {}", k, id, path);
+    Response r;
+    r.body.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    const std::string ext = std::filesystem::path(path).extension().string();
+    static const std::map<std::string, std::string> types = {
+        {".svg", "image/svg+xml"}, {".png", "image/png"}, {".jpg", "image/jpeg"}, {".json", "application/json"},
+        {".csv", "text/csv; charset=utf-8"}, {".txt", "text/plain; charset=utf-8"}, {".md", "text/plain; charset=utf-8"},
+        {".lua", "text/plain; charset=utf-8"}, {".log", "text/plain; charset=utf-8"}, {".tsv", "text/plain; charset=utf-8"}};
+    auto it = types.find(ext);
+    r.content_type = it == types.end() ? "application/octet-stream" : it->second;
+    // an SVG could carry script: artifacts never run any, and are never sniffed as HTML
+    r.headers = {{"Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox"},
+                 {"X-Content-Type-Options", "nosniff"},
+                 {"Content-Disposition", "inline; filename=\"" + header_safe(std::filesystem::path(path).filename().string()) + "\""}};
+    return r;
+  }
+};
+
+}  // namespace
+
+Api::Api(std::shared_ptr<Reader> reader, int sql_timeout_ms)
+    : reader_(std::move(reader)), sql_timeout_ms_(sql_timeout_ms) {}
+
+Response Api::get(const std::string& path, const Params& params) const {
+  try {
+    return Handler(*reader_, sql_timeout_ms_).route(path, params);
+  } catch (const HttpError& e) {
+    return json_response({{"error", e.what()}}, e.status);
+  } catch (const Refused& e) {
+    return json_response({{"error", e.what()}}, 403);
+  } catch (const std::exception& e) {
+    return json_response({{"error", e.what()}}, 500);
+  }
+}
+
+}  // namespace ltrun::serve

@@ -1,0 +1,49 @@
+// runtime/serve/api.h: the JSON API of `ltrun serve`, independent of the HTTP library so that
+// tests call it directly. Every answer is JSON except an artifact's bytes; an error is
+// {"error": "..."} with the HTTP status that fits (400 bad input, 403 a refused write,
+// 404 no such run / artifact / route, 500 otherwise).
+//
+//   GET /api/info                         db path, schema version, run count, latest run id
+//   GET /api/runs?name=&status=&parent=&limit=&offset=   newest first; parent=none: top-level
+//   GET /api/runs/ID                      fields, args, script, command lines, params, metric
+//                                         and layer_metric summaries, eval summaries, artifacts,
+//                                         children
+//   GET /api/runs/ID/metrics?name=A,B&x=step|time&points=N   series, LTTB-downsampled to N
+//   GET /api/runs/ID/layer_metrics?name=N[&step=S]   matrix group × layer (default: last step)
+//   GET /api/runs/ID/eval_items?bench=&protocol=&category=&correct=0|1&limit=&offset=
+//   GET /api/runs/ID/artifacts/K          the K-th registered artifact file (0-based)
+//   GET /api/queries                      the named queries of db/queries
+//   GET /api/sql?q=SQL | ?name=NAME       one read-only statement, at most 5000 rows
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/serve/reader.h"
+
+namespace ltrun::serve {
+
+struct Response {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+using Params = std::multimap<std::string, std::string>;
+
+class Api {
+ public:
+  // sql_timeout_ms: a statement of /api/sql running longer is stopped (400)
+  explicit Api(std::shared_ptr<Reader> reader, int sql_timeout_ms = 10000);
+  // path without the query string; never throws (errors become JSON responses)
+  Response get(const std::string& path, const Params& params) const;
+
+ private:
+  std::shared_ptr<Reader> reader_;
+  int sql_timeout_ms_;
+};
+
+}  // namespace ltrun::serve

@@ -1,0 +1,69 @@
+// runtime/serve/reader.h: a read-only connection to the run store for `ltrun serve`. It never
+// migrates and never takes the write lock, so a study can keep writing the same file (WAL);
+// writes, ATTACH and setting-changing PRAGMAs are refused by an authorizer with a message.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "runtime/core/error.h"
+#include "runtime/store/store.h"
+
+struct sqlite3_stmt;
+
+namespace ltrun::serve {
+
+// A statement refused because the connection is read-only (a write, ATTACH, a PRAGMA that sets).
+struct Refused : Error {
+  using Error::Error;
+};
+
+struct Connection;  // one sqlite3 handle, opened SQLITE_OPEN_READONLY with query_only=1
+
+// A small pool of read-only connections (one per concurrent request).
+class Reader {
+ public:
+  // The file must exist and be an ltrun run store (user_version >= 1); error names the file.
+  explicit Reader(std::string path);
+  ~Reader();
+  Reader(const Reader&) = delete;
+  Reader& operator=(const Reader&) = delete;
+
+  const std::string& path() const { return path_; }
+  int schema_version() const { return schema_version_; }
+
+  // One statement (a trailing ';' is fine). At most max_rows rows are returned; `truncated`
+  // says whether more existed. A statement running past timeout_ms is interrupted.
+  // Errors (syntax, a write, a second statement, the timeout) are ltrun::Error.
+  struct Result {
+    store::Table table;
+    bool truncated = false;
+  };
+  Result query(const std::string& sql, const std::vector<store::Value>& binds = {},
+               size_t max_rows = SIZE_MAX, int timeout_ms = 10000);
+
+  // The numeric columns of a query, column by column (NULL → NaN): metric series without a
+  // Value per cell.
+  std::vector<std::vector<double>> numeric_columns(const std::string& sql,
+                                                   const std::vector<store::Value>& binds,
+                                                   int timeout_ms = 10000);
+
+ private:
+  std::unique_ptr<Connection> acquire();
+  void release(std::unique_ptr<Connection> c);
+  // Prepares and binds `sql` on a pooled connection, calls prepared(stmt) once, then row(stmt)
+  // for each row until it returns false; the connection goes back to the pool after.
+  void each_row(const std::string& sql, const std::vector<store::Value>& binds, int timeout_ms,
+                const std::function<bool(sqlite3_stmt*)>& row,
+                const std::function<void(sqlite3_stmt*)>& prepared);
+
+  std::string path_;
+  int schema_version_ = 0;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Connection>> idle_;
+};
+
+}  // namespace ltrun::serve

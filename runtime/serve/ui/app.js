@@ -1,0 +1,440 @@
+// runtime/serve/ui/app.js: the single-page UI of `ltrun serve` (embedded in the binary).
+// Pages by URL hash: #/ runs, #/run/ID, #/compare/ID,ID,..., #/sql. Charts are uPlot; data
+// comes from the JSON API (runtime/serve/api.h). A page whose run is `running` polls every
+// POLL_MS and updates its curves in place. When a page has drawn everything it sets
+// document.body.dataset.ready (the browser test waits for it).
+"use strict";
+
+const POLL_MS = 2000;
+const COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"];
+const main = document.getElementById("main");
+let timers = [];      // polling of the current page, cleared on navigation
+let charts = [];      // uPlot instances of the current page
+const prefs = { x: "step", smooth: 0, log: false };
+
+// --- small helpers ------------------------------------------------------------------------
+function el(tag, attrs, ...kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === "class") e.className = v;
+    else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v === true ? "" : v);
+  }
+  for (const k of kids.flat()) if (k !== null && k !== undefined) e.append(k instanceof Node ? k : String(k));
+  return e;
+}
+function svgEl(tag, attrs, ...kids) {
+  const e = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  for (const k of kids) e.append(k instanceof Node ? k : String(k));
+  return e;
+}
+async function api(path) {
+  const r = await fetch(path);
+  let body;
+  try { body = await r.json(); } catch (e) { throw new Error(`${path}: HTTP ${r.status}, not JSON`); }
+  if (!r.ok) throw new Error(body.error || `${path}: HTTP ${r.status}`);
+  return body;
+}
+function fmt(v) {
+  if (v === null || v === undefined) return "";
+  if (typeof v === "number" && !Number.isInteger(v)) return Math.abs(v) >= 1e4 || Math.abs(v) < 1e-3 && v !== 0 ? v.toExponential(3) : v.toPrecision(4).replace(/\.?0+$/, "");
+  return String(v);
+}
+function statusBadge(status, alive) {
+  const dead = status === "running" && alive === false;
+  return el("span", { class: "status " + status + (dead ? " dead" : ""), title: dead ? "its process is gone: the next writer marks it crashed" : "" },
+            status === "running" && !dead ? "● running" : status + (dead ? " (process gone)" : ""));
+}
+function table(columns, rows, opts = {}) {
+  const t = el("table", { class: opts.class || "" });
+  t.append(el("thead", {}, el("tr", {}, columns.map(c => el("th", {}, c)))));
+  const tb = el("tbody");
+  for (const r of rows) tb.append(el("tr", {}, r.map(c => el("td", {}, c instanceof Node ? c : fmt(c)))));
+  t.append(tb);
+  return t;
+}
+function section(title, ...kids) { return el("section", {}, el("h2", {}, title), ...kids); }
+function showError(e) { main.replaceChildren(el("p", { class: "error" }, String(e.message || e))); document.body.dataset.ready = "error"; }
+function ready() { document.body.dataset.ready = "1"; }
+function forget(list) {  // destroys these charts
+  for (const c of list) { c.destroy(); charts = charts.filter(x => x !== c); }
+}
+function every(ms, fn) { timers.push(setInterval(fn, ms)); }
+
+// --- charts -----------------------------------------------------------------------------
+function smooth(ys, alpha) {  // exponential moving average, as TensorBoard's slider
+  if (!alpha) return ys;
+  let last = null;
+  return ys.map(y => {
+    if (y === null || !isFinite(y)) return y;
+    last = last === null ? y : last * alpha + (1 - alpha) * y;
+    return last;
+  });
+}
+// series: [{label, x: [...], y: [...]}] on possibly different x: merged onto one x axis
+function alignSeries(series) {
+  const xs = [...new Set(series.flatMap(s => s.x))].sort((a, b) => a - b);
+  const index = new Map(xs.map((x, i) => [x, i]));
+  const ys = series.map(s => {
+    const out = new Array(xs.length).fill(null);
+    s.x.forEach((x, i) => { out[index.get(x)] = s.y[i]; });
+    return out;
+  });
+  return [xs, ...ys];
+}
+function chartData(series) {
+  const data = alignSeries(series.map(s => ({ x: s.x, y: smooth(s.y, prefs.smooth) })));
+  if (prefs.log) for (let i = 1; i < data.length; i++) data[i] = data[i].map(v => v > 0 ? v : null);
+  return data;
+}
+function lineChart(holder, title, series, opts = {}) {
+  const width = Math.max(320, Math.min(holder.clientWidth || 560, 560));
+  const u = new uPlot({
+    title, width, height: opts.height || 220,
+    scales: { x: { time: opts.time || false }, y: { distr: prefs.log && !opts.linear ? 3 : 1 } },
+    axes: [{ label: opts.xlabel || "" }, {}],
+    series: [{ label: opts.xlabel || "x" },
+             ...series.map((s, i) => ({ label: s.label, stroke: COLORS[i % COLORS.length], width: 1.5, spanGaps: true,
+                                        points: { show: s.x.length < 60 } }))],
+    hooks: { draw: [u => { u.root.dataset.drawn = String(+(u.root.dataset.drawn || 0) + 1); }] },
+  }, opts.linear ? alignSeries(series) : chartData(series), holder);
+  u.root.dataset.series = String(series.length);
+  u.root.dataset.points = String(series.reduce((n, s) => n + s.x.length, 0));
+  charts.push(u);
+  return u;
+}
+
+// heatmap group × layer as SVG (one rect per cell, a tooltip with the value)
+function heatmap(lm, opts = {}) {
+  const cell = opts.cell || 22, left = 90, top = 24, rows = lm.groups.length, cols = lm.layers.length;
+  const vals = lm.values.flat().filter(v => v !== null && isFinite(v));
+  const lo = Math.min(...vals), hi = Math.max(...vals);
+  const title = `${lm.name}${lm.step !== null ? " (step " + lm.step + ")" : ""}: ${fmt(lo)} … ${fmt(hi)}`;
+  const w = Math.max(left + cols * cell + 10, 6.5 * title.length + 8), h = top + rows * cell + 30;
+  const s = svgEl("svg", { class: "heatmap", width: w, height: h, viewBox: `0 0 ${w} ${h}`, "data-cells": String(rows * cols) });
+  s.append(svgEl("text", { x: 4, y: 14, class: "ttl" }, title));
+  lm.groups.forEach((g, r) => {
+    s.append(svgEl("text", { x: left - 4, y: top + r * cell + cell * 0.65, "text-anchor": "end" }, g === "" ? "(all)" : g.slice(0, 12)));
+    lm.layers.forEach((l, c) => {
+      const v = lm.values[r][c];
+      const t = v === null || hi === lo ? 0.5 : (v - lo) / (hi - lo);
+      const rect = svgEl("rect", { x: left + c * cell, y: top + r * cell, width: cell - 1, height: cell - 1,
+                                   fill: v === null ? "#eee" : viridis(t) });
+      rect.append(svgEl("title", {}, `group ${g}, layer ${l}: ${v === null ? "—" : v}`));
+      s.append(rect);
+    });
+  });
+  lm.layers.forEach((l, c) => {
+    if (cols <= 40 || c % Math.ceil(cols / 40) === 0)
+      s.append(svgEl("text", { x: left + c * cell + cell / 2, y: top + rows * cell + 14, "text-anchor": "middle" }, l));
+  });
+  s.append(svgEl("text", { x: left + cols * cell / 2, y: h - 2, "text-anchor": "middle" }, "layer"));
+  return s;
+}
+function viridis(t) {  // a few stops of matplotlib's viridis, linearly interpolated
+  const stops = [[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]];
+  const p = Math.max(0, Math.min(1, t)) * (stops.length - 1), i = Math.min(Math.floor(p), stops.length - 2), f = p - i;
+  const c = stops[i].map((a, k) => Math.round(a + (stops[i + 1][k] - a) * f));
+  return `rgb(${c[0]},${c[1]},${c[2]})`;
+}
+// per-layer profile: the mean over groups at each layer
+function profile(lm) {
+  const y = lm.layers.map((_, c) => {
+    const v = lm.values.map(r => r[c]).filter(v => v !== null);
+    return v.length ? v.reduce((a, b) => a + b, 0) / v.length : null;
+  });
+  return { x: lm.layers, y };
+}
+
+function chartControls(onChange) {
+  const sm = el("input", { type: "range", min: 0, max: 0.99, step: 0.01, value: prefs.smooth, id: "smooth" });
+  const smv = el("span", {}, prefs.smooth);
+  sm.addEventListener("input", () => { prefs.smooth = +sm.value; smv.textContent = sm.value; onChange(); });
+  const xs = el("select", { id: "xaxis" }, el("option", { value: "step" }, "step"), el("option", { value: "time" }, "time"),
+                el("option", { value: "elapsed" }, "elapsed s"));
+  xs.value = prefs.x;
+  xs.addEventListener("change", () => { prefs.x = xs.value; onChange(true); });
+  const lg = el("input", { type: "checkbox", id: "logscale", checked: prefs.log });
+  lg.addEventListener("change", () => { prefs.log = lg.checked; onChange(); });
+  return el("div", { class: "controls" }, el("label", {}, "x axis ", xs), el("label", {}, "smoothing ", sm, " ", smv),
+            el("label", {}, lg, " log scale"));
+}
+
+// --- runs page --------------------------------------------------------------------------
+async function runsPage(q) {
+  const f = { name: q.get("name") || "", status: q.get("status") || "", parent: q.get("parent") || "all" };
+  const name = el("input", { id: "f-name", placeholder: "name contains", value: f.name });
+  const status = el("select", { id: "f-status" }, ["", "running", "ok", "failed", "interrupted", "crashed"].map(s => el("option", { value: s }, s || "any status")));
+  status.value = f.status;
+  const parent = el("input", { id: "f-parent", placeholder: "parent id, none or all", value: f.parent, size: 10 });
+  const list = el("div", { id: "runs" });
+  const cmp = el("button", { id: "compare-btn", onclick: () => {
+    const ids = [...list.querySelectorAll("input.pick:checked")].map(c => c.value);
+    if (ids.length) location.hash = "#/compare/" + ids.join(",");
+  } }, "compare selected");
+  const apply = () => {
+    const p = new URLSearchParams();
+    if (name.value) p.set("name", name.value);
+    if (status.value) p.set("status", status.value);
+    p.set("parent", parent.value || "all");
+    location.hash = "#/?" + p.toString();
+  };
+  for (const i of [name, parent]) i.addEventListener("keydown", e => { if (e.key === "Enter") apply(); });
+  status.addEventListener("change", apply);
+  main.replaceChildren(el("h1", {}, "runs"), el("div", { class: "filters" }, name, status, parent, el("button", { onclick: apply }, "filter"), cmp), list);
+  const load = async () => {
+    const p = new URLSearchParams();
+    if (f.name) p.set("name", f.name);
+    if (f.status) p.set("status", f.status);
+    if (f.parent && f.parent !== "all") p.set("parent", f.parent);
+    const d = await api("/api/runs?" + p.toString());
+    const checked = new Set([...list.querySelectorAll("input.pick:checked")].map(c => c.value));
+    list.replaceChildren(el("p", { class: "muted" }, `${d.total} run(s)${d.total > d.runs.length ? ", newest " + d.runs.length + " shown" : ""}`),
+      table(["", "id", "parent", "name", "status", "started", "secs", "device", "children", "error"],
+        d.runs.map(r => [el("input", { type: "checkbox", class: "pick", value: r.id, checked: checked.has(String(r.id)) }),
+                         el("a", { href: "#/run/" + r.id }, r.id),
+                         r.parent_id ? el("a", { href: "#/run/" + r.parent_id }, r.parent_id) : "",
+                         el("a", { href: "#/run/" + r.id }, r.name), statusBadge(r.status, r.alive), r.started_at, r.secs, r.device,
+                         r.children ? el("a", { href: "#/?parent=" + r.id }, r.children) : "", r.error || ""]),
+        { class: "runs" }));
+    return d.runs.some(r => r.status === "running");
+  };
+  try {
+    await load();
+    every(POLL_MS, () => load().catch(() => {}));  // live status
+    ready();
+  } catch (e) { showError(e); }
+}
+
+// --- run page ---------------------------------------------------------------------------
+async function metricSeries(id, names) {
+  if (!names.length) return [];
+  const x = prefs.x === "step" ? "step" : "time";
+  const d = await api(`/api/runs/${id}/metrics?x=${x}&points=2000&name=${names.map(encodeURIComponent).join(",")}`);
+  if (prefs.x === "elapsed")  // seconds since the series' first point: runs line up in compare
+    for (const s of d.series) { const x0 = s.x[0]; s.x = s.x.map(v => v - x0); }
+  return d.series;
+}
+
+async function runPage(id) {
+  const d = await api("/api/runs/" + id);
+  const r = d.run;
+  const head = el("div", { class: "runhead" });
+  const renderHead = (d) => head.replaceChildren(
+    el("h1", {}, `run ${d.run.id}: ${d.run.name} `, statusBadge(d.run.status, d.run.alive)),
+    el("p", { class: "muted" }, `started ${d.run.started_at}`, d.run.finished_at ? `, finished ${d.run.finished_at}` : "",
+       `, ${fmt(d.run.secs)} s`, d.run.device ? `, ${d.run.device}` : "", d.run.seed !== null ? `, seed ${d.run.seed}` : "",
+       d.run.git_rev ? `, git ${String(d.run.git_rev).slice(0, 12)}` : ""),
+    d.run.parent_id ? el("p", {}, "child of ", el("a", { href: "#/run/" + d.run.parent_id }, "run " + d.run.parent_id)) : "",
+    d.run.error ? el("pre", { class: "error" }, d.run.error) : "");
+  renderHead(d);
+
+  const page = [head];
+  page.push(section("command",
+    d.run.command ? el("div", {}, el("span", { class: "muted" }, "as run: "), el("code", { id: "command" }, d.run.command)) : "",
+    el("div", {}, el("span", { class: "muted" }, "rerun: "), el("code", { id: "rerun" }, d.run.rerun)),
+    d.run.script_text ? el("details", {}, el("summary", {}, `script ${d.run.script_path || ""} (${d.run.script_text.length} bytes)`),
+                           el("pre", { class: "script" }, d.run.script_text)) : ""));
+  const pk = Object.keys(d.params);
+  if (pk.length) page.push(section("params", table(["key", "value"], pk.map(k => [k, d.params[k]]), { class: "params" })));
+
+  // metric curves
+  const curves = el("div", { class: "charts", id: "metric-charts" });
+  const summary = el("div");
+  let series = [], mine = [];
+  const drawCurves = async (refetch) => {
+    if (refetch) series = await metricSeries(id, d.metrics.map(m => m.name));
+    forget(mine.splice(0));
+    curves.replaceChildren();
+    for (const s of series) {
+      const box = el("div", { class: "chart", "data-metric": s.name });
+      curves.append(box);
+      mine.push(lineChart(box, `${s.name}${s.downsampled ? ` (${s.x.length} of ${s.points} points)` : ""}`, [{ label: s.name, x: s.x, y: s.y }],
+                          { time: prefs.x === "time", xlabel: prefs.x === "elapsed" ? "seconds" : prefs.x }));
+    }
+  };
+  const renderSummary = (d) => summary.replaceChildren(d.metrics.length ? table(["metric", "points", "first step", "last step", "last", "min", "max"],
+    d.metrics.map(m => [m.name, m.points, m.first_step, m.last_step, m.last, m.min, m.max])) : el("p", { class: "muted" }, "no metrics"));
+  renderSummary(d);
+  page.push(section("metrics", chartControls(refetch => drawCurves(refetch).catch(showError)), curves, el("details", {}, el("summary", {}, "summary"), summary)));
+
+  // layer metrics: a heatmap and a profile per name
+  const layerBox = el("div", { id: "layer-metrics" });
+  if (d.layer_metrics.length) page.push(section("layer metrics", layerBox));
+  // evaluation
+  if (d.eval.length) page.push(section("evaluation", evalView(id, d.eval)));
+  // artifacts
+  if (d.artifacts.length) page.push(section("artifacts", el("div", { class: "artifacts" }, d.artifacts.map(a => {
+    const link = el("a", { href: a.url, target: "_blank" }, a.path);
+    if (a.kind === "svg" && a.exists) return el("figure", {}, el("img", { src: a.url, alt: a.path, class: "svg-artifact" }), el("figcaption", {}, link));
+    return el("div", {}, `${a.kind}: `, a.exists ? link : el("span", { class: "muted" }, a.path + " (missing)"));
+  }))));
+  // children
+  if (d.children.length) page.push(section("children", table(["id", "name", "status", "started", "secs"],
+    d.children.map(c => [el("a", { href: "#/run/" + c.id }, c.id), el("a", { href: "#/run/" + c.id }, c.name), statusBadge(c.status), c.started_at, c.secs])),
+    el("p", {}, el("a", { href: "#/compare/" + d.children.map(c => c.id).join(",") }, "compare the children"))));
+
+  main.replaceChildren(...page);
+  await drawCurves(true);
+  for (const lm of d.layer_metrics) {
+    const data = await api(`/api/runs/${id}/layer_metrics?name=${encodeURIComponent(lm.name)}`);
+    const box = el("div", { class: "layer", "data-layer-metric": lm.name });
+    layerBox.append(box);
+    drawLayer(box, id, data);
+  }
+
+  if (r.status === "running") {
+    let busy = false;
+    every(POLL_MS, async () => {
+      if (busy) return;
+      busy = true;
+      try {
+        const nd = await api("/api/runs/" + id);
+        renderHead(nd);
+        renderSummary(nd);
+        const fresh = await metricSeries(id, nd.metrics.map(m => m.name));
+        const sameNames = fresh.length === series.length && fresh.every((s, i) => s.name === series[i].name);
+        d.metrics = nd.metrics;
+        series = fresh;
+        if (sameNames) mine.forEach((c, i) => {
+          c.setData(chartData([{ x: series[i].x, y: series[i].y }]));
+          c.root.dataset.points = String(series[i].x.length);
+        });
+        else await drawCurves(false);
+        if (nd.run.status !== "running") { timers.forEach(clearInterval); timers = []; }
+      } catch (e) { /* the next poll tries again */ }
+      busy = false;
+    });
+  }
+  ready();
+}
+
+function drawLayer(box, id, data) {
+  const steps = data.steps.length > 1 ? el("select", {}, data.steps.map(s => el("option", { value: s }, "step " + s))) : null;
+  if (steps) {
+    steps.value = data.step;
+    steps.addEventListener("change", async () => {
+      const nd = await api(`/api/runs/${id}/layer_metrics?name=${encodeURIComponent(data.name)}&step=${steps.value}`);
+      box.replaceChildren();
+      drawLayer(box, id, nd);
+    });
+  }
+  const prof = el("div", { class: "chart" });
+  box.append(el("h3", {}, data.name, " ", steps || ""), el("div", { class: "row" }, el("div", { class: "hm" }, heatmap(data)), prof));
+  const p = profile(data);
+  lineChart(prof, `${data.name} by layer${data.groups.length > 1 ? " (mean over groups)" : ""}`, [{ label: data.name, ...p }], { xlabel: "layer", linear: true, height: 200 });
+}
+
+function evalView(id, evals) {
+  const items = el("div", { class: "items" });
+  const drill = async (bench, protocol, category) => {
+    const p = new URLSearchParams({ bench, protocol, limit: 200 });
+    if (category !== undefined) p.set("category", category);
+    const d = await api(`/api/runs/${id}/eval_items?` + p.toString());
+    items.replaceChildren(el("h3", {}, `${bench} / ${protocol}${category !== undefined ? " / " + (category || "(none)") : ""}: ${d.total} items${d.total > d.items.length ? ", first " + d.items.length : ""}`),
+      table(["item", "category", "prediction", "answer", "correct"],
+            d.items.map(i => [i.item_id, i.category, i.prediction, i.answer, i.correct === null ? "" : el("span", { class: i.correct ? "ok" : "bad" }, i.correct ? "✓" : "✗")]),
+            { class: "eval-items" }));
+  };
+  const rows = [];
+  for (const e of evals) {
+    rows.push([el("a", { href: "javascript:void 0", class: "drill", onclick: () => drill(e.bench, e.protocol).catch(showError) }, e.bench), e.protocol, "(all)", e.items, e.correct, e.accuracy]);
+    if (e.categories.length > 1 || (e.categories[0] && e.categories[0].category))
+      for (const c of e.categories)
+        rows.push(["", "", el("a", { href: "javascript:void 0", onclick: () => drill(e.bench, e.protocol, c.category).catch(showError) }, c.category || "(none)"), c.items, c.correct, c.accuracy]);
+  }
+  return el("div", {}, table(["bench", "protocol", "category", "items", "correct", "accuracy"], rows, { class: "eval" }), items);
+}
+
+// --- compare ----------------------------------------------------------------------------
+async function comparePage(idsText) {
+  const ids = (idsText || "").split(",").filter(s => /^\d+$/.test(s));
+  if (!ids.length) {
+    main.replaceChildren(el("h1", {}, "compare"), el("p", {}, "Pick runs on the ", el("a", { href: "#/" }, "runs page"), ", or open #/compare/ID,ID,..."));
+    return ready();
+  }
+  const runs = await Promise.all(ids.map(id => api("/api/runs/" + id)));
+  const label = d => `${d.run.id} ${d.run.name}`;
+  const page = [el("h1", {}, "compare ", ids.map(i => el("a", { href: "#/run/" + i }, i + " ")))];
+  // params: every key, the differing ones first and marked
+  const keys = [...new Set(runs.flatMap(d => Object.keys(d.params)))].sort();
+  const diff = k => new Set(runs.map(d => JSON.stringify(d.params[k] ?? null))).size > 1;
+  const sorted = [...keys.filter(diff), ...keys.filter(k => !diff(k))];
+  const pt = table(["param", ...runs.map(label)], sorted.map(k => [k, ...runs.map(d => d.params[k] ?? "")]), { class: "params-diff" });
+  [...pt.tBodies[0].rows].forEach((tr, i) => { if (diff(sorted[i])) tr.className = "differs"; });
+  page.push(section("params", el("p", { class: "muted" }, `${keys.filter(diff).length} of ${keys.length} differ (first)`), pt));
+  const curves = el("div", { class: "charts", id: "compare-charts" });
+  page.push(section("metrics", chartControls(() => draw().catch(showError)), curves));
+  const layerBox = el("div");
+  page.push(section("layer metrics", layerBox));
+  main.replaceChildren(...page);
+
+  const names = [...new Set(runs.flatMap(d => d.metrics.map(m => m.name)))].sort();
+  let mine = [];
+  const draw = async () => {
+    forget(mine.splice(0));
+    curves.replaceChildren();
+    const per = await Promise.all(runs.map(d => metricSeries(d.run.id, d.metrics.map(m => m.name))));
+    for (const n of names) {
+      const ss = [];
+      per.forEach((list, i) => { const s = list.find(s => s.name === n); if (s) ss.push({ label: label(runs[i]), x: s.x, y: s.y }); });
+      const box = el("div", { class: "chart", "data-metric": n });
+      curves.append(box);
+      mine.push(lineChart(box, n, ss, { time: prefs.x === "time", xlabel: prefs.x === "elapsed" ? "seconds" : prefs.x }));
+    }
+  };
+  await draw();
+  // per-layer metrics side by side: a profile per run overlaid, and each run's heatmap
+  const lnames = [...new Set(runs.flatMap(d => d.layer_metrics.map(m => m.name)))];
+  for (const n of lnames) {
+    const have = runs.filter(d => d.layer_metrics.some(m => m.name === n));
+    const data = await Promise.all(have.map(d => api(`/api/runs/${d.run.id}/layer_metrics?name=${encodeURIComponent(n)}`)));
+    const prof = el("div", { class: "chart" });
+    layerBox.append(el("h3", {}, n), prof, el("div", { class: "row" }, data.map((lm, i) => el("div", { class: "hm" }, el("div", {}, label(have[i])), heatmap(lm, { cell: 14 })))));
+    lineChart(prof, `${n} by layer`, data.map((lm, i) => ({ label: label(have[i]), ...profile(lm) })), { xlabel: "layer", linear: true });
+  }
+  ready();
+}
+
+// --- SQL --------------------------------------------------------------------------------
+async function sqlPage(q) {
+  const box = el("textarea", { id: "sql", rows: 6, cols: 100, spellcheck: "false" }, q.get("q") || "SELECT id, name, status FROM runs ORDER BY id DESC LIMIT 20");
+  const out = el("div", { id: "sql-out" });
+  const queries = await api("/api/queries");
+  const pick = el("select", { id: "named" }, el("option", { value: "" }, "named queries…"), queries.map(n => el("option", { value: n.name }, "@" + n.name)));
+  pick.addEventListener("change", () => { const n = queries.find(n => n.name === pick.value); if (n) box.value = n.sql; });
+  const run = async () => {
+    try {
+      const d = await api("/api/sql?q=" + encodeURIComponent(box.value));
+      out.replaceChildren(el("p", { class: "muted" }, `${d.rows.length} row(s)${d.truncated ? " (truncated)" : ""}`), table(d.columns, d.rows));
+    } catch (e) { out.replaceChildren(el("p", { class: "error" }, e.message)); }
+    out.dataset.done = "1";
+  };
+  main.replaceChildren(el("h1", {}, "sql"), el("p", { class: "muted" }, "read-only: one SELECT at a time; writes are refused"),
+                       el("div", {}, pick), box, el("div", {}, el("button", { id: "run-sql", onclick: run }, "run")), out);
+  if (q.get("q")) await run();
+  ready();
+}
+
+// --- router -----------------------------------------------------------------------------
+async function route() {
+  timers.forEach(clearInterval);
+  timers = [];
+  for (const c of charts.splice(0)) c.destroy();
+  delete document.body.dataset.ready;
+  const h = location.hash.replace(/^#/, "") || "/";
+  const [path, qs] = h.split("?");
+  const q = new URLSearchParams(qs || "");
+  const parts = path.split("/").filter(Boolean);
+  try {
+    if (parts[0] === "run" && parts[1]) await runPage(parts[1]);
+    else if (parts[0] === "compare") await comparePage(parts[1]);
+    else if (parts[0] === "sql") await sqlPage(q);
+    else await runsPage(q);
+  } catch (e) { showError(e); }
+}
+window.addEventListener("hashchange", route);
+api("/api/info").then(i => { document.getElementById("dbinfo").textContent = `${i.db} · ${i.runs} runs · schema ${i.schema_version}`; }).catch(() => {});
+route();

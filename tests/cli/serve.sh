@@ -1,0 +1,58 @@
+# tests/cli/serve.sh: `ltrun serve` over HTTP: the JSON API against the store of a real study
+# (tests/serve/api_test.js compares with sqlite3), curves that grow while another process
+# writes, a writer that is not blocked by the server, the loopback warning, bad stores.
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)  # tests/, before common.bash changes folder
+source "$here/cli/common.bash"
+study=$here/serve/study.lua
+
+"$LTRUN" "$study" --out="$SCRATCH/study" 2>study.err || { cat study.err >&2; echo "study failed" >&2; exit 1; }
+id=$(sql1 "select id from runs where parent_id is null order by id desc limit 1")
+
+# start_server OUTFILE [ARGS...]: serves in the background, sets $pid and $url
+start_server() {
+  local out=$1; shift
+  "$LTRUN" serve --port 0 "$@" >"$out" 2>"$out.err" & pid=$!
+  url=""
+  for _ in $(seq 1 100); do
+    url=$(grep -o 'http://[^ ]*' "$out" 2>/dev/null | head -1)
+    [ -n "$url" ] && return 0
+    kill -0 $pid 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "server did not start:" >&2; cat "$out" "$out.err" >&2
+  return 1
+}
+
+start_server serve.out --sql-timeout 1
+check "listens on loopback" contains "$url" "http://127.0.0.1:"
+check "API against the study's store" node "$here/serve/api_test.js" "$url" "$LTRUN_DB" "$id" "$SCRATCH/study" "$study"
+
+# live: a run keeps writing; the server sees its series grow; a second writer is not blocked
+"$LTRUN" "$here/serve/live.lua" --ready="$SCRATCH/live_ready" --seconds=120 2>live.err & writer=$!
+for _ in $(seq 1 300); do [ -s live_ready ] && break; sleep 0.1; done
+live_id=$(cat live_ready)
+points() { node -e "fetch('${url}api/runs/$live_id/metrics?name=live').then(r => r.json()).then(d => console.log(d.series ? d.series[0].points : 0))"; }
+p1=$(points); sleep 1.5; p2=$(points)
+check "a running run's series grows while it writes ($p1 -> $p2)" test "$p2" -gt "$p1"
+check "its status is running, alive" contains "$(node -e "fetch('${url}api/runs/$live_id').then(r => r.text()).then(console.log)")" '"alive":true'
+# (a blocked writer would wait out the store's 120 s busy timeout)
+check "a writer is not blocked by the server" timeout 60 "$LTRUN" -e 'lt.run.log("x", 1)'
+kill -INT $writer; wait $writer
+check "the live run ended interrupted" equals "$(sql1 "select status from runs where id = $live_id")" "interrupted"
+kill -INT $pid; wait $pid; rc=$?
+check "Ctrl-C stops the server cleanly" equals "$rc" "0"
+
+start_server host.out --host 0.0.0.0
+check "a non-loopback --host is warned about" contains "$(cat host.out.err)" "not loopback"
+kill -TERM $pid; wait $pid
+
+out=$("$LTRUN" --db "$SCRATCH/none.db" serve --port 0 2>&1); rc=$?
+check "a missing store: exit 2" equals "$rc" "2"
+check "... naming the file" contains "$out" "none.db: no run store there"
+check "... and not creating it" test ! -e "$SCRATCH/none.db"
+sqlite3 other.db "create table t(x); insert into t values (1)"
+out=$("$LTRUN" --db other.db serve --port 0 2>&1)
+check "a SQLite file that is not a run store" contains "$out" "not an ltrun run store"
+out=$("$LTRUN" serve --port 99999 2>&1)
+check "a bad --port" contains "$out" "--port 99999"
+finish

@@ -1,0 +1,44 @@
+-- tests/serve/study.lua: a small real study whose run store the `ltrun serve` tests read: a
+-- tiny model (made here), a metric with known values (loss = 1/(1+step)), a logit-lens profile
+-- per prompt (layer_metrics, one group per prompt), C-Eval items scored with the logit
+-- protocol (eval_items), an SVG artifact and two child runs.
+-- ltrun --db DB tests/serve/study.lua --out=DIR [--steps=N]
+local exp = require "lt.experiment"
+local svg = require "lt.svg"
+local cfg = exp.args{ out = "serve_study", steps = 50 }
+local data = arg[0]:match("^(.*)/serve/[^/]+$") .. "/data/eval"
+
+lt.model.new{ out = cfg.out .. "/model", layers = 3, hidden = 32, heads = 4, kv_heads = 2, vocab = 400,
+              seed = 3, corpus = data }
+local m = lt.model.load(cfg.out .. "/model")
+lt.run.param("model", cfg.out .. "/model")
+lt.run.param("steps", cfg.steps)
+
+for s = 0, cfg.steps - 1 do lt.run.log("loss", 1 / (1 + s), { step = s }) end
+lt.run.log("lr", 0.001, { step = 0 })
+
+local prompts = { "hot cold", "big small", "up down" }
+local rows = {}
+for g, text in ipairs(prompts) do
+  local out = m:forward(m.tokenizer:encode(text), { capture = true })
+  local vals = {}
+  for l = 0, m.n_layers - 1 do vals[l + 1] = m:lens(out.hidden[l + 1])[0][-1]:softmax():max() end
+  lt.run.log_layers("p_max", vals, { grp = "g" .. g })
+  rows[g] = vals
+end
+
+lt.eval.run(m, "ceval:" .. data .. "/ceval", { protocols = { "logit" } })
+
+local cols = {}
+for l = 0, m.n_layers - 1 do cols[l + 1] = tostring(l) end
+svg.heatmap(cfg.out .. "/p_max.svg", { title = "p_max", rows = prompts, cols = cols,
+                                       panels = { { title = "p_max", values = rows } } })
+lt.run.artifact(cfg.out .. "/p_max.svg")
+
+for _, plan in ipairs{ "plan_a", "plan_b" } do
+  lt.run.child(plan, function()
+    lt.run.param("plan", plan)
+    for s = 0, 9 do lt.run.log("loss", (plan == "plan_a" and 2 or 3) / (1 + s), { step = s }) end
+    lt.run.log_layers("p_max", rows[1], { grp = "g1" })
+  end)
+end

@@ -1,0 +1,181 @@
+// tests/serve: `ltrun serve` below HTTP: LTTB downsampling against hand-worked cases, the
+// read-only connection (refused writes, no migration, a writer at the same time) and API
+// status codes. The API over HTTP against a real study: tests/cli/serve.sh.
+#include <sqlite3.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "runtime/serve/api.h"
+#include "runtime/serve/downsample.h"
+#include "runtime/serve/reader.h"
+#include "runtime/store/store.h"
+#include "tests/test_util.h"
+
+using namespace ltrun;
+using namespace ltrun::serve;
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+TEST_CASE("lttb keeps first, last and the point of the largest triangle per bucket") {
+  // n = 6, 4 points: inner points 1..4 in buckets {1,2}, {3,4}.
+  // bucket 1: next-bucket mean (3.5, 3); from (0,0): areas |-3.5*1 + 1*3| = 0.5 (j=1) and
+  //           |-3.5*5 + 2*3| = 11.5 (j=2) → 2.
+  // bucket 2: next = last point (5,0); from (2,5): |-3*(2-5) - (-1)*(0-5)| = 4 (j=3) and
+  //           |-3*(4-5) - (-2)*(0-5)| = 7 (j=4) → 4.
+  const std::vector<double> x{0, 1, 2, 3, 4, 5}, y{0, 1, 5, 2, 4, 0};
+  CHECK(lttb(x, y, 4) == std::vector<size_t>{0, 2, 4, 5});
+  CHECK(lttb(x, y, 6) == std::vector<size_t>{0, 1, 2, 3, 4, 5});
+  CHECK(lttb(x, y, 100).size() == 6);
+  CHECK(lttb(x, y, 2) == std::vector<size_t>{0, 5});
+  CHECK(lttb({}, {}, 10).empty());
+}
+
+TEST_CASE("lttb on a long series: exactly `points`, ascending, the spike and NaN survive") {
+  const size_t n = 100000;
+  std::vector<double> x(n), y(n);
+  for (size_t i = 0; i < n; i++) x[i] = double(i), y[i] = std::sin(double(i) * 1e-3);
+  y[54321] = 50;   // a spike
+  y[77777] = NAN;  // a divergence
+  const auto keep = lttb(x, y, 1000);
+  CHECK(keep.size() == 1001);  // 1000 + the NaN kept besides its bucket's pick
+  CHECK(keep.front() == 0);
+  CHECK(keep.back() == n - 1);
+  CHECK(std::is_sorted(keep.begin(), keep.end()));
+  CHECK(std::adjacent_find(keep.begin(), keep.end()) == keep.end());
+  CHECK(std::find(keep.begin(), keep.end(), size_t(54321)) != keep.end());
+  CHECK(std::find(keep.begin(), keep.end(), size_t(77777)) != keep.end());
+}
+
+namespace {
+
+std::string fresh_store(const std::string& name, int64_t* run = nullptr) {
+  const std::string dir = ltrun_test::scratch_dir("serve", name);
+  const std::string path = dir + "/runs.db";
+  auto st = store::Store::open(path);
+  store::RunStart r;
+  r.name = "study";
+  const int64_t id = st->begin_run(r);
+  for (int s = 0; s < 10; s++) st->metric(id, "loss", 1.0 / (1 + s), s);
+  st->param(id, "lr", "0.1");
+  st->end_run(id, store::Status::ok);
+  if (run) *run = id;
+  return path;
+}
+
+json body(const Response& r) { return json::parse(r.body); }
+
+}  // namespace
+
+TEST_CASE("reader: reads, refuses every kind of write with a message naming it") {
+  const std::string path = fresh_store("refuse");
+  Reader rd(path);
+  CHECK(rd.schema_version() >= 1);
+  CHECK(std::get<int64_t>(rd.query("SELECT count(*) FROM metrics").table.rows[0][0]) == 10);
+  const std::pair<const char*, const char*> writes[] = {
+      {"INSERT INTO params VALUES (1, 'k', 'v')", "INSERT"},
+      {"UPDATE runs SET name = 'x'", "UPDATE"},
+      {"DELETE FROM metrics", "DELETE"},
+      {"DROP TABLE runs", "DROP"},
+      {"CREATE TABLE t(x)", "CREATE"},
+      {"ATTACH DATABASE ':memory:' AS m", "ATTACH"},
+      {"PRAGMA journal_mode = DELETE", "PRAGMA journal_mode"},
+      {"PRAGMA query_only = 0", "PRAGMA query_only"},
+      {"BEGIN IMMEDIATE", "transaction"},
+  };
+  for (const auto& [sql, word] : writes) {
+    INFO(sql);
+    try {
+      rd.query(sql);
+      FAIL("not refused");
+    } catch (const Refused& e) {
+      CHECK(std::string(e.what()).find("read-only") != std::string::npos);
+      INFO(e.what());
+      CHECK(std::string(e.what()).find(word) != std::string::npos);
+    }
+  }
+  ltrun_test::require_error([&] { rd.query("SELECT 1; SELECT 2"); }, {"one statement"});
+  CHECK(rd.query("SELECT 1; -- a comment\n").table.rows.size() == 1);
+  CHECK(rd.query("PRAGMA table_info(runs)").table.rows.size() > 5);
+  const auto r = rd.query("SELECT step FROM metrics ORDER BY step", {}, 3);
+  CHECK(r.table.rows.size() == 3);
+  CHECK(r.truncated);
+  ltrun_test::require_error([&] {
+    rd.query("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c", {}, SIZE_MAX, 200);
+  }, {"200 ms"});
+}
+
+TEST_CASE("reader: never creates, migrates or locks; a writer writes while it reads") {
+  const std::string dir = ltrun_test::scratch_dir("serve", "nomigrate");
+  ltrun_test::require_error([&] { Reader rd(dir + "/missing.db"); }, {"missing.db", "no run store"});
+  CHECK(!fs::exists(dir + "/missing.db"));
+  {  // an empty SQLite file (user_version 0) is not migrated
+    sqlite3* db = nullptr;
+    sqlite3_open((dir + "/empty.db").c_str(), &db);
+    sqlite3_exec(db, "CREATE TABLE t(x)", nullptr, nullptr, nullptr);
+    sqlite3_close(db);
+  }
+  ltrun_test::require_error([&] { Reader rd(dir + "/empty.db"); }, {"empty.db", "not an ltrun run store"});
+  {
+    sqlite3* db = nullptr;
+    sqlite3_open((dir + "/empty.db").c_str(), &db);
+    sqlite3_stmt* st = nullptr;
+    sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master", -1, &st, nullptr);
+    sqlite3_step(st);
+    CHECK(sqlite3_column_int(st, 0) == 1);  // still only t
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+  }
+
+  int64_t run = 0;
+  const std::string path = fresh_store("concurrent", &run);
+  Reader rd(path);
+  auto writer = store::Store::open(path);
+  // a reader in the middle of a long query does not block the writer (WAL)
+  std::atomic<bool> reading{true};
+  std::thread t([&] {
+    while (reading) rd.numeric_columns("SELECT step, value FROM metrics", {});
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int s = 10; s < 2010; s++) writer->metric(run, "loss", 1.0 / (1 + s), s);
+  writer->flush();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  reading = false;
+  t.join();
+  CHECK(secs < 60);  // not a timing: a blocked writer would wait out the busy timeout (120 s)
+  const auto cols = rd.numeric_columns("SELECT step, value FROM metrics WHERE run_id = ? ORDER BY step", {store::Value(run)});
+  REQUIRE(cols.size() == 2);
+  REQUIRE(cols[0].size() == 2010);  // the reader sees the new rows at once
+  CHECK(cols[1][2009] == Approx(1.0 / 2010));
+}
+
+TEST_CASE("api: status codes and JSON errors") {
+  int64_t run = 0;
+  const std::string path = fresh_store("api", &run);
+  Api api(std::make_shared<Reader>(path), 500);
+  const std::string r = "/api/runs/" + std::to_string(run);
+  auto ok = api.get(r, {});
+  REQUIRE(ok.status == 200);
+  CHECK(body(ok)["params"]["lr"] == "0.1");
+  CHECK(body(ok)["run"]["rerun"].get<std::string>().find("rerun " + std::to_string(run)) != std::string::npos);
+  CHECK(api.get("/api/runs/12345", {}).status == 404);
+  CHECK(api.get("/api/runs/1x", {}).status == 400);
+  CHECK(api.get("/api/runs/99999999999999999999999", {}).status == 400);
+  CHECK(api.get(r + "/artifacts/0", {}).status == 404);
+  CHECK(api.get(r + "/metrics", {{"name", "loss"}, {"points", "abc"}}).status == 400);
+  const auto m = body(api.get(r + "/metrics", {{"name", "loss"}, {"points", "4"}}));
+  CHECK(m["series"][0]["x"].size() == 4);
+  CHECK(m["series"][0]["points"] == 10);
+  const auto w = api.get("/api/sql", {{"q", "DELETE FROM runs"}});
+  CHECK(w.status == 403);
+  CHECK(body(w)["error"].get<std::string>().find("read-only") != std::string::npos);
+  CHECK(api.get("/api/sql", {{"q", "SELEC"}}).status == 400);
+  CHECK(api.get("/api/sql", {}).status == 400);
+  CHECK(api.get("/api/runs", {{"status", "done"}}).status == 400);
+  CHECK(api.get("/api/other", {}).status == 404);
+}
