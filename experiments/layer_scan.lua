@@ -47,7 +47,9 @@ local function run_job(job, key)
   local l = job:match("^layer_(%d+)$")
   if l then
     m:train_only(tonumber(l))
-  elseif job ~= "full" then
+  elseif job == "full" then
+    m:train_only("all")
+  else
     error(("--job=%s: expected base, full or layer_<l>"):format(job), 0)
   end
   lt.run.param("trainable", l and ("block " .. l) or "all")

@@ -51,6 +51,7 @@ local function run_job(name)
   local base = lt.model.load(task_cfg.model)
   local m = base:clone()
   local o = {}
+  if name == "full" or name == "boost_best" or name == "boost_worst" then m:train_only("all") end
   if name == "boost_best" or name == "boost_worst" then
     o.lr_mult = {}
     for _, l in ipairs(name == "boost_best" and best or worst) do o.lr_mult[l] = cfg.factor end

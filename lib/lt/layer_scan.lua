@@ -20,7 +20,7 @@ function M.contributions(scores, s_base, s_full, min_gap)
                  .. "so C_l = (S_l − S_base)/(S_full − S_base) is undefined"):format(s_full, s_base, gap, min_gap)
   end
   local c = {}
-  for l, s in pairs(scores) do c[l] = (s - s_base) / gap end
+  for l, s in pairs(scores) do c[l] = (s - s_base) / gap + 0 end  -- + 0: no "-0"
   return c
 end
 
