@@ -60,6 +60,7 @@ for i = 1, #ids do
     local tag = ("%d_%d"):format(ids[i], ids[j])
     lt.run.log{ ["spearman/" .. tag] = rho, ["spearman_p/" .. tag] = p_rho, ["pearson/" .. tag] = r, ["pearson_p/" .. tag] = p_r }
     print(("%-6d %-6d %6d %8.3f %10.3g %8.3f %10.3g"):format(ids[i], ids[j], #xa, rho, p_rho, r, p_r))
+    if rho ~= rho then print("  undefined: the contributions of one of the scans are all equal") end
     local path = ("%s/layer_rank_corr_%d_%s.svg"):format(cfg.out, lt.run.id(), tag)
     lt.run.artifact(charts.scatter(path, {
       title = ("Contributions: Spearman rho = %.2f (p = %.2g)"):format(rho, p_rho),
