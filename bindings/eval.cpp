@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <set>
 
 #include "bindings/luat.h"
 #include "bindings/model.h"
@@ -272,24 +271,6 @@ int l_pass_at_k(lua_State* L) {
   return 1;
 }
 
-// lt.stats.jaccard(a, b): a and b are lists of ids (or sets {id = true})
-std::set<std::string> id_set(lua_State* L, int idx, const char* fn) {
-  check_table(L, idx, fn);
-  std::set<std::string> s;
-  lua_pushnil(L);
-  while (lua_next(L, idx)) {
-    if (lua_type(L, -2) == LUA_TNUMBER) s.insert(value_text(L, -1));
-    else if (lua_toboolean(L, -1)) s.insert(value_text(L, -2));
-    lua_pop(L, 1);
-  }
-  return s;
-}
-
-int l_jaccard(lua_State* L) {
-  lua_pushnumber(L, eval::jaccard(id_set(L, 1, "lt.stats.jaccard"), id_set(L, 2, "lt.stats.jaccard")));
-  return 1;
-}
-
 }  // namespace
 
 void register_eval(lua_State* L) {
@@ -301,10 +282,6 @@ void register_eval(lua_State* L) {
       {"extract_math", LT_FN(l_extract_math)}, {"equivalent", LT_FN(l_equivalent)},
       {"vote", LT_FN(l_vote)}, {"pass_at_k", LT_FN(l_pass_at_k)}, {nullptr, nullptr}};
   set_funcs(L, fns);
-  lua_pop(L, 1);
-  new_module(L, "stats");
-  static const luaL_Reg stats[] = {{"jaccard", LT_FN(l_jaccard)}, {nullptr, nullptr}};
-  set_funcs(L, stats);
   lua_pop(L, 1);
 }
 

@@ -12,7 +12,9 @@ namespace ltrun::lua {
 
 void register_run(lua_State* L);     // bindings/run.cpp: lt.run
 void register_model(lua_State* L);   // bindings/model.cpp: lt.model, lt.Model
-void register_eval(lua_State* L);    // bindings/eval.cpp: lt.eval, lt.stats
+void register_eval(lua_State* L);    // bindings/eval.cpp: lt.eval
+void register_stats(lua_State* L);   // bindings/stats.cpp: lt.stats (ranks, correlations, Jaccard)
+void register_proc(lua_State* L);    // bindings/proc.cpp: lt.proc (child processes from argv arrays)
 void register_system(lua_State* L);  // bindings/system.cpp: lt.device, lt.seed, versions
 void register_diag(lua_State* L);    // bindings/diag.cpp: lt.diag (TP, LS, S(b), JS)
 void register_corpus(lua_State* L);  // bindings/corpus.cpp: lt.data (pack, info, windows)
@@ -28,6 +30,8 @@ void open_lt(lua_State* L) {
   register_tokenizer(L);
   register_model(L);
   register_eval(L);
+  register_stats(L);
+  register_proc(L);
   register_diag(L);
   register_corpus(L);
   register_train(L);

@@ -14,6 +14,8 @@ struct Globals {
   std::string db;                 // --db, $LTRUN_DB, ./ltrun.db
   std::string device = "auto";    // --device
   std::optional<uint64_t> seed;   // --seed
+  std::optional<int64_t> parent;  // --parent-run RUN: the script's run is a child of RUN (scan workers)
+  std::string name;               // --run-name NAME: the script's run name (default: the script's)
 };
 
 // Exit codes: 0 ok, 1 the script failed, 2 bad usage or input, 130 interrupted.
@@ -35,6 +37,7 @@ int cmd_rerun(const Globals& g, const std::vector<std::string>& args);
 int cmd_model(const Globals& g, const std::vector<std::string>& args);
 int cmd_data(const Globals& g, const std::vector<std::string>& args);  // data_cmd.cpp
 int cmd_serve(const Globals& g, const std::vector<std::string>& args);  // serve.cpp
+int cmd_db(const Globals& g, const std::vector<std::string>& args);     // db_cmd.cpp
 
 // Walks a subcommand's arguments from `start`: "--key=value", "--key value", flags and
 // positionals. while (a.next()) { if (a.key() == "--out") out = a.value(); ... }

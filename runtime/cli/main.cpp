@@ -27,11 +27,14 @@ usage:
   ltrun data pack --tokenizer T --out DIR INPUT...   tokenize a corpus into token shards
   ltrun data info DIR                  describe a packed corpus
   ltrun serve [--port 8080] [--host H] web view of the run store (read-only; loopback unless --host)
+  ltrun db merge OUT.db IN.db ...      merge run stores (shards of a scan) into one
 
 global options (anywhere on the line):
   --db PATH        run store (default $LTRUN_DB, else ./ltrun.db)
   --device D       auto | cpu | cuda | cuda:N (default auto)
   --seed N         seed for LibTorch and Lua's math.random (default: fresh, recorded in the run)
+  --parent-run RUN the script's run becomes a child of run RUN (worker processes of a scan)
+  --run-name NAME  the script's run name (default: the script's file name)
   -h, --help       this text
   --version        versions of ltrun and LibTorch
 )";
@@ -72,6 +75,13 @@ int main(int argc, char** argv) {
         LT_CHECK(!v.empty() && v.find_first_not_of("0123456789") == std::string::npos,
                  "--seed {}: expected a non-negative integer", v);
         g.seed = std::stoull(v);
+      } else if (take_value(i, argc, argv, "--parent-run", v)) {
+        LT_CHECK(!v.empty() && v.find_first_not_of("0123456789") == std::string::npos,
+                 "--parent-run {}: expected a run id", v);
+        g.parent = std::stoll(v);
+      } else if (take_value(i, argc, argv, "--run-name", v)) {
+        LT_CHECK(!v.empty(), "--run-name needs a run name");
+        g.name = v;
       } else if (rest.empty() && !have_code && (a == "-h" || a == "--help")) {
         std::fputs(kUsage, stdout);
         return kExitOk;
@@ -103,9 +113,10 @@ int main(int argc, char** argv) {
     if (cmd == "model") return cmd_model(g, args);
     if (cmd == "data") return cmd_data(g, args);
     if (cmd == "serve") return cmd_serve(g, args);
+    if (cmd == "db") return cmd_db(g, args);
     if (cmd.rfind("--", 0) == 0) fail("unknown option {} (see ltrun --help)", cmd);
     if (!file_exists(cmd))
-      fail("{}: no such script (and not a command: runs, show, sql, rerun, model, data, serve; see ltrun --help)", cmd);
+      fail("{}: no such script (and not a command: runs, show, sql, rerun, model, data, serve, db; see ltrun --help)", cmd);
     ScriptRun r;
     r.script_path = absolute_path(cmd);
     r.code = read_file(cmd);

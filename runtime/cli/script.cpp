@@ -19,7 +19,8 @@ int run_script(const Globals& g, const ScriptRun& r) {
   auto store = store::Store::open(g.db);
 
   store::RunStart start;
-  start.name = r.name;
+  start.name = g.name.empty() ? r.name : g.name;
+  start.parent_id = g.parent;
   start.script_path = r.script_path;
   start.script_text = r.code;
   start.script_sha256 = sha256_hex(r.code);

@@ -1,0 +1,91 @@
+// bindings/stats.cpp: lt.stats: rank(a), spearman(a, b) and pearson(a, b) (coefficient and
+// two-sided p-value, runtime/stats/correlation.h), jaccard(a, b) of id sets
+// (runtime/eval/metrics.h). Samples are Lua arrays of numbers or 1-D tensors.
+#include <lua.hpp>
+
+#include <set>
+
+#include "bindings/luat.h"
+#include "bindings/tensor.h"
+#include "runtime/eval/metrics.h"
+#include "runtime/stats/correlation.h"
+
+#include <ATen/ATen.h>
+
+namespace ltrun::lua {
+namespace {
+
+std::vector<double> sample(lua_State* L, int idx, const char* fn) {
+  if (is_tensor(L, idx)) {
+    at::Tensor t = check_tensor(L, idx, fn).detach().to(at::kCPU).to(at::kDouble).contiguous();
+    LT_CHECK(t.dim() == 1, "{}: argument {}: expected a 1-D tensor or a Lua array, got {} dims", fn, idx, t.dim());
+    return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
+  }
+  check_table(L, idx, fn);
+  std::vector<double> v;
+  const int n = int(lua_objlen(L, idx));
+  v.reserve(size_t(n));
+  for (int i = 1; i <= n; i++) {
+    lua_rawgeti(L, idx, i);
+    if (lua_type(L, -1) != LUA_TNUMBER)
+      fail("{}: argument {}: element {} is {}; expected a number", fn, idx, i, type_name(L, -1));
+    v.push_back(lua_tonumber(L, -1));
+    lua_pop(L, 1);
+  }
+  return v;
+}
+
+// lt.stats.rank(a) → Lua array of 1-based ranks, ties as average ranks
+int l_rank(lua_State* L) {
+  const auto r = stats::rank(sample(L, 1, "lt.stats.rank"), "lt.stats.rank");
+  lua_createtable(L, int(r.size()), 0);
+  for (size_t i = 0; i < r.size(); i++) {
+    lua_pushnumber(L, r[i]);
+    lua_rawseti(L, -2, int(i + 1));
+  }
+  return 1;
+}
+
+// lt.stats.spearman(a, b) / pearson(a, b) → coefficient, two-sided p-value, n (NaN where
+// undefined: a constant sample, or p with fewer than 3 pairs)
+template <stats::Correlation (*F)(const std::vector<double>&, const std::vector<double>&, const char*)>
+int l_corr(lua_State* L, const char* fn) {
+  const auto c = F(sample(L, 1, fn), sample(L, 2, fn), fn);
+  lua_pushnumber(L, c.r);
+  lua_pushnumber(L, c.p);
+  lua_pushnumber(L, c.n);
+  return 3;
+}
+int l_spearman(lua_State* L) { return l_corr<stats::spearman>(L, "lt.stats.spearman"); }
+int l_pearson(lua_State* L) { return l_corr<stats::pearson>(L, "lt.stats.pearson"); }
+
+// lt.stats.jaccard(a, b): a and b are lists of ids (or sets {id = true})
+std::set<std::string> id_set(lua_State* L, int idx, const char* fn) {
+  check_table(L, idx, fn);
+  std::set<std::string> s;
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    if (lua_type(L, -2) == LUA_TNUMBER) s.insert(value_text(L, -1));
+    else if (lua_toboolean(L, -1)) s.insert(value_text(L, -2));
+    lua_pop(L, 1);
+  }
+  return s;
+}
+
+int l_jaccard(lua_State* L) {
+  lua_pushnumber(L, eval::jaccard(id_set(L, 1, "lt.stats.jaccard"), id_set(L, 2, "lt.stats.jaccard")));
+  return 1;
+}
+
+}  // namespace
+
+void register_stats(lua_State* L) {
+  new_module(L, "stats");
+  static const luaL_Reg fns[] = {{"rank", LT_FN(l_rank)},         {"spearman", LT_FN(l_spearman)},
+                                 {"pearson", LT_FN(l_pearson)},   {"jaccard", LT_FN(l_jaccard)},
+                                 {nullptr, nullptr}};
+  set_funcs(L, fns);
+  lua_pop(L, 1);
+}
+
+}  // namespace ltrun::lua

@@ -1,0 +1,232 @@
+-- lt/scan.lua: the scheduler of a scan's N + 1 trainings: one worker process per job
+-- (`ltrun --parent-run SCAN --run-name JOB SCRIPT ARGS...`), so each job is a child run of the
+-- scan with its own status, and a job that crashes (killed, out of memory) takes only its
+-- own run down. K workers at once: on CPU they split the cores (OMP_NUM_THREADS), with
+-- devices one job per device (`--device cuda:N`). Processes are started from argv arrays
+-- (lt.proc.spawn), never through a shell.
+--
+--   local res = scan.run{ jobs = {"base", "full", "layer_0", ...},
+--                         argv = function(job) return {script, "--job=" .. job, ...} end,
+--                         workers = 2, devices = "0,1", key = KEY, resume = true,
+--                         shard = "0/4", log_dir = "scan_logs" }
+--
+-- resume: jobs that already have an `ok` run carrying param scan_key = KEY are skipped.
+-- shard "i/n" (0 <= i < n; or SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN and
+-- SLURM_ARRAY_TASK_COUNT when set): job number j (1-based, in the given order) belongs to
+-- shard (j - 1) % n, so every shard of a job array picks a fixed, disjoint subset.
+-- Returns {jobs = {names run here}, skipped = {names with an ok run}, results = {per job:
+-- {job, run, status, code, signal, log}}, crashed = {...}, failed = {...}}.
+local M = {}
+
+local function fail(fmt, ...) error(fmt:format(...), 0) end
+
+-- "i/n" or the SLURM array variables → i, n (nil when neither is given)
+function M.parse_shard(spec, env)
+  env = env or os.getenv
+  if spec == nil or spec == "" or spec == false then
+    local id, count = env("SLURM_ARRAY_TASK_ID"), env("SLURM_ARRAY_TASK_COUNT")
+    if not (id and count) then return nil end
+    local min = tonumber(env("SLURM_ARRAY_TASK_MIN") or "0")
+    local i, n = tonumber(id), tonumber(count)
+    if not (i and n and min) then
+      fail("scan: SLURM_ARRAY_TASK_ID=%s / SLURM_ARRAY_TASK_COUNT=%s are not numbers", id, count)
+    end
+    spec = ("%d/%d"):format(i - min, n)
+  end
+  local i, n = tostring(spec):match("^(%d+)/(%d+)$")
+  i, n = tonumber(i), tonumber(n)
+  if not (i and n) or n < 1 or i >= n then
+    fail("scan: shard '%s': expected i/n with 0 <= i < n (e.g. 0/4)", tostring(spec))
+  end
+  return i, n
+end
+
+-- The jobs of shard i of n: job j (1-based) when (j - 1) % n == i.
+function M.shard_jobs(jobs, i, n)
+  local out = {}
+  for j, job in ipairs(jobs) do
+    if (j - 1) % n == i then out[#out + 1] = job end
+  end
+  return out
+end
+
+-- "0,1,3" → {"0", "1", "3"}; nil/"" → nil
+function M.parse_devices(spec)
+  if spec == nil or spec == "" or spec == false then return nil end
+  local out = {}
+  for d in tostring(spec):gmatch("[^,]+") do
+    d = d:match("^%s*(.-)%s*$")
+    if not d:match("^%d+$") then fail("scan: --devices=%s: expected GPU numbers like 0,1", tostring(spec)) end
+    out[#out + 1] = d
+  end
+  if #out == 0 then fail("scan: --devices=%s names no device", tostring(spec)) end
+  return out
+end
+
+-- Names of the jobs that already have an `ok` run with param scan_key = key.
+function M.done_jobs(key)
+  local done = {}
+  for _, r in ipairs(lt.run.query(
+      "SELECT DISTINCT r.name FROM runs r JOIN params p ON p.run_id = r.id AND p.key = 'scan_key' " ..
+      "WHERE p.value = ? AND r.status = 'ok'", key)) do
+    done[r.name] = true
+  end
+  return done
+end
+
+-- the run store's file, for the workers' --db
+local function db_path()
+  for _, r in ipairs(lt.run.query("PRAGMA database_list")) do
+    if r.name == "main" then return r.file end
+  end
+  fail("scan: cannot find the run store's file")
+end
+
+-- mkdir -p and rm -rf through lt.proc (argv arrays: a path is never parsed by a shell)
+local function tool(argv, what)
+  local s = lt.proc.wait(lt.proc.spawn(argv))
+  if s.code ~= 0 or s.signal ~= 0 then fail("scan: cannot %s", what) end
+end
+function M.mkdir(path) tool({ "mkdir", "-p", "--", path }, "create folder " .. path) end
+function M.remove_tree(path) tool({ "rm", "-rf", "--", path }, "remove " .. path) end
+local mkdir = M.mkdir
+
+-- FNV-1a (32 bits) of a string as 8 hex digits: a short, stable name for a configuration
+function M.hash(s)
+  local bit = require "bit"
+  local h = 0x811c9dc5
+  for i = 1, #s do
+    h = bit.bxor(h, s:byte(i))
+    -- h * 16777619 mod 2^32, in two halves so that doubles stay exact
+    h = bit.tobit((bit.band(h, 0xffff) * 16777619) + bit.lshift(bit.band(bit.rshift(h, 16) * 16777619, 0xffff), 16))
+  end
+  return bit.tohex(h)
+end
+
+-- The worker's run (a child of `parent` named `job`, started by process `pid`), and its
+-- status. A run a dead worker left `running` is marked `crashed` here.
+local function settle(parent, job, pid, exit)
+  local rows = lt.run.query("SELECT id, status FROM runs WHERE parent_id = ? AND name = ? AND pid = ? " ..
+                            "ORDER BY id DESC LIMIT 1", parent, job, pid)
+  local r = rows[1]
+  if not r then  -- it ended before it opened its run: killed (crashed) or a usage error (failed)
+    return nil, exit.signal ~= 0 and "crashed" or "failed"
+  end
+  if r.status == "running" then
+    local why = exit.signal ~= 0 and ("worker process %d ended by signal %d"):format(pid, exit.signal)
+                or ("worker process %d exited with code %d without closing its run"):format(pid, exit.code)
+    lt.run.query("UPDATE runs SET status = 'crashed', finished_at = strftime('%Y-%m-%d %H:%M:%f', 'now'), " ..
+                 "error = coalesce(error, ?) WHERE id = ? AND status = 'running'", why, r.id)
+    return r.id, "crashed"
+  end
+  return r.id, r.status
+end
+
+function M.run(o)
+  assert(type(o) == "table", "lt.scan.run: expected an options table")
+  assert(type(o.jobs) == "table", "lt.scan.run: jobs = {names} is required")
+  assert(type(o.argv) == "function", "lt.scan.run: argv = function(job) → script and its arguments is required")
+  local devices = M.parse_devices(o.devices)
+  local workers = devices and #devices or math.floor(tonumber(o.workers or 1) or 1)
+  if workers < 1 then fail("scan: --workers=%s: expected at least 1", tostring(o.workers)) end
+  local cpus = lt.proc.cpus()
+  local threads = o.threads or math.max(1, math.floor(cpus / workers))
+
+  local jobs = o.jobs
+  local si, sn = M.parse_shard(o.shard)
+  if si then jobs = M.shard_jobs(jobs, si, sn) end
+  local skipped, todo = {}, {}
+  local done = (o.resume and o.key) and M.done_jobs(o.key) or {}
+  for _, job in ipairs(jobs) do
+    if done[job] then skipped[#skipped + 1] = job else todo[#todo + 1] = job end
+  end
+
+  local parent = lt.run.id()
+  local db = db_path()
+  local log_dir = o.log_dir or (db .. ".scan-logs/" .. math.floor(parent))
+  mkdir(log_dir)
+  local res = { jobs = todo, skipped = skipped, results = {}, crashed = {}, failed = {},
+                shard = si and ("%d/%d"):format(si, sn) or nil, workers = workers, threads = threads }
+  local say = o.quiet and function() end or function(fmt, ...) io.stderr:write(("scan: " .. fmt .. "\n"):format(...)) end
+  if #skipped > 0 then say("%d job(s) already have an ok run, skipped: %s", #skipped, table.concat(skipped, ", ")) end
+
+  local free = {}  -- worker slots (a device each, when devices are given)
+  for w = workers, 1, -1 do free[#free + 1] = w end
+  local running, next_job, finished = {}, 1, 0
+  -- every job gets the same seed: the scan's, folded to 31 bits (a double holds it exactly)
+  local seed = o.seed or (lt.seed % 2147483647)
+  local t0 = lt.clock()
+
+  local function start(job, slot)
+    local argv = { lt.proc.exe, "--db", db, "--parent-run", tostring(math.floor(parent)), "--run-name", job,
+                   "--seed", ("%.0f"):format(seed) }
+    if devices then
+      argv[#argv + 1] = "--device"
+      argv[#argv + 1] = "cuda:" .. devices[slot]
+    elseif o.device then
+      argv[#argv + 1] = "--device"
+      argv[#argv + 1] = o.device
+    end
+    for _, a in ipairs(o.argv(job)) do argv[#argv + 1] = a end
+    local log = log_dir .. "/" .. job .. ".log"
+    local env = devices and {} or { OMP_NUM_THREADS = threads, MKL_NUM_THREADS = threads }
+    local pid = lt.proc.spawn(argv, { env = env, stdout = log, stderr = log .. ".err" })
+    running[pid] = { job = job, slot = slot, log = log, t = lt.clock() }
+    if o.on_start then o.on_start(job, pid) end
+  end
+
+  local interrupted = false
+  while next_job <= #todo or next(running) do
+    while not interrupted and next_job <= #todo and #free > 0 do
+      start(todo[next_job], table.remove(free))
+      next_job = next_job + 1
+    end
+    local ended = false
+    for pid, w in pairs(running) do
+      local s = lt.proc.wait(pid, 0)
+      if s then
+        ended = true
+        running[pid] = nil
+        free[#free + 1] = w.slot
+        finished = finished + 1
+        local run, status = settle(parent, w.job, pid, s)
+        local r = { job = w.job, run = run, status = status, code = s.code, signal = s.signal, log = w.log,
+                    wall_s = lt.clock() - w.t }
+        res.results[#res.results + 1] = r
+        if status == "crashed" then res.crashed[#res.crashed + 1] = r
+        elseif status ~= "ok" then res.failed[#res.failed + 1] = r end
+        say("%s %s (run %s, %.0f s)%s  [%d/%d]", w.job, status, run and math.floor(run) or "none", r.wall_s,
+            s.signal ~= 0 and (" signal " .. s.signal) or (s.code ~= 0 and (" exit " .. s.code) or ""),
+            finished, #todo)
+        if o.on_end then o.on_end(r) end
+      end
+    end
+    if not ended and next(running) then
+      if not lt.proc.sleep(0.05) or lt.interrupted() then
+        if not interrupted then
+          interrupted = true
+          for pid in pairs(running) do lt.proc.kill(pid, "INT") end
+        end
+      end
+    end
+  end
+  res.wall_s = lt.clock() - t0
+  if interrupted or lt.interrupted() then error("interrupted (Ctrl-C): the scan's workers were stopped", 0) end
+  return res
+end
+
+-- A one-line account of a finished scan, naming crashed and failed jobs.
+function M.report(res)
+  local parts = { ("%d job(s) run with %d worker(s) in %.0f s"):format(#res.jobs, res.workers, res.wall_s or 0) }
+  if #res.skipped > 0 then parts[#parts + 1] = ("%d skipped (already ok)"):format(#res.skipped) end
+  for _, kind in ipairs{ "crashed", "failed" } do
+    if #res[kind] > 0 then
+      local names = {}
+      for _, r in ipairs(res[kind]) do names[#names + 1] = ("%s (log %s)"):format(r.job, r.log) end
+      parts[#parts + 1] = ("%s: %s"):format(kind, table.concat(names, ", "))
+    end
+  end
+  return table.concat(parts, "; ")
+end
+
+return M

@@ -1,0 +1,106 @@
+-- tests/lua/scan_contribution.lua: contributions C_l = (S_l − S_base)/(S_full − S_base),
+-- ranking, the Table-7-like summary and --layers parsing against hand-computed values; the
+-- scan's runs gathered from the store (latest ok run per job); the charts and config hash.
+local T = require "lt.test"
+local ls = require "lt.layer_scan"
+
+T.case("contributions by hand; undefined when full training does not move the score", function()
+  -- S_base 0.40, S_full 0.60: gap 0.2
+  local c = ls.contributions({ [0] = 0.50, [1] = 0.40, [2] = 0.65, [3] = 0.30 }, 0.40, 0.60)
+  T.near(c[0], 0.5, 1e-12)      -- 0.10 / 0.2
+  T.near(c[1], 0.0, 1e-12)
+  T.near(c[2], 1.25, 1e-12)     -- 0.25 / 0.2
+  T.near(c[3], -0.5, 1e-12)     -- −0.10 / 0.2
+  local none, why = ls.contributions({ [0] = 0.5 }, 0.40, 0.405, 0.01)
+  T.eq(none, nil)
+  T.ok(why:find("undefined"), why)
+  T.ok(ls.contributions({ [0] = 0.5 }, 0.40, 0.40) == nil, "a zero gap is undefined with the default min_gap")
+  -- full training made things worse: C keeps its meaning (share of the full change)
+  local neg = ls.contributions({ [0] = 0.35 }, 0.40, 0.30)
+  T.near(neg[0], 0.5, 1e-12)
+end)
+
+T.case("ranking, thirds and the Table 7 summary by hand", function()
+  local c = { [0] = 0.2, [1] = 1.1, [2] = 0.9, [3] = 1.1, [4] = -0.3, [5] = 1.0, [6] = 0.5, [7] = 0.1, [8] = 0.0 }
+  T.same_table(ls.ranking(c), { 1, 3, 5, 2, 6, 0, 7, 8, 4 })  -- ties (1, 3): lower layer first
+  -- 9 blocks: thirds are 0..2, 3..5, 6..8
+  T.same_table({ ls.third(2, 9), ls.third(3, 9), ls.third(5, 9), ls.third(6, 9) }, { 0, 1, 1, 2 })
+  -- 28 blocks: floor(3l/28): the middle third is 10..18
+  T.same_table({ ls.third(9, 28), ls.third(10, 28), ls.third(18, 28), ls.third(19, 28) }, { 0, 1, 1, 2 })
+  local s = ls.summary(c, 9, 3)
+  T.eq(s.best, 1); T.eq(s.best_c, 1.1)
+  T.eq(s.worst, 4); T.eq(s.worst_c, -0.3)
+  T.eq(s.n_ge_1, 3)                 -- 1.1, 1.1, 1.0
+  T.same_table(s.top, { 1, 3, 5 })  -- layer 1 is shallow, 3 and 5 middle
+  T.eq(s.middle, 2)
+  T.near(s.middle_share, 2 / 3, 1e-12)
+end)
+
+T.case("--layers specs", function()
+  T.same_table(ls.parse_layers("all", 4), { 0, 1, 2, 3 })
+  T.same_table(ls.parse_layers("5,0,3", 8), { 0, 3, 5 })
+  T.same_table(ls.parse_layers("2-4,7,3", 8), { 2, 3, 4, 7 })
+  T.raises(function() ls.parse_layers("9", 8) end, "outside 0..7")
+  T.raises(function() ls.parse_layers("4-2", 8) end, "backwards")
+  T.raises(function() ls.parse_layers("x", 8) end, "expected all")
+end)
+
+T.case("mean and sample std", function()
+  local m, s = ls.mean_std{ 2, 4, 4, 4, 5, 5, 7, 9 }
+  T.near(m, 5, 1e-12)
+  T.near(s, math.sqrt(32 / 7), 1e-12)  -- squared deviations sum to 32
+  local m1, s1 = ls.mean_std{ 3 }
+  T.eq(m1, 3); T.eq(s1, 0)
+end)
+
+T.case("gather: the latest ok run of each job with this scan key", function()
+  local function job(name, key, score, fail)
+    local ok = pcall(lt.run.child, name, function()
+      lt.run.param("scan_key", key)
+      lt.run.log("score", score)
+      lt.run.log("score/bench_a", score / 2)
+      if fail then error("boom") end
+    end)
+    return ok
+  end
+  job("base", "k1", 0.4)
+  job("full", "k1", 0.6)
+  job("layer_0", "k1", 0.5)
+  job("layer_1", "k1", 0.1)
+  job("layer_1", "k1", 0.45)        -- a later ok run (resumed) wins
+  job("layer_2", "k1", 0.9, true)   -- failed: not counted
+  job("layer_0", "k2", 0.0)         -- another scan
+  local g = ls.gather("k1", { "base", "full", "layer_0", "layer_1", "layer_2" })
+  T.eq(g.base.score, 0.4)
+  T.eq(g.full.score, 0.6)
+  T.eq(g.layers[0].score, 0.5)
+  T.eq(g.layers[1].score, 0.45)
+  T.eq(g.layers[0].by_bench.bench_a, 0.25)
+  T.eq(g.layers[2], nil)
+  T.same_table(g.missing, { "layer_2" })
+end)
+
+T.case("charts: one mark per value, titles carry the values; the config hash is FNV-1a", function()
+  local charts = require "lt.scan_charts"
+  local dir = (os.getenv("LTRUN_TEST_TMP") or "/tmp") .. "/scan_charts_" .. lt.proc.pid()
+  require("lt.scan").mkdir(dir)
+  local svg = T.read(charts.bars(dir .. "/b.svg", { title = "t", groups = { "full", "only_best" },
+    series = { { name = "score", values = { 0.5, 0.25 }, errors = { 0.1, 0 } } }, ref = { value = 0.5, label = "full" } }))
+  T.ok(svg:find("^<svg") and svg:find("</svg>%s*$"), "a whole SVG document")
+  local _, bars = svg:gsub("<rect [^>]*><title>", "")
+  T.eq(bars, 2)
+  T.ok(svg:find("only_best: 0.25 ± 0</title>", 1, true), "bar title")
+  T.ok(svg:find("full: 0.5 ± 0.1</title>", 1, true), "error in the title")
+  local sc = T.read(charts.scatter(dir .. "/s.svg", { points = { { x = 1, y = 2, label = "0" }, { x = 2, y = 3, label = "1" },
+                                                                   { x = 3, y = 5, label = "2" } }, fit = true }))
+  local _, pts = sc:gsub("<circle", "")
+  T.eq(pts, 3)
+  T.ok(sc:find("stroke-dasharray", 1, true), "the fitted line")
+  local scan = require "lt.scan"
+  T.eq(scan.hash(""), "811c9dc5")        -- FNV-1a offset basis
+  T.eq(scan.hash("a"), "e40c292c")       -- published FNV-1a test vectors
+  T.eq(scan.hash("foobar"), "bf9cf968")
+  scan.remove_tree(dir)
+end)
+
+T.finish()
