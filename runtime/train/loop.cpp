@@ -18,6 +18,7 @@
 
 #include "runtime/core/error.h"
 #include "runtime/core/interrupt.h"
+#include "runtime/dist/dist.h"
 #include "runtime/io/atomic_file.h"
 #include "runtime/io/checkpoint.h"
 #include "runtime/io/safetensors.h"
@@ -203,11 +204,13 @@ LoopResult run_loop(model::Model& m, Objective& obj, const LoopOptions& o) {
   LT_CHECK(o.decay == "cosine" || o.decay == "linear" || o.decay == "constant",
            "train: unknown decay '{}': expected cosine, linear or constant", o.decay);
 
+  dist::Group* group = o.group && o.group->world_size() > 1 ? o.group : nullptr;
+  const bool main_rank = !group || group->is_main();
   auto param = [&](const std::string& k, const std::string& v) {
-    if (o.sink.param) o.sink.param(k, v);
+    if (main_rank && o.sink.param) o.sink.param(k, v);
   };
   auto metric = [&](const std::string& k, double v, int64_t step) {
-    if (o.sink.metric) o.sink.metric(k, v, step);
+    if (main_rank && o.sink.metric) o.sink.metric(k, v, step);
   };
   param("trainable_params", std::to_string(r.trainable_params));
   param("total_params", std::to_string(r.total_params));
@@ -218,11 +221,26 @@ LoopResult run_loop(model::Model& m, Objective& obj, const LoopOptions& o) {
     r.start_step = res.step;
     r.tokens = res.tokens;
   }
+  if (group) {
+    // every rank starts from rank 0's weights (a resumed checkpoint or a fresh model alike)
+    for (const model::Param& p : m.parameters()) {
+      at::Tensor t = p.tensor;
+      group->broadcast(t, 0);
+    }
+    param("world_size", std::to_string(group->world_size()));
+    param("dist_backend", group->backend());
+  }
   obj.start(m, param);
+  // the parameters whose gradients are averaged, in the same order on every rank
+  std::vector<at::Tensor> dp_params;
+  if (group)
+    for (const ParamGroup& g : opt.groups())
+      for (const model::Param& p : g.params) dp_params.push_back(p.tensor);
   const int64_t tokens_before = r.tokens;
   const bool cuda = m.device().is_cuda();
-  const bool tty = o.progress && isatty(2);
+  const bool tty = o.progress && isatty(2) && main_rank;
   const bool checkpoints = !o.checkpoint_dir.empty();
+  const bool writes_checkpoints = checkpoints && main_rank;
   const auto t0 = std::chrono::steady_clock::now();
   auto since = [](std::chrono::steady_clock::time_point a) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count();
@@ -235,38 +253,50 @@ LoopResult run_loop(model::Model& m, Objective& obj, const LoopOptions& o) {
   };
   auto snapshot = [&] { return Snapshot{obj.state(), cpu_rng_state(), r.tokens}; };
   auto stop_interrupted = [&](const Snapshot& snap, int64_t step) {
-    save_checkpoint(m, opt, obj, snap, o, step);
-    fmt::print(stderr, "\ntrain: interrupted; checkpoint of step {} in {} (resume = true)\n", step,
-               o.checkpoint_dir);
-    check_interrupt();
+    if (writes_checkpoints) {
+      save_checkpoint(m, opt, obj, snap, o, step);
+      fmt::print(stderr, "\ntrain: interrupted; checkpoint of step {} in {} (resume = true)\n",
+                 step, o.checkpoint_dir);
+    }
+    consume_interrupt();
+    throw Interrupted();
   };
 
   int64_t step = r.start_step;
   for (; step < o.steps; ++step) {
-    if (interrupt_pending() && checkpoints && step > r.start_step) {
-      // Ctrl-C between steps: keep the finished steps, then stop as interrupted
-      stop_interrupted(snapshot(), step);
+    bool stop_now = interrupt_pending();
+    if (group) {  // every rank stops after the same step
+      at::Tensor flag = at::full({1}, stop_now ? 1.0f : 0.0f);
+      group->all_reduce(flag, dist::ReduceOp::max);
+      stop_now = flag.item<float>() > 0;
     }
-    check_interrupt();
+    if (stop_now) {
+      // Ctrl-C between steps: keep the finished steps, then stop as interrupted
+      if (checkpoints && step > r.start_step) stop_interrupted(snapshot(), step);
+      consume_interrupt();
+      throw Interrupted();
+    }
     const auto ts = std::chrono::steady_clock::now();
     StepContext ctx;
     ctx.step = step;
     ctx.steps = o.steps;
     ctx.lr = sched.at(step);
     ctx.cuda = cuda;
+    ctx.rank = group ? group->rank() : 0;
+    ctx.world_size = group ? group->world_size() : 1;
     // the plan may have changed since the last step
     const int lowest = lowest_trainable_layer(m);
     LT_CHECK(lowest <= m.n_layers(),
              "train: every parameter is frozen at step {}: nothing to train", step + 1);
     ctx.from_layer = o.force_full_backward ? 0 : std::max(lowest, 0);
     // where an interrupt in the middle of this step goes back to
-    const Snapshot start = checkpoints && step > r.start_step ? snapshot() : Snapshot{};
+    const Snapshot start = checkpoints && !group && step > r.start_step ? snapshot() : Snapshot{};
     const int64_t n = obj.begin_step(ctx);
     LT_CHECK(n > 0, "train: {} gave {} micro-batches for step {}", obj.name(), n, step + 1);
     double loss = 0;
     int64_t tokens = 0;
     for (int64_t i = 0; i < n; ++i) {
-      if (i > 0 && interrupt_pending()) {
+      if (i > 0 && !group && interrupt_pending()) {
         opt.zero_grad();  // drop the unfinished step
         if (checkpoints && step > r.start_step) stop_interrupted(start, step);
         check_interrupt();
@@ -283,6 +313,13 @@ LoopResult run_loop(model::Model& m, Objective& obj, const LoopOptions& o) {
              ml.value, step + 1, i, ctx.lr);
       loss += ml.scale * ml.value;
       tokens += ml.tokens;
+    }
+    if (group) {
+      r.bytes_all_reduced += dist::average_gradients(*group, dp_params);
+      at::Tensor lt = at::tensor({loss, double(tokens)}, at::kDouble);
+      group->all_reduce(lt, dist::ReduceOp::sum);
+      loss = lt[0].item<double>() / double(group->world_size());
+      tokens = int64_t(lt[1].item<double>());
     }
     Metrics extra = obj.end_step(ctx);
     const double gnorm = clip_grad_norm(opt.with_grad(), o.clip);
@@ -304,7 +341,7 @@ LoopResult run_loop(model::Model& m, Objective& obj, const LoopOptions& o) {
     const bool last = step + 1 == o.steps;
     if (o.eval_every > 0 && (step + 1) % o.eval_every == 0 && !last) evaluate(step + 1);
     const bool stop = o.stop_after >= 0 && step + 1 >= o.stop_after && !last;
-    if (checkpoints &&
+    if (writes_checkpoints &&
         (last || stop || (o.checkpoint_every > 0 && (step + 1) % o.checkpoint_every == 0)))
       save_checkpoint(m, opt, obj, snapshot(), o, step + 1);
     if (tty) {

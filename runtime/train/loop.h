@@ -38,6 +38,10 @@
 #include "runtime/model/model.h"
 #include "runtime/train/optim.h"
 
+namespace ltrun::dist {
+class Group;
+}
+
 namespace ltrun::train {
 
 using Metrics = std::vector<std::pair<std::string, double>>;
@@ -64,6 +68,11 @@ struct StepContext {
   double lr = 0;       // base learning rate of this step
   int from_layer = 0;  // blocks below it are frozen this step: run them without grad
   bool cuda = false;   // the model is on CUDA (micro_batch runs under bf16 autocast if enabled)
+  // Data-parallel ranks: every rank runs the same micro-batch indices on its own share of
+  // the data (the causal LM draws the global micro-batch, micro_batch x world_size rows, on
+  // every rank and keeps rows [rank x micro_batch, (rank + 1) x micro_batch), so the cursor
+  // is the same on every rank and a checkpoint resumes on another world size).
+  int rank = 0, world_size = 1;
 };
 
 struct MicroLoss {
@@ -111,7 +120,14 @@ struct LoopOptions {
   bool autocast = true;           // bf16 autocast when the model is on CUDA (fp32 on CPU)
   // Benchmarks only: backward through the frozen prefix too (from_layer stays 0).
   bool force_full_backward = false;
-  MetricSink sink;
+  MetricSink sink;  // used on rank 0 only
+  // Data parallel (runtime/dist): parameters broadcast from rank 0 at the start; after each
+  // step's micro-batches the gradients of the parameters that require grad are averaged over
+  // the ranks in buckets (frozen ones cost no communication); the step's loss and tokens are
+  // reduced too. Rank 0 alone reports and writes checkpoints. Ctrl-C is agreed on at step
+  // boundaries (a max-reduce of the flag), so every rank stops after the same step.
+  // nullptr or a group of 1: one process.
+  dist::Group* group = nullptr;
   // After each optimizer step (1-based step, its loss). May change the freeze plan: the next
   // step's parameter groups, from_layer and clipping follow it.
   std::function<void(int64_t step, double loss)> on_step;
@@ -130,6 +146,7 @@ struct LoopResult {
   int lowest_trainable_layer = 0;                  // at the start
   double final_loss = 0, wall_s = 0, tokens_per_s = 0;
   bool stopped_early = false;
+  uint64_t bytes_all_reduced = 0;  // gradients averaged over the ranks (this process)
   std::vector<StepLog> log;                                     // steps of this process
   std::vector<std::pair<int64_t, Metrics>> evals;              // (step, evaluate())
 };

@@ -63,7 +63,10 @@ void CausalLm::start(const model::Model&,
 int64_t CausalLm::begin_step(const StepContext&) { return o_.grad_accum; }
 
 MicroLoss CausalLm::micro_batch(const StepContext& ctx, int64_t) {
-  at::Tensor batch = data_.next(o_.micro_batch).to(m_.device());
+  // every rank draws the global micro-batch and keeps its own rows (see StepContext)
+  at::Tensor batch = data_.next(o_.micro_batch * ctx.world_size);
+  if (ctx.world_size > 1) batch = batch.narrow(0, ctx.rank * o_.micro_batch, o_.micro_batch);
+  batch = batch.to(m_.device());
   MicroLoss ml;
   ml.scale = 1.0 / double(o_.grad_accum);
   ml.tokens = batch.size(0) * (batch.size(1) - 1);

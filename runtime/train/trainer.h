@@ -1,6 +1,7 @@
 // runtime/train/trainer.h: continued pre-training of a causal LM, the first objective on the
-// shared loop (runtime/train/loop.h): micro_batch windows per micro-batch, grad_accum
-// micro-batches per optimizer step, validation loss, the data cursor and seed in checkpoints.
+// shared loop (runtime/train/loop.h): micro_batch windows per micro-batch and rank, grad_accum
+// micro-batches per optimizer step (global batch = micro_batch x grad_accum x world size),
+// validation loss, the data cursor and seed in checkpoints.
 // Backward never runs below the lowest trainable block: the frozen prefix runs without grad.
 #pragma once
 #include <ATen/core/Tensor.h>

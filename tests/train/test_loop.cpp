@@ -10,11 +10,14 @@
 #include <cmath>
 #include <csignal>
 #include <filesystem>
+#include <chrono>
 #include <map>
+#include <thread>
 
 #include "runtime/core/error.h"
 #include "runtime/core/interrupt.h"
 #include "runtime/model/tiny.h"
+#include "runtime/store/session.h"
 #include "runtime/train/freeze.h"
 #include "runtime/train/loop.h"
 #include "runtime/train/trainer.h"
@@ -44,6 +47,7 @@ struct Toy : Objective {
   at::Tensor memo = at::zeros({2});
   double grad_err = -1;
   int64_t interrupt_at_step = -1;  // raise SIGINT inside micro-batch 1 of this step
+  int64_t slow_step = -1;          // this step: SIGTERM, then 4 s of work, in micro-batch 0
   std::vector<int64_t> begun;
 
   explicit Toy(model::Model& mm) : m(mm) {}
@@ -56,6 +60,10 @@ struct Toy : Objective {
   }
   MicroLoss micro_batch(const StepContext& ctx, int64_t i) override {
     if (ctx.step == interrupt_at_step && i == 1) std::raise(SIGINT);
+    if (ctx.step == slow_step && i == 0) {
+      std::raise(SIGTERM);  // as a scheduler stopping the job in the middle of a long step
+      std::this_thread::sleep_for(std::chrono::seconds(4));  // longer than the watchdog's 3 s
+    }
     ++cursor;
     memo += 1;
     MicroLoss ml;
@@ -189,6 +197,27 @@ TEST_CASE("loop: Ctrl-C inside a step drops that step and checkpoints the one be
   for (size_t i = 0; i < 3; ++i) CHECK(rb.log[i].loss == Approx(ra.log[i + 2].loss).epsilon(1e-6));
   CHECK(tb.cursor == ta.cursor);  // the dropped step's micro-batches were handed out again
   CHECK(at::equal(head_of(a), head_of(b)));
+}
+
+TEST_CASE("loop: SIGTERM during a step longer than the watchdog's grace still checkpoints") {
+  // The session's watchdog ends a process whose script ignores Ctrl-C after 3 s with
+  // _exit(130); the loop honours the flag itself, so the watchdog must leave it alone (if it
+  // did not, this test process would end with 130 here).
+  const std::string dir = scratch("loop_sigterm");
+  install_interrupt_handler(nullptr);
+  store::RunStart rs;
+  rs.name = "sigterm";
+  store::Session session(store::Store::open(dir + "/runs.db"), rs);
+  model::Model m = tiny_model();
+  train_only(m, Spec::named("lm_head"));
+  Toy toy(m);
+  toy.slow_step = 2;
+  LoopOptions o = quiet(5);
+  o.checkpoint_dir = dir + "/ck";
+  CHECK_THROWS_AS(run_loop(m, toy, o), Interrupted);
+  clear_interrupt();
+  CHECK(latest_checkpoint(o.checkpoint_dir).find("step-00000002") != std::string::npos);
+  session.end(session.current(), store::Status::interrupted, "test");
 }
 
 TEST_CASE("loop: a freeze plan changed during the run is followed by the optimizer") {

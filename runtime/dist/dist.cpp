@@ -1,0 +1,281 @@
+// runtime/dist/dist.cpp: c10d process groups (see dist.h).
+#include "runtime/dist/dist.h"
+
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef LTRUN_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <fstream>
+#include <thread>
+
+#include "runtime/core/error.h"
+
+namespace ltrun::dist {
+
+namespace {
+
+std::unique_ptr<Group> g_group;
+
+std::optional<std::string> env(const char* k) {
+  const char* v = std::getenv(k);
+  if (!v || !*v) return std::nullopt;
+  return std::string(v);
+}
+
+int env_int(const char* k, const std::string& v, int lo, int hi) {
+  size_t used = 0;
+  long x = 0;
+  try {
+    x = std::stol(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  LT_CHECK(used == v.size() && x >= lo && x <= hi, "{}={}: expected an integer in {}..{}", k, v, lo, hi);
+  return int(x);
+}
+
+// What `ltrun launch` wrote about a rank that ended, if anything (waits up to `wait`).
+std::string launcher_note(std::chrono::milliseconds wait) {
+  const auto dir = env("LTRUN_LAUNCH_DIR");
+  if (!dir) return "";
+  const auto f = std::filesystem::path(*dir) / "failed";
+  const auto until = std::chrono::steady_clock::now() + wait;
+  while (true) {
+    if (std::filesystem::exists(f)) {
+      std::ifstream in(f);
+      std::string line;
+      std::getline(in, line);
+      if (!line.empty()) return line;
+    }
+    if (std::chrono::steady_clock::now() >= until) return "";
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+}  // namespace
+
+Env env_from_environment() {
+  Env e;
+  if (auto ws = env("WORLD_SIZE")) {
+    e.source = "torchrun";
+    e.world_size = env_int("WORLD_SIZE", *ws, 1, 1 << 20);
+    auto r = env("RANK");
+    LT_CHECK(r || e.world_size == 1, "WORLD_SIZE={} is set but RANK is not", e.world_size);
+    e.rank = r ? env_int("RANK", *r, 0, e.world_size - 1) : 0;
+    auto lr = env("LOCAL_RANK");
+    e.local_rank = lr ? env_int("LOCAL_RANK", *lr, 0, e.world_size - 1) : e.rank;
+  } else if (auto n = env("SLURM_NTASKS")) {
+    e.source = "slurm";
+    e.world_size = env_int("SLURM_NTASKS", *n, 1, 1 << 20);
+    auto r = env("SLURM_PROCID");
+    LT_CHECK(r, "SLURM_NTASKS={} is set but SLURM_PROCID is not", e.world_size);
+    e.rank = env_int("SLURM_PROCID", *r, 0, e.world_size - 1);
+    auto lr = env("SLURM_LOCALID");
+    e.local_rank = lr ? env_int("SLURM_LOCALID", *lr, 0, e.world_size - 1) : 0;
+    if (auto a = env("SLURM_LAUNCH_NODE_IPADDR")) e.master_addr = *a;
+  }
+  if (auto a = env("MASTER_ADDR")) e.master_addr = *a;
+  if (auto p = env("MASTER_PORT")) e.master_port = env_int("MASTER_PORT", *p, 1, 65535);
+  return e;
+}
+
+ReduceOp parse_op(const std::string& s) {
+  if (s == "sum") return ReduceOp::sum;
+  if (s == "avg" || s == "mean") return ReduceOp::avg;
+  if (s == "max") return ReduceOp::max;
+  if (s == "min") return ReduceOp::min;
+  fail("dist: reduce op '{}': expected sum, avg, max or min", s);
+}
+
+struct Group::Impl {
+  c10::intrusive_ptr<c10d::Store> store;
+  c10::intrusive_ptr<c10d::ProcessGroup> pg;
+  c10::Device device{c10::kCPU};
+};
+
+Group::Group(Env e, std::string backend, std::unique_ptr<Impl> impl)
+    : env_(std::move(e)), backend_(std::move(backend)), impl_(std::move(impl)) {}
+
+Group::~Group() = default;
+
+std::unique_ptr<Group> Group::create(const Env& e, const std::string& backend_in,
+                                     const std::string& device, std::chrono::milliseconds timeout) {
+  LT_CHECK(e.world_size >= 1 && e.rank >= 0 && e.rank < e.world_size,
+           "dist: rank {} outside 0..{}", e.rank, e.world_size - 1);
+  auto impl = std::make_unique<Impl>();
+  impl->device = c10::Device(device);
+  std::string backend = backend_in;
+  if (backend == "auto") backend = impl->device.is_cuda() ? "nccl" : "gloo";
+  LT_CHECK(backend == "gloo" || backend == "nccl", "dist: backend '{}': expected auto, gloo or nccl",
+           backend_in);
+#ifndef LTRUN_NCCL
+  if (backend == "nccl") {
+    LT_CHECK(backend_in == "auto", "dist: backend nccl: this ltrun was built without NCCL");
+    backend = "gloo";  // CUDA tensors go through host copies
+  }
+#endif
+  c10d::TCPStoreOptions so;
+  so.port = uint16_t(e.master_port);
+  so.isServer = e.rank == 0;
+  so.numWorkers = size_t(e.world_size);
+  so.waitWorkers = true;
+  so.timeout = timeout;
+  try {
+    auto tcp = c10::make_intrusive<c10d::TCPStore>(e.master_addr, so);
+    impl->store = c10::make_intrusive<c10d::PrefixStore>("ltrun", tcp);
+  } catch (const std::exception& x) {
+    fail("dist: rendezvous at {}:{} (rank {} of {}) failed: {}", e.master_addr, e.master_port,
+         e.rank, e.world_size, x.what());
+  }
+  try {
+    if (backend == "gloo") {
+      auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
+      // one node (a loopback master): loopback; GLOO_SOCKET_IFNAME: that interface; else the
+      // address this host's name resolves to
+      const bool loopback = e.master_addr == "localhost" || e.master_addr.rfind("127.", 0) == 0;
+      if (auto ifname = env("GLOO_SOCKET_IFNAME"))
+        opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(*ifname));
+      else if (loopback)
+        opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+      else
+        opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+      impl->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(impl->store, e.rank, e.world_size, opts);
+    } else {
+#ifdef LTRUN_NCCL
+      auto opts = c10d::ProcessGroupNCCL::Options::create();
+      opts->timeout = timeout;
+      impl->pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(impl->store, e.rank, e.world_size, opts);
+#endif
+    }
+  } catch (const std::exception& x) {
+    fail("dist: {} process group (rank {} of {}) failed: {}", backend, e.rank, e.world_size, x.what());
+  }
+  return std::unique_ptr<Group>(new Group(e, backend, std::move(impl)));
+}
+
+void Group::wait(const char* what, std::function<void()> op) {
+  try {
+    op();
+  } catch (const std::exception& x) {
+    std::string msg = x.what();
+    if (auto nl = msg.find('\n'); nl != std::string::npos) msg.resize(nl);
+    const std::string note = launcher_note(std::chrono::seconds(3));
+    fail("dist: {} on rank {} of {} failed: {}{}", what, env_.rank, env_.world_size,
+         note.empty() ? "" : note + "; ", msg);
+  }
+}
+
+namespace {
+// Gloo reduces CPU tensors; CUDA tensors on a Gloo group go through a host copy.
+at::Tensor to_comm(const at::Tensor& t, const std::string& backend) {
+  at::Tensor c = backend == "gloo" && !t.device().is_cpu() ? t.to(at::kCPU) : t;
+  return c.is_contiguous() ? c : c.contiguous();
+}
+void from_comm(at::Tensor& t, const at::Tensor& c) {
+  if (!c.is_same(t)) t.copy_(c);
+}
+}  // namespace
+
+void Group::barrier() {
+  wait("barrier", [&] { impl_->pg->barrier()->wait(); });
+}
+
+void Group::all_reduce(at::Tensor& t, ReduceOp op) {
+  at::NoGradGuard g;
+  at::Tensor c = to_comm(t, backend_);
+  c10d::AllreduceOptions o;
+  o.reduceOp = op == ReduceOp::max   ? c10d::ReduceOp::MAX
+               : op == ReduceOp::min ? c10d::ReduceOp::MIN
+                                     : c10d::ReduceOp::SUM;
+  std::vector<at::Tensor> v{c};
+  wait("all_reduce", [&] { impl_->pg->allreduce(v, o)->wait(); });
+  bytes_all_reduced_ += uint64_t(c.numel()) * uint64_t(c.element_size());
+  if (op == ReduceOp::avg) {
+    if (c.is_floating_point()) c.div_(double(env_.world_size));
+    else c.div_(env_.world_size, "trunc");
+  }
+  from_comm(t, c);
+}
+
+void Group::broadcast(at::Tensor& t, int src) {
+  LT_CHECK(src >= 0 && src < env_.world_size, "dist.broadcast: source rank {} outside 0..{}", src,
+           env_.world_size - 1);
+  at::NoGradGuard g;
+  at::Tensor c = to_comm(t, backend_);
+  c10d::BroadcastOptions o;
+  o.rootRank = src;
+  std::vector<at::Tensor> v{c};
+  wait("broadcast", [&] { impl_->pg->broadcast(v, o)->wait(); });
+  from_comm(t, c);
+}
+
+std::vector<at::Tensor> Group::all_gather(const at::Tensor& t) {
+  at::NoGradGuard g;
+  at::Tensor c = to_comm(t, backend_);
+  std::vector<std::vector<at::Tensor>> out(1);
+  for (int r = 0; r < env_.world_size; ++r) out[0].push_back(at::empty_like(c));
+  std::vector<at::Tensor> in{c};
+  wait("all_gather", [&] { impl_->pg->allgather(out, in)->wait(); });
+  std::vector<at::Tensor> res;
+  for (auto& x : out[0]) res.push_back(x.to(t.device()));
+  return res;
+}
+
+Group* active() { return g_group.get(); }
+
+Group& init(const Env& e, const std::string& backend, const std::string& device) {
+  LT_CHECK(!g_group, "dist: the process group is already initialised");
+  g_group = Group::create(e, backend, device);
+  return *g_group;
+}
+
+void shutdown() { g_group.reset(); }
+
+uint64_t average_gradients(Group& g, const std::vector<at::Tensor>& params, int64_t bucket_bytes) {
+  at::NoGradGuard ng;
+  uint64_t bytes = 0;
+  std::vector<at::Tensor> bucket;
+  int64_t in_bucket = 0;
+  auto flush = [&] {
+    if (bucket.empty()) return;
+    std::vector<at::Tensor> flat;
+    for (const at::Tensor& p : bucket)
+      flat.push_back(p.grad().defined() ? p.grad().to(at::kFloat).reshape({-1})
+                                        : at::zeros({p.numel()}, p.options().dtype(at::kFloat)));
+    at::Tensor buf = at::cat(flat);
+    g.all_reduce(buf, ReduceOp::sum);
+    bytes += uint64_t(buf.numel()) * uint64_t(buf.element_size());
+    buf.div_(double(g.world_size()));
+    int64_t off = 0;
+    for (const at::Tensor& p : bucket) {
+      at::Tensor part = buf.narrow(0, off, p.numel()).view(p.sizes()).to(p.dtype());
+      off += p.numel();
+      if (p.grad().defined()) p.mutable_grad().copy_(part);
+      else const_cast<at::Tensor&>(p).mutable_grad() = part.clone();
+    }
+    bucket.clear();
+    in_bucket = 0;
+  };
+  for (const at::Tensor& p : params) {
+    if (!p.requires_grad()) continue;
+    const int64_t b = p.numel() * int64_t(sizeof(float));
+    if (!bucket.empty() && in_bucket + b > bucket_bytes) flush();
+    bucket.push_back(p);
+    in_bucket += b;
+  }
+  flush();
+  return bytes;
+}
+
+}  // namespace ltrun::dist
