@@ -19,6 +19,7 @@ void register_system(lua_State* L);  // bindings/system.cpp: lt.device, lt.seed,
 void register_diag(lua_State* L);    // bindings/diag.cpp: lt.diag (TP, LS, S(b), JS)
 void register_corpus(lua_State* L);  // bindings/corpus.cpp: lt.data (pack, info, windows)
 void register_train(lua_State* L);   // bindings/train.cpp: lt.train, lt.layers, m:freeze
+void register_rl(lua_State* L);      // bindings/rl.cpp: lt.rl (rollouts, rewards, GRPO losses)
 
 void open_lt(lua_State* L) {
   lua_newtable(L);
@@ -35,6 +36,7 @@ void open_lt(lua_State* L) {
   register_diag(L);
   register_corpus(L);
   register_train(L);
+  register_rl(L);
 }
 
 }  // namespace ltrun::lua

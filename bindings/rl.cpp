@@ -1,0 +1,744 @@
+// bindings/rl.cpp: lt.rl, RL post-training from Lua: grpo (the GRPO objective on the shared
+// training loop), accuracy (held-out), advantages, policy_loss, preset,
+// rollout, logprobs, reference (lt.rl.Reference), rewards (math_reward, format_reward),
+// prompt sets (prompts, format_prompt, chat_prompt, decontaminate).
+//
+// A rollouts table (from lt.rl.rollout) holds tensors ids, attention_mask [N, P + R],
+// response_mask, logprobs [N, R], numbers prompt_len (P), resp_len (R), tokens, and Lua
+// arrays texts, finish, prompt_index (1-based prompt numbers), responses (token id lists).
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+
+#include <algorithm>
+#include <memory>
+#include <new>
+
+#include "bindings/luat.h"
+#include "bindings/model.h"
+#include "bindings/tensor.h"
+#include "runtime/rl/grpo.h"
+#include "runtime/rl/logprob.h"
+#include "runtime/rl/loss.h"
+#include "runtime/rl/prompts.h"
+#include "runtime/rl/reference.h"
+#include "runtime/rl/reward.h"
+#include "runtime/rl/rollout.h"
+#include "runtime/store/session.h"
+#include "runtime/train/loop.h"
+
+namespace ltrun::lua {
+namespace {
+
+const char kRefMeta[] = "lt.rl.Reference";
+
+std::vector<double> read_numbers(lua_State* L, int idx, const char* fn) {
+  check_table(L, idx, fn);
+  std::vector<double> v;
+  for (int i = 1; i <= int(lua_objlen(L, idx)); ++i) {
+    lua_rawgeti(L, idx, i);
+    if (lua_type(L, -1) != LUA_TNUMBER)
+      fail("{}: entry {} must be a number, got {}", fn, i, type_name(L, -1));
+    v.push_back(lua_tonumber(L, -1));
+    lua_pop(L, 1);
+  }
+  return v;
+}
+
+std::vector<std::string> read_strings(lua_State* L, int idx, const char* fn) {
+  check_table(L, idx, fn);
+  std::vector<std::string> v;
+  for (int i = 1; i <= int(lua_objlen(L, idx)); ++i) {
+    lua_rawgeti(L, idx, i);
+    v.push_back(check_string(L, lua_gettop(L), fn));
+    lua_pop(L, 1);
+  }
+  return v;
+}
+
+void push_numbers(lua_State* L, const std::vector<double>& v) {
+  lua_createtable(L, int(v.size()), 0);
+  for (size_t i = 0; i < v.size(); ++i) {
+    lua_pushnumber(L, v[i]);
+    lua_rawseti(L, -2, int(i + 1));
+  }
+}
+
+// t[key] as a tensor (required)
+at::Tensor field_tensor(lua_State* L, int t, const char* key, const char* fn, bool required = true) {
+  lua_getfield(L, t, key);
+  at::Tensor out;
+  if (!lua_isnil(L, -1)) out = to_tensor(L, lua_gettop(L), fn, at::kFloat);
+  else if (required) fail("{}: missing field {}", fn, key);
+  lua_pop(L, 1);
+  return out;
+}
+
+// lt.rl.advantages(rewards, group_size, {norm = "std" | "none", eps = 1e-6}) -> Lua array
+int l_advantages(lua_State* L) {
+  const char* fn = "lt.rl.advantages";
+  const auto r = read_numbers(L, 1, fn);
+  const int64_t G = check_integer(L, 2, fn);
+  const rl::AdvNorm norm = rl::parse_adv_norm(opt_string(L, 3, "norm", fn).value_or("std"));
+  push_numbers(L, rl::advantages(r, G, norm, opt_number(L, 3, "eps", fn).value_or(1e-6)));
+  return 1;
+}
+
+// lt.rl.policy_loss{logp=, old_logp=, ref_logp=, adv=, mask=, clip=0.2, clip_high=clip,
+//   kl=0, agg="token-mean", max_len=} -> {loss = scalar tensor (a graph when logp has one),
+//   pg, kl, clip_frac, approx_kl, ratio_mean (numbers)}
+int l_policy_loss(lua_State* L) {
+  const char* fn = "lt.rl.policy_loss";
+  check_table(L, 1, fn);
+  const at::Tensor logp = field_tensor(L, 1, "logp", fn);
+  const at::Tensor old = field_tensor(L, 1, "old_logp", fn);
+  const at::Tensor ref = field_tensor(L, 1, "ref_logp", fn, false);
+  const at::Tensor adv = field_tensor(L, 1, "adv", fn);
+  const at::Tensor mask = field_tensor(L, 1, "mask", fn);
+  rl::LossOptions o;
+  o.clip_low = opt_number(L, 1, "clip", fn).value_or(0.2);
+  o.clip_high = opt_number(L, 1, "clip_high", fn).value_or(o.clip_low);
+  o.kl = opt_number(L, 1, "kl", fn).value_or(0.0);
+  o.agg = rl::parse_agg(opt_string(L, 1, "agg", fn).value_or("token-mean"));
+  o.max_len = opt_integer(L, 1, "max_len", fn).value_or(0);
+  const rl::PolicyLoss r = rl::policy_loss(logp, old, ref, adv, mask, o);
+  lua_createtable(L, 0, 6);
+  push_tensor(L, r.loss);
+  lua_setfield(L, -2, "loss");
+  set_field(L, "pg", r.pg.item<double>());
+  set_field(L, "kl", r.kl.item<double>());
+  set_field(L, "clip_frac", r.clip_frac);
+  set_field(L, "approx_kl", r.approx_kl);
+  set_field(L, "ratio_mean", r.ratio_mean);
+  return 1;
+}
+
+// lt.rl.preset("grpo" | "dr_grpo") -> {norm=, agg=, kl=}
+int l_preset(lua_State* L) {
+  const rl::Preset p = rl::preset(check_string(L, 1, "lt.rl.preset"));
+  lua_createtable(L, 0, 3);
+  set_field(L, "norm", std::string(p.norm == rl::AdvNorm::Std ? "std" : "none"));
+  set_field(L, "agg", rl::agg_name(p.agg));
+  set_field(L, "kl", p.kl);
+  return 1;
+}
+
+// lt.seed: the run's seed (0 when unset)
+uint64_t lt_seed(lua_State* L) {
+  lua_getglobal(L, "lt");
+  lua_getfield(L, -1, "seed");
+  const uint64_t s = lua_isnumber(L, -1) ? uint64_t(lua_tonumber(L, -1)) : 0;
+  lua_pop(L, 2);
+  return s;
+}
+
+std::function<std::string(const std::vector<int64_t>&)> decoder(const ModelHandle& h) {
+  if (!h.tok) return {};
+  std::shared_ptr<text::Tokenizer> tok = h.tok;
+  return [tok](const std::vector<int64_t>& ids) {
+    return tok->decode(std::vector<int32_t>(ids.begin(), ids.end()), true);
+  };
+}
+
+rl::RolloutOptions read_rollout_options(lua_State* L, int o, const char* fn) {
+  rl::RolloutOptions r;
+  r.group_size = opt_integer(L, o, "group_size", fn).value_or(r.group_size);
+  r.max_response = opt_integer(L, o, "max_response", fn).value_or(r.max_response);
+  r.temperature = opt_number(L, o, "temperature", fn).value_or(r.temperature);
+  r.top_k = opt_integer(L, o, "top_k", fn).value_or(r.top_k);
+  r.top_p = opt_number(L, o, "top_p", fn).value_or(r.top_p);
+  r.batch = opt_integer(L, o, "batch", fn).value_or(r.batch);
+  r.seed = uint64_t(opt_integer(L, o, "seed", fn).value_or(int64_t(lt_seed(L))));
+  if (lua_istable(L, o)) {
+    lua_getfield(L, o, "stop");
+    if (lua_isstring(L, -1)) r.stop.push_back(lua_tostring(L, -1));
+    else if (lua_istable(L, -1)) r.stop = read_strings(L, lua_gettop(L), fn);
+    lua_pop(L, 1);
+    lua_getfield(L, o, "stop_ids");
+    if (lua_istable(L, -1)) {
+      std::vector<int64_t> ids;
+      for (double d : read_numbers(L, lua_gettop(L), fn)) ids.push_back(int64_t(d));
+      r.stop_ids = ids;
+    }
+    lua_pop(L, 1);
+  }
+  return r;
+}
+
+std::vector<std::vector<int64_t>> read_prompt_ids(lua_State* L, int idx, const ModelHandle& h,
+                                                  const char* fn) {
+  check_table(L, idx, fn);
+  std::vector<std::vector<int64_t>> out;
+  for (int i = 1; i <= int(lua_objlen(L, idx)); ++i) {
+    lua_rawgeti(L, idx, i);
+    if (lua_type(L, -1) == LUA_TSTRING) {
+      if (!h.tok) fail("{}: {} has no tokenizer.json: pass token ids instead of text", fn, h.path);
+      const auto ids = h.tok->encode(lua_tostring(L, -1), true);
+      out.emplace_back(ids.begin(), ids.end());
+    } else if (lua_istable(L, -1)) {
+      std::vector<int64_t> row;
+      for (double d : read_numbers(L, lua_gettop(L), fn)) row.push_back(int64_t(d));
+      out.push_back(row);
+    } else {
+      fail("{}: prompt {} must be a string or a list of ids, got {}", fn, i, type_name(L, -1));
+    }
+    lua_pop(L, 1);
+  }
+  return out;
+}
+
+void push_rollouts(lua_State* L, const rl::Rollouts& r) {
+  lua_createtable(L, 0, 12);
+  push_tensor(L, r.seq.ids);
+  lua_setfield(L, -2, "ids");
+  push_tensor(L, r.seq.attention_mask);
+  lua_setfield(L, -2, "attention_mask");
+  push_tensor(L, r.response_mask);
+  lua_setfield(L, -2, "response_mask");
+  push_tensor(L, r.logprobs);
+  lua_setfield(L, -2, "logprobs");
+  set_field(L, "prompt_len", double(r.seq.prompt_len));
+  set_field(L, "resp_len", double(r.seq.resp_len));
+  set_field(L, "tokens", double(r.tokens));
+  auto strings = [&](const char* key, const std::vector<std::string>& v) {
+    lua_createtable(L, int(v.size()), 0);
+    for (size_t i = 0; i < v.size(); ++i) {
+      push(L, v[i]);
+      lua_rawseti(L, -2, int(i + 1));
+    }
+    lua_setfield(L, -2, key);
+  };
+  strings("texts", r.texts);
+  strings("finish", r.finish);
+  lua_createtable(L, int(r.prompt_index.size()), 0);
+  for (size_t i = 0; i < r.prompt_index.size(); ++i) {
+    lua_pushnumber(L, double(r.prompt_index[i] + 1));
+    lua_rawseti(L, -2, int(i + 1));
+  }
+  lua_setfield(L, -2, "prompt_index");
+  lua_createtable(L, int(r.responses.size()), 0);
+  for (size_t i = 0; i < r.responses.size(); ++i) {
+    lua_createtable(L, int(r.responses[i].size()), 0);
+    for (size_t j = 0; j < r.responses[i].size(); ++j) {
+      lua_pushnumber(L, double(r.responses[i][j]));
+      lua_rawseti(L, -2, int(j + 1));
+    }
+    lua_rawseti(L, -2, int(i + 1));
+  }
+  lua_setfield(L, -2, "responses");
+}
+
+rl::SequenceBatch read_seq(lua_State* L, int t, const char* fn) {
+  check_table(L, t, fn);
+  rl::SequenceBatch b;
+  lua_getfield(L, t, "ids");
+  b.ids = check_tensor(L, -1, fn);
+  lua_pop(L, 1);
+  lua_getfield(L, t, "attention_mask");
+  b.attention_mask = check_tensor(L, -1, fn);
+  lua_pop(L, 1);
+  b.prompt_len = opt_integer(L, t, "prompt_len", fn).value_or(0);
+  b.resp_len = opt_integer(L, t, "resp_len", fn).value_or(0);
+  return b;
+}
+
+// lt.rl.rollout(m, prompts, {group_size=8, max_response=256, temperature=1, top_k=0,
+//   top_p=1, seed=lt.seed, stop=, stop_ids=, batch=0}) -> rollouts table
+int l_rollout(lua_State* L) {
+  const char* fn = "lt.rl.rollout";
+  const ModelHandle& h = check_model(L, 1, fn);
+  const auto prompts = read_prompt_ids(L, 2, h, fn);
+  rl::RolloutOptions o = read_rollout_options(L, 3, fn);
+  o.decode = decoder(h);
+  push_rollouts(L, rl::rollout(*h.m, prompts, o));
+  return 1;
+}
+
+// lt.rl.logprobs(m, rollouts, {from_layer=0, temperature=1, chunk=1024, entropy=false})
+//   -> logp [N, R] (a graph when something trains), entropy [N, R] or nil
+int l_logprobs(lua_State* L) {
+  const char* fn = "lt.rl.logprobs";
+  const ModelHandle& h = check_model(L, 1, fn);
+  const rl::SequenceBatch b = read_seq(L, 2, fn);
+  const rl::PolicyPass p = rl::policy_logprobs(
+      *h.m, b, int(opt_integer(L, 3, "from_layer", fn).value_or(0)),
+      opt_number(L, 3, "temperature", fn).value_or(1.0), opt_integer(L, 3, "chunk", fn).value_or(1024),
+      opt_bool(L, 3, "entropy", fn).value_or(false));
+  push_tensor(L, p.logp);
+  if (p.entropy.defined()) push_tensor(L, p.entropy);
+  else lua_pushnil(L);
+  return 2;
+}
+
+rl::Reference& check_ref(lua_State* L, int idx, const char* fn) {
+  auto* r = static_cast<rl::Reference*>(luaL_testudata(L, idx, kRefMeta));
+  if (!r) fail("{}: argument {}: expected an lt.rl.Reference, got {}", fn, idx, type_name(L, idx));
+  return *r;
+}
+
+// lt.rl.reference(m, {copy = false}) -> lt.rl.Reference (a snapshot of m's trainable weights,
+// or with copy = true a full frozen clone)
+int l_reference(lua_State* L) {
+  const char* fn = "lt.rl.reference";
+  const ModelHandle& h = check_model(L, 1, fn);
+  const bool copy = opt_bool(L, 2, "copy", fn).value_or(false);
+  rl::Reference r = copy ? rl::Reference::copy(*h.m) : rl::Reference::shared_prefix(*h.m);
+  new (lua_newuserdata(L, sizeof(rl::Reference))) rl::Reference(std::move(r));
+  luaL_getmetatable(L, kRefMeta);
+  lua_setmetatable(L, -2);
+  return 1;
+}
+
+// ref:logprobs(m, rollouts, {temperature=1, chunk=1024}) -> [N, R] (no graph)
+int r_logprobs(lua_State* L) {
+  const char* fn = "reference:logprobs";
+  const rl::Reference& r = check_ref(L, 1, fn);
+  const ModelHandle& h = check_model(L, 2, fn);
+  push_tensor(L, r.logprobs(*h.m, read_seq(L, 3, fn), opt_number(L, 4, "temperature", fn).value_or(1.0),
+                            opt_integer(L, 4, "chunk", fn).value_or(1024)));
+  return 1;
+}
+
+int r_index(lua_State* L) {
+  const rl::Reference& r = check_ref(L, 1, "reference");
+  const std::string k = check_string(L, 2, "reference");
+  lua_getfield(L, lua_upvalueindex(1), k.c_str());
+  if (!lua_isnil(L, -1)) return 1;
+  lua_pop(L, 1);
+  if (k == "from_layer") lua_pushnumber(L, r.from_layer());
+  else if (k == "bytes") lua_pushnumber(L, double(r.bytes()));
+  else if (k == "kind") push(L, r.kind() == rl::Reference::Kind::Copy ? "copy" : "shared_prefix");
+  else lua_pushnil(L);
+  return 1;
+}
+
+int r_gc(lua_State* L) {
+  static_cast<rl::Reference*>(lua_touserdata(L, 1))->~Reference();
+  return 0;
+}
+
+int r_tostring(lua_State* L) {
+  const rl::Reference& r = check_ref(L, 1, "tostring");
+  push(L, fmt::format("reference({}, from block {}, {} bytes)",
+                      r.kind() == rl::Reference::Kind::Copy ? "copy" : "shared_prefix", r.from_layer(),
+                      r.bytes()));
+  return 1;
+}
+
+int l_math_reward(lua_State* L) {
+  lua_pushnumber(L, rl::math_reward(check_string(L, 1, "lt.rl.math_reward"),
+                                    check_string(L, 2, "lt.rl.math_reward")));
+  return 1;
+}
+
+int l_format_reward(lua_State* L) {
+  const char* fn = "lt.rl.format_reward";
+  lua_pushnumber(L, rl::format_reward(check_string(L, 1, fn),
+                                      lua_isnoneornil(L, 2) ? "any" : check_string(L, 2, fn)));
+  return 1;
+}
+
+void push_item(lua_State* L, const rl::PromptItem& it) {
+  lua_createtable(L, 0, 4);
+  set_field(L, "id", it.id);
+  set_field(L, "question", it.question);
+  set_field(L, "answer", it.answer);
+  set_field(L, "source", it.source);
+}
+
+std::vector<rl::PromptItem> read_items(lua_State* L, int idx, const char* fn) {
+  check_table(L, idx, fn);
+  std::vector<rl::PromptItem> out;
+  for (int i = 1; i <= int(lua_objlen(L, idx)); ++i) {
+    lua_rawgeti(L, idx, i);
+    const int t = lua_gettop(L);
+    check_table(L, t, fn);
+    rl::PromptItem it;
+    it.question = opt_string(L, t, "question", fn).value_or("");
+    it.answer = opt_string(L, t, "answer", fn).value_or("");
+    it.id = opt_string(L, t, "id", fn).value_or(std::to_string(i));
+    it.source = opt_string(L, t, "source", fn).value_or("");
+    if (it.question.empty()) fail("{}: item {} has no question", fn, i);
+    out.push_back(std::move(it));
+    lua_pop(L, 1);
+  }
+  return out;
+}
+
+// lt.rl.prompts(path, {question=, answer=, n=, seed=}) -> items {id, question, answer, source}
+int l_prompts(lua_State* L) {
+  const char* fn = "lt.rl.prompts";
+  rl::PromptFields f;
+  f.question = opt_string(L, 2, "question", fn).value_or("");
+  f.answer = opt_string(L, 2, "answer", fn).value_or("");
+  auto items = rl::load_prompts(check_string(L, 1, fn), f);
+  const int64_t n = opt_integer(L, 2, "n", fn).value_or(0);
+  if (n > 0) items = rl::sample_prompts(items, n, uint64_t(opt_integer(L, 2, "seed", fn).value_or(0)));
+  lua_createtable(L, int(items.size()), 0);
+  for (size_t i = 0; i < items.size(); ++i) {
+    push_item(L, items[i]);
+    lua_rawseti(L, -2, int(i + 1));
+  }
+  return 1;
+}
+
+// lt.rl.format_prompt(question [, template]) -> text
+int l_format_prompt(lua_State* L) {
+  const char* fn = "lt.rl.format_prompt";
+  push(L, rl::format_prompt(check_string(L, 1, fn), lua_isnoneornil(L, 2) ? "" : check_string(L, 2, fn)));
+  return 1;
+}
+
+// lt.rl.chat_prompt(prompt, "DIR/tokenizer_config.json") -> text
+int l_chat_prompt(lua_State* L) {
+  const char* fn = "lt.rl.chat_prompt";
+  push(L, rl::chat_prompt(check_string(L, 1, fn), check_string(L, 2, fn)));
+  return 1;
+}
+
+// lt.rl.decontaminate(items, eval_texts, {n = 8}) -> kept items, number removed, removed ids
+int l_decontaminate(lua_State* L) {
+  const char* fn = "lt.rl.decontaminate";
+  const auto items = read_items(L, 1, fn);
+  const auto texts = read_strings(L, 2, fn);
+  const rl::Decontamination d = rl::decontaminate(items, texts, int(opt_integer(L, 3, "n", fn).value_or(8)));
+  lua_createtable(L, int(d.kept.size()), 0);
+  for (size_t i = 0; i < d.kept.size(); ++i) {
+    push_item(L, d.kept[i]);
+    lua_rawseti(L, -2, int(i + 1));
+  }
+  lua_pushnumber(L, double(d.removed));
+  lua_createtable(L, int(d.removed_ids.size()), 0);
+  for (size_t i = 0; i < d.removed_ids.size(); ++i) {
+    push(L, d.removed_ids[i]);
+    lua_rawseti(L, -2, int(i + 1));
+  }
+  return 3;
+}
+
+train::MetricSink rl_sink() {
+  train::MetricSink k;
+  k.metric = [](const std::string& name, double v, int64_t step) {
+    if (auto* s = store::Session::active()) s->store().metric(s->current(), name, v, step);
+  };
+  k.param = [](const std::string& key, const std::string& v) {
+    if (auto* s = store::Session::active()) s->store().param(s->current(), key, v);
+  };
+  k.flush = [] {
+    if (auto* s = store::Session::active()) s->store().flush();
+  };
+  return k;
+}
+
+// A Lua function kept in the registry for the lifetime of a call.
+struct LuaRef {
+  lua_State* L;
+  int ref = LUA_NOREF;
+  explicit LuaRef(lua_State* l) : L(l) {}
+  ~LuaRef() { luaL_unref(L, LUA_REGISTRYINDEX, ref); }
+};
+
+// items: a path (lt.rl.prompts' layouts) or a list of {question=, answer=, id=}
+std::vector<rl::PromptItem> items_arg(lua_State* L, int opts, const char* key, const char* fn,
+                                      bool required) {
+  lua_getfield(L, opts, key);
+  std::vector<rl::PromptItem> out;
+  const int t = lua_gettop(L);
+  if (lua_type(L, t) == LUA_TSTRING) {
+    rl::PromptFields f;
+    f.question = opt_string(L, opts, "question_field", fn).value_or("");
+    f.answer = opt_string(L, opts, "answer_field", fn).value_or("");
+    out = rl::load_prompts(lua_tostring(L, t), f);
+  } else if (lua_istable(L, t)) {
+    out = read_items(L, t, fn);
+  } else if (required) {
+    fail("{}: {} must be a JSONL path or a list of items", fn, key);
+  }
+  lua_pop(L, 1);
+  return out;
+}
+
+std::vector<std::vector<int64_t>> encode_items(const ModelHandle& h, const std::vector<rl::PromptItem>& items,
+                                               const std::string& tmpl, const std::string& chat,
+                                               const char* fn) {
+  if (!h.tok) fail("{}: {} has no tokenizer.json", fn, h.path);
+  std::vector<std::vector<int64_t>> out;
+  for (const auto& it : items) {
+    std::string p = rl::format_prompt(it.question, tmpl);
+    if (!chat.empty()) p = rl::chat_prompt(p, chat);
+    const auto ids = h.tok->encode(p, true);
+    out.emplace_back(ids.begin(), ids.end());
+  }
+  return out;
+}
+
+// template / chat options shared by grpo and accuracy: template = "...{question}..." (default:
+// question + the \boxed{} instruction); chat = true: wrapped by the model folder's
+// tokenizer_config.json chat template
+std::pair<std::string, std::string> prompt_style(lua_State* L, int opts, const ModelHandle& h, const char* fn) {
+  const std::string tmpl = opt_string(L, opts, "template", fn).value_or("");
+  std::string chat;
+  if (opt_bool(L, opts, "chat", fn).value_or(false)) chat = h.path + "/tokenizer_config.json";
+  return {tmpl, chat};
+}
+
+// lt.rl.accuracy(m, items | path, {template=, chat=, max_response=256, batch=64}) -> fraction
+// of greedy answers equivalent to the items' answers
+int l_accuracy(lua_State* L) {
+  const char* fn = "lt.rl.accuracy";
+  const ModelHandle& h = check_model(L, 1, fn);
+  std::vector<rl::PromptItem> items;
+  if (lua_type(L, 2) == LUA_TSTRING) items = rl::load_prompts(lua_tostring(L, 2));
+  else items = read_items(L, 2, fn);
+  const auto [tmpl, chat] = prompt_style(L, 3, h, fn);
+  const auto prompts = encode_items(h, items, tmpl, chat, fn);
+  lua_pushnumber(L, rl::heldout_accuracy(*h.m, prompts, items,
+                                         opt_integer(L, 3, "max_response", fn).value_or(256),
+                                         decoder(h), opt_integer(L, 3, "batch", fn).value_or(64)));
+  return 1;
+}
+
+// rewards = {math = w, format = w | {weight = w, form = "boxed"|"hash"|"any"},
+//            NAME = function(item, response) -> number | {weight = w, fn = function}}
+std::vector<rl::Reward> read_rewards(lua_State* L, int opts, std::vector<std::unique_ptr<LuaRef>>& keep,
+                                     const char* fn) {
+  std::vector<rl::Reward> out;
+  lua_getfield(L, opts, "rewards");
+  const int t = lua_gettop(L);
+  if (lua_isnil(L, t)) {
+    lua_pop(L, 1);
+    out.push_back({"math", 1.0, [](const rl::PromptItem& it, const std::string& r) {
+                     return rl::math_reward(r, it.answer);
+                   }});
+    return out;
+  }
+  check_table(L, t, fn);
+  std::vector<std::string> names;
+  lua_pushnil(L);
+  while (lua_next(L, t) != 0) {
+    lua_pop(L, 1);
+    if (lua_type(L, -1) != LUA_TSTRING) fail("{}: rewards: keys must be reward names", fn);
+    names.push_back(lua_tostring(L, -1));
+  }
+  std::sort(names.begin(), names.end());
+  for (const std::string& name : names) {
+    lua_getfield(L, t, name.c_str());
+    const int v = lua_gettop(L);
+    rl::Reward r;
+    r.name = name;
+    int fidx = 0;
+    std::string form = "any";
+    if (lua_isnumber(L, v)) {
+      r.weight = lua_tonumber(L, v);
+    } else if (lua_isfunction(L, v)) {
+      fidx = v;
+    } else if (lua_istable(L, v)) {
+      r.weight = opt_number(L, v, "weight", fn).value_or(1.0);
+      form = opt_string(L, v, "form", fn).value_or("any");
+      lua_getfield(L, v, "fn");
+      if (lua_isfunction(L, -1)) fidx = lua_gettop(L);
+      else lua_pop(L, 1);
+    } else {
+      fail("{}: rewards.{}: expected a weight, a function or {{weight=, fn=}}", fn, name);
+    }
+    if (fidx) {
+      lua_pushvalue(L, fidx);
+      keep.push_back(std::make_unique<LuaRef>(L));
+      keep.back()->ref = luaL_ref(L, LUA_REGISTRYINDEX);
+      const int ref = keep.back()->ref;
+      r.fn = [L, ref, name](const rl::PromptItem& it, const std::string& resp) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
+        lua_createtable(L, 0, 4);
+        set_field(L, "id", it.id);
+        set_field(L, "question", it.question);
+        set_field(L, "answer", it.answer);
+        set_field(L, "source", it.source);
+        push(L, resp);
+        if (lua_pcall(L, 2, 1, 0) != 0) {
+          std::string msg = lua_isstring(L, -1) ? lua_tostring(L, -1) : "error";
+          lua_pop(L, 1);
+          fail("rl reward {}: {}", name, msg);
+        }
+        if (!lua_isnumber(L, -1)) {
+          lua_pop(L, 1);
+          fail("rl reward {}: must return a number (item {})", name, it.id);
+        }
+        const double x = lua_tonumber(L, -1);
+        lua_pop(L, 1);
+        return x;
+      };
+    } else if (name == "math") {
+      r.fn = [](const rl::PromptItem& it, const std::string& resp) { return rl::math_reward(resp, it.answer); };
+    } else if (name == "format") {
+      rl::format_reward("", form);  // checks the form now
+      r.fn = [form](const rl::PromptItem&, const std::string& resp) { return rl::format_reward(resp, form); };
+    } else {
+      fail("{}: rewards.{}: not a built-in reward (math, format): give a function", fn, name);
+    }
+    out.push_back(std::move(r));
+    lua_settop(L, t);
+  }
+  lua_pop(L, 1);
+  LT_CHECK(!out.empty(), "{}: rewards is empty", fn);
+  return out;
+}
+
+// lt.rl.grpo(m, {data = path | items, eval = path | items, question_field=, answer_field=,
+//   n = (seeded down-sampling of data), decontaminate = 8 (n-gram size; 0: off; against eval),
+//   template=, chat=, algo = "grpo" | "dr_grpo", norm=, agg=, kl=, clip = 0.2, clip_high=,
+//   prompts = 8, group_size = 8, max_response = 256, temperature = 1, top_k=, top_p=, stop=,
+//   stop_ids=, rollout_batch = 0, epochs = 1, mini_batches = 1, micro_batch = 16, chunk = 1024,
+//   copy_reference = false, rewards = {...}, accuracy = "math", iterations = 10 (batches of
+//   rollouts; steps = iterations * epochs * mini_batches), lr = 1e-6, warmup = 0,
+//   decay = "constant", min_lr_ratio=, weight_decay = 0, betas=, eps=, clip_grad = 1,
+//   lr_mult = {[layer] = x}, eval_every = 0 (steps), eval_n = all, eval_max_response=,
+//   checkpoint_dir=, checkpoint_every=, keep_checkpoints=, resume=, stop_after=, seed = lt.seed,
+//   log = true, progress = true}) -> {steps=, wall_s=, tokens_per_s=, decontaminated=,
+//   heldout = {[step] = accuracy}, log = {{step=, loss=, grad_norm=, reward_mean=, ...}}}
+int l_grpo(lua_State* L) {
+  const char* fn = "lt.rl.grpo";
+  const ModelHandle& h = check_model(L, 1, fn);
+  check_table(L, 2, fn);
+  std::vector<rl::PromptItem> items = items_arg(L, 2, "data", fn, true);
+  std::vector<rl::PromptItem> evals = items_arg(L, 2, "eval", fn, false);
+  const uint64_t seed = uint64_t(opt_integer(L, 2, "seed", fn).value_or(int64_t(lt_seed(L))));
+  const int64_t n = opt_integer(L, 2, "n", fn).value_or(0);
+  if (n > 0) items = rl::sample_prompts(items, n, seed);
+  const int64_t eval_n = opt_integer(L, 2, "eval_n", fn).value_or(0);
+  if (eval_n > 0) evals = rl::sample_prompts(evals, eval_n, seed + 1);
+  int64_t removed = 0;
+  const int64_t ngram = opt_integer(L, 2, "decontaminate", fn).value_or(8);
+  if (ngram > 0 && !evals.empty()) {
+    std::vector<std::string> texts;
+    for (const auto& e : evals) texts.push_back(e.question);
+    rl::Decontamination d = rl::decontaminate(items, texts, int(ngram));
+    removed = d.removed;
+    items = std::move(d.kept);
+    LT_CHECK(!items.empty(), "{}: decontamination removed every prompt", fn);
+  }
+  const auto [tmpl, chat] = prompt_style(L, 2, h, fn);
+  rl::GrpoOptions go;
+  go.algo = opt_string(L, 2, "algo", fn).value_or("grpo");
+  if (auto s = opt_string(L, 2, "norm", fn)) go.norm = rl::parse_adv_norm(*s);
+  if (auto s = opt_string(L, 2, "agg", fn)) go.agg = rl::parse_agg(*s);
+  if (auto x = opt_number(L, 2, "kl", fn)) go.kl = *x;
+  go.clip_low = opt_number(L, 2, "clip", fn).value_or(0.2);
+  go.clip_high = opt_number(L, 2, "clip_high", fn).value_or(go.clip_low);
+  go.prompts = opt_integer(L, 2, "prompts", fn).value_or(go.prompts);
+  go.rollout = read_rollout_options(L, 2, fn);
+  go.rollout.seed = seed;
+  go.rollout.batch = opt_integer(L, 2, "rollout_batch", fn).value_or(0);
+  go.rollout.decode = decoder(h);
+  go.epochs = opt_integer(L, 2, "epochs", fn).value_or(1);
+  go.mini_batches = opt_integer(L, 2, "mini_batches", fn).value_or(1);
+  go.micro_batch = opt_integer(L, 2, "micro_batch", fn).value_or(go.micro_batch);
+  go.chunk = opt_integer(L, 2, "chunk", fn).value_or(go.chunk);
+  go.copy_reference = opt_bool(L, 2, "copy_reference", fn).value_or(false);
+  go.accuracy = opt_string(L, 2, "accuracy", fn).value_or("math");
+  std::vector<std::unique_ptr<LuaRef>> keep;
+  go.rewards = read_rewards(L, 2, keep, fn);
+  if (!evals.empty()) {
+    go.eval_items = evals;
+    go.eval_prompts = encode_items(h, evals, tmpl, chat, fn);
+    go.eval_max_response = opt_integer(L, 2, "eval_max_response", fn).value_or(0);
+  }
+  const auto prompt_ids = encode_items(h, items, tmpl, chat, fn);
+
+  train::LoopOptions lo;
+  const int64_t iterations = opt_integer(L, 2, "iterations", fn).value_or(10);
+  LT_CHECK(iterations >= 1, "{}: iterations must be >= 1", fn);
+  lo.steps = iterations * rl::grpo_steps_per_rollout(go);
+  lo.lr = opt_number(L, 2, "lr", fn).value_or(1e-6);
+  lo.warmup = opt_number(L, 2, "warmup", fn).value_or(0.0);
+  lo.decay = opt_string(L, 2, "decay", fn).value_or("constant");
+  lo.min_lr_ratio = opt_number(L, 2, "min_lr_ratio", fn).value_or(0.0);
+  lo.weight_decay = opt_number(L, 2, "weight_decay", fn).value_or(0.0);
+  lo.eps = opt_number(L, 2, "eps", fn).value_or(lo.eps);
+  lua_getfield(L, 2, "betas");
+  if (lua_istable(L, -1)) {
+    const auto b = read_numbers(L, lua_gettop(L), fn);
+    LT_CHECK(b.size() == 2, "{}: betas must be {{b1, b2}}", fn);
+    lo.beta1 = b[0];
+    lo.beta2 = b[1];
+  }
+  lua_pop(L, 1);
+  lo.clip = opt_number(L, 2, "clip_grad", fn).value_or(1.0);
+  lua_getfield(L, 2, "lr_mult");
+  if (lua_istable(L, -1)) {
+    lua_pushnil(L);
+    while (lua_next(L, -2) != 0) {
+      if (!lua_isnumber(L, -2) || !lua_isnumber(L, -1)) fail("{}: lr_mult must map block numbers to numbers", fn);
+      lo.lr_mult[int(lua_tonumber(L, -2))] = lua_tonumber(L, -1);
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 1);
+  lo.eval_every = opt_integer(L, 2, "eval_every", fn).value_or(0);
+  lo.checkpoint_dir = opt_string(L, 2, "checkpoint_dir", fn).value_or("");
+  lo.checkpoint_every = opt_integer(L, 2, "checkpoint_every", fn).value_or(0);
+  lo.keep_checkpoints = opt_integer(L, 2, "keep_checkpoints", fn).value_or(2);
+  lo.resume = opt_bool(L, 2, "resume", fn).value_or(false);
+  lo.stop_after = opt_integer(L, 2, "stop_after", fn).value_or(-1);
+  lo.progress = opt_bool(L, 2, "progress", fn).value_or(true);
+  if (opt_bool(L, 2, "log", fn).value_or(true)) lo.sink = rl_sink();
+  if (h.tok) lo.checkpoint_files.push_back(h.tok->path());
+  if (lo.sink.param) {
+    lo.sink.param("decontaminated", std::to_string(removed));
+    lo.sink.param("rl_prompts", std::to_string(items.size()));
+    lo.sink.param("eval_prompts", std::to_string(evals.size()));
+  }
+
+  rl::GrpoObjective obj(*h.m, items, prompt_ids, go);
+  const train::LoopResult r = train::run_loop(*h.m, obj, lo);
+
+  lua_createtable(L, 0, 8);
+  set_field(L, "steps", double(r.steps_done));
+  set_field(L, "start_step", double(r.start_step));
+  set_field(L, "wall_s", r.wall_s);
+  set_field(L, "tokens_per_s", r.tokens_per_s);
+  set_field(L, "final_loss", r.final_loss);
+  set_field(L, "decontaminated", double(removed));
+  set_field(L, "prompts", double(items.size()));
+  lua_newtable(L);
+  for (const auto& [step, ms] : r.evals)
+    for (const auto& [k, v] : ms)
+      if (k == "heldout_accuracy") {
+        lua_pushnumber(L, v);
+        lua_rawseti(L, -2, int(step));
+      }
+  lua_setfield(L, -2, "heldout");
+  lua_createtable(L, int(r.log.size()), 0);
+  for (size_t i = 0; i < r.log.size(); ++i) {
+    const auto& s = r.log[i];
+    lua_createtable(L, 0, 8);
+    set_field(L, "step", double(s.step + 1));
+    set_field(L, "loss", s.loss);
+    set_field(L, "lr", s.lr);
+    set_field(L, "grad_norm", s.grad_norm);
+    set_field(L, "tokens_per_s", s.tokens_per_s);
+    for (const auto& [k, v] : s.metrics) set_field(L, k.c_str(), v);
+    lua_rawseti(L, -2, int(i + 1));
+  }
+  lua_setfield(L, -2, "log");
+  return 1;
+}
+
+}  // namespace
+
+void register_rl(lua_State* L) {
+  static const luaL_Reg methods[] = {{"logprobs", LT_FN(r_logprobs)}, {nullptr, nullptr}};
+  new_class(L, kRefMeta, methods, LT_FN(r_index), r_gc, LT_FN(r_tostring));
+  new_module(L, "rl");
+  static const luaL_Reg fns[] = {
+      {"advantages", LT_FN(l_advantages)},   {"policy_loss", LT_FN(l_policy_loss)},
+      {"preset", LT_FN(l_preset)},           {"rollout", LT_FN(l_rollout)},
+      {"logprobs", LT_FN(l_logprobs)},       {"reference", LT_FN(l_reference)},
+      {"math_reward", LT_FN(l_math_reward)}, {"format_reward", LT_FN(l_format_reward)},
+      {"prompts", LT_FN(l_prompts)},         {"format_prompt", LT_FN(l_format_prompt)},
+      {"chat_prompt", LT_FN(l_chat_prompt)}, {"decontaminate", LT_FN(l_decontaminate)},
+      {"accuracy", LT_FN(l_accuracy)},       {"grpo", LT_FN(l_grpo)},
+      {nullptr, nullptr}};
+  set_funcs(L, fns);
+  lua_pop(L, 1);
+}
+
+}  // namespace ltrun::lua

@@ -1,0 +1,136 @@
+-- experiments/bench/grpo.lua: where the time of a GRPO step goes and what the layer-wise
+-- savings buy, as ratios measured in the same run on one model (a random tiny Qwen3 unless
+-- --model is given):
+--   * the time split of lt.rl.grpo steps: rollout / reference / old log-probs / update;
+--   * rollout tokens/s (lt.rl.rollout, log-probs and packing included) against plain
+--     m:generate of the same prompts with the same sampling;
+--   * the shared-prefix reference (last block trainable) against a full copy: time of the
+--     reference log-probs and the memory each holds;
+--   * peak memory (VmHWM, reset through /proc/self/clear_refs) of chunked log-probs against
+--     log_softmax over the full [B, T, vocab] logits.
+local exp = require "lt.experiment"
+local cfg = exp.args{ model = "", layers = 8, hidden = 256, heads = 8, kv_heads = 4, vocab = 32000,
+                      prompts = 8, group_size = 8, prompt_len = 32, max_response = 64,
+                      iterations = 3, repeats = 3, chunk = 1024 }
+
+local path, cleanup = cfg.model, function() end
+if path == "" then
+  path, cleanup = exp.temp_model{ layers = cfg.layers, hidden = cfg.hidden, heads = cfg.heads,
+                                  kv_heads = cfg.kv_heads, vocab = cfg.vocab, seed = 1 }
+end
+local m = lt.model.load(path)
+print(tostring(m))
+local V = m.config.vocab_size
+local function ids_prompts(n, seed)
+  lt.manual_seed(seed)
+  local t = lt.randint(1, V, { n, cfg.prompt_len })
+  local out = {}
+  for i = 0, n - 1 do out[i + 1] = t[i]:totable() end
+  return out
+end
+local prompts = ids_prompts(cfg.prompts, 1)
+local function best_of(fn)
+  local best = math.huge
+  for _ = 1, cfg.repeats do
+    local t0 = lt.clock()
+    fn()
+    best = math.min(best, lt.clock() - t0)
+  end
+  return best
+end
+
+-- 1. rollout against plain generate (same rows, same sampling, no stop id: every row runs to
+--    max_response)
+local G, L = cfg.group_size, cfg.max_response
+local rows = {}
+for _, p in ipairs(prompts) do for _ = 1, G do rows[#rows + 1] = p end end
+local ro = { group_size = G, max_response = L, temperature = 1.0, seed = 3, stop_ids = {} }
+local r
+local t_rollout = best_of(function() r = lt.rl.rollout(m, prompts, ro) end)
+local t_generate = best_of(function()
+  m:generate(rows, { max_new_tokens = L, temperature = 1.0, seed = 3, stop_ids = {} })
+end)
+local tokens = r.tokens
+lt.run.log("rollout_tokens_per_s", tokens / t_rollout)
+lt.run.log("generate_tokens_per_s", tokens / t_generate)
+lt.run.log("ratio/rollout_vs_generate", t_generate / t_rollout)
+print(("rollout %.0f tok/s, plain generate %.0f tok/s: rollout at %.2fx of generate"):format(
+  tokens / t_rollout, tokens / t_generate, t_generate / t_rollout))
+
+-- 2. shared-prefix reference (the last block trains) against a copied reference
+m:train_only(m.n_layers - 1)
+local shared, copied = lt.rl.reference(m), lt.rl.reference(m, { copy = true })
+local t_shared = best_of(function() shared:logprobs(m, r, { chunk = cfg.chunk }) end)
+local t_copied = best_of(function() copied:logprobs(m, r, { chunk = cfg.chunk }) end)
+lt.run.log("reference_s/shared_prefix", t_shared)
+lt.run.log("reference_s/copy", t_copied)
+lt.run.log("ratio/reference_time_shared_vs_copy", t_shared / t_copied)
+lt.run.log("reference_bytes/shared_prefix", shared.bytes)
+lt.run.log("reference_bytes/copy", copied.bytes)
+lt.run.log("ratio/reference_memory_shared_vs_copy", shared.bytes / copied.bytes)
+print(("reference log-probs: shared prefix %.3fs, copy %.3fs (%.2fx); memory %.1f MB vs %.1f MB (%.3fx)"):format(
+  t_shared, t_copied, t_shared / t_copied, shared.bytes / 1e6, copied.bytes / 1e6, shared.bytes / copied.bytes))
+copied = nil
+collectgarbage()
+
+-- 3. peak memory: chunked log-probs against full logits (no grad, one pass each)
+local function hwm_kb()
+  for line in io.lines("/proc/self/status") do
+    local v = line:match("^VmHWM:%s+(%d+)")
+    if v then return tonumber(v) end
+  end
+end
+local function reset_hwm()
+  local f = io.open("/proc/self/clear_refs", "w")
+  if not f then return false end
+  f:write("5")
+  f:close()
+  return true
+end
+m:train_only({})
+local P, R = r.prompt_len, r.resp_len
+local function peak(fn)
+  collectgarbage(); collectgarbage()
+  if not reset_hwm() then return nil end
+  local before = hwm_kb()
+  fn()
+  return (hwm_kb() - before) * 1024
+end
+local peak_chunked = peak(function() lt.rl.logprobs(m, r, { chunk = cfg.chunk }) end)
+local peak_full = peak(function()
+  local logits = m:forward(r.ids, { attention_mask = r.attention_mask }).logits
+  local lp = logits:narrow(1, P - 1, R):log_softmax(-1)
+  return lp:gather(2, r.ids:narrow(1, P, R):unsqueeze(2))
+end)
+if peak_chunked and peak_full then
+  lt.run.log("peak_bytes/chunked_logprobs", peak_chunked)
+  lt.run.log("peak_bytes/full_logits", peak_full)
+  lt.run.log("ratio/peak_chunked_vs_full", peak_chunked / math.max(peak_full, 1))
+  print(("peak memory above the baseline: chunked %.1f MB, full logits %.1f MB (%.3fx; [%d, %d, %d] fp32 logits = %.1f MB)"):format(
+    peak_chunked / 1e6, peak_full / 1e6, peak_chunked / math.max(peak_full, 1), #rows, P + R, V,
+    #rows * (P + R) * V * 4 / 1e6))
+else
+  print("peak memory: /proc/self/clear_refs is not writable here; skipped")
+end
+
+-- 4. the time split of GRPO steps (2 PPO epochs, so that old log-probs are captured; KL on)
+local items = {}
+for i = 1, cfg.prompts * cfg.iterations do items[i] = { question = "q" .. i, answer = "1" } end
+m:train_only(m.n_layers - 1)
+local g = lt.rl.grpo(m, { data = items, template = "{question}", prompts = cfg.prompts,
+  group_size = G, max_response = L, epochs = 2, kl = 0.001, iterations = cfg.iterations,
+  lr = 1e-6, log = false, progress = false, stop_ids = {}, decontaminate = 0,
+  rewards = { len = function(item, response) return #response % 3 end } })
+local split = { rollout = 0, reference = 0, old_logprobs = 0, update = 0 }
+for _, s in ipairs(g.log) do
+  split.rollout = split.rollout + (s["time/rollout_s"] or 0)
+  split.reference = split.reference + (s["time/reference_s"] or 0)
+  split.old_logprobs = split.old_logprobs + (s["time/old_logprobs_s"] or 0)
+end
+split.update = g.wall_s - split.rollout - split.reference - split.old_logprobs
+print(("GRPO time split over %d steps (%.1fs):"):format(g.steps, g.wall_s))
+for _, k in ipairs{ "rollout", "reference", "old_logprobs", "update" } do
+  lt.run.log("time_frac/" .. k, split[k] / g.wall_s)
+  print(("  %-13s %7.2fs  %5.1f%%"):format(k, split[k], 100 * split[k] / g.wall_s))
+end
+cleanup()

@@ -1,0 +1,96 @@
+-- experiments/pretrain_math.lua: makes the embedded default policy of experiments/grpo.lua: a
+-- tiny Qwen3 with its own BPE tokenizer (single digits), pre-trained on CPU in a few minutes
+-- on seeded arithmetic word problems whose solutions end "#### N", to a middling accuracy.
+-- Writes models/tiny-math (the model) with train.jsonl and test.jsonl next to it: prompt
+-- sets in the GSM8K layout ({"question", "answer": "... #### N"}) for the RL study; no
+-- test question is among the pre-training documents or train.jsonl.
+--   ltrun experiments/pretrain_math.lua [--steps=600] [--out=models/tiny-math]
+local exp = require "lt.experiment"
+local argv = type((...)) == "table" and (...) or nil
+local cfg = exp.args({ out = "models/tiny-math", layers = 4, hidden = 128, heads = 4, kv_heads = 2,
+                       vocab = 512, steps = 600, lr = 3e-3, warmup = 0.05, seq_len = 64,
+                       micro_batch = 16, docs = 20000, rl_prompts = 2000, test = 200,
+                       eval_every = 200, seed = 1 }, argv)
+-- a fixed seed (not the run's fresh one): the default policy is the same wherever it is made
+
+-- a seeded generator (an LCG, so that the problems are the same on every platform)
+local state = cfg.seed * 7919 + 17
+local function rand(n)  -- 1 .. n
+  state = (state * 1103515245 + 12345) % 2147483648
+  return math.floor(state / 65536) % n + 1
+end
+local names = { "Tom", "Anna", "Ben", "Maria", "Sam", "Lily", "Omar", "Zoe", "Kai", "Ivy" }
+local things = { "apples", "pens", "books", "coins", "stickers", "cards", "eggs", "shells" }
+-- one problem: question text, worked solution line, answer
+local function problem()
+  local n, t = names[rand(#names)], things[rand(#things)]
+  local kind = rand(3)
+  if kind == 1 then
+    local a, b = rand(49), rand(49)
+    return ("%s has %d %s. %s gets %d more %s. How many %s does %s have now?"):format(n, a, t, n, b, t, t, n),
+           ("%d + %d = %d"):format(a, b, a + b), a + b
+  elseif kind == 2 then
+    local a = 9 + rand(90)
+    local b = rand(a)
+    return ("%s has %d %s and gives away %d. How many %s are left?"):format(n, a, t, b, t),
+           ("%d - %d = %d"):format(a, b, a - b), a - b
+  end
+  local a, b = 1 + rand(8), 1 + rand(8)
+  return ("%s has %d boxes with %d %s in each box. How many %s are there in all?"):format(n, a, b, t, t),
+         ("%d * %d = %d"):format(a, b, a * b), a * b
+end
+
+-- the held-out test set first, then everything else avoids its questions
+local test, held = {}, {}
+while #test < cfg.test do
+  local q, sol, ans = problem()
+  if not held[q] then
+    held[q] = true
+    test[#test + 1] = { question = q, answer = sol .. "\n#### " .. ans }
+  end
+end
+local work = cfg.out .. ".work"
+os.execute(("rm -rf '%s' && mkdir -p '%s'"):format(work, work))
+local corpus = assert(io.open(work .. "/math.txt", "w"))
+local n_docs = 0
+while n_docs < cfg.docs do
+  local q, sol, ans = problem()
+  if not held[q] then
+    corpus:write("Question: ", q, "\nAnswer: ", sol, "\n#### ", ans, "\n%\n")
+    n_docs = n_docs + 1
+  end
+end
+corpus:close()
+local rl_train = {}
+while #rl_train < cfg.rl_prompts do
+  local q, sol, ans = problem()
+  if not held[q] then rl_train[#rl_train + 1] = { question = q, answer = sol .. "\n#### " .. ans } end
+end
+lt.run.param{ pretrain_docs = n_docs }
+
+local init = work .. "/init"
+lt.model.new{ out = init, arch = "qwen3", layers = cfg.layers, hidden = cfg.hidden, heads = cfg.heads,
+              kv_heads = cfg.kv_heads, vocab = cfg.vocab, corpus = { work .. "/math.txt" }, seed = cfg.seed }
+local packed = lt.data.pack{ tokenizer = init, inputs = { work .. "/math.txt" }, out = work .. "/packed",
+                             val = 0.01, seed = 1 }
+lt.run.param{ train_tokens = packed.train_tokens, val_tokens = packed.val_tokens }
+local m = lt.model.load(init):train_only("all")
+local r = lt.train.causal_lm(m, { data = work .. "/packed", steps = cfg.steps, lr = cfg.lr,
+                                  warmup = cfg.warmup, decay = "cosine", weight_decay = 0.01,
+                                  betas = { 0.9, 0.95 }, micro_batch = cfg.micro_batch,
+                                  seq_len = cfg.seq_len, clip = 1.0, eval_every = cfg.eval_every,
+                                  seed = cfg.seed })
+os.execute(("rm -rf '%s'"):format(cfg.out))
+m:save(cfg.out)
+local function write_jsonl(path, rows)
+  local f = assert(io.open(path, "w"))
+  for _, row in ipairs(rows) do f:write(lt.json.encode(row), "\n") end
+  f:close()
+end
+write_jsonl(cfg.out .. "/train.jsonl", rl_train)
+write_jsonl(cfg.out .. "/test.jsonl", test)
+lt.run.artifact(cfg.out .. "/model.safetensors", { kind = "model" })
+os.execute(("rm -rf '%s'"):format(work))
+print(("pretrain_math: %s: %d params, %d steps, %.0f tokens/s, %.1fs, val loss %.3f"):format(
+  cfg.out, m:n_params(), r.steps, r.tokens_per_s, r.wall_s, r.val_loss or -1))
+return r

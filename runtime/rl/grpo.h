@@ -1,0 +1,98 @@
+// runtime/rl/grpo.h: the GRPO family as an objective of the shared training loop
+// (runtime/train/loop.h). Each batch of rollouts (P prompts x G samples) is used by
+// epochs x mini_batches optimizer steps; each step runs its mini-batch in micro-batches whose
+// losses add up to the mini-batch's aggregate (so accumulation is exact for every
+// aggregation). Old log-probs are captured right after the rollouts when more than one
+// optimizer step uses them (else the ratio is 1 by construction), reference log-probs come
+// from the shared-prefix reference (or a full copy), and backward stops at the lowest
+// trainable block (ctx.from_layer).
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/model/model.h"
+#include "runtime/rl/loss.h"
+#include "runtime/rl/prompts.h"
+#include "runtime/rl/reference.h"
+#include "runtime/rl/reward.h"
+#include "runtime/rl/rollout.h"
+#include "runtime/train/loop.h"
+
+namespace ltrun::rl {
+
+struct GrpoOptions {
+  std::string algo = "grpo";         // preset (loss.h); the three below override it when set
+  std::optional<AdvNorm> norm;
+  std::optional<Agg> agg;
+  std::optional<double> kl;
+  double clip_low = 0.2, clip_high = 0.2;
+  int64_t prompts = 8;               // P prompts per batch of rollouts
+  RolloutOptions rollout;            // G = rollout.group_size, max_response, sampling, seed
+  int64_t epochs = 1;                // PPO epochs over each batch of rollouts
+  int64_t mini_batches = 1;          // optimizer steps per epoch
+  int64_t micro_batch = 16;          // rows per forward / backward
+  int64_t chunk = 1024;              // rows of logits at once (logprob.h)
+  bool copy_reference = false;       // a full frozen copy instead of the shared prefix
+  std::vector<Reward> rewards;       // at least one
+  std::string accuracy = "math";     // the reward logged as accuracy ("" : none)
+  // Held-out evaluation (evaluate()): greedy answers to these prompts, scored by math_reward.
+  std::vector<std::vector<int64_t>> eval_prompts;
+  std::vector<PromptItem> eval_items;
+  int64_t eval_max_response = 0;     // 0: rollout.max_response
+};
+
+// Rollouts per optimizer step: P * G / mini_batches rows; steps per batch of rollouts:
+// epochs * mini_batches.
+int64_t grpo_steps_per_rollout(const GrpoOptions& o);
+
+// Greedy answers of `m` to `prompts`, scored against items[i].answer by math_reward: the
+// fraction correct. batch: prompts per generate call (0: all).
+double heldout_accuracy(const model::Model& m, const std::vector<std::vector<int64_t>>& prompts,
+                        const std::vector<PromptItem>& items, int64_t max_response,
+                        const std::function<std::string(const std::vector<int64_t>&)>& decode,
+                        int64_t batch = 64);
+
+class GrpoObjective : public train::Objective {
+ public:
+  // items[i] with its tokenized prompt prompt_ids[i]; batch b of rollouts takes items
+  // b*P .. b*P + P - 1 (wrapping) of a seeded order (a fresh shuffle per pass).
+  GrpoObjective(model::Model& m, std::vector<PromptItem> items,
+                std::vector<std::vector<int64_t>> prompt_ids, GrpoOptions o);
+  std::string name() const override { return "grpo"; }
+  void start(const model::Model& m,
+             const std::function<void(const std::string&, const std::string&)>& param) override;
+  int64_t begin_step(const train::StepContext& ctx) override;
+  train::MicroLoss micro_batch(const train::StepContext& ctx, int64_t i) override;
+  train::Metrics end_step(const train::StepContext& ctx) override;
+  train::Metrics evaluate(int64_t step) override;
+  train::ObjectiveState state() const override;
+  void load_state(const train::ObjectiveState& s) override;
+
+  const Reference* reference() const { return ref_.get(); }
+
+ private:
+  struct Batch;  // the rollouts in flight
+  void make_rollouts(const train::StepContext& ctx, int64_t batch_no);
+  std::vector<int64_t> prompt_order(int64_t pass) const;
+
+  model::Model& m_;
+  std::vector<PromptItem> items_;
+  std::vector<std::vector<int64_t>> prompt_ids_;
+  GrpoOptions o_;
+  Preset p_;
+  LossOptions lo_;
+  std::unique_ptr<Reference> ref_;
+  std::shared_ptr<Batch> cur_;
+  // this step
+  std::vector<int64_t> rows_;   // the mini-batch's rows
+  double denom_ = 0;            // its aggregation divisor
+  train::Metrics step_metrics_; // rollout metrics of a step that made rollouts
+  double sum_clip_ = 0, sum_akl_ = 0, sum_ent_ = 0, sum_pg_ = 0, sum_kl_ = 0, sum_tok_ = 0;
+};
+
+}  // namespace ltrun::rl
