@@ -110,14 +110,26 @@ at::Tensor perturbed_logits(const model::Model& m, const std::vector<at::Tensor>
   return m.lens(last).select(1, 0).view({N + 1, B, -1});
 }
 
-std::vector<SampleTrace> trace(const model::Model& m, const std::vector<Sample>& samples,
+std::vector<SampleTrace> trace(const model::Model& m, const std::vector<Sample>& samples_in,
                                const TraceOptions& o) {
-  LT_CHECK(!samples.empty(), "trace: no samples");
+  LT_CHECK(!samples_in.empty(), "trace: no samples");
   LT_CHECK(o.batch >= 1, "trace: batch {} must be at least 1", o.batch);
   LT_CHECK(o.candidates >= 0, "trace: candidates {} must not be negative", o.candidates);
   at::NoGradGuard no_grad;
   const int N = m.n_layers();
   const int64_t V = m.config().vocab_size, K = std::min(o.candidates, V);
+  // Batches of similar lengths waste less on padding: the samples run sorted by length
+  // (stably) and their traces go back to the given order. Checked first in the given order,
+  // so that an error names the sample as given.
+  for (size_t i = 0; i < samples_in.size(); ++i) pack(samples_in, i, i + 1, V);
+  std::vector<size_t> order(samples_in.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return samples_in[a].ids.size() < samples_in[b].ids.size();
+  });
+  std::vector<Sample> samples;
+  samples.reserve(order.size());
+  for (size_t i : order) samples.push_back(samples_in[i]);
   std::vector<SampleTrace> out(samples.size());
   for (size_t from = 0; from < samples.size(); from += size_t(o.batch)) {
     check_interrupt();
@@ -185,7 +197,9 @@ std::vector<SampleTrace> trace(const model::Model& m, const std::vector<Sample>&
         if (s.tp_ratio[l] > o.tau) s.tp_interval.push_back(l);
     }
   }
-  return out;
+  std::vector<SampleTrace> given(out.size());
+  for (size_t k = 0; k < order.size(); ++k) given[order[k]] = std::move(out[k]);
+  return given;
 }
 
 Summary summarize(const std::vector<SampleTrace>& traces, const std::vector<double>& ratios,

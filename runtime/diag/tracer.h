@@ -56,6 +56,8 @@ struct SampleTrace {
   std::vector<std::vector<double>> top_probs;
 };
 
+// One SampleTrace per sample, in the given order (the batches are formed from the samples
+// sorted by length, to pad less).
 std::vector<SampleTrace> trace(const model::Model& m, const std::vector<Sample>& samples,
                                const TraceOptions& options = {});
 
