@@ -14,7 +14,8 @@ local cfg = exp.args{ model = "models/tiny-qwen3", corpus = "/usr/share/games/fo
 
 local base = lt.model.load(cfg.model == exp.default_model_path and exp.default_model() or cfg.model)
 local packed = cfg.model .. ".freeze_deep_corpus"
-os.execute(("rm -rf '%s'"):format(packed))
+lt.fs.remove(packed)  -- lt.fs: no shell; refuses a folder that ltrun did not make
+lt.fs.mkdir(packed)
 local corpus = lt.data.pack{ tokenizer = cfg.model, inputs = { cfg.corpus }, out = packed, val = 0.05,
                              seed = 1, max_bytes = cfg.max_bytes }
 lt.run.param{ train_tokens = corpus.train_tokens, val_tokens = corpus.val_tokens }

@@ -33,7 +33,7 @@ for _, s in ipairs(r.splits) do lt.run.log("split_score", s.score, { step = s.b 
 lt.run.log("split_b", r.split.b)
 
 local out = ("%s/run-%d"):format(cfg.out, lt.run.id())
-os.execute(("mkdir -p '%s'"):format(out))
+lt.fs.mkdir(out)
 lt.run.artifact(report.heatmap(r, out .. "/heatmap.svg", "LayerTracer: " .. path))
 lt.run.artifact(report.profile(r, out .. "/profile.svg"))
 lt.run.artifact(report.write_samples(r, samples, out .. "/samples.json", m.tokenizer))

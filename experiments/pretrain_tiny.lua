@@ -14,20 +14,14 @@ local cfg = exp.args({ out = "models/tiny-qwen3", layers = 4, hidden = 128, head
 -- model wherever it is made
 
 local work = cfg.out .. ".work"
-os.execute(("rm -rf '%s' && mkdir -p '%s'"):format(work, work))
+lt.fs.remove(work)  -- lt.fs: no shell; refuses a folder that ltrun did not make
+lt.fs.mkdir(work)
 
 -- English documents in the fortune format ("%" lines between documents)
-local function lines(cmd)
-  local p = assert(io.popen(cmd))
-  local out = {}
-  for l in p:lines() do out[#out + 1] = l end
-  p:close()
-  return out
-end
 local docs = {}
 local fortunes = "/usr/share/games/fortunes"
 local not_english = { chinese = true, song100 = true, tang300 = true }
-for _, name in ipairs(lines("ls " .. fortunes .. " 2>/dev/null")) do
+for _, name in ipairs(lt.fs.is_dir(fortunes) and lt.fs.list(fortunes) or {}) do
   if not name:find("%.") and not not_english[name] then
     local f = io.open(fortunes .. "/" .. name)
     if f then
@@ -87,10 +81,11 @@ local r = lt.train.causal_lm(m, { data = work .. "/packed", steps = cfg.steps, l
                                   betas = { 0.9, 0.95 }, micro_batch = cfg.micro_batch,
                                   seq_len = cfg.seq_len, clip = 1.0, eval_every = cfg.eval_every,
                                   seed = cfg.seed })
-os.execute(("rm -rf '%s'"):format(cfg.out))
+lt.fs.remove(cfg.out)  -- refused when --out names a folder that ltrun did not make
+lt.fs.mkdir(cfg.out)   -- marked as ltrun's, so that a later run may replace it
 m:save(cfg.out)
 lt.run.artifact(cfg.out .. "/model.safetensors", { kind = "model" })
-os.execute(("rm -rf '%s'"):format(work))
+lt.fs.remove(work)
 print(("pretrain_tiny: %s: %d params, %d steps, %.0f tokens/s, %.1fs, val loss %.3f"):format(
   cfg.out, m:n_params(), r.steps, r.tokens_per_s, r.wall_s, r.val_loss or -1))
 return r
