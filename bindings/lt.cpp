@@ -20,6 +20,7 @@ void register_diag(lua_State* L);    // bindings/diag.cpp: lt.diag (TP, LS, S(b)
 void register_corpus(lua_State* L);  // bindings/corpus.cpp: lt.data (pack, info, windows)
 void register_train(lua_State* L);   // bindings/train.cpp: lt.train, lt.layers, m:freeze
 void register_rl(lua_State* L);      // bindings/rl.cpp: lt.rl (rollouts, rewards, GRPO losses)
+void register_fs(lua_State* L);      // bindings/fs.cpp: lt.fs (mkdir, remove, list; no shell)
 
 void open_lt(lua_State* L) {
   lua_newtable(L);
@@ -37,6 +38,7 @@ void open_lt(lua_State* L) {
   register_corpus(L);
   register_train(L);
   register_rl(L);
+  register_fs(L);
 }
 
 }  // namespace ltrun::lua

@@ -1,8 +1,11 @@
 // bindings/run.cpp: lt.run, the current run in the store: param, log, log_layers, artifact,
-// query; child runs are built in Lua (lib/lt/run.lua) on _begin_child/_end.
+// query; child runs are built in Lua (lib/lt/init.lua) on _begin_child/_end. Also os.exit,
+// which closes the runs before the process ends.
 #include <lua.hpp>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 #include "bindings/json.h"
 #include "bindings/luat.h"
@@ -181,8 +184,31 @@ int l_end(lua_State* L) {
   store::Status status = st == "ok" ? store::Status::ok
                          : interrupt_requested() ? store::Status::interrupted
                                                  : store::Status::failed;
-  session("lt.run._end").end(id, status, err);
+  try {
+    session("lt.run._end").end(id, status, err);
+  } catch (const std::exception& e) {
+    if (err.empty()) throw;
+    // the child's own error goes on up with the store's, not replaced by it
+    fail("{}\nclosing child run {} failed too: {}", store::bound_error(err), id, e.what());
+  }
   return 0;
+}
+
+// os.exit([code[, close]]) as in Lua, but the runs of this process end first: buffered rows
+// are written and every open run closes, `ok` for code 0 / true / none, else `failed`.
+// (LuaJIT's own os.exit calls exit() directly, losing the buffer and leaving the run open.)
+int l_exit(lua_State* L) {
+  int code = EXIT_SUCCESS;
+  if (lua_isboolean(L, 1)) code = lua_toboolean(L, 1) ? EXIT_SUCCESS : EXIT_FAILURE;
+  else if (!lua_isnoneornil(L, 1)) code = int(check_integer(L, 1, "os.exit"));
+  if (store::Session* s = store::Session::active()) {
+    const auto errors = s->end_all(code == 0 ? store::Status::ok : store::Status::failed,
+                                   code == 0 ? "" : fmt::format("os.exit({})", code));
+    for (const auto& e : errors) std::fprintf(stderr, "ltrun: closing the run at os.exit failed: %s\n", e.c_str());
+    if (!errors.empty() && code == 0) code = EXIT_FAILURE;
+  }
+  std::fflush(nullptr);
+  std::exit(code);
 }
 
 }  // namespace
@@ -195,6 +221,10 @@ void register_run(lua_State* L) {
       {"flush", LT_FN(l_flush)}, {"_begin_child", LT_FN(l_begin_child)}, {"_end", LT_FN(l_end)},
       {nullptr, nullptr}};
   set_funcs(L, fns);
+  lua_pop(L, 1);
+  lua_getglobal(L, "os");
+  lua_pushcfunction(L, LT_FN(l_exit));
+  lua_setfield(L, -2, "exit");
   lua_pop(L, 1);
 }
 

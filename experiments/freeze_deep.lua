@@ -49,11 +49,12 @@ local base = lt.model.load(cfg.model == exp.default_model_path and exp.default_m
 -- held-out windows of a text (fortune format or JSONL), packed with the base's tokenizer
 local function pack(name, inputs, val, max_bytes)
   local dir = cfg.out .. "/" .. name
-  os.execute(("rm -rf '%s'"):format(dir))
+  lt.fs.remove(dir)  -- lt.fs: no shell; refuses a folder that ltrun did not make
+  lt.fs.mkdir(dir)
   return dir, lt.data.pack{ tokenizer = cfg.model, inputs = inputs, out = dir, val = val, seed = 1,
                             max_bytes = max_bytes, progress = false }
 end
-os.execute(("mkdir -p '%s'"):format(cfg.out))
+lt.fs.mkdir(cfg.out)
 -- the new domain: a text / JSONL file packed here, or a folder `ltrun data pack` made
 local packed, corpus
 local index = io.open(cfg.corpus .. "/index.json")

@@ -26,7 +26,7 @@ if cfg.grid ~= "" then
     end
   end
   local out = ("%s/grid-%d"):format(cfg.out, lt.run.id())
-  os.execute(("mkdir -p '%s'"):format(out))
+  lt.fs.mkdir(out)
   local path = lt.run.artifact(report.grid(out .. "/grid.svg", { runs = ids }))
   print("grid of LayerTracer runs: " .. out .. "/grid.svg")
   return
@@ -60,7 +60,7 @@ lt.run.log("target_blank_share", targets.blank_share)
 lt.run.log("final_p_target", targets.final_p)
 
 local out = ("%s/run-%d"):format(cfg.out, lt.run.id())
-os.execute(("mkdir -p '%s'"):format(out))
+lt.fs.mkdir(out)
 lt.run.artifact(report.heatmap(r, out .. "/heatmap.svg", "LayerTracer: " .. path))
 lt.run.artifact(report.profile(r, out .. "/profile.svg"))
 lt.run.artifact(report.write_samples(r, samples, out .. "/samples.json", m.tokenizer))

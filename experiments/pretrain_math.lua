@@ -50,7 +50,8 @@ while #test < cfg.test do
   end
 end
 local work = cfg.out .. ".work"
-os.execute(("rm -rf '%s' && mkdir -p '%s'"):format(work, work))
+lt.fs.remove(work)  -- lt.fs: no shell; refuses a folder that ltrun did not make
+lt.fs.mkdir(work)
 local corpus = assert(io.open(work .. "/math.txt", "w"))
 local n_docs = 0
 while n_docs < cfg.docs do
@@ -80,7 +81,8 @@ local r = lt.train.causal_lm(m, { data = work .. "/packed", steps = cfg.steps, l
                                   betas = { 0.9, 0.95 }, micro_batch = cfg.micro_batch,
                                   seq_len = cfg.seq_len, clip = 1.0, eval_every = cfg.eval_every,
                                   seed = cfg.seed })
-os.execute(("rm -rf '%s'"):format(cfg.out))
+lt.fs.remove(cfg.out)  -- refused when --out names a folder that ltrun did not make
+lt.fs.mkdir(cfg.out)   -- marked as ltrun's, so that a later run may replace it
 m:save(cfg.out)
 local function write_jsonl(path, rows)
   local f = assert(io.open(path, "w"))
@@ -90,7 +92,7 @@ end
 write_jsonl(cfg.out .. "/train.jsonl", rl_train)
 write_jsonl(cfg.out .. "/test.jsonl", test)
 lt.run.artifact(cfg.out .. "/model.safetensors", { kind = "model" })
-os.execute(("rm -rf '%s'"):format(work))
+lt.fs.remove(work)
 print(("pretrain_math: %s: %d params, %d steps, %.0f tokens/s, %.1fs, val loss %.3f"):format(
   cfg.out, m:n_params(), r.steps, r.tokens_per_s, r.wall_s, r.val_loss or -1))
 return r

@@ -30,14 +30,13 @@ local cfg = exp.args({ out = "models/tiny-qwen3", layers = 8, hidden = 128, head
 -- model wherever it is made
 
 local work = cfg.out .. ".work"
-os.execute(("rm -rf '%s' && mkdir -p '%s'"):format(work, work))
+lt.fs.remove(work)  -- lt.fs: no shell; refuses a folder that ltrun did not make
+lt.fs.mkdir(work)
 
-local function lines(cmd)
-  local p = assert(io.popen(cmd))
-  local out = {}
-  for l in p:lines() do out[#out + 1] = l end
-  p:close()
-  return out
+local function sorted_list(dir)  -- lt.fs: no shell
+  local names = lt.fs.is_dir(dir) and lt.fs.list(dir) or {}
+  table.sort(names)
+  return names
 end
 
 local function shuffle(list, seed)
@@ -53,7 +52,7 @@ end
 local english = {}
 local fortunes = "/usr/share/games/fortunes"
 local not_english = { chinese = true, song100 = true, tang300 = true }
-for _, name in ipairs(lines("ls " .. fortunes .. " 2>/dev/null | sort")) do
+for _, name in ipairs(sorted_list(fortunes)) do
   if not name:find("%.") and not not_english[name] then
     local f = io.open(fortunes .. "/" .. name)
     if f then
@@ -159,11 +158,12 @@ local r = lt.train.causal_lm(m, { data = work .. "/packed", steps = cfg.steps, l
                                   seq_len = cfg.seq_len, clip = 1.0,
                                   eval_every = cfg.eval_every > 0 and cfg.eval_every or nil,
                                   seed = cfg.seed })
-os.execute(("rm -rf '%s'"):format(cfg.out))
+lt.fs.remove(cfg.out)  -- refused when --out names a folder that ltrun did not make
+lt.fs.mkdir(cfg.out)   -- marked as ltrun's, so that a later run may replace it
 m:save(cfg.out)
 write_docs(cfg.out .. "/heldout.txt", heldout)
 lt.run.artifact(cfg.out .. "/model.safetensors", { kind = "model" })
-os.execute(("rm -rf '%s'"):format(work))
+lt.fs.remove(work)
 
 -- ---- what the base can do: the task on held-out pairs, the benchmark ---------------------------
 local probe = tasks.task_accuracy(m, tasks.load("wordnet", { split = "test", n = cfg.probe, seed = 3 }))

@@ -38,10 +38,11 @@ end
 function M.temp_model(spec)
   local dir = os.tmpname()  -- a unique name; the empty file it creates makes way for the folder
   os.remove(dir)
-  local s = { out = dir }
+  lt.fs.mkdir(dir)          -- marked as ltrun's, so lt.fs.remove may delete it
+  local s = { out = dir .. "/model" }
   for k, v in pairs(spec) do s[k] = v end
   lt.model.new(s)
-  return dir, function() os.execute(("rm -rf '%s'"):format(dir)) end
+  return s.out, function() lt.fs.remove(dir) end
 end
 
 -- for name, v in exp.sorted(t): pairs in key order, so runs happen in a stable order

@@ -58,7 +58,12 @@ class ArgReader {
   bool has_inline_ = false;
 };
 
+// Aligned tables (runs, show, sql) escape control characters in cells (escape_controls).
 enum class TableFormat { aligned, csv, json };
 std::string format_table(const store::Table& t, TableFormat f);
+// Text from the store made safe for a terminal: C0 controls, DEL, C1 controls (U+0080..U+009F)
+// and bytes that are not UTF-8 become \n \t \r \xNN \u00NN escapes, so a stored run name
+// or error cannot send escape sequences; keep_newlines leaves \n and \t as they are.
+std::string escape_controls(const std::string& s, bool keep_newlines);
 
 }  // namespace ltrun::cli

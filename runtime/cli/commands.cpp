@@ -1,11 +1,15 @@
-// runtime/cli/commands.cpp: `ltrun runs | show | sql | rerun`, reading the run store.
+// runtime/cli/commands.cpp: `ltrun runs | show | sql | rerun`, reading the run store. All of
+// them open it read-only (Store::open_readonly); `sql --write` is the one way to change it.
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include <cstdio>
+#include <iostream>
 
 #include "runtime/cli/cli.h"
 #include "runtime/core/env.h"
 #include "runtime/core/error.h"
+#include "runtime/core/sha256.h"
 
 namespace ltrun::cli {
 namespace {
@@ -57,7 +61,7 @@ int cmd_runs(const Globals& g, const std::vector<std::string>& args) {
     if (a.key() == "--limit") limit = a.integer();
     else fail("runs: unknown argument '{}' (usage: ltrun runs [--limit N])", a.key());
   }
-  auto st = store::Store::open(g.db);
+  auto st = store::Store::open_readonly(g.db);
   store::Table t = st->query(
       "SELECT id, parent_id AS parent, name, status, started_at, "
       "round((julianday(coalesce(finished_at, strftime('%Y-%m-%d %H:%M:%f','now'))) - julianday(started_at)) * 86400, 1) AS secs, "
@@ -67,18 +71,51 @@ int cmd_runs(const Globals& g, const std::vector<std::string>& args) {
   return kExitOk;
 }
 
+int show_run(store::Store& st, const std::string& db, int64_t id);
+
+// The stored script of a run: its own text, or (a child run) its root run's.
+std::string stored_script(store::Store& st, const std::string& db, int64_t id) {
+  int64_t at = id;
+  for (int hops = 0; hops < 100000; hops++) {
+    store::Table t = st.query("SELECT script_text, parent_id FROM runs WHERE id = ?", {store::Value(at)});
+    LT_CHECK(!t.rows.empty(), "{}: no run with id {}", db, at);
+    if (std::holds_alternative<std::string>(t.rows[0][0])) return std::get<std::string>(t.rows[0][0]);
+    if (!std::holds_alternative<int64_t>(t.rows[0][1])) break;
+    at = std::get<int64_t>(t.rows[0][1]);
+  }
+  fail("{}: run {} has no stored script text", db, id);
+}
+
 int cmd_show(const Globals& g, const std::vector<std::string>& args) {
-  LT_CHECK(args.size() == 1, "usage: ltrun show RUN");
-  const int64_t id = parse_run_id(args[0]);
-  auto st = store::Store::open(g.db);
+  std::optional<int64_t> id;
+  bool script = false;
+  ArgReader a(args, 0, "show");
+  while (a.next()) {
+    if (a.key() == "--script") script = true;
+    else if (!a.is_option() && !id) id = parse_run_id(a.key());
+    else fail("show: unexpected argument '{}' (usage: ltrun show RUN [--script])", a.key());
+  }
+  LT_CHECK(id, "usage: ltrun show RUN [--script]");
+  auto st = store::Store::open_readonly(g.db);
+  if (script) {
+    // exactly the stored text into a file or pipe; on a terminal, control characters escaped
+    const std::string text = stored_script(*st, g.db, *id);
+    std::fputs(isatty(STDOUT_FILENO) ? escape_controls(text, true).c_str() : text.c_str(), stdout);
+    return kExitOk;
+  }
+  return show_run(*st, g.db, *id);
+}
+
+int show_run(store::Store& st_ref, const std::string& db, int64_t id) {
+  store::Store* st = &st_ref;
   store::Table run = st->query(
       "SELECT id, parent_id, rerun_of, name, status, script_path, script_sha256, args_json, seed, device, "
       "torch_version, ltrun_version, git_rev, host, pid, started_at, finished_at, "
       "length(script_text) AS script_bytes FROM runs WHERE id = ?", {store::Value(id)});
-  LT_CHECK(!run.rows.empty(), "{}: no run with id {}", g.db, id);
+  LT_CHECK(!run.rows.empty(), "{}: no run with id {}", db, id);
   for (size_t c = 0; c < run.columns.size(); c++) {
     const std::string v = store::to_text(run.rows[0][c]);
-    if (!v.empty()) std::printf("%-14s %s\n", run.columns[c].c_str(), v.c_str());
+    if (!v.empty()) std::printf("%-14s %s\n", run.columns[c].c_str(), escape_controls(v, false).c_str());
   }
   print_section(*st, "params", "SELECT key, value FROM params WHERE run_id = ? ORDER BY key", id);
   print_section(*st, "metrics",
@@ -94,35 +131,58 @@ int cmd_show(const Globals& g, const std::vector<std::string>& args) {
   print_section(*st, "artifacts", "SELECT kind, path, sha256 FROM artifacts WHERE run_id = ? ORDER BY rowid", id);
   print_section(*st, "children", "SELECT id, name, status, started_at, finished_at FROM runs WHERE parent_id = ? ORDER BY id", id);
   store::Table err = st->query("SELECT error FROM runs WHERE id = ? AND error IS NOT NULL", {store::Value(id)});
-  if (!err.rows.empty()) std::printf("\nerror\n%s\n", store::to_text(err.rows[0][0]).c_str());
+  if (!err.rows.empty())
+    std::printf("\nerror\n%s\n", escape_controls(store::to_text(err.rows[0][0]), true).c_str());
   return kExitOk;
 }
 
 int cmd_sql(const Globals& g, const std::vector<std::string>& args) {
+  const char* usage =
+      "usage: ltrun sql \"SELECT ...\" | ltrun sql @NAME  [--csv|--json] [--queries DIR] [--write]";
   TableFormat f = TableFormat::aligned;
   std::string sql;
-  for (const auto& a : args) {
-    if (a == "--csv") f = TableFormat::csv;
-    else if (a == "--json") f = TableFormat::json;
-    else if (sql.empty()) sql = a;
-    else fail("sql: one query at a time (got a second argument '{}'); quote the query", a);
+  std::vector<std::string> dirs;
+  bool write = false;
+  ArgReader a(args, 0, "sql");
+  while (a.next()) {
+    if (a.key() == "--csv") f = TableFormat::csv;
+    else if (a.key() == "--json") f = TableFormat::json;
+    else if (a.key() == "--write") write = true;
+    else if (a.key() == "--queries") dirs.push_back(a.value());
+    else if (a.is_option()) fail("sql: unknown option '{}' ({})", a.key(), usage);
+    else if (sql.empty()) sql = a.key();
+    else fail("sql: one query at a time (got a second argument '{}'); quote the query", a.key());
   }
-  LT_CHECK(!sql.empty(), "usage: ltrun sql \"SELECT ...\" | ltrun sql @NAME  [--csv|--json]");
-  if (sql[0] == '@') sql = store::named_query(sql.substr(1));
-  auto st = store::Store::open(g.db);
-  store::Table t = st->query(sql);
+  LT_CHECK(!sql.empty(), "{}", usage);
+  if (sql[0] == '@') sql = store::named_query(sql.substr(1), dirs);
+  auto st = write ? store::Store::open(g.db) : store::Store::open_readonly(g.db);
+  store::Table t;
+  try {
+    t = st->query(sql);
+  } catch (const std::exception& e) {
+    if (write || std::string(e.what()).find("opened read-only") == std::string::npos) throw;
+    fail("{}\n(ltrun sql reads only; pass --write to change the store)", e.what());
+  }
   if (!t.columns.empty()) std::fputs(format_table(t, f).c_str(), stdout);
   return kExitOk;
 }
 
-int cmd_rerun(const Globals& g, const std::vector<std::string>& args) {
-  LT_CHECK(!args.empty(), "usage: ltrun rerun RUN [--key=value ...]");
-  const int64_t id = parse_run_id(args[0]);
+int cmd_rerun(const Globals& g, const std::vector<std::string>& args_in) {
+  LT_CHECK(!args_in.empty(), "usage: ltrun rerun RUN [--yes] [--key=value ...]");
+  const int64_t id = parse_run_id(args_in[0]);
+  // --yes (anywhere after RUN) is rerun's own; every other argument goes to the script
+  bool yes = false;
+  std::vector<std::string> args{args_in[0]};
+  for (size_t i = 1; i < args_in.size(); i++) {
+    if (args_in[i] == "--yes" || args_in[i] == "-y") yes = true;
+    else args.push_back(args_in[i]);
+  }
   ScriptRun r;
   {
-    auto st = store::Store::open(g.db);
+    auto st = store::Store::open_readonly(g.db);
     store::Table t = st->query(
-        "SELECT name, script_path, script_text, args_json, seed, parent_id FROM runs WHERE id = ?",
+        "SELECT name, script_path, script_text, args_json, seed, parent_id, script_sha256, host, git_rev, "
+        "started_at FROM runs WHERE id = ?",
         {store::Value(id)});
     LT_CHECK(!t.rows.empty(), "{}: no run with id {}", g.db, id);
     const auto& row = t.rows[0];
@@ -130,6 +190,44 @@ int cmd_rerun(const Globals& g, const std::vector<std::string>& args) {
       fail("run {} is a child run of run {}: rerun {} instead", id, store::to_text(row[5]),
            store::to_text(row[5]));
     LT_CHECK(std::holds_alternative<std::string>(row[2]), "run {} has no stored script text", id);
+    // The text must be what ran: a row edited afterwards (by anyone who can write the store)
+    // would otherwise run as this run's script.
+    const std::string& text = std::get<std::string>(row[2]);
+    const std::string stored_hash = store::to_text(row[6]), hash = sha256_hex(text);
+    if (stored_hash != hash)
+      fail("rerun: run {}: the stored script text does not match its script_sha256 (stored {}, the text "
+           "hashes to {}): the row was changed after the run; refusing to run it",
+           id, stored_hash.empty() ? "none" : escape_controls(stored_hash, false), hash);
+    // what will run and where it came from, before anything runs
+    std::vector<std::string> all_args =
+        nlohmann::json::parse(store::to_text(row[3])).get<std::vector<std::string>>();
+    all_args.insert(all_args.end(), args.begin() + 1, args.end());
+    auto field = [](const store::Value& v) {
+      const std::string s = store::to_text(v);
+      return s.empty() ? std::string("(unknown)") : escape_controls(s, false);
+    };
+    std::fprintf(stderr,
+                 "ltrun rerun: run %lld (%s) will run its stored script again as a new run:\n"
+                 "  script     %s (%zu bytes, sha256 %s, verified)\n"
+                 "  from       host %s, git revision %s, started %s\n"
+                 "  arguments  %s\n"
+                 "  see it     ltrun show %lld --script\n",
+                 (long long)id, escape_controls(store::to_text(row[0]), false).c_str(),
+                 field(row[1]).c_str(), text.size(), hash.c_str(), field(row[7]).c_str(), field(row[8]).c_str(),
+                 field(row[9]).c_str(), escape_controls(nlohmann::json(all_args).dump(), false).c_str(),
+                 (long long)id);
+    if (!yes) {
+      LT_CHECK(isatty(STDIN_FILENO) == 1,
+               "rerun: not asking without a terminal: pass --yes to run the stored script of run {} "
+               "(shown above; the script runs with the full rights of this user)", id);
+      std::fprintf(stderr, "Run it? [y/N] ");
+      std::string answer;
+      std::getline(std::cin, answer);
+      if (answer != "y" && answer != "Y" && answer != "yes") {
+        std::fprintf(stderr, "ltrun rerun: not run\n");
+        return kExitUsage;
+      }
+    }
     r.name = store::to_text(row[0]);
     r.script_path = store::to_text(row[1]);
     r.code = std::get<std::string>(row[2]);
@@ -140,8 +238,6 @@ int cmd_rerun(const Globals& g, const std::vector<std::string>& args) {
   }
   // extra arguments come after the stored ones, so --key=value overrides
   r.args.insert(r.args.end(), args.begin() + 1, args.end());
-  std::fprintf(stderr, "ltrun: rerunning run %lld (%s) with its stored script and args\n", (long long)id,
-               r.name.c_str());
   return run_script(g, r);
 }
 

@@ -18,10 +18,12 @@ usage:
   ltrun -e CODE [--key=value ...]      run one Lua chunk as a run
   ltrun                                interactive Lua (REPL); `=expr` prints a value
   ltrun runs [--limit N]               the latest runs
-  ltrun show RUN                       one run: fields, params, metrics, layers, artifacts, children
-  ltrun sql "SELECT ..." [--csv|--json]   SQL over the run store
-  ltrun sql @NAME [--csv|--json]       a named query from db/queries/NAME.sql
-  ltrun rerun RUN [--key=value ...]    replay a run's stored script and args as a new run
+  ltrun show RUN [--script]            one run: fields, params, metrics, layers, artifacts, children;
+                                       --script: the stored script text
+  ltrun sql "SELECT ..." [--csv|--json]   SQL over the run store, read-only (--write to change it)
+  ltrun sql @NAME [--queries DIR]      a named query: ltrun's db/queries/NAME.sql, else DIR/NAME.sql
+  ltrun rerun RUN [--yes] [--key=value ...]   replay a run's stored script and args as a new run,
+                                       after checking its sha256 and asking (--yes: don't ask)
   ltrun model new [options] OUT        make a tiny random model in the HF layout (+ tokenizer)
   ltrun model info PATH                describe a checkpoint folder
   ltrun data pack --tokenizer T --out DIR INPUT...   tokenize a corpus into token shards

@@ -45,11 +45,16 @@ int run_script(const Globals& g, const ScriptRun& r) {
   const store::Status status = o.kind == lua::Outcome::ok            ? store::Status::ok
                                : o.kind == lua::Outcome::interrupted ? store::Status::interrupted
                                                                      : store::Status::failed;
-  while (session.depth() > 0) session.end(session.current(), status, o.message);
-  if (o.kind == lua::Outcome::ok) return kExitOk;
-  std::fprintf(stderr, "%s\nltrun: run %lld %s (%s)\n", o.message.c_str(), (long long)run_id,
-               status == store::Status::interrupted ? "interrupted" : "failed", g.db.c_str());
-  return status == store::Status::interrupted ? kExitInterrupted : kExitFailed;
+  // A store error while closing (a flush that fails: disk full, a dropped table) is reported
+  // beside the script's own error, never instead of it; the runs still close (as failed).
+  const std::vector<std::string> store_errors = session.end_all(status, o.message);
+  if (o.kind == lua::Outcome::ok && store_errors.empty()) return kExitOk;
+  if (!o.message.empty()) std::fprintf(stderr, "%s\n", o.message.c_str());
+  for (const auto& e : store_errors) std::fprintf(stderr, "ltrun: closing the run failed: %s\n", e.c_str());
+  const bool interrupted = status == store::Status::interrupted;
+  std::fprintf(stderr, "ltrun: run %lld %s (%s)\n", (long long)run_id, interrupted ? "interrupted" : "failed",
+               g.db.c_str());
+  return interrupted ? kExitInterrupted : kExitFailed;
 }
 
 }  // namespace ltrun::cli

@@ -18,9 +18,7 @@ size_t display_width(const std::string& s) {  // UTF-8 code points; good enough 
 
 std::string cell_text(const store::Value& v) {
   if (std::holds_alternative<double>(v)) return fmt::format("{:.6g}", std::get<double>(v));
-  std::string s = store::to_text(v);
-  std::string out;
-  for (char c : s) out += c == '\n' ? std::string("\\n") : c == '\t' ? std::string("\\t") : std::string(1, c);
+  std::string out = escape_controls(store::to_text(v), false);
   if (display_width(out) > kMaxCell) {
     size_t cut = 0, cps = 0;
     while (cut < out.size() && cps < kMaxCell - 1) {
@@ -40,7 +38,45 @@ std::string csv_field(const std::string& s) {
   return q + "\"";
 }
 
+// the length of the UTF-8 sequence at s[i] (1..4), or 0 when it is not valid UTF-8
+size_t utf8_length(const std::string& s, size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  size_t n = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; k++)
+    if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 0;
+  return n;
+}
+
 }  // namespace
+
+std::string escape_controls(const std::string& s, bool keep_newlines) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7f) {
+      if (keep_newlines && (c == '\n' || c == '\t')) out += char(c);
+      else if (c == '\n') out += "\\n";
+      else if (c == '\t') out += "\\t";
+      else if (c == '\r') out += "\\r";
+      else out += fmt::format("\\x{:02x}", c);
+      i++;
+    } else if (c < 0x80) {
+      out += char(c);
+      i++;
+    } else if (size_t n = utf8_length(s, i)) {
+      const auto c2 = static_cast<unsigned char>(s[i + 1]);
+      if (c == 0xC2 && c2 < 0xA0) out += fmt::format("\\u{:04x}", c2);  // C1: U+0080..U+009F
+      else out.append(s, i, n);
+      i += n;
+    } else {
+      out += fmt::format("\\x{:02x}", c);
+      i++;
+    }
+  }
+  return out;
+}
 
 std::string format_table(const store::Table& t, TableFormat f) {
   std::string out;

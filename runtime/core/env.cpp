@@ -12,6 +12,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "runtime/core/error.h"
@@ -28,6 +29,37 @@ bool process_alive(long pid) {
   if (pid <= 0) return false;
   if (kill(static_cast<pid_t>(pid), 0) == 0) return true;
   return errno == EPERM;  // exists, owned by someone else
+}
+
+namespace {
+std::string first_line(const char* path) {
+  std::ifstream f(path);
+  std::string line;
+  if (!f || !std::getline(f, line)) return "";
+  while (!line.empty() && (line.back() == '\n' || line.back() == ' ')) line.pop_back();
+  return line;
+}
+}  // namespace
+
+std::string boot_id() { return first_line("/proc/sys/kernel/random/boot_id"); }
+std::string machine_id() { return first_line("/etc/machine-id"); }
+
+long long process_start_time(long pid) {
+  if (pid <= 0) return -1;
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  // "pid (comm) state ppid ...": comm may hold spaces and ')', so count from the last ')'
+  const auto close = stat.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream rest(stat.substr(close + 1));
+  std::string field;
+  for (int i = 3; i <= 22; i++)  // field 3 (state) is the first after ')'
+    if (!(rest >> field)) return -1;
+  try {
+    return std::stoll(field);
+  } catch (const std::exception&) {
+    return -1;
+  }
 }
 
 namespace {

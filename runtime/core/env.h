@@ -7,6 +7,12 @@ namespace ltrun {
 
 std::string host_name();
 bool process_alive(long pid);
+// Identify a process beyond host + pid (generic host names, reused pids): the kernel's boot id
+// (/proc/sys/kernel/random/boot_id), the machine id (/etc/machine-id), and a process's start
+// time in clock ticks after boot (field 22 of /proc/PID/stat). "" or -1 when unavailable.
+std::string boot_id();
+std::string machine_id();
+long long process_start_time(long pid);
 // `git rev-parse HEAD` of the repository holding `dir` (with "-dirty" when the work tree has
 // changes), or "" outside a repository or without git.
 std::string git_revision(const std::string& dir);

@@ -53,11 +53,7 @@ void Session::watch_interrupt() {
 Session::~Session() {
   stopping_ = true;
   if (watchdog_.joinable()) watchdog_.join();
-  try {
-    while (!runs_.empty()) end(runs_.back(), Status::failed, "run was not closed");
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ltrun: %s\n", e.what());
-  }
+  for (const auto& e : end_all(Status::failed, "run was not closed")) std::fprintf(stderr, "ltrun: %s\n", e.c_str());
   if (g_active == this) g_active = nullptr;
 }
 
@@ -85,6 +81,24 @@ void Session::end(int64_t run, Status s, const std::string& error) {
   LT_CHECK(!runs_.empty() && runs_.back() == run, "run {} is not the innermost open run", run);
   runs_.pop_back();
   store_->end_run(run, s, error);
+}
+
+std::vector<std::string> Session::end_all(Status s, const std::string& error) {
+  std::vector<std::string> errors;
+  for (;;) {
+    int64_t run;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (runs_.empty()) break;
+      run = runs_.back();
+    }
+    try {
+      end(run, s, error);
+    } catch (const std::exception& e) {
+      errors.push_back(e.what());
+    }
+  }
+  return errors;
 }
 
 Session* Session::active() { return g_active; }

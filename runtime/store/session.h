@@ -27,8 +27,12 @@ class Session {
 
   // A nested run: same script and seed, parent = current(); pushed until end().
   int64_t begin_child(const std::string& name);
-  // Ends the innermost run (must be `run`) with a final status.
+  // Ends the innermost run (must be `run`) with a final status. Store::end_run's errors
+  // (a failed flush) are thrown after the run is closed and popped.
   void end(int64_t run, Status s, const std::string& error = "");
+  // Ends every open run, innermost first, with status s and the same error text; returns the
+  // errors of the closings that failed (each run is still closed as far as the store allows).
+  std::vector<std::string> end_all(Status s, const std::string& error = "");
 
   static Session* active();  // the process's session, or nullptr
 

@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <map>
+#include <exception>
 #include <mutex>
 #include <thread>
 
@@ -43,6 +44,7 @@ std::string to_text(const Value& v) {
 namespace {
 
 constexpr int kBusyTimeoutMs = 120000;  // concurrent ranks/studies wait for each other, not fail
+constexpr int kReaderBusyTimeoutMs = 10000;  // WAL readers wait only for a writer's recovery
 constexpr size_t kFlushRows = 8192;     // writer flushes itself past this many buffered rows
 constexpr auto kFlushEvery = std::chrono::milliseconds(1000);
 
@@ -78,6 +80,7 @@ struct Store::Impl {
   std::string path;
   sqlite3* db = nullptr;
   int version = 0;
+  bool readonly = false;
   mutable std::mutex mu;
   std::vector<Row> pending;
   std::map<std::pair<int64_t, std::string>, int64_t> next_step;
@@ -127,6 +130,19 @@ struct Store::Impl {
     return v;
   }
 
+  // A file at user_version 0: a new store when it has no tables, else someone else's database.
+  void refuse_foreign(bool reading) {
+    std::vector<std::string> foreign;
+    sqlite3_stmt* st = prepare("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name");
+    while (sqlite3_step(st) == SQLITE_ROW)
+      foreign.push_back(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)));
+    sqlite3_finalize(st);
+    if (!foreign.empty())
+      fail("{}: a SQLite database but not an ltrun run store (user_version 0, tables: {}); "
+           "pass another --db", path, fmt::join(foreign, ", "));
+    if (reading) fail("{}: an empty file, not yet an ltrun run store (no run has been stored in it)", path);
+  }
+
   void migrate() {
     exec("PRAGMA journal_mode=WAL", "enabling WAL");
     exec("PRAGMA synchronous=NORMAL", "setting synchronous");
@@ -137,16 +153,7 @@ struct Store::Impl {
       version = int(int_query("PRAGMA user_version"));
       const auto all = migrations();
       const int latest = all.empty() ? 0 : all.back().version;
-      if (version == 0) {
-        std::vector<std::string> foreign;
-        sqlite3_stmt* st = prepare("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name");
-        while (sqlite3_step(st) == SQLITE_ROW)
-          foreign.push_back(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)));
-        sqlite3_finalize(st);
-        if (!foreign.empty())
-          fail("{}: a SQLite database but not an ltrun run store (user_version 0, tables: {}); "
-               "pass another --db", path, fmt::join(foreign, ", "));
-      }
+      if (version == 0) refuse_foreign(false);
       if (version > latest)
         fail("{}: run store schema version {} is newer than this ltrun knows ({}); update ltrun",
              path, version, latest);
@@ -163,15 +170,43 @@ struct Store::Impl {
     }
   }
 
-  // Rows left `running` by a process of this host that no longer exists.
+  // Rows left `running` by a process of this machine that no longer exists. A row is judged
+  // only when it is known to come from this machine: same boot (boot id) → its pid must be
+  // alive with the recorded start time (else the pid was reused); same machine id but another
+  // boot → the machine rebooted since; rows from before migration 0002 (no boot id) → pid
+  // liveness, as before. A row of another machine with the same host name is left alone.
   void recover_crashed() {
-    const std::string host = host_name();
-    std::vector<std::pair<int64_t, int64_t>> dead;
-    sqlite3_stmt* st = prepare("SELECT id, pid FROM runs WHERE status='running' AND host=?");
+    const std::string host = host_name(), boot = boot_id(), machine = machine_id();
+    std::vector<std::pair<int64_t, std::string>> dead;  // id, why
+    sqlite3_stmt* st = prepare(
+        "SELECT id, pid, boot_id, machine_id, process_start FROM runs WHERE status='running' AND host=?");
     sqlite3_bind_text(st, 1, host.c_str(), -1, SQLITE_TRANSIENT);
+    auto text = [&](int c) {
+      const unsigned char* p = sqlite3_column_text(st, c);
+      return p ? std::optional<std::string>(reinterpret_cast<const char*>(p)) : std::nullopt;
+    };
     while (sqlite3_step(st) == SQLITE_ROW) {
-      int64_t id = sqlite3_column_int64(st, 0), pid = sqlite3_column_int64(st, 1);
-      if (pid != getpid() && !process_alive(pid)) dead.emplace_back(id, pid);
+      const int64_t id = sqlite3_column_int64(st, 0), pid = sqlite3_column_int64(st, 1);
+      const auto row_boot = text(2), row_machine = text(3);
+      const bool has_start = sqlite3_column_type(st, 4) != SQLITE_NULL;
+      const long long start = sqlite3_column_int64(st, 4);
+      const std::string who = fmt::format("process {} on {}", pid, host);
+      if (!row_boot || row_boot->empty()) {  // written before boot ids were recorded
+        if (pid != getpid() && !process_alive(pid)) dead.emplace_back(id, who + " ended without closing the run");
+      } else if (!boot.empty() && *row_boot == boot) {
+        if (pid == getpid()) continue;
+        if (!process_alive(pid)) {
+          dead.emplace_back(id, who + " ended without closing the run");
+        } else if (has_start && start >= 0) {
+          const long long now = process_start_time(pid);
+          if (now >= 0 && now != start)
+            dead.emplace_back(id, fmt::format("{} ended without closing the run (pid {} now belongs to "
+                                              "another process)", who, pid));
+        }
+      } else if (!machine.empty() && row_machine && *row_machine == machine) {
+        dead.emplace_back(id, fmt::format("{} ended without closing the run (the machine has rebooted "
+                                          "since)", who));
+      }
     }
     sqlite3_finalize(st);
     if (dead.empty()) return;
@@ -179,9 +214,8 @@ struct Store::Impl {
     sqlite3_stmt* up = prepare(
         "UPDATE runs SET status='crashed', finished_at=?, error=coalesce(error, ?) "
         "WHERE id=? AND status='running'");
-    for (auto [id, pid] : dead) {
+    for (const auto& [id, err] : dead) {
       std::string ts = utc_timestamp();
-      std::string err = fmt::format("process {} on {} ended without closing the run", pid, host);
       sqlite3_bind_text(up, 1, ts.c_str(), -1, SQLITE_TRANSIENT);
       sqlite3_bind_text(up, 2, err.c_str(), -1, SQLITE_TRANSIENT);
       sqlite3_bind_int64(up, 3, id);
@@ -268,6 +302,18 @@ struct Store::Impl {
     }
   }
 
+  // Each reader connection refuses ATTACH/DETACH (a path anywhere on disk) and switching
+  // query_only or writable_schema; writes themselves are refused in query() by
+  // sqlite3_stmt_readonly, and by the read-only open below that.
+  static int reader_authorizer(void*, int action, const char* a1, const char* a2, const char*,
+                               const char*) {
+    if (action == SQLITE_ATTACH || action == SQLITE_DETACH) return SQLITE_DENY;
+    if (action == SQLITE_PRAGMA && a1 && a2 &&
+        (sqlite3_stricmp(a1, "query_only") == 0 || sqlite3_stricmp(a1, "writable_schema") == 0))
+      return SQLITE_DENY;
+    return SQLITE_OK;
+  }
+
   ~Impl() {
     if (flusher.joinable()) {
       { std::lock_guard<std::mutex> lock(mu); stopping = true; }
@@ -306,15 +352,74 @@ std::shared_ptr<Store> Store::open(const std::string& path) {
   return std::shared_ptr<Store>(new Store(std::move(impl)));
 }
 
+namespace {
+// `path` as an SQLite URI (file:...), for the immutable fallback below
+std::string file_uri(const std::string& path, const char* query) {
+  std::string uri = "file:";
+  for (unsigned char c : absolute_path(path)) {
+    if (c == '?' || c == '#' || c == '%' || c < 0x20 || c >= 0x7f) uri += fmt::format("%{:02X}", c);
+    else uri += char(c);
+  }
+  return uri + "?" + query;
+}
+}  // namespace
+
+std::shared_ptr<Store> Store::open_readonly(const std::string& path) {
+  LT_CHECK(file_exists(path), "{}: no run store there (nothing has been run with this --db yet)", path);
+  auto try_open = [&](bool immutable) {
+    auto impl = std::make_unique<Impl>();
+    impl->path = path;
+    impl->readonly = true;
+    const std::string name = immutable ? file_uri(path, "immutable=1") : path;
+    int rc = sqlite3_open_v2(name.c_str(), &impl->db,
+                             SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX | (immutable ? SQLITE_OPEN_URI : 0),
+                             nullptr);
+    if (rc != SQLITE_OK) impl->fail_sql(rc, "opening the run store read-only");
+    sqlite3_busy_timeout(impl->db, kReaderBusyTimeoutMs);
+    impl->exec("PRAGMA query_only=1", "making the connection query-only");
+    sqlite3_set_authorizer(impl->db, Impl::reader_authorizer, nullptr);
+    impl->version = int(impl->int_query("PRAGMA user_version"));
+    if (impl->version == 0) impl->refuse_foreign(true);
+    return impl;
+  };
+  std::unique_ptr<Impl> impl;
+  try {
+    impl = try_open(false);
+  } catch (const std::exception&) {
+    // A WAL store in a folder this user cannot write, with no -shm file left by a writer:
+    // SQLite cannot set up shared memory; nobody can be writing it then, so read it as an
+    // immutable file.
+    const std::exception_ptr first = std::current_exception();
+    try {
+      impl = try_open(true);
+    } catch (const std::exception&) {
+      std::rethrow_exception(first);
+    }
+  }
+  return std::shared_ptr<Store>(new Store(std::move(impl)));
+}
+
 const std::string& Store::path() const { return impl_->path; }
 int Store::schema_version() const { return impl_->version; }
+bool Store::read_only() const { return impl_->readonly; }
+
+std::string bound_error(const std::string& text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return text;
+  const size_t room = max_bytes > 128 ? max_bytes - 64 : max_bytes / 2;  // 64: the note
+  size_t head = room * 3 / 4, tail = text.size() - (room - head);
+  auto continuation = [&](size_t i) { return (static_cast<unsigned char>(text[i]) & 0xC0) == 0x80; };
+  while (head > 0 && continuation(head)) head--;  // cut between UTF-8 characters
+  while (tail < text.size() && continuation(tail)) tail++;
+  return text.substr(0, head) + fmt::format("\n[... {} bytes cut ...]\n", tail - head) + text.substr(tail);
+}
 
 int64_t Store::begin_run(const RunStart& r) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   sqlite3_stmt* st = impl_->cached(10,
       "INSERT INTO runs(parent_id, rerun_of, name, script_path, script_sha256, script_text, "
-      "args_json, status, git_rev, host, pid, device, torch_version, ltrun_version, seed, started_at) "
-      "VALUES (?,?,?,?,?,?,?,'running',?,?,?,?,?,?,?,?)");
+      "args_json, status, git_rev, host, pid, device, torch_version, ltrun_version, seed, started_at, "
+      "machine_id, boot_id, process_start) "
+      "VALUES (?,?,?,?,?,?,?,'running',?,?,?,?,?,?,?,?,?,?,?)");
   Impl::bind_opt(st, 1, r.parent_id);
   Impl::bind_opt(st, 2, r.rerun_of);
   Impl::bind_text(st, 3, r.name);
@@ -330,19 +435,39 @@ int64_t Store::begin_run(const RunStart& r) {
   Impl::bind_text(st, 13, LTRUN_VERSION);
   Impl::bind_opt(st, 14, r.seed);
   Impl::bind_text(st, 15, utc_timestamp());
+  static const std::string machine = machine_id(), boot = boot_id();
+  const long long started = process_start_time(getpid());  // not cached: a forked child differs
+  if (machine.empty()) sqlite3_bind_null(st, 16); else Impl::bind_text(st, 16, machine);
+  if (boot.empty()) sqlite3_bind_null(st, 17); else Impl::bind_text(st, 17, boot);
+  if (started < 0) sqlite3_bind_null(st, 18); else sqlite3_bind_int64(st, 18, started);
   impl_->step_done(st, "starting run " + r.name);
   return sqlite3_last_insert_rowid(impl_->db);
 }
 
 void Store::end_run(int64_t run, Status s, const std::string& error) {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  impl_->flush_locked();  // what the run logged lands before its status says it ended
+  std::string flush_error;
+  try {
+    impl_->flush_locked();  // what the run logged lands before its status says it ended
+  } catch (const std::exception& e) {
+    // Rows that failed once would block every later write of this process: this run's are
+    // dropped (and counted), rows of the runs still open stay buffered for their own end.
+    auto& p = impl_->pending;
+    const auto n = p.size();
+    p.erase(std::remove_if(p.begin(), p.end(), [&](const Row& r) { return r.run == run; }), p.end());
+    flush_error = fmt::format("{} ({} buffered rows of run {} were not written)", e.what(), n - p.size(), run);
+    if (s == Status::ok) s = Status::failed;
+  }
+  std::string text = error;
+  if (!flush_error.empty()) text += (text.empty() ? "" : "\n") + flush_error;
+  text = bound_error(text);
   sqlite3_stmt* st = impl_->cached(11, "UPDATE runs SET status=?, error=?, finished_at=? WHERE id=?");
   Impl::bind_text(st, 1, status_name(s));
-  if (error.empty()) sqlite3_bind_null(st, 2); else Impl::bind_text(st, 2, error);
+  if (text.empty()) sqlite3_bind_null(st, 2); else Impl::bind_text(st, 2, text);
   Impl::bind_text(st, 3, utc_timestamp());
   sqlite3_bind_int64(st, 4, run);
   impl_->step_done(st, "ending run " + std::to_string(run));
+  if (!flush_error.empty()) fail("{}", flush_error);
 }
 
 Status Store::run_status(int64_t run) {
@@ -403,7 +528,11 @@ void Store::artifact(int64_t run, const std::string& kind, const std::string& pa
 
 void Store::flush() {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  impl_->flush_locked();
+  try {
+    impl_->flush_locked();
+  } catch (const std::exception& e) {
+    fail("{} ({} rows stay buffered for the next flush)", e.what(), impl_->pending.size());
+  }
 }
 
 size_t Store::pending() const {
@@ -420,8 +549,16 @@ Table Store::query(const std::string& sql, const std::vector<Value>& binds) {
   while (tail && *tail) {
     sqlite3_stmt* st = nullptr;
     int rc = sqlite3_prepare_v2(impl_->db, tail, -1, &st, &tail);
+    if (rc == SQLITE_AUTH && impl_->readonly)
+      fail("{}: opened read-only: ATTACH, DETACH and switching query_only/writable_schema are "
+           "refused ({})", impl_->path, sqlite3_errmsg(impl_->db));
     if (rc != SQLITE_OK) impl_->fail_sql(rc, "preparing the query");
     if (!st) break;  // only whitespace or a comment was left
+    if (impl_->readonly && !sqlite3_stmt_readonly(st)) {
+      const std::string stmt = sqlite3_sql(st);
+      sqlite3_finalize(st);
+      fail("{}: opened read-only: refusing a statement that writes: `{}`", impl_->path, stmt);
+    }
     for (size_t i = 0; i < binds.size() && i < size_t(sqlite3_bind_parameter_count(st)); i++) {
       const Value& v = binds[i];
       if (std::holds_alternative<int64_t>(v)) sqlite3_bind_int64(st, int(i + 1), std::get<int64_t>(v));
@@ -453,25 +590,20 @@ Table Store::query(const std::string& sql, const std::vector<Value>& binds) {
   return t;
 }
 
-namespace {
-std::vector<std::string> query_dirs() {
-  return {"db/queries", std::string(LTRUN_SOURCE_DIR) + "/db/queries"};
-}
-}  // namespace
-
-std::string named_query(const std::string& name) {
-  LT_CHECK(!name.empty() && name.find('/') == std::string::npos, "bad query name '{}'", name);
-  for (const auto& dir : query_dirs()) {
+std::string named_query(const std::string& name, const std::vector<std::string>& dirs) {
+  LT_CHECK(!name.empty() && name.find('/') == std::string::npos && name != "." && name != "..",
+           "bad query name '{}'", name);
+  for (const auto& f : embedded_sql())
+    if (std::string(f.path) == "db/queries/" + name + ".sql") return f.text;
+  for (const auto& dir : dirs) {
     const std::string p = dir + "/" + name + ".sql";
     if (file_exists(p)) return read_file(p);
   }
-  for (const auto& f : embedded_sql())
-    if (std::string(f.path) == "db/queries/" + name + ".sql") return f.text;
-  fail("no named query @{} (known: {}); add db/queries/{}.sql", name,
-       fmt::join(named_query_names(), ", "), name);
+  fail("no named query @{} (known: {}); add db/queries/{}.sql to ltrun, or name a folder with "
+       "--queries DIR", name, fmt::join(named_query_names(dirs), ", "), name);
 }
 
-std::vector<std::string> named_query_names() {
+std::vector<std::string> named_query_names(const std::vector<std::string>& dirs) {
   std::vector<std::string> names;
   auto add = [&](const std::string& file) {
     if (file.size() > 4 && file.substr(file.size() - 4) == ".sql") {
@@ -479,7 +611,7 @@ std::vector<std::string> named_query_names() {
       if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
     }
   };
-  for (const auto& dir : query_dirs()) {
+  for (const auto& dir : dirs) {
     std::error_code ec;
     for (const auto& e : std::filesystem::directory_iterator(dir, ec)) add(e.path().filename().string());
   }

@@ -1,6 +1,8 @@
 // runtime/store/store.h: the SQLite run store. One connection per process, WAL, a busy
 // timeout, schema by PRAGMA user_version from db/migrations; metric-like rows are buffered
 // and written in one transaction at least every second, before a run ends, and on close.
+// Readers (ltrun runs/show/sql, a web server, a merge) use Store::open_readonly, which never
+// writes, migrates or takes the write lock.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -38,14 +40,27 @@ class Store {
   // Opens (creating if needed) and migrates; marks `running` rows of this host whose process
   // is gone as `crashed`. A file that is not an ltrun store is an error naming the file.
   static std::shared_ptr<Store> open(const std::string& path);
+  // Opens an existing store for reading only: SQLITE_OPEN_READONLY plus PRAGMA query_only,
+  // no migration, no crash recovery, no background writer, never the write lock, so it works
+  // beside any number of writers and on a file (or folder) this user cannot write. query()
+  // refuses a statement that would write (INSERT, DDL, PRAGMA x=..., VACUUM [INTO]) and
+  // ATTACH/DETACH, naming the statement. Errors: a missing file or a file that is not an
+  // ltrun store. Any schema version is read as it is (readers select the columns they need).
+  static std::shared_ptr<Store> open_readonly(const std::string& path);
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
   const std::string& path() const;
   int schema_version() const;
+  bool read_only() const;
 
   int64_t begin_run(const RunStart& r);
+  // Closes a run: flushes the buffered rows first, so what the run logged lands before its
+  // status says it ended. When that flush fails (disk full, a dropped table, a trigger that
+  // RAISEs), the run's buffered rows are dropped, the run still closes, as `failed`, with the
+  // flush error after `error`, and the flush error is thrown after the row is updated. The
+  // stored error is bounded by kMaxErrorBytes (the middle is cut, with a note of how much).
   void end_run(int64_t run, Status s, const std::string& error = "");
   Status run_status(int64_t run);
 
@@ -56,9 +71,12 @@ class Store {
                     double value, std::optional<int64_t> step = {});
   void eval_item(int64_t run, const EvalItem& item);
   void artifact(int64_t run, const std::string& kind, const std::string& path, const std::string& sha256);
+  // Writes the buffered rows in one transaction. On failure the transaction is rolled back,
+  // the rows stay buffered (a later flush may succeed) and the error names the row count.
   void flush();
   size_t pending() const;
 
+  // Runs one or more statements; the table is the last one that returns columns.
   Table query(const std::string& sql, const std::vector<Value>& binds = {});
 
   struct Impl;
@@ -68,9 +86,15 @@ class Store {
   std::unique_ptr<Impl> impl_;
 };
 
-// A named query for `ltrun sql @name`: ./db/queries/NAME.sql, then the source tree's, then
-// the copy compiled into the binary. Error lists the names that exist.
-std::string named_query(const std::string& name);
-std::vector<std::string> named_query_names();
+constexpr size_t kMaxErrorBytes = 64 * 1024;  // a run's stored error text at most
+// `text` cut to at most max_bytes: its head and tail with a note of how many bytes were cut
+std::string bound_error(const std::string& text, size_t max_bytes = kMaxErrorBytes);
+
+// A named query for `ltrun sql @name`: the project's queries compiled into the binary
+// (db/queries/NAME.sql at build time) first, then NAME.sql in each folder of `dirs`, in order
+// (folders the user named, e.g. `ltrun sql --queries DIR`; never the current folder
+// implicitly). Error lists the names that exist.
+std::string named_query(const std::string& name, const std::vector<std::string>& dirs = {});
+std::vector<std::string> named_query_names(const std::vector<std::string>& dirs = {});
 
 }  // namespace ltrun::store

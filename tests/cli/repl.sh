@@ -9,6 +9,6 @@ check "repl is a run" equals "$(sql1 "select name, status from runs")" "repl,ok"
 check "transcript holds the chunks that ran" equals "$(sql1 "select instr(script_text, 'function f(a)') > 0 from runs")" "1"
 check "failed chunks are not in the transcript" equals "$(sql1 "select instr(script_text, 'oops') from runs")" "0"
 check "logged from the REPL" equals "$(sql1 "select count(*) from metrics")" "1"
-out=$("$LTRUN" rerun 1 2>/dev/null; echo rc=$?)
+out=$("$LTRUN" rerun 1 --yes 2>/dev/null; echo rc=$?)
 check "a REPL session can be rerun" contains "$out" "rc=0"
 finish

@@ -1,5 +1,6 @@
 // tests/store: the SQLite run store: schema, rows, batching, crash recovery, concurrent
-// writers, and files that are not (or no longer) an ltrun store.
+// writers, files that are not (or no longer) an ltrun store, read-only readers, failing
+// flushes and bounded error text.
 #include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <thread>
 
 #include "runtime/core/error.h"
+#include "runtime/store/embedded.h"
 #include "runtime/store/session.h"
 #include "runtime/store/store.h"
 
@@ -42,6 +44,27 @@ int64_t count(const std::string& path, const std::string& sql) {
   return v;
 }
 
+// the newest db/migrations/NNNN_*.sql, counted independently of the store's own code
+int latest_migration() {
+  int latest = 0;
+  for (const auto& f : embedded_sql()) {
+    const std::string p = f.path;
+    if (p.rfind("db/migrations/", 0) == 0) latest = std::max(latest, std::stoi(p.substr(14, 4)));
+  }
+  return latest;
+}
+
+void exec(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+  INFO((err ? err : ""));
+  sqlite3_free(err);
+  sqlite3_close(db);
+  REQUIRE(rc == SQLITE_OK);
+}
+
 RunStart start(const std::string& name) {
   RunStart r;
   r.name = name;
@@ -56,13 +79,14 @@ RunStart start(const std::string& name) {
 TEST_CASE("a new store gets the schema of db/migrations") {
   const auto path = scratch("schema.db");
   auto s = Store::open(path);
-  CHECK(s->schema_version() == 1);
+  CHECK(s->schema_version() == latest_migration());
+  CHECK(latest_migration() >= 2);
   for (auto t : {"runs", "params", "metrics", "layer_metrics", "eval_items", "artifacts"})
     CHECK(count(path, std::string("SELECT count(*) FROM sqlite_master WHERE name='") + t + "'") == 1);
-  CHECK(count(path, "PRAGMA user_version") == 1);
+  CHECK(count(path, "PRAGMA user_version") == latest_migration());
   CHECK(to_text(s->query("PRAGMA journal_mode").rows[0][0]) == "wal");
   s.reset();
-  CHECK(Store::open(path)->schema_version() == 1);  // reopening migrates nothing twice
+  CHECK(Store::open(path)->schema_version() == latest_migration());  // reopening migrates nothing twice
 }
 
 TEST_CASE("runs, params, metrics, layer metrics and artifacts land in their tables") {
@@ -188,7 +212,7 @@ TEST_CASE("four processes write one store at once without losing a row") {
   CHECK(count(path, "SELECT count(*) FROM runs WHERE status='ok'") == kWriters);
   CHECK(count(path, "SELECT count(*) FROM metrics") == kWriters * kRows);
   CHECK(count(path, "SELECT count(DISTINCT run_id) FROM metrics") == kWriters);
-  CHECK(count(path, "PRAGMA user_version") == 1);
+  CHECK(count(path, "PRAGMA user_version") == latest_migration());
 }
 
 TEST_CASE("a file that is not a run store is refused with its name") {
@@ -234,7 +258,129 @@ TEST_CASE("a file that is not a run store is refused with its name") {
   }
 }
 
-TEST_CASE("named queries come from db/queries") {
+TEST_CASE("named queries: ltrun's own first, then only the folders given") {
   CHECK(named_query("status").find("GROUP BY status") != std::string::npos);
   REQUIRE_THROWS_WITH(named_query("nope"), Catch::Contains("@nope") && Catch::Contains("status"));
+  const fs::path dir = fs::path(scratch("queries")).parent_path() / "queries";
+  fs::create_directories(dir);
+  std::ofstream(dir / "status.sql") << "DELETE FROM runs";
+  std::ofstream(dir / "mine.sql") << "SELECT 1";
+  CHECK(named_query("status", {dir.string()}).find("GROUP BY status") != std::string::npos);
+  CHECK(named_query("mine", {dir.string()}) == "SELECT 1");
+  // the current folder is not searched unless named
+  const auto cwd = fs::current_path();
+  fs::current_path(dir.parent_path());
+  fs::create_directories("db/queries");
+  std::ofstream("db/queries/mine.sql") << "SELECT 2";
+  CHECK_THROWS_WITH(named_query("mine"), Catch::Contains("@mine"));
+  fs::current_path(cwd);
+  REQUIRE_THROWS_WITH(named_query("../x"), Catch::Contains("bad query name"));
+}
+
+TEST_CASE("a read-only store reads, never writes, and refuses what would write") {
+  const auto path = scratch("readonly.db");
+  {
+    auto w = Store::open(path);
+    const int64_t id = w->begin_run(start("r"));
+    w->metric(id, "loss", 1.0);
+    w->end_run(id, Status::ok);
+  }
+  REQUIRE_THROWS_WITH(Store::open_readonly(scratch("absent.db")), Catch::Contains("no run store there"));
+  CHECK_FALSE(fs::exists(scratch("absent.db")));
+  auto r = Store::open_readonly(path);
+  CHECK(r->read_only());
+  CHECK(r->schema_version() == latest_migration());
+  CHECK(to_text(r->query("SELECT count(*) FROM metrics").rows[0][0]) == "1");
+  for (const char* sql : {"DELETE FROM runs", "DROP TABLE metrics", "PRAGMA user_version=0", "CREATE TABLE t(x)",
+                          "VACUUM", "INSERT INTO params VALUES (1, 'k', 'v')"})
+    CHECK_THROWS_WITH(r->query(sql), Catch::Contains("read-only") && Catch::Contains(sql));
+  const std::string copy = scratch("vacuum-copy.db"), other = scratch("attached.db");
+  CHECK_THROWS_WITH(r->query("VACUUM INTO '" + copy + "'"), Catch::Contains("read-only"));
+  CHECK_FALSE(fs::exists(copy));
+  CHECK_THROWS_WITH(r->query("ATTACH '" + other + "' AS o"), Catch::Contains("ATTACH"));
+  CHECK_FALSE(fs::exists(other));
+  CHECK_THROWS_WITH(r->query("PRAGMA query_only=0"), Catch::Contains("read-only"));
+  CHECK(count(path, "SELECT count(*) FROM runs") == 1);
+  CHECK(count(path, "PRAGMA user_version") == latest_migration());
+
+  // an older schema is read as it is, not migrated
+  exec(path, "PRAGMA user_version=1");
+  CHECK(Store::open_readonly(path)->schema_version() == 1);
+  CHECK(count(path, "PRAGMA user_version") == 1);
+  // an empty file is not a store; someone else's database neither
+  const auto empty = scratch("empty.db");
+  std::ofstream(empty).close();
+  CHECK_THROWS_WITH(Store::open_readonly(empty), Catch::Contains("not yet an ltrun run store"));
+}
+
+TEST_CASE("a failing flush: the run closes failed with both errors, later flushes recover") {
+  const auto path = scratch("flushfail.db");
+  auto s = Store::open(path);
+  exec(path, "CREATE TRIGGER full BEFORE INSERT ON metrics BEGIN SELECT RAISE(FAIL, 'disk is full'); END");
+  const int64_t a = s->begin_run(start("a"));
+  s->metric(a, "loss", 1.0);
+  s->param(a, "lr", "0.1");
+  CHECK_THROWS_WITH(s->flush(), Catch::Contains("disk is full") && Catch::Contains("2 rows stay buffered"));
+  CHECK(s->pending() == 2);
+  CHECK_THROWS_WITH(s->end_run(a, Status::ok, ""), Catch::Contains("disk is full"));
+  CHECK(count(path, "SELECT count(*) FROM runs WHERE id=1 AND status='failed' AND error LIKE '%disk is full%'") == 1);
+  CHECK(s->pending() == 0);  // the failed run's rows are dropped, not retried forever
+  const int64_t b = s->begin_run(start("b"));
+  s->metric(b, "loss", 2.0);
+  CHECK_THROWS_WITH(s->end_run(b, Status::failed, "the script's own error"), Catch::Contains("disk is full"));
+  CHECK(count(path, "SELECT count(*) FROM runs WHERE id=2 AND status='failed' AND error LIKE "
+                    "'the script''s own error%disk is full%'") == 1);
+  exec(path, "DROP TRIGGER full");
+  const int64_t c = s->begin_run(start("c"));
+  s->metric(c, "loss", 3.0);
+  s->end_run(c, Status::ok);
+  CHECK(count(path, "SELECT count(*) FROM metrics WHERE run_id=3") == 1);
+  CHECK(s->run_status(c) == Status::ok);
+}
+
+TEST_CASE("stored error text is bounded, head and tail kept") {
+  const std::string big = "HEAD" + std::string(300000, 'x') + "TAIL";
+  const std::string cut = bound_error(big);
+  CHECK(cut.size() <= kMaxErrorBytes);
+  CHECK(cut.rfind("HEAD", 0) == 0);
+  CHECK(cut.substr(cut.size() - 4) == "TAIL");
+  CHECK(cut.find("bytes cut") != std::string::npos);
+  CHECK(bound_error("short") == "short");
+  const std::string cjk = [] { std::string s; for (int i = 0; i < 40000; i++) s += "\xe4\xb8\xad"; return s; }();
+  const std::string c2 = bound_error(cjk, 1000);
+  CHECK(c2.size() <= 1000);
+  CHECK(c2.substr(0, 3) == "\xe4\xb8\xad");
+  for (size_t i = 0, n = c2.find("\n["); i < n; i += 3) CHECK(c2.substr(i, 3) == "\xe4\xb8\xad");  // whole characters
+  const auto path = scratch("bounded.db");
+  auto s = Store::open(path);
+  const int64_t id = s->begin_run(start("big"));
+  s->end_run(id, Status::failed, big);
+  CHECK(count(path, "SELECT length(CAST(error AS BLOB)) FROM runs") <= int64_t(kMaxErrorBytes));
+}
+
+TEST_CASE("crash detection uses the boot id and the process start time") {
+  const auto path = scratch("boot.db");
+  auto s = Store::open(path);
+  const int64_t me = s->begin_run(start("me"));
+  CHECK(count(path, "SELECT count(*) FROM runs WHERE boot_id IS NOT NULL AND process_start > 0") == 1);
+  // a live process whose recorded start time differs: its pid was reused
+  pid_t kid = fork();
+  if (kid == 0) {
+    pause();
+    _exit(0);
+  }
+  exec(path, "INSERT INTO runs(name, status, host, pid, boot_id, machine_id, process_start, started_at) "
+             "SELECT 'reused', 'running', host, " + std::to_string(kid) +
+             ", boot_id, machine_id, process_start + 12345, started_at FROM runs WHERE id=" + std::to_string(me));
+  exec(path, "INSERT INTO runs(name, status, host, pid, boot_id, machine_id, process_start, started_at) "
+             "SELECT 'elsewhere', 'running', host, 999999999, 'another-boot', 'another-machine', 1, started_at "
+             "FROM runs WHERE id=" + std::to_string(me));
+  Store::open_readonly(path).reset();  // a reader judges nothing
+  CHECK(count(path, "SELECT count(*) FROM runs WHERE status='crashed'") == 0);
+  Store::open(path).reset();
+  CHECK(count(path, "SELECT count(*) FROM runs WHERE name='reused' AND status='crashed'") == 1);
+  CHECK(count(path, "SELECT count(*) FROM runs WHERE name='elsewhere' AND status='running'") == 1);
+  CHECK(count(path, "SELECT count(*) FROM runs WHERE name='me' AND status='running'") == 1);  // this process
+  kill(kid, SIGKILL);
+  waitpid(kid, nullptr, 0);
 }
