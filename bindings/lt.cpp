@@ -17,6 +17,7 @@ void register_system(lua_State* L);  // bindings/system.cpp: lt.device, lt.seed,
 void register_diag(lua_State* L);    // bindings/diag.cpp: lt.diag (TP, LS, S(b), JS)
 void register_corpus(lua_State* L);  // bindings/corpus.cpp: lt.data (pack, info, windows)
 void register_train(lua_State* L);   // bindings/train.cpp: lt.train, lt.layers, m:freeze
+void register_dist(lua_State* L);    // bindings/dist.cpp: lt.dist (ranks, collectives)
 
 void open_lt(lua_State* L) {
   lua_newtable(L);
@@ -31,6 +32,7 @@ void open_lt(lua_State* L) {
   register_diag(L);
   register_corpus(L);
   register_train(L);
+  register_dist(L);
 }
 
 }  // namespace ltrun::lua

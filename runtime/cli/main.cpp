@@ -26,6 +26,8 @@ usage:
   ltrun model info PATH                describe a checkpoint folder
   ltrun data pack --tokenizer T --out DIR INPUT...   tokenize a corpus into token shards
   ltrun data info DIR                  describe a packed corpus
+  ltrun launch --nproc-per-node N [--nnodes M --node-rank R --master-addr A --master-port P]
+               SCRIPT.lua [--key=value ...]   run SCRIPT on N ranks (lt.dist, data parallel)
 
 global options (anywhere on the line):
   --db PATH        run store (default $LTRUN_DB, else ./ltrun.db)
@@ -101,6 +103,7 @@ int main(int argc, char** argv) {
     if (cmd == "rerun") return cmd_rerun(g, args);
     if (cmd == "model") return cmd_model(g, args);
     if (cmd == "data") return cmd_data(g, args);
+    if (cmd == "launch") return cmd_launch(g, args);
     if (cmd.rfind("--", 0) == 0) fail("unknown option {} (see ltrun --help)", cmd);
     if (!file_exists(cmd))
       fail("{}: no such script (and not a command: runs, show, sql, rerun, model, data; see ltrun --help)", cmd);
