@@ -22,6 +22,8 @@ void register_train(lua_State* L);   // bindings/train.cpp: lt.train, lt.layers,
 void register_rl(lua_State* L);      // bindings/rl.cpp: lt.rl (rollouts, rewards, GRPO losses)
 void register_fs(lua_State* L);      // bindings/fs.cpp: lt.fs (mkdir, remove, list; no shell)
 
+void register_dist(lua_State* L);    // bindings/dist.cpp: lt.dist (ranks, collectives)
+
 void open_lt(lua_State* L) {
   lua_newtable(L);
   lua_setglobal(L, "lt");
@@ -39,6 +41,7 @@ void open_lt(lua_State* L) {
   register_train(L);
   register_rl(L);
   register_fs(L);
+  register_dist(L);
 }
 
 }  // namespace ltrun::lua

@@ -17,6 +17,7 @@
 #include "bindings/model.h"
 #include "bindings/tensor.h"
 #include "runtime/corpus/corpus.h"
+#include "runtime/dist/dist.h"
 #include "runtime/model/model.h"
 #include "runtime/store/session.h"
 #include "runtime/text/tokenizer.h"
@@ -276,6 +277,7 @@ int l_causal_lm(lua_State* L) {
   o.resume = opt_bool(L, 2, "resume", fn).value_or(false);
   o.stop_after = opt_integer(L, 2, "stop_after", fn).value_or(-1);
   if (opt_bool(L, 2, "log", fn).value_or(true)) o.sink = run_sink();
+  o.group = dist::active();  // data parallel under `ltrun launch` (rank 0 alone logs)
   o.progress = opt_bool(L, 2, "progress", fn).value_or(true);
   o.force_full_backward = opt_bool(L, 2, "force_full_backward", fn).value_or(false);
   o.activation_checkpointing = opt_bool(L, 2, "activation_checkpointing", fn).value_or(false);

@@ -38,6 +38,7 @@ int cmd_model(const Globals& g, const std::vector<std::string>& args);
 int cmd_data(const Globals& g, const std::vector<std::string>& args);  // data_cmd.cpp
 int cmd_serve(const Globals& g, const std::vector<std::string>& args);  // serve.cpp
 int cmd_db(const Globals& g, const std::vector<std::string>& args);     // db_cmd.cpp
+int cmd_launch(const Globals& g, const std::vector<std::string>& args);  // launch.cpp
 
 // Walks a subcommand's arguments from `start`: "--key=value", "--key value", flags and
 // positionals. while (a.next()) { if (a.key() == "--out") out = a.value(); ... }

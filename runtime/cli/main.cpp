@@ -30,6 +30,8 @@ usage:
   ltrun data info DIR                  describe a packed corpus
   ltrun serve [--port 8080] [--host H] web view of the run store (read-only; loopback unless --host)
   ltrun db merge OUT.db IN.db ...      merge run stores (shards of a scan) into one
+  ltrun launch --nproc-per-node N [--nnodes M --node-rank R --master-addr A --master-port P]
+               SCRIPT.lua [--key=value ...]   run SCRIPT on N ranks (lt.dist, data parallel)
 
 global options (anywhere on the line):
   --db PATH        run store (default $LTRUN_DB, else ./ltrun.db)
@@ -116,6 +118,7 @@ int main(int argc, char** argv) {
     if (cmd == "data") return cmd_data(g, args);
     if (cmd == "serve") return cmd_serve(g, args);
     if (cmd == "db") return cmd_db(g, args);
+    if (cmd == "launch") return cmd_launch(g, args);
     if (cmd.rfind("--", 0) == 0) fail("unknown option {} (see ltrun --help)", cmd);
     if (!file_exists(cmd))
       fail("{}: no such script (and not a command: runs, show, sql, rerun, model, data, serve, db; see ltrun --help)", cmd);

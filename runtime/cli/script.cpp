@@ -9,14 +9,24 @@
 #include "runtime/core/device.h"
 #include "runtime/core/env.h"
 #include "runtime/core/sha256.h"
+#include "runtime/dist/dist.h"
 #include "runtime/store/session.h"
 
 namespace ltrun::cli {
 
 int run_script(const Globals& g, const ScriptRun& r) {
-  const c10::Device device = parse_device(g.device);
+  c10::Device device = parse_device(g.device);
   const uint64_t seed = g.seed ? *g.seed : r.seed ? *r.seed : fresh_seed();
-  auto store = store::Store::open(g.db);
+  // several ranks (ltrun launch, Slurm): one group per process, cuda:LOCAL_RANK on GPUs, and
+  // one run in the store, written by rank 0 (the other ranks log into a store in memory)
+  const dist::Env denv = dist::env_from_environment();
+  if (denv.world_size > 1 && device.is_cuda() && !device.has_index())
+    device = c10::Device(c10::kCUDA, c10::DeviceIndex(denv.local_rank));
+  struct DistGuard {
+    ~DistGuard() { dist::shutdown(); }
+  } dist_guard;
+  if (denv.world_size > 1) dist::init(denv, "auto", device.str());
+  auto store = store::Store::open(denv.rank == 0 ? g.db : ":memory:");
 
   store::RunStart start;
   start.name = g.name.empty() ? r.name : g.name;
@@ -33,6 +43,10 @@ int run_script(const Globals& g, const ScriptRun& r) {
 
   store::Session session(store, start);
   const int64_t run_id = session.root();
+  if (dist::Group* dg = dist::active()) {
+    store->param(run_id, "world_size", std::to_string(dg->world_size()));
+    store->param(run_id, "dist_backend", dg->backend());
+  }
   seed_all(seed);
   lua::Outcome o;
   {

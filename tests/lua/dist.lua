@@ -1,0 +1,90 @@
+-- tests/lua/dist.lua: `ltrun launch` with 2 ranks on Gloo (child processes of this ltrun, with
+-- a store of their own): lt.dist's collectives against values computed by hand, one run per
+-- launch written by rank 0 with world_size and backend, and a rank killed with SIGKILL ending
+-- the launch within 30 s with the run failed and the dead rank named.
+local T = require "lt.test"
+local tmp = os.getenv("LTRUN_TEST_TMP") .. "/lua_dist"
+os.execute("rm -rf '" .. tmp .. "' && mkdir -p '" .. tmp .. "'")
+local p = io.popen("readlink /proc/$PPID/exe")
+local ltrun = p:read("*l")
+p:close()
+
+local function sh(cmd)
+  local f = io.popen(cmd .. " 2>&1; echo \"rc=$?\"")
+  local out = f:read("*a")
+  f:close()
+  return out, tonumber(out:match("rc=(%d+)%s*$"))
+end
+local function write(path, text)
+  local f = assert(io.open(path, "w"))
+  f:write(text)
+  f:close()
+end
+local function sql(db, q)
+  local out = sh(("%q --db %q sql --csv %q"):format(ltrun, db, q))
+  return out
+end
+
+T.case("single process: lt.dist is rank 0 of 1 and the collectives are the identity", function()
+  T.eq(lt.dist.rank(), 0); T.eq(lt.dist.world_size(), 1); T.eq(lt.dist.is_main(), true)
+  local t = lt.tensor{ 1, 2 }
+  T.ok(lt.dist.all_reduce(t, "sum"):equal(lt.tensor{ 1, 2 }))
+  T.eq(#lt.dist.all_gather(t), 1)
+  T.raises(function() lt.dist.all_reduce(t, "prod") end, "expected sum, avg, max or min")
+  T.raises(function() lt.dist.broadcast(t, 1) end, "source rank 1 outside 0..0")
+end)
+
+T.case("launch: 2 ranks, collectives, one run in the store", function()
+  write(tmp .. "/coll.lua", [[
+local r, w = lt.dist.rank(), lt.dist.world_size()
+assert(w == 2, "world_size " .. w)
+local t = lt.tensor{ r + 1, 10 * (r + 1) }
+lt.dist.all_reduce(t, "sum")                       -- {1 + 2, 10 + 20}
+assert(t:equal(lt.tensor{ 3, 30 }), tostring(t))
+local m = lt.tensor{ r + 1.0 }
+lt.dist.all_reduce(m, "max"); assert(m[0] == 2)
+local a = lt.tensor{ r + 1.0 }
+lt.dist.all_reduce(a, "avg"); assert(a[0] == 1.5)
+local b = lt.tensor{ r == 0 and 7 or 0 }
+lt.dist.broadcast(b, 0); assert(b[0] == 7)
+local g = lt.dist.all_gather(lt.tensor{ r * 5 })
+assert(#g == 2 and g[1][0] == 0 and g[2][0] == 5)
+lt.dist.barrier()
+lt.run.log("rank_seen", r)
+print("RANK_OK " .. r)
+]])
+  local db = tmp .. "/coll.db"
+  local out, rc = sh(("%q --db %q launch --nproc-per-node 2 %q"):format(ltrun, db, tmp .. "/coll.lua"))
+  T.eq(rc, 0, out)
+  T.ok(out:find("RANK_OK 0") and out:find("RANK_OK 1"), out)
+  local runs = sql(db, "select count(*) as n from runs")
+  T.ok(runs:find("\n1%s*$") or runs:find("^n\n1"), "one run: " .. runs)
+  local ws = sql(db, "select value from params where key = 'world_size'")
+  T.ok(ws:find("2"), "world_size param: " .. ws)
+  local seen = sql(db, "select value from metrics where name = 'rank_seen'")
+  T.ok(seen:find("0") and not seen:find("1"), "only rank 0 logs: " .. seen)
+end)
+
+T.case("launch: a rank killed with SIGKILL ends the launch, the run failed, the rank named", function()
+  write(tmp .. "/kill.lua", [[
+local r = lt.dist.rank()
+for i = 1, 100000 do
+  lt.dist.all_reduce(lt.tensor{ 1.0 }, "sum")
+  if r == 1 and i == 20 then
+    local s = io.open("/proc/self/stat"):read("*l")
+    os.execute("kill -9 " .. s:match("^(%d+)"))
+  end
+end
+]])
+  local db = tmp .. "/kill.db"
+  local t0 = os.time()
+  local out, rc = sh(("%q --db %q launch --nproc-per-node 2 %q"):format(ltrun, db, tmp .. "/kill.lua"))
+  T.ok(os.time() - t0 < 30, "ended within 30 s")
+  T.eq(rc, 137, out)
+  T.ok(out:find("rank 1 %(pid %d+%) was killed by signal 9"), out)
+  local st = sql(db, "select status, error from runs")
+  T.ok(st:find("failed"), st)
+  T.ok(st:find("rank 1"), "the run's error names rank 1: " .. st)
+end)
+
+T.finish()
