@@ -18,7 +18,7 @@ L
 "$LTRUN" --db a.db shard.lua --shard=a >/dev/null 2>a.err & pa=$!
 "$LTRUN" --db b.db shard.lua --shard=b >/dev/null 2>b.err & pb=$!
 wait $pa; wait $pb
-"$LTRUN" --db b.db rerun 1 >/dev/null 2>rerun.err  # run 4 in b.db: rerun_of 1
+"$LTRUN" --db b.db rerun 1 --yes >/dev/null 2>rerun.err  # run 4 in b.db: rerun_of 1
 check "shards ran" equals "$(cat a.err b.err)" ""
 check "overlapping ids" equals "$(sqlite3 a.db 'select group_concat(id) from runs')|$(sqlite3 b.db 'select group_concat(id) from runs where id<4')" "1,2,3|1,2,3"
 

@@ -23,7 +23,7 @@ TEST_CASE("read_json_file and json_require", "[io][json]") {
 
   std::string missing = dir + "/missing.json";
   require_error([&] { read_json_file(missing); },
-                {"cannot read JSON file", missing, "No such file"});
+                {"cannot read", missing, "No such file"});
   std::string bad = dir + "/bad.json";
   write_bytes(bad, "{\n  \"a\": 1,\n  \"b\": ]\n}\n");
   require_error([&] { read_json_file(bad); }, {bad, "invalid JSON", "line 3, column 8"});

@@ -45,8 +45,8 @@ T.case("benchmarks: non-UTF-8 text is named by file and line", function()
   local j = write("latin1.jsonl", '{"question": "ok?", "choices": ["a", "b"], "answer": "A"}\n' ..
                                   '{"question": "caf\233?", "choices": ["a", "b"], "answer": "B"}\n')
   T.raises(function() lt.eval.load("mcq", j) end, "latin1.jsonl:2: not UTF%-8 text %(invalid byte 0xe9 at column 18%)")
-  local c = write("latin1.csv", "q,a,b,c,d,A\nq2,a,b,c,d,B\nd\233j\224,a,b,c,d,C\n")
-  T.raises(function() lt.eval.load("mmlu", c) end, "latin1.csv:3: not UTF%-8 text")
+  local c = write("latin1_test.csv", "q,a,b,c,d,A\nq2,a,b,c,d,B\nd\233j\224,a,b,c,d,C\n")
+  T.raises(function() lt.eval.load("mmlu", c) end, "latin1_test%.csv:3: not UTF%-8 text")
 end)
 
 T.case("tokenizer.json, config.json, safetensors, corpus inputs: regular files only", function()
