@@ -261,7 +261,9 @@ TEST_CASE("a file that is not a run store is refused with its name") {
 TEST_CASE("named queries: ltrun's own first, then only the folders given") {
   CHECK(named_query("status").find("GROUP BY status") != std::string::npos);
   REQUIRE_THROWS_WITH(named_query("nope"), Catch::Contains("@nope") && Catch::Contains("status"));
-  const fs::path dir = fs::path(scratch("queries")).parent_path() / "queries";
+  // scratch() names a DB file; the folder beside it is left from an earlier run of the suite
+  const fs::path dir = fs::path(scratch("queries.db")).parent_path() / "queries";
+  fs::remove_all(dir);
   fs::create_directories(dir);
   std::ofstream(dir / "status.sql") << "DELETE FROM runs";
   std::ofstream(dir / "mine.sql") << "SELECT 1";
