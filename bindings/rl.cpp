@@ -16,6 +16,7 @@
 #include "bindings/luat.h"
 #include "bindings/model.h"
 #include "bindings/tensor.h"
+#include "bindings/train.h"
 #include "runtime/rl/grpo.h"
 #include "runtime/rl/logprob.h"
 #include "runtime/rl/loss.h"
@@ -415,20 +416,6 @@ int l_decontaminate(lua_State* L) {
   return 3;
 }
 
-train::MetricSink rl_sink() {
-  train::MetricSink k;
-  k.metric = [](const std::string& name, double v, int64_t step) {
-    if (auto* s = store::Session::active()) s->store().metric(s->current(), name, v, step);
-  };
-  k.param = [](const std::string& key, const std::string& v) {
-    if (auto* s = store::Session::active()) s->store().param(s->current(), key, v);
-  };
-  k.flush = [] {
-    if (auto* s = store::Session::active()) s->store().flush();
-  };
-  return k;
-}
-
 // A Lua function kept in the registry for the lifetime of a call.
 struct LuaRef {
   lua_State* L;
@@ -679,7 +666,7 @@ int l_grpo(lua_State* L) {
   lo.resume = opt_bool(L, 2, "resume", fn).value_or(false);
   lo.stop_after = opt_integer(L, 2, "stop_after", fn).value_or(-1);
   lo.progress = opt_bool(L, 2, "progress", fn).value_or(true);
-  if (opt_bool(L, 2, "log", fn).value_or(true)) lo.sink = rl_sink();
+  if (opt_bool(L, 2, "log", fn).value_or(true)) lo.sink = run_sink();
   if (h.tok) lo.checkpoint_files.push_back(h.tok->path());
   if (lo.sink.param) {
     lo.sink.param("decontaminated", std::to_string(removed));

@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "bindings/luat.h"
+#include "bindings/train.h"
 #include "bindings/model.h"
 #include "bindings/tensor.h"
 #include "runtime/corpus/corpus.h"
@@ -219,22 +220,6 @@ uint64_t run_seed(lua_State* L) {
   const uint64_t s = lua_isnumber(L, -1) ? uint64_t(lua_tonumber(L, -1)) : 0;
   lua_pop(L, 2);
   return s;
-}
-
-// The training loop's metric sink: the current run of this process (the one place training
-// writes to the store).
-train::MetricSink run_sink() {
-  train::MetricSink k;
-  k.metric = [](const std::string& name, double v, int64_t step) {
-    if (auto* s = store::Session::active()) s->store().metric(s->current(), name, v, step);
-  };
-  k.param = [](const std::string& key, const std::string& v) {
-    if (auto* s = store::Session::active()) s->store().param(s->current(), key, v);
-  };
-  k.flush = [] {
-    if (auto* s = store::Session::active()) s->store().flush();
-  };
-  return k;
 }
 
 // lt.train.causal_lm(m, {data = DIR | tensor [N, T+1], val = tensor, seq_len = 128, steps =,
@@ -470,6 +455,20 @@ int l_latest(lua_State* L) {
 }
 
 }  // namespace
+
+train::MetricSink run_sink() {
+  train::MetricSink k;
+  k.metric = [](const std::string& name, double v, int64_t step) {
+    if (auto* s = store::Session::active()) s->store().metric(s->current(), name, v, step);
+  };
+  k.param = [](const std::string& key, const std::string& v) {
+    if (auto* s = store::Session::active()) s->store().param(s->current(), key, v);
+  };
+  k.flush = [] {
+    if (auto* s = store::Session::active()) s->store().flush();
+  };
+  return k;
+}
 
 void register_train(lua_State* L) {
   // methods on lt.Model: the method table is the upvalue of its __index closure

@@ -82,13 +82,9 @@ local function db_path()
   fail("scan: cannot find the run store's file")
 end
 
--- mkdir -p and rm -rf through lt.proc (argv arrays: a path is never parsed by a shell)
-local function tool(argv, what)
-  local s = lt.proc.wait(lt.proc.spawn(argv))
-  if s.code ~= 0 or s.signal ~= 0 then fail("scan: cannot %s", what) end
-end
-function M.mkdir(path) tool({ "mkdir", "-p", "--", path }, "create folder " .. path) end
-function M.remove_tree(path) tool({ "rm", "-rf", "--", path }, "remove " .. path) end
+-- folders through lt.fs (no shell; a folder is removed only when ltrun made it)
+function M.mkdir(path) lt.fs.mkdir(path) end
+function M.remove_tree(path) lt.fs.remove(path) end
 local mkdir = M.mkdir
 
 -- FNV-1a (32 bits) of a string as 8 hex digits: a short, stable name for a configuration

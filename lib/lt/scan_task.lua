@@ -127,6 +127,7 @@ function M.new(cfg)
       return t.score(m)
     end
     local dir = ("%s/ckpt/%d"):format(cfg.work, lt.run.id())
+    mkdir(dir)  -- marked as ltrun's, so that remove_tree below may delete it
     local best, best_step = -math.huge, 0
     for stop = cfg.eval_every, cfg.steps + cfg.eval_every - 1, cfg.eval_every do
       local at = math.min(stop, cfg.steps)
