@@ -52,16 +52,18 @@ end)
 T.case("tokenizer.json, config.json, safetensors, corpus inputs: regular files only", function()
   T.raises(function() lt.tokenizer.load(fifo("tok.json")) end, "not a regular file")
   T.raises(function() lt.tokenizer.load("/dev/zero") end, "not a regular file")
-  -- a model folder whose config.json is a FIFO, then one whose weights are a FIFO
-  local m = tmp .. "/model"
-  lt.model.new{ out = m, arch = "qwen3", layers = 1, hidden = 16, heads = 2, kv_heads = 1, vocab = 300 }
-  os.execute("mv '" .. m .. "/config.json' '" .. m .. "/config.real'")
-  fifo(m .. "/config.json")
-  T.raises(function() lt.model.load(m) end, "config.json: not a regular file")
-  os.execute("rm '" .. m .. "/config.json' && mv '" .. m .. "/config.real' '" .. m .. "/config.json'")
-  os.execute("mv '" .. m .. "/model.safetensors' '" .. m .. "/weights.bak'")
-  fifo(m .. "/model.safetensors")
-  T.raises(function() lt.model.load(m) end, "not a regular file")
+  -- a model folder whose config.json is a FIFO, then another whose weights are a FIFO. Two
+  -- folders, never a FIFO swapped back for the real file: the FIFO's background writer may open
+  -- the path only after the swap and would then overwrite the real config.json with "{}".
+  local function model_with_fifo(dir, file)
+    lt.model.new{ out = dir, arch = "qwen3", layers = 1, hidden = 16, heads = 2, kv_heads = 1, vocab = 300 }
+    assert(os.remove(dir .. "/" .. file))
+    return fifo(dir .. "/" .. file)
+  end
+  model_with_fifo(tmp .. "/model_cfg_fifo", "config.json")
+  T.raises(function() lt.model.load(tmp .. "/model_cfg_fifo") end, "config.json: not a regular file")
+  model_with_fifo(tmp .. "/model_st_fifo", "model.safetensors")
+  T.raises(function() lt.model.load(tmp .. "/model_st_fifo") end, "not a regular file")
   T.raises(function()
     lt.data.pack{ tokenizer = tiny_tok, out = tmp .. "/packed", inputs = { fifo("corpus.txt") }, progress = false }
   end, "not a regular file")
