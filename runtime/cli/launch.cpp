@@ -9,6 +9,11 @@
 // (their collectives fail at once when a peer's connection closes), then SIGTERM, then SIGKILL.
 // Ctrl-C (SIGINT/SIGTERM to the launcher) is passed on to every rank. The exit code is the
 // first failing rank's (128 + signal for a signal), 0 when all succeed.
+//
+// Rank 0 names its run in LTRUN_LAUNCH_DIR/run. When rank 0 itself ends by a signal (SIGKILL,
+// the OOM killer), it could not close that run: the launcher closes it as failed with an
+// error naming rank 0 (and the first failing rank when another one failed first). What rank 0
+// logged stays in the store up to its last flush (the store flushes at least every second).
 #include <fmt/format.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -30,6 +35,7 @@
 #include "runtime/core/device.h"
 #include "runtime/core/env.h"
 #include "runtime/core/error.h"
+#include "runtime/store/store.h"
 
 namespace ltrun::cli {
 namespace {
@@ -63,6 +69,24 @@ std::string describe_status(int status) {
     return fmt::format("was killed by signal {} ({})", s, strsignal(s));
   }
   return "ended";
+}
+
+// Closes rank 0's run as failed when rank 0 ended without closing it (killed by a signal).
+void close_orphan_run(const std::string& db, const std::string& launch_dir, const std::string& error) {
+  std::ifstream f(launch_dir + "/run");
+  int64_t run = -1;
+  if (!(f >> run) || run < 0 || db == ":memory:") return;  // rank 0 died before opening its run
+  try {
+    // opening marks rows of dead processes crashed (rank 0's children runs included)
+    auto store = store::Store::open(db);
+    const store::Status s = store->run_status(run);
+    if (s == store::Status::running || s == store::Status::crashed)
+      store->end_run(run, store::Status::failed, error);
+    std::fprintf(stderr, "ltrun launch: run %lld failed (%s)\n", (long long)run, db.c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ltrun launch: could not mark run %lld of %s failed: %s\n", (long long)run,
+                 db.c_str(), e.what());
+  }
 }
 
 int exit_code(int status) {
@@ -165,6 +189,7 @@ int cmd_launch(const Globals& g, const std::vector<std::string>& args) {
 
   int code = 0;
   bool failed = false, forwarded = false;
+  std::string first_failure, rank0_failure;  // "rank R (pid P) was killed by ..."
   std::chrono::steady_clock::time_point failed_at;
   bool termed = false, killed = false;
   auto signal_all = [&](int sig) {
@@ -179,11 +204,13 @@ int cmd_launch(const Globals& g, const std::vector<std::string>& args) {
       const int rank = it->second;
       ranks.erase(it);
       const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      const std::string what = fmt::format("rank {} (pid {}) {}", rank, pid, describe_status(status));
+      if (rank == 0 && WIFSIGNALED(status)) rank0_failure = what;
       if (!ok && !failed) {
         failed = true;
         failed_at = std::chrono::steady_clock::now();
         code = exit_code(status);
-        const std::string what = fmt::format("rank {} (pid {}) {}", rank, pid, describe_status(status));
+        first_failure = what;
         {
           std::ofstream f(launch_dir + "/failed.tmp");
           f << what << "\n";
@@ -216,6 +243,11 @@ int cmd_launch(const Globals& g, const std::vector<std::string>& args) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  if (!rank0_failure.empty())
+    close_orphan_run(g.db, launch_dir,
+                     first_failure == rank0_failure || first_failure.empty()
+                         ? rank0_failure + " (closed by ltrun launch)"
+                         : fmt::format("{} after {} (closed by ltrun launch)", rank0_failure, first_failure));
   std::error_code ec;
   std::filesystem::remove_all(launch_dir, ec);
   return code;

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "bindings/interp.h"
 #include "runtime/cli/cli.h"
@@ -10,6 +11,7 @@
 #include "runtime/core/env.h"
 #include "runtime/core/sha256.h"
 #include "runtime/dist/dist.h"
+#include "runtime/io/atomic_file.h"
 #include "runtime/store/session.h"
 
 namespace ltrun::cli {
@@ -46,6 +48,9 @@ int run_script(const Globals& g, const ScriptRun& r) {
   if (dist::Group* dg = dist::active()) {
     store->param(run_id, "world_size", std::to_string(dg->world_size()));
     store->param(run_id, "dist_backend", dg->backend());
+    // `ltrun launch` closes this run as failed should rank 0 be killed (runtime/cli/launch.cpp)
+    if (const char* ld = std::getenv("LTRUN_LAUNCH_DIR"); ld && dg->is_main())
+      io::write_file_atomic(std::string(ld) + "/run", std::to_string(run_id) + "\n");
   }
   seed_all(seed);
   lua::Outcome o;
@@ -66,8 +71,11 @@ int run_script(const Globals& g, const ScriptRun& r) {
   if (!o.message.empty()) std::fprintf(stderr, "%s\n", o.message.c_str());
   for (const auto& e : store_errors) std::fprintf(stderr, "ltrun: closing the run failed: %s\n", e.c_str());
   const bool interrupted = status == store::Status::interrupted;
-  std::fprintf(stderr, "ltrun: run %lld %s (%s)\n", (long long)run_id, interrupted ? "interrupted" : "failed",
-               g.db.c_str());
+  if (denv.rank == 0)
+    std::fprintf(stderr, "ltrun: run %lld %s (%s)\n", (long long)run_id, interrupted ? "interrupted" : "failed",
+                 g.db.c_str());
+  else  // its run lives in memory; rank 0's is the one in the store
+    std::fprintf(stderr, "ltrun: rank %d %s\n", denv.rank, interrupted ? "interrupted" : "failed");
   return interrupted ? kExitInterrupted : kExitFailed;
 }
 

@@ -87,4 +87,34 @@ end
   T.ok(st:find("rank 1"), "the run's error names rank 1: " .. st)
 end)
 
+T.case("launch: rank 0 killed with SIGKILL: rank 1 fails naming it, the launcher closes the run failed, its metrics kept", function()
+  -- rank 0 logs 5 metrics, keeps all-reducing for 1.5 s (the store flushes at least every
+  -- second), then kills itself; rank 1 is in an all_reduce when its peer goes
+  write(tmp .. "/kill0.lua", [[
+local r = lt.dist.rank()
+if r == 0 then for i = 1, 5 do lt.run.log("before_kill", i * 10, i) end end
+local wall0 = os.time()
+for i = 1, 1000000 do
+  lt.dist.all_reduce(lt.tensor{ 1.0 }, "sum")
+  if r == 0 and i % 50 == 0 and os.time() - wall0 >= 2 then
+    local s = io.open("/proc/self/stat"):read("*l")
+    os.execute("kill -9 " .. s:match("^(%d+)"))
+  end
+end
+]])
+  local db = tmp .. "/kill0.db"
+  local t0 = os.time()
+  local out, rc = sh(("%q --db %q launch --nproc-per-node 2 %q"):format(ltrun, db, tmp .. "/kill0.lua"))
+  T.ok(os.time() - t0 < 30, "ended within 30 s")
+  T.eq(rc, 137, out)
+  T.ok(out:find("rank 0 %(pid %d+%) was killed by signal 9"), out)
+  -- rank 1's failing collective quotes the launcher's note about rank 0
+  T.ok(out:find("all_reduce on rank 1 of 2 failed: rank 0 %(pid %d+%) was killed"), out)
+  local st = sql(db, "select status, error from runs where parent_id is null")
+  T.ok(st:find("failed"), st)
+  T.ok(st:find("rank 0 %(pid %d+%) was killed by signal 9"), "the run's error names rank 0: " .. st)
+  local kept = sql(db, "select count(*) as n, sum(value) as s from metrics where name = 'before_kill'")
+  T.ok(kept:find("5,150"), "the 5 metrics logged before the kill are kept: " .. kept)
+end)
+
 T.finish()
