@@ -227,7 +227,9 @@ uint64_t run_seed(lua_State* L) {
 //   betas = {b1, b2}, eps =, micro_batch =, grad_accum =, clip =, lr_mult = {[layer] = x},
 //   eval_every =, eval_batches = 8, checkpoint_dir =, checkpoint_every =, resume =,
 //   stop_after =, seed =, log =, progress =, force_full_backward =,
-//   activation_checkpointing =, on_step = function(step, loss)}) → summary table
+//   activation_checkpointing =, on_step = function(step, loss), shard_optimizer = false,
+//   overlap_all_reduce = false, bucket_bytes = 25 MiB}) → summary table (the last three under
+//   `ltrun launch`: ZeRO-1 and the all-reduce overlapped with backward, runtime/train/loop.h)
 // On resume the data order continues with the checkpoint's data seed; an explicit seed =
 // that differs from it is an error.
 int l_causal_lm(lua_State* L) {
@@ -263,6 +265,10 @@ int l_causal_lm(lua_State* L) {
   o.stop_after = opt_integer(L, 2, "stop_after", fn).value_or(-1);
   if (opt_bool(L, 2, "log", fn).value_or(true)) o.sink = run_sink();
   o.group = dist::active();  // data parallel under `ltrun launch` (rank 0 alone logs)
+  o.shard_optimizer = opt_bool(L, 2, "shard_optimizer", fn).value_or(false);
+  o.overlap_all_reduce = opt_bool(L, 2, "overlap_all_reduce", fn).value_or(false);
+  o.bucket_bytes = opt_integer(L, 2, "bucket_bytes", fn).value_or(o.bucket_bytes);
+  LT_CHECK(o.bucket_bytes > 0, "{}: bucket_bytes must be > 0, got {}", fn, o.bucket_bytes);
   o.progress = opt_bool(L, 2, "progress", fn).value_or(true);
   o.force_full_backward = opt_bool(L, 2, "force_full_backward", fn).value_or(false);
   o.activation_checkpointing = opt_bool(L, 2, "activation_checkpointing", fn).value_or(false);
@@ -353,6 +359,8 @@ int l_causal_lm(lua_State* L) {
   set_field(L, "final_loss", r.final_loss);
   set_field(L, "wall_s", r.wall_s);
   set_field(L, "tokens_per_s", r.tokens_per_s);
+  set_field(L, "bytes_all_reduced", double(r.bytes_all_reduced));
+  set_field(L, "optimizer_state_bytes", double(r.optimizer_state_bytes));
   if (r.val_loss >= 0) set_field(L, "val_loss", r.val_loss);
   lua_pushboolean(L, r.stopped_early);
   lua_setfield(L, -2, "stopped_early");

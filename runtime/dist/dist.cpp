@@ -208,6 +208,37 @@ void Group::all_reduce(at::Tensor& t, ReduceOp op) {
   from_comm(t, c);
 }
 
+struct Group::Pending::State {
+  Group* g = nullptr;
+  at::Tensor t, comm;
+  c10::intrusive_ptr<c10d::Work> work;
+  bool done = false;
+};
+
+Group::Pending::~Pending() = default;
+
+void Group::Pending::wait() {
+  if (s_->done) return;
+  s_->done = true;
+  s_->g->wait("all_reduce", [&] { s_->work->wait(); });
+  from_comm(s_->t, s_->comm);
+}
+
+std::unique_ptr<Group::Pending> Group::all_reduce_start(at::Tensor t) {
+  at::NoGradGuard g;
+  auto p = std::make_unique<Pending>();
+  p->s_ = std::make_unique<Pending::State>();
+  p->s_->g = this;
+  p->s_->t = t;
+  p->s_->comm = to_comm(t, backend_);
+  c10d::AllreduceOptions o;
+  o.reduceOp = c10d::ReduceOp::SUM;
+  std::vector<at::Tensor> v{p->s_->comm};
+  wait("all_reduce", [&] { p->s_->work = impl_->pg->allreduce(v, o); });
+  bytes_all_reduced_ += uint64_t(t.numel()) * uint64_t(t.element_size());
+  return p;
+}
+
 void Group::broadcast(at::Tensor& t, int src) {
   LT_CHECK(src >= 0 && src < env_.world_size, "dist.broadcast: source rank {} outside 0..{}", src,
            env_.world_size - 1);

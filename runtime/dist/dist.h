@@ -56,6 +56,21 @@ class Group {
   // t from every rank, in rank order (same shape on every rank).
   std::vector<at::Tensor> all_gather(const at::Tensor& t);
 
+  // A sum all-reduce started by all_reduce_start: wait() blocks until it is done (and fails
+  // as all_reduce does), then t holds the sum.
+  class Pending {
+   public:
+    void wait();
+    ~Pending();
+   private:
+    friend class Group;
+    struct State;
+    std::unique_ptr<State> s_;
+  };
+  // Starts an in-place sum all-reduce of t (contiguous) without waiting for it. Every rank
+  // must start its all-reduces in the same order; they may overlap with computation.
+  std::unique_ptr<Pending> all_reduce_start(at::Tensor t);
+
   // Bytes handed to all_reduce so far (tensor bytes per call, not wire bytes).
   uint64_t bytes_all_reduced() const { return bytes_all_reduced_; }
 

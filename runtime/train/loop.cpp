@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 
 #include "runtime/core/error.h"
 #include "runtime/core/interrupt.h"
@@ -22,6 +23,7 @@
 #include "runtime/io/atomic_file.h"
 #include "runtime/io/checkpoint.h"
 #include "runtime/io/safetensors.h"
+#include "runtime/train/data_parallel.h"
 #include "runtime/train/freeze.h"
 
 namespace ltrun::train {
@@ -69,8 +71,10 @@ struct Snapshot {
   int64_t tokens = 0;
 };
 
-void save_checkpoint(const model::Model& m, const AdamW& opt, const Objective& obj,
-                     const Snapshot& snap, const LoopOptions& o, int64_t step) {
+// opt_state: AdamW::state()'s tensors (ZeRO-1: gathered from every rank)
+void save_checkpoint(const model::Model& m, std::vector<std::pair<std::string, at::Tensor>> opt_state,
+                     int64_t opt_steps, const Objective& obj, const Snapshot& snap,
+                     const LoopOptions& o, int64_t step) {
   const fs::path root(o.checkpoint_dir);
   fs::create_directories(root);
   const fs::path final_dir = root / step_dir_name(step);
@@ -80,14 +84,14 @@ void save_checkpoint(const model::Model& m, const AdamW& opt, const Objective& o
   m.save(tmp.string());
   for (const std::string& f : o.checkpoint_files)
     fs::copy_file(f, tmp / fs::path(f).filename(), fs::copy_options::overwrite_existing);
-  auto state = opt.state();
+  auto state = std::move(opt_state);
   state.emplace_back("rng.cpu", snap.rng);
   io::save_safetensors((tmp / "optimizer.safetensors").string(), state);
   if (!snap.objective.tensors.empty())
     io::save_safetensors((tmp / "objective.safetensors").string(), snap.objective.tensors);
   nlohmann::json j;
   j["step"] = step;
-  j["optimizer_steps"] = opt.steps();
+  j["optimizer_steps"] = opt_steps;
   j["tokens"] = snap.tokens;
   j["total_steps"] = o.steps;
   j["lr"] = o.lr;
@@ -233,9 +237,29 @@ LoopResult run_loop(model::Model& m, Objective& obj, const LoopOptions& o) {
   obj.start(m, param);
   // the parameters whose gradients are averaged, in the same order on every rank
   std::vector<at::Tensor> dp_params;
+  std::vector<model::Param> all_params;
   if (group)
     for (const ParamGroup& g : opt.groups())
-      for (const model::Param& p : g.params) dp_params.push_back(p.tensor);
+      for (const model::Param& p : g.params) {
+        dp_params.push_back(p.tensor);
+        all_params.push_back(p);
+      }
+  std::unique_ptr<ShardedAdamW> zero;
+  std::unique_ptr<OverlappedGrads> overlap;
+  if (group && o.shard_optimizer) zero = std::make_unique<ShardedAdamW>(*group, opt, all_params);
+  if (group && o.overlap_all_reduce)
+    overlap = std::make_unique<OverlappedGrads>(*group, dp_params, o.bucket_bytes);
+  if (group) {
+    param("shard_optimizer", zero ? "true" : "false");
+    param("overlap_all_reduce", overlap ? "true" : "false");
+  }
+  // a checkpoint's optimizer state: with ZeRO-1 a collective (every rank calls it), and only
+  // rank 0 writes it
+  auto save = [&](const Snapshot& snap, int64_t at_step) {
+    auto st = zero ? zero->full_state() : std::vector<std::pair<std::string, at::Tensor>>{};
+    if (o.checkpoint_dir.empty() || !main_rank) return;  // rank 0 writes
+    save_checkpoint(m, zero ? std::move(st) : opt.state(), opt.steps(), obj, snap, o, at_step);
+  };
   const int64_t tokens_before = r.tokens;
   const bool cuda = m.device().is_cuda();
   const bool tty = o.progress && isatty(2) && main_rank;
@@ -253,8 +277,8 @@ LoopResult run_loop(model::Model& m, Objective& obj, const LoopOptions& o) {
   };
   auto snapshot = [&] { return Snapshot{obj.state(), cpu_rng_state(), r.tokens}; };
   auto stop_interrupted = [&](const Snapshot& snap, int64_t step) {
+    save(snap, step);
     if (writes_checkpoints) {
-      save_checkpoint(m, opt, obj, snap, o, step);
       fmt::print(stderr, "\ntrain: interrupted; checkpoint of step {} in {} (resume = true)\n",
                  step, o.checkpoint_dir);
     }
@@ -284,6 +308,7 @@ LoopResult run_loop(model::Model& m, Objective& obj, const LoopOptions& o) {
     ctx.cuda = cuda;
     ctx.rank = group ? group->rank() : 0;
     ctx.world_size = group ? group->world_size() : 1;
+    ctx.group = group;
     // the plan may have changed since the last step
     const int lowest = lowest_trainable_layer(m);
     LT_CHECK(lowest <= m.n_layers(),
@@ -302,6 +327,7 @@ LoopResult run_loop(model::Model& m, Objective& obj, const LoopOptions& o) {
         check_interrupt();
       }
       MicroLoss ml;
+      if (overlap && i == n - 1) overlap->arm();  // its backward starts the all-reduce
       {
         AutocastGuard ac(cuda && o.autocast);
         ml = obj.micro_batch(ctx, i);
@@ -315,7 +341,7 @@ LoopResult run_loop(model::Model& m, Objective& obj, const LoopOptions& o) {
       tokens += ml.tokens;
     }
     if (group) {
-      r.bytes_all_reduced += dist::average_gradients(*group, dp_params);
+      r.bytes_all_reduced += overlap ? overlap->finish() : dist::average_gradients(*group, dp_params, o.bucket_bytes);
       at::Tensor lt = at::tensor({loss, double(tokens)}, at::kDouble);
       group->all_reduce(lt, dist::ReduceOp::sum);
       loss = lt[0].item<double>() / double(group->world_size());
@@ -325,7 +351,8 @@ LoopResult run_loop(model::Model& m, Objective& obj, const LoopOptions& o) {
     const double gnorm = clip_grad_norm(opt.with_grad(), o.clip);
     if (!std::isfinite(gnorm))
       fail("train: gradient norm is {} at step {}; lr {:.3g}", gnorm, step + 1, ctx.lr);
-    opt.step(ctx.lr);
+    if (zero) zero->step(ctx.lr);
+    else opt.step(ctx.lr);
     opt.zero_grad();
     const double dt = since(ts);
     r.tokens += tokens;
@@ -341,9 +368,9 @@ LoopResult run_loop(model::Model& m, Objective& obj, const LoopOptions& o) {
     const bool last = step + 1 == o.steps;
     if (o.eval_every > 0 && (step + 1) % o.eval_every == 0 && !last) evaluate(step + 1);
     const bool stop = o.stop_after >= 0 && step + 1 >= o.stop_after && !last;
-    if (writes_checkpoints &&
+    if (checkpoints &&
         (last || stop || (o.checkpoint_every > 0 && (step + 1) % o.checkpoint_every == 0)))
-      save_checkpoint(m, opt, obj, snapshot(), o, step + 1);
+      save(snapshot(), step + 1);
     if (tty) {
       const double el = since(t0);
       const int64_t done = step + 1 - r.start_step;
@@ -360,6 +387,7 @@ LoopResult run_loop(model::Model& m, Objective& obj, const LoopOptions& o) {
   }
   if (!r.stopped_early) evaluate(step);
   r.steps_done = step;
+  r.optimizer_state_bytes = opt.state_bytes();
   r.wall_s = since(t0);
   const int64_t run_tokens = r.tokens - tokens_before;
   r.tokens_per_s = r.wall_s > 0 ? double(run_tokens) / r.wall_s : 0;

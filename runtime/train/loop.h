@@ -73,6 +73,10 @@ struct StepContext {
   // every rank and keeps rows [rank x micro_batch, (rank + 1) x micro_batch), so the cursor
   // is the same on every rank and a checkpoint resumes on another world size).
   int rank = 0, world_size = 1;
+  // The ranks' group (nullptr in one process), for an objective whose statistics span the
+  // ranks (GRPO's batch metrics, token counts). Collectives in begin_step and end_step only
+  // (every rank calls those once per step; micro-batch counts may differ between ranks).
+  dist::Group* group = nullptr;
 };
 
 struct MicroLoss {
@@ -128,6 +132,14 @@ struct LoopOptions {
   // boundaries (a max-reduce of the flag), so every rank stops after the same step.
   // nullptr or a group of 1: one process.
   dist::Group* group = nullptr;
+  // With a group (runtime/train/data_parallel.h): ZeRO-1, each rank keeps the AdamW moments
+  // of its shard of the trainable parameters, updates those and broadcasts them; checkpoints
+  // gather the full state on rank 0, so they resume sharded or not, on any world size.
+  bool shard_optimizer = false;
+  // With a group: the gradient average starts during the last micro-batch's backward, bucket
+  // by bucket (grad hooks, async all-reduce); same result as averaging after backward.
+  bool overlap_all_reduce = false;
+  int64_t bucket_bytes = 25 << 20;  // gradient bytes per all-reduce (fp32)
   // After each optimizer step (1-based step, its loss). May change the freeze plan: the next
   // step's parameter groups, from_layer and clipping follow it.
   std::function<void(int64_t step, double loss)> on_step;
@@ -147,6 +159,7 @@ struct LoopResult {
   double final_loss = 0, wall_s = 0, tokens_per_s = 0;
   bool stopped_early = false;
   uint64_t bytes_all_reduced = 0;  // gradients averaged over the ranks (this process)
+  int64_t optimizer_state_bytes = 0;  // AdamW moments held by this process at the end
   std::vector<StepLog> log;                                     // steps of this process
   std::vector<std::pair<int64_t, Metrics>> evals;              // (step, evaluate())
 };

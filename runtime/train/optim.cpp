@@ -70,14 +70,28 @@ void AdamW::zero_grad() {
       if (p.tensor.grad().defined()) p.tensor.mutable_grad() = at::Tensor();
 }
 
-void AdamW::step(double lr) {
+void AdamW::step(double lr) { step(lr, {}); }
+
+void AdamW::keep_state(const std::function<bool(const std::string&)>& keep) {
+  for (auto it = state_.begin(); it != state_.end();)
+    it = keep(it->first) ? std::next(it) : state_.erase(it);
+}
+
+int64_t AdamW::state_bytes() const {
+  int64_t b = 0;
+  for (const auto& [name, st] : state_)
+    b += int64_t(st.m.nbytes()) + int64_t(st.v.nbytes());
+  return b;
+}
+
+void AdamW::step(double lr, const std::function<bool(const std::string&)>& owned) {
   ++t_;
   at::NoGradGuard no_grad;
   for (ParamGroup& g : groups_) {
     const double glr = lr * g.lr_mult;
     for (model::Param& p : g.params) {
       const at::Tensor& grad0 = p.tensor.grad();
-      if (!grad0.defined()) continue;
+      if (!grad0.defined() || (owned && !owned(p.name))) continue;
       auto it = state_.find(p.name);
       if (it == state_.end()) {
         at::Tensor z = at::zeros_like(p.tensor, p.tensor.options().dtype(at::kFloat));

@@ -3,6 +3,7 @@
 #pragma once
 #include <ATen/core/Tensor.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -47,6 +48,9 @@ class AdamW {
   // One update with base learning rate `lr` (times each group's lr_mult). Parameters without
   // a gradient are skipped (no decay, no state change).
   void step(double lr);
+  // ZeRO-1 (runtime/train/data_parallel.h): updates only the parameters with a gradient for
+  // which owned(name) is true; the others keep their values and make no state.
+  void step(double lr, const std::function<bool(const std::string&)>& owned);
   void zero_grad();
   int64_t steps() const { return t_; }  // step() calls
   const std::vector<ParamGroup>& groups() const { return groups_; }
@@ -60,6 +64,10 @@ class AdamW {
   // checkpoint without step.NAME (older ones) gives every parameter `steps`.
   std::vector<std::pair<std::string, at::Tensor>> state() const;
   void load_state(const std::vector<std::pair<std::string, at::Tensor>>& tensors, int64_t steps);
+  // Drops the state of the parameters for which keep(name) is false (ZeRO-1: another rank's).
+  void keep_state(const std::function<bool(const std::string&)>& keep);
+  // Bytes of the moments held (exp_avg and exp_avg_sq of every parameter with state).
+  int64_t state_bytes() const;
 
  private:
   struct Moments {
