@@ -17,6 +17,7 @@
 #include "bindings/model.h"
 #include "bindings/tensor.h"
 #include "bindings/train.h"
+#include "runtime/dist/dist.h"
 #include "runtime/rl/grpo.h"
 #include "runtime/rl/logprob.h"
 #include "runtime/rl/loss.h"
@@ -668,6 +669,7 @@ int l_grpo(lua_State* L) {
   lo.progress = opt_bool(L, 2, "progress", fn).value_or(true);
   if (opt_bool(L, 2, "log", fn).value_or(true)) lo.sink = run_sink();
   if (h.tok) lo.checkpoint_files.push_back(h.tok->path());
+  lo.group = dist::active();  // under `ltrun launch`: prompts sharded over the ranks, data parallel
   if (lo.sink.param) {
     lo.sink.param("decontaminated", std::to_string(removed));
     lo.sink.param("rl_prompts", std::to_string(items.size()));

@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "runtime/core/error.h"
+#include "runtime/dist/dist.h"
 #include "runtime/model/generate.h"
 
 namespace ltrun::rl {
@@ -123,12 +124,18 @@ std::vector<int64_t> GrpoObjective::prompt_order(int64_t pass) const {
 }
 
 void GrpoObjective::make_rollouts(const train::StepContext& ctx, int64_t number) {
-  const int64_t n = int64_t(items_.size()), P = o_.prompts, G = o_.rollout.group_size;
+  const int64_t n = int64_t(items_.size()), G = o_.rollout.group_size, W = ctx.world_size;
+  // several ranks: rank r samples prompts [r P/W, (r+1) P/W) of the batch (whole groups, so
+  // advantages are exact locally); its generate calls are seeded as those calls of one process
+  // would be (the same samples when rollout.batch divides the rank's P/W x G rows)
+  LT_CHECK(o_.prompts % W == 0, "rl.grpo: {} prompts per rollout do not split over {} ranks",
+           o_.prompts, W);
+  const int64_t P = o_.prompts / W, first = number * o_.prompts + ctx.rank * P;
   std::vector<PromptItem> sel;
   std::vector<std::vector<int64_t>> prompts;
   int64_t pass = -1;
   std::vector<int64_t> order;
-  for (int64_t j = number * P; j < number * P + P; ++j) {
+  for (int64_t j = first; j < first + P; ++j) {
     if (j / n != pass) {
       pass = j / n;
       order = prompt_order(pass);
@@ -139,6 +146,11 @@ void GrpoObjective::make_rollouts(const train::StepContext& ctx, int64_t number)
   }
   RolloutOptions ro = o_.rollout;
   ro.seed = o_.rollout.seed + uint64_t(number) * 1000003ULL;
+  if (W > 1) {
+    const int64_t rows = P * G, per = ro.batch > 0 ? std::min(ro.batch, rows) : rows;
+    ro.batch = per;
+    ro.seed += uint64_t(ctx.rank * ((rows + per - 1) / per));  // the calls before this rank's
+  }
   auto t = std::chrono::steady_clock::now();
   const Rollouts r = rollout(m_, prompts, ro);
   const double rollout_s = since(t);
@@ -179,29 +191,49 @@ void GrpoObjective::make_rollouts(const train::StepContext& ctx, int64_t number)
   }
   cur_ = b;
 
-  // the rollout metrics, logged at the step that made them
+  // the rollout metrics, logged at the step that made them, over every rank's rollouts
+  std::vector<double> total = sc.total, lens;
+  std::vector<std::vector<double>> by_reward = sc.by_reward;
+  for (const auto& resp : r.responses) lens.push_back(double(resp.size()));
+  int64_t all_tokens = r.tokens;
+  if (ctx.group && W > 1) {
+    auto gather = [&](const std::vector<double>& v) {
+      std::vector<double> out;
+      for (const at::Tensor& t : ctx.group->all_gather(at::tensor(v, at::kDouble)))
+        out.insert(out.end(), t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
+      return out;
+    };
+    total = gather(total);
+    lens = gather(lens);
+    for (auto& b : by_reward) b = gather(b);
+    at::Tensor tk = at::tensor({double(r.tokens)}, at::kDouble);
+    ctx.group->all_reduce(tk, dist::ReduceOp::sum);
+    all_tokens = int64_t(tk.item<double>());
+  }
+  const int64_t P_all = o_.prompts;
   double mean = 0, sq = 0, len = 0;
-  for (double v : sc.total) mean += v;
-  mean /= double(N);
-  for (double v : sc.total) sq += (v - mean) * (v - mean);
-  for (const auto& resp : r.responses) len += double(resp.size());
+  const int64_t N_all = P_all * G;
+  for (double v : total) mean += v;
+  mean /= double(N_all);
+  for (double v : total) sq += (v - mean) * (v - mean);
+  for (double l : lens) len += l;
   int64_t flat = 0;  // groups whose rewards are all equal (no signal)
-  for (int64_t g = 0; g < P; ++g) {
+  for (int64_t g = 0; g < P_all; ++g) {
     bool same = true;
-    for (int64_t i = 1; i < G; ++i) same &= sc.total[size_t(g * G + i)] == sc.total[size_t(g * G)];
+    for (int64_t i = 1; i < G; ++i) same &= total[size_t(g * G + i)] == total[size_t(g * G)];
     flat += same ? 1 : 0;
   }
   step_metrics_.emplace_back("reward_mean", mean);
-  step_metrics_.emplace_back("reward_std", N > 1 ? std::sqrt(sq / double(N - 1)) : 0.0);
+  step_metrics_.emplace_back("reward_std", N_all > 1 ? std::sqrt(sq / double(N_all - 1)) : 0.0);
   for (size_t k = 0; k < o_.rewards.size(); ++k) {
     double s = 0;
-    for (double v : sc.by_reward[k]) s += v;
-    step_metrics_.emplace_back("reward/" + o_.rewards[k].name, s / double(N));
-    if (o_.rewards[k].name == o_.accuracy) step_metrics_.emplace_back("accuracy", s / double(N));
+    for (double v : by_reward[k]) s += v;
+    step_metrics_.emplace_back("reward/" + o_.rewards[k].name, s / double(N_all));
+    if (o_.rewards[k].name == o_.accuracy) step_metrics_.emplace_back("accuracy", s / double(N_all));
   }
-  step_metrics_.emplace_back("response_len", len / double(N));
-  step_metrics_.emplace_back("flat_group_frac", double(flat) / double(P));
-  step_metrics_.emplace_back("rollout_tokens_per_s", rollout_s > 0 ? double(r.tokens) / rollout_s : 0);
+  step_metrics_.emplace_back("response_len", len / double(N_all));
+  step_metrics_.emplace_back("flat_group_frac", double(flat) / double(P_all));
+  step_metrics_.emplace_back("rollout_tokens_per_s", rollout_s > 0 ? double(all_tokens) / rollout_s : 0);
   step_metrics_.emplace_back("time/rollout_s", rollout_s);
   if (need_old) step_metrics_.emplace_back("time/old_logprobs_s", old_s);
   if (ref_) step_metrics_.emplace_back("time/reference_s", ref_s);
@@ -211,22 +243,47 @@ int64_t GrpoObjective::begin_step(const train::StepContext& ctx) {
   const int64_t spr = grpo_steps_per_rollout(o_);
   const int64_t number = ctx.step / spr, pos = ctx.step % spr;
   step_metrics_.clear();
-  if (!cur_ || cur_->number != number) make_rollouts(ctx, number);
-  const int64_t N = cur_->seq.ids.size(0), size = N / o_.mini_batches;
+  world_ = ctx.world_size;
+  // rollouts of another world size (a resume) are not this rank's share: sampled again
+  const int64_t share = o_.prompts / std::max(1, ctx.world_size) * o_.rollout.group_size;
+  if (!cur_ || cur_->number != number || cur_->seq.ids.size(0) != share) make_rollouts(ctx, number);
+  // several ranks: this rank holds rows [rank N/W, (rank+1) N/W) of the batch of N
+  const int64_t W = ctx.world_size, local = cur_->seq.ids.size(0), N = local * W, size = N / o_.mini_batches;
   const int64_t epoch = pos / o_.mini_batches, mb = pos % o_.mini_batches;
-  // a seeded row order per epoch
+  // a seeded row order per epoch (over the whole batch, the same on every rank)
   at::Generator g = at::detail::createCPUGenerator(o_.rollout.seed * 104729 + uint64_t(number) * 131 +
                                                    uint64_t(epoch) + 7);
   const at::Tensor perm = at::randperm(N, g, at::kLong).narrow(0, mb * size, size);
-  rows_.assign(perm.data_ptr<int64_t>(), perm.data_ptr<int64_t>() + size);
+  rows_.clear();  // the mini-batch's rows this rank holds, as its own row numbers
+  for (int64_t k = 0; k < size; ++k) {
+    const int64_t row = perm[k].item<int64_t>() - ctx.rank * local;
+    if (row >= 0 && row < local) rows_.push_back(row);
+  }
   const at::Tensor idx = at::tensor(rows_, at::kLong);
-  denom_ = lo_.agg == Agg::TokenMean ? cur_->resp_mask.index_select(0, idx).sum().item<double>()
-                                     : double(size);
+  denom_ = lo_.agg == Agg::TokenMean
+               ? (rows_.empty() ? 0.0 : cur_->resp_mask.index_select(0, idx).sum().item<double>())
+               : double(size);
+  if (ctx.group && W > 1) {
+    // the mini-batch's divisor spans the ranks; the loop averages the ranks' gradients (divides
+    // by W), so each rank divides its share by divisor / W
+    if (lo_.agg == Agg::TokenMean) {
+      at::Tensor d = at::tensor({denom_}, at::kDouble);
+      ctx.group->all_reduce(d, dist::ReduceOp::sum);
+      denom_ = d.item<double>();
+    }
+    denom_ /= double(W);
+  }
   sum_clip_ = sum_akl_ = sum_ent_ = sum_pg_ = sum_kl_ = sum_tok_ = 0;
-  return (size + o_.micro_batch - 1) / o_.micro_batch;
+  return std::max<int64_t>(1, (int64_t(rows_.size()) + o_.micro_batch - 1) / o_.micro_batch);
 }
 
 train::MicroLoss GrpoObjective::micro_batch(const train::StepContext& ctx, int64_t i) {
+  if (rows_.empty()) {  // a rank without rows in this mini-batch: no gradient, no loss
+    train::MicroLoss ml;
+    ml.loss = at::zeros({});
+    ml.backward_done = true;
+    return ml;
+  }
   const int64_t s = i * o_.micro_batch, e = std::min<int64_t>(int64_t(rows_.size()), s + o_.micro_batch);
   const at::Tensor idx = at::tensor(std::vector<int64_t>(rows_.begin() + s, rows_.begin() + e), at::kLong);
   int64_t R = 0;
@@ -254,7 +311,14 @@ train::MicroLoss GrpoObjective::micro_batch(const train::StepContext& ctx, int64
   return ml;
 }
 
-train::Metrics GrpoObjective::end_step(const train::StepContext&) {
+train::Metrics GrpoObjective::end_step(const train::StepContext& ctx) {
+  if (ctx.group && ctx.world_size > 1) {  // every rank's share (pg and kl are W x their share)
+    at::Tensor v = at::tensor({sum_clip_, sum_akl_, sum_ent_, sum_pg_, sum_kl_, sum_tok_}, at::kDouble);
+    ctx.group->all_reduce(v, dist::ReduceOp::sum);
+    const double w = double(ctx.world_size);
+    sum_clip_ = v[0].item<double>(), sum_akl_ = v[1].item<double>(), sum_ent_ = v[2].item<double>();
+    sum_pg_ = v[3].item<double>() / w, sum_kl_ = v[4].item<double>() / w, sum_tok_ = v[5].item<double>();
+  }
   train::Metrics out = step_metrics_;
   const double n = std::max(sum_tok_, 1.0);
   out.emplace_back("pg_loss", sum_pg_);
@@ -273,10 +337,14 @@ train::Metrics GrpoObjective::evaluate(int64_t) {
   return {{"heldout_accuracy", acc}};
 }
 
+at::Tensor GrpoObjective::rollout_advantages() const { return cur_ ? cur_->adv : at::Tensor(); }
+
 train::ObjectiveState GrpoObjective::state() const {
   train::ObjectiveState s;
-  s.json["batch"] = cur_ ? cur_->number : -1;
-  if (!cur_) return s;
+  // several ranks: each holds its share of the rollouts and rank 0 alone writes checkpoints,
+  // so none are carried; a resume in the middle of a batch samples it again (not exact)
+  s.json["batch"] = cur_ && world_ == 1 ? cur_->number : -1;
+  if (!cur_ || world_ > 1) return s;
   s.json["prompt_len"] = cur_->seq.prompt_len;
   s.json["resp_len"] = cur_->seq.resp_len;
   s.tensors = {{"rollout.ids", cur_->seq.ids}, {"rollout.attention_mask", cur_->seq.attention_mask},

@@ -74,6 +74,8 @@ class GrpoObjective : public train::Objective {
   void load_state(const train::ObjectiveState& s) override;
 
   const Reference* reference() const { return ref_.get(); }
+  // The advantages of the rollouts in flight ([rows], this rank's share; undefined before any).
+  at::Tensor rollout_advantages() const;
 
  private:
   struct Batch;  // the rollouts in flight
@@ -92,6 +94,7 @@ class GrpoObjective : public train::Objective {
   std::vector<int64_t> rows_;   // the mini-batch's rows
   double denom_ = 0;            // its aggregation divisor
   train::Metrics step_metrics_; // rollout metrics of a step that made rollouts
+  int world_ = 1;               // ranks sharing the batch (each holds its share of the rows)
   double sum_clip_ = 0, sum_akl_ = 0, sum_ent_ = 0, sum_pg_ = 0, sum_kl_ = 0, sum_tok_ = 0;
 };
 

@@ -1,4 +1,4 @@
-// tests/train/test_data_parallel.cpp: data-parallel training on c10d/Gloo with 2 ranks on this
+// tests/dist/test_data_parallel.cpp: data-parallel training on c10d/Gloo with 2 ranks on this
 // CPU. The ranks are this test binary run again (a hidden test case, "[.dp_worker]", with a
 // torchrun-style environment), so no fork happens after LibTorch's thread pools exist.
 // Checks: 2 ranks at micro-batch 2 reproduce 1 process at micro-batch 4 (same global batch,
@@ -28,13 +28,14 @@
 #include "runtime/model/tiny.h"
 #include "runtime/train/freeze.h"
 #include "runtime/train/trainer.h"
+#include "tests/dist/ranks.h"
 #include "tests/test_util.h"
 #include "tests/tiny_spec.h"
 
-extern char** environ;
-
 using namespace ltrun;
 using namespace ltrun::train;
+using ltrun_test::free_port;
+using ltrun_test::spawn_rank;
 
 namespace {
 
@@ -60,32 +61,6 @@ TrainOptions dp_options(int64_t micro, int64_t steps) {
   o.clip = 0.5;
   o.progress = false;
   return o;
-}
-
-// Runs this test binary as rank `rank` of 2 with the given extra environment; returns its pid.
-pid_t spawn_rank(int rank, int port, const std::vector<std::string>& extra) {
-  std::vector<std::string> env;
-  for (char** e = environ; *e; ++e) env.emplace_back(*e);
-  env.push_back(fmt::format("RANK={}", rank));
-  env.push_back(fmt::format("LOCAL_RANK={}", rank));
-  env.push_back("WORLD_SIZE=2");
-  env.push_back("MASTER_ADDR=127.0.0.1");
-  env.push_back(fmt::format("MASTER_PORT={}", port));
-  env.insert(env.end(), extra.begin(), extra.end());
-  std::vector<char*> envp;
-  for (auto& s : env) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  std::string filter = "[.dp_worker]";
-  char* argv[] = {self.data(), filter.data(), nullptr};
-  pid_t pid = 0;
-  REQUIRE(posix_spawn(&pid, self.c_str(), nullptr, nullptr, argv, envp.data()) == 0);
-  return pid;
-}
-
-int free_port() {
-  static int next = 29600 + int(getpid() % 2000) * 2;
-  return next += 2;
 }
 
 std::vector<double> read_numbers(const std::string& path) {
@@ -148,7 +123,7 @@ TEST_CASE("data parallel: 2 ranks reproduce 1 process at the same global batch; 
     const int port = free_port();
     const std::string out = dir + "/" + plan;
     std::vector<std::string> env = {"LTRUN_DP_PLAN=" + plan, "LTRUN_DP_OUT=" + out};
-    const pid_t p0 = spawn_rank(0, port, env), p1 = spawn_rank(1, port, env);
+    const pid_t p0 = spawn_rank("[.dp_worker]", 0, port, env), p1 = spawn_rank("[.dp_worker]", 1, port, env);
     int s0 = 0, s1 = 0;
     waitpid(p0, &s0, 0);
     waitpid(p1, &s1, 0);
@@ -183,7 +158,7 @@ TEST_CASE("data parallel: a rank killed with SIGKILL makes the other fail within
   const int port = free_port();
   const std::string out = dir + "/kill";
   std::vector<std::string> env = {"LTRUN_DP_OUT=" + out, "LTRUN_DP_SLOW=1"};
-  const pid_t p0 = spawn_rank(0, port, env), p1 = spawn_rank(1, port, env);
+  const pid_t p0 = spawn_rank("[.dp_worker]", 0, port, env), p1 = spawn_rank("[.dp_worker]", 1, port, env);
   const auto t0 = std::chrono::steady_clock::now();
   while (!std::filesystem::exists(out + ".1.started") &&
          std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
@@ -215,7 +190,7 @@ namespace {
 void run_pair(const std::string& out, const std::string& mode) {
   const int port = free_port();
   std::vector<std::string> env = {"LTRUN_DP_PLAN=full", "LTRUN_DP_OUT=" + out, "LTRUN_DP_MODE=" + mode};
-  const pid_t p0 = spawn_rank(0, port, env), p1 = spawn_rank(1, port, env);
+  const pid_t p0 = spawn_rank("[.dp_worker]", 0, port, env), p1 = spawn_rank("[.dp_worker]", 1, port, env);
   int s0 = 0, s1 = 0;
   waitpid(p0, &s0, 0);
   waitpid(p1, &s1, 0);

@@ -1,0 +1,45 @@
+// tests/dist/ranks.h: the ranks of a multi-process test: this test binary run again on a
+// hidden test case with a torchrun-style environment (posix_spawn: no fork after LibTorch's
+// thread pools exist).
+#pragma once
+#include <fmt/format.h>
+#include <spawn.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+extern char** environ;
+
+namespace ltrun_test {
+
+// Runs this test binary's hidden test case `filter` as rank `rank` of 2 with the given extra
+// environment; returns its pid.
+inline pid_t spawn_rank(const std::string& filter_in, int rank, int port, const std::vector<std::string>& extra) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) env.emplace_back(*e);
+  env.push_back(fmt::format("RANK={}", rank));
+  env.push_back(fmt::format("LOCAL_RANK={}", rank));
+  env.push_back("WORLD_SIZE=2");
+  env.push_back("MASTER_ADDR=127.0.0.1");
+  env.push_back(fmt::format("MASTER_PORT={}", port));
+  env.insert(env.end(), extra.begin(), extra.end());
+  std::vector<char*> envp;
+  for (auto& s : env) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  std::string filter = filter_in;
+  char* argv[] = {self.data(), filter.data(), nullptr};
+  pid_t pid = 0;
+  REQUIRE(posix_spawn(&pid, self.c_str(), nullptr, nullptr, argv, envp.data()) == 0);
+  return pid;
+}
+
+inline int free_port() {
+  static int next = 29600 + int(getpid() % 2000) * 2;
+  return next += 2;
+}
+
+}  // namespace ltrun_test
