@@ -226,6 +226,13 @@ LoopResult run_loop(model::Model& m, Objective& obj, const LoopOptions& o) {
     r.tokens = res.tokens;
   }
   if (group) {
+    // every rank resumes from the same step (they read the checkpoint rank 0 wrote)
+    const auto starts = group->all_gather(at::tensor({r.start_step}, at::kLong));
+    for (size_t k = 0; k < starts.size(); ++k)
+      LT_CHECK(starts[k].item<int64_t>() == r.start_step,
+               "train: rank {} resumes from step {} but rank {} from step {}: the ranks must share "
+               "checkpoint_dir ({} on rank {})", k, starts[k].item<int64_t>(), group->rank(),
+               r.start_step, o.checkpoint_dir, group->rank());
     // every rank starts from rank 0's weights (a resumed checkpoint or a fresh model alike)
     for (const model::Param& p : m.parameters()) {
       at::Tensor t = p.tensor;

@@ -95,10 +95,21 @@ TEST_CASE("data-parallel worker", "[.dp_worker]") {
   // optimizer-state bytes, and rank 0 a checkpoint
   const char* mode_env = std::getenv("LTRUN_DP_MODE");
   const std::string mode = mode_env ? mode_env : "";
-  o.shard_optimizer = mode == "zero";
+  // "zero_resume": ZeRO-1 stopped after step 2 (its checkpoint gathers the moments), then a
+  // fresh model resumed from it on the same ranks
+  o.shard_optimizer = mode == "zero" || mode == "zero_resume";
   o.overlap_all_reduce = mode == "overlap";
   o.bucket_bytes = mode == "overlap" ? 1024 : o.bucket_bytes;
-  if (!mode.empty()) o.checkpoint_dir = out + ".ckpt";
+  if (!mode.empty()) o.checkpoint_dir = std::string(std::getenv("LTRUN_DP_OUT")) + ".0.ckpt";  // rank 0's
+  if (mode == "zero_resume") {
+    TrainOptions first = o;
+    first.stop_after = 2;
+    REQUIRE(train_causal_lm(m, d, first).stopped_early);
+    g->barrier();  // rank 0's checkpoint is complete
+    m = dp_model(plan ? plan : "full");
+    d = tensor_source(dp_rows());
+    o.resume = true;
+  }
   const TrainResult r = train_causal_lm(m, d, o);
   if (!mode.empty()) {
     std::vector<std::pair<std::string, at::Tensor>> ps;
@@ -186,10 +197,10 @@ TEST_CASE("data parallel: a rank killed with SIGKILL makes the other fail within
 
 namespace {
 
-// Runs 2 ranks of the worker (plan full) in `mode`; both must succeed.
-void run_pair(const std::string& out, const std::string& mode) {
+// Runs 2 ranks of the worker in `mode` with `plan`; both must succeed.
+void run_pair(const std::string& out, const std::string& mode, const std::string& plan = "full") {
   const int port = free_port();
-  std::vector<std::string> env = {"LTRUN_DP_PLAN=full", "LTRUN_DP_OUT=" + out, "LTRUN_DP_MODE=" + mode};
+  std::vector<std::string> env = {"LTRUN_DP_PLAN=" + plan, "LTRUN_DP_OUT=" + out, "LTRUN_DP_MODE=" + mode};
   const pid_t p0 = spawn_rank("[.dp_worker]", 0, port, env), p1 = spawn_rank("[.dp_worker]", 1, port, env);
   int s0 = 0, s1 = 0;
   waitpid(p0, &s0, 0);
@@ -237,6 +248,9 @@ TEST_CASE("data parallel: ZeRO-1 and the overlapped all-reduce give replicated d
   run_pair(dir + "/plain", "plain");
   run_pair(dir + "/zero", "zero");
   run_pair(dir + "/overlap", "overlap");
+  run_pair(dir + "/zero_resume", "zero_resume");
+  run_pair(dir + "/plain_half", "plain", "half");
+  run_pair(dir + "/overlap_half", "overlap", "half");
   const auto ref = read_tensors(dir + "/plain.0.params");
   // Tolerance: with ZeRO-1 the owner computes replicated AdamW's update from the same averaged
   // gradients, element by element, and the broadcast copies it; with 2 ranks each averaged
@@ -253,6 +267,16 @@ TEST_CASE("data parallel: ZeRO-1 and the overlapped all-reduce give replicated d
     INFO(mode);
     CHECK(read_numbers(dir + "/" + mode + ".0") == read_numbers(dir + "/plain.0"));  // bytes, losses
   }
+  // resumed from ZeRO-1's checkpoint (the moments gathered, then sharded again): as uninterrupted
+  for (int rank : {0, 1}) {
+    INFO("zero_resume rank " << rank);
+    CHECK(max_diff(ref, read_tensors(fmt::format("{}/zero_resume.{}.params", dir, rank))) <= tol);
+  }
+  // a half-frozen plan: only the trainable parameters' buckets, frozen ones untouched
+  const auto ref_half = read_tensors(dir + "/plain_half.0.params");
+  CHECK(max_diff(ref_half, read_tensors(dir + "/overlap_half.0.params")) <= tol);
+  CHECK(max_diff(ref_half, read_tensors(dir + "/overlap_half.1.params")) <= tol);
+  CHECK(read_numbers(dir + "/overlap_half.0") == read_numbers(dir + "/plain_half.0"));
   // ZeRO-1's checkpoint holds every moment, gathered from both ranks: replicated's state
   // (rng.cpu aside: the global CPU generator is not part of the comparison)
   auto ck_ref = read_tensors(dir + "/plain.0.ckpt/step-00000004/optimizer.safetensors");

@@ -65,6 +65,37 @@ print("RANK_OK " .. r)
   T.ok(seen:find("0") and not seen:find("1"), "only rank 0 logs: " .. seen)
 end)
 
+T.case("launch: lt.train.causal_lm's shard_optimizer and overlap_all_reduce train as replicated data parallel", function()
+  lt.model.new{ out = tmp .. "/m", arch = "qwen3", layers = 2, hidden = 32, heads = 4, kv_heads = 2,
+                vocab = 300, seed = 3 }
+  write(tmp .. "/modes.lua", ([[
+local rows = lt.randint(0, 300, { 8, 9 })  -- the launch gives both ranks one seed
+local out = {}
+for _, mode in ipairs{ "plain", "zero", "overlap" } do
+  local m = lt.model.load(%q):train_only("all")
+  local r = lt.train.causal_lm(m, { data = rows, steps = 3, lr = 1e-2, micro_batch = 2, log = false,
+                                    progress = false, shard_optimizer = mode == "zero",
+                                    overlap_all_reduce = mode == "overlap", bucket_bytes = 4096 })
+  out[mode] = r
+end
+local p, z, o = out.plain, out.zero, out.overlap
+for i = 1, 3 do
+  -- 2 ranks: every averaged gradient element is one order-free sum, AdamW the same element-wise
+  assert(math.abs(z.losses[i] - p.losses[i]) <= 1e-6 * p.losses[i], "zero loss " .. i)
+  assert(math.abs(o.losses[i] - p.losses[i]) <= 1e-6 * p.losses[i], "overlap loss " .. i)
+end
+assert(o.bytes_all_reduced == p.bytes_all_reduced and p.bytes_all_reduced > 0)
+-- ZeRO-1: this rank's moments are a share of the replicated ones; both shards add up to them
+local shares = lt.dist.all_gather(lt.tensor{ z.optimizer_state_bytes })
+assert(shares[1][0] + shares[2][0] == p.optimizer_state_bytes, "shards add up")
+assert(z.optimizer_state_bytes < 0.6 * p.optimizer_state_bytes, "a share")
+print("MODES_OK " .. lt.dist.rank())
+]]):format(tmp .. "/m"))
+  local out, rc = sh(("%q --db %q launch --nproc-per-node 2 %q"):format(ltrun, tmp .. "/modes.db", tmp .. "/modes.lua"))
+  T.eq(rc, 0, out)
+  T.ok(out:find("MODES_OK 0") and out:find("MODES_OK 1"), out)
+end)
+
 T.case("launch: a rank killed with SIGKILL ends the launch, the run failed, the rank named", function()
   write(tmp .. "/kill.lua", [[
 local r = lt.dist.rank()
