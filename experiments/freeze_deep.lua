@@ -7,8 +7,12 @@
 --   new_loss  held-out loss on the new corpus (its validation documents): the gain;
 --   old_loss  held-out loss on the base's own domain (--old, default MODEL/heldout.txt, the
 --             English documents experiments/pretrain_tiny.lua kept out of training): the cost;
---   accuracy  on each benchmark of --bench (comma-separated: antonyms, the base's task, by
---             default; ceval:DIR,cmmlu:DIR on a GPU node), logit and generate protocols.
+--   task_acc  the antonym task in the paper's format (lt.tasks, prompts of the pairs the
+--             default base was taught, never seen in its training): the share whose top
+--             prediction is the antonym's first token, on --task_probe prompts (0: skip);
+--   accuracy  on each benchmark of --bench (comma-separated; by default the base's task:
+--             antonyms, the pairs it was taught, and antonyms_heldout, pairs it only read
+--             as statements; ceval:DIR,cmmlu:DIR on a GPU node), logit and generate protocols.
 -- Each plan is a child run (trainable parameters, wall time, tokens/s, loss curve, losses,
 -- per-layer weight change, benchmark items); the base is scored the same way in a child run
 -- `base`. `ltrun sql @freeze_deep` gives the table again; two SVG figures are artifacts: the
@@ -22,8 +26,8 @@ local svg = require "lt.svg"
 local defaults = { model = exp.default_model_path, corpus = "/usr/share/games/fortunes/chinese", old = "",
                    steps = 300, lr = 1e-3, split = 0.5, seq_len = 64, micro_batch = 8, grad_accum = 1,
                    warmup = 0.1, weight_decay = 0.01, beta1 = 0.9, beta2 = 0.95, clip = 1.0, dtype = "",
-                   eval_every = 100, max_bytes = 1000000, val_windows = 64, bench = "antonyms",
-                   bench_limit = 100, shots = 0, freeze_embeddings = false, freeze_head = false,
+                   eval_every = 100, max_bytes = 1000000, val_windows = 64, bench = "antonyms,antonyms_heldout",
+                   bench_limit = 100, shots = 0, task_probe = 200, freeze_embeddings = false, freeze_head = false,
                    preset = "", out = "artifacts/freeze_deep" }
 -- Table 6 of the paper: AdamW betas (0.9, 0.95), lr 3e-5, warmup ratio 0.1, weight decay 0.01,
 -- sequence length 4096, bf16, global batch 64 sequences (micro batch 4 x 16 accumulation steps
@@ -84,7 +88,13 @@ local benches = {}
 for spec in cfg.bench:gmatch("[^,]+") do benches[#benches + 1] = spec end
 
 -- losses and benchmark scores of a model, logged to the current run
+local tasks = require "lt.tasks"
+local task_items = cfg.task_probe > 0 and tasks.load("wordnet", { split = "train", n = cfg.task_probe, seed = 3 }) or nil
 local function measure(m, r)
+  if task_items then
+    r.task_acc = tasks.task_accuracy(m, task_items).acc
+    lt.run.log("task_acc", r.task_acc)
+  end
   r.new_loss = lt.train.eval_loss(m, new_val)
   lt.run.log("new_loss", r.new_loss)
   if old_val then
@@ -147,14 +157,22 @@ print(("base model %s: new-domain loss %.4f, old-domain loss %s; %s"):format(cfg
 print("gain = base new-domain loss - plan's (higher: learnt more); old +/- = plan's old-domain loss - base's"
       .. " (higher: forgot more);")
 print(("retention = plan's %s accuracy / base's (logit protocol)"):format(benches[1]))
-print(("%-14s %10s %7s %8s %9s %7s %9s %7s %9s %9s %9s"):format("plan", "trainable", "wall s", "tok/s",
-      "new loss", "gain", "old loss", "old +/-", "acc logit", "retention", "acc gen"))
+print(("%-14s %10s %7s %8s %9s %7s %9s %7s %8s %9s %9s %9s"):format("plan", "trainable", "wall s", "tok/s",
+      "new loss", "gain", "old loss", "old +/-", "task acc", "acc logit", "retention", "acc gen"))
 for name, r in exp.sorted(results) do
   local retention = b.acc_logit > 0 and r.acc_logit / b.acc_logit or 0
-  print(("%-14s %10d %7.1f %8.0f %9.4f %7.3f %9s %7s %9.3f %9.2f %9.3f"):format(name, r.trainable_params,
+  print(("%-14s %10d %7.1f %8.0f %9.4f %7.3f %9s %7s %8s %9.3f %9.2f %9.3f"):format(name, r.trainable_params,
         r.wall_s, r.tokens_per_s, r.new_loss, b.new_loss - r.new_loss,
         r.old_loss and ("%.4f"):format(r.old_loss) or "n/a",
-        r.old_loss and ("%+.3f"):format(r.old_loss - b.old_loss) or "n/a", r.acc_logit, retention, r.acc_generate))
+        r.old_loss and ("%+.3f"):format(r.old_loss - b.old_loss) or "n/a",
+        r.task_acc and ("%.3f"):format(r.task_acc) or "n/a", r.acc_logit, retention, r.acc_generate))
+end
+for k = 2, #benches do
+  local line = {}
+  for name, r in exp.sorted(results) do
+    line[#line + 1] = ("%s %.3f"):format(name, r.scores[benches[k]].logit.acc)
+  end
+  print(("%s accuracy (logit): %s"):format(benches[k], table.concat(line, ", ")))
 end
 for _, spec in ipairs(benches) do
   local first = b.scores[spec]

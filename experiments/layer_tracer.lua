@@ -11,12 +11,17 @@
 -- with the shallow and deep zones (Fig. 10), per-sample JSON. Then: ltrun sql @layer_tracer
 -- --grid=all (or --grid=3,7,9: run ids) draws Figure 4/9 across the store's LayerTracer runs
 -- (rows: models) instead of tracing: ltrun experiments/layer_tracer.lua --grid=all
+-- --data=wordnet (default): WordNet's everyday adjective antonyms (lt.tasks) in the paper's
+-- format; --pairs=train (default: the pairs the default tiny model was taught, in prompts it
+-- never saw), test (held-out pairs it read only as statements) or all; --words=everyday,
+-- common or all (lt.tasks.wordnet_antonyms). --data=FILE.tsv|FILE.jsonl: your own items.
 local exp = require "lt.experiment"
 local tasks = require "lt.tasks"
 local report = require "lt.layer_tracer"  -- pictures and the per-sample JSON
 local cfg = exp.args{ model = "", data = "wordnet", samples = 500, groups = 10, examples = 2,
                       topk = 10, tau = 0, target = "model", ratios = "1/3,1/2,2/3", batch = 8,
-                      data_seed = 1, final_djs = false, grid = "", out = "artifacts/layer_tracer" }
+                      data_seed = 1, pairs = "train", words = "everyday", final_djs = false, grid = "",
+                      out = "artifacts/layer_tracer" }
 
 if cfg.grid ~= "" then
   local ids = {}
@@ -35,7 +40,8 @@ end
 local path = cfg.model ~= "" and cfg.model or exp.default_model()
 lt.run.param("model_path", path)
 local m = lt.model.load(path)
-local items = tasks.load(cfg.data, { n = cfg.samples, examples = cfg.examples, seed = cfg.data_seed })
+local items = tasks.load(cfg.data, { n = cfg.samples, examples = cfg.examples, seed = cfg.data_seed,
+                                     split = cfg.pairs, words = cfg.words })
 local samples = tasks.build(m.tokenizer, items, { groups = cfg.groups, target = cfg.target })
 local ratios = report.parse_ratios(cfg.ratios)
 

@@ -22,10 +22,10 @@ local tasks = require "lt.tasks"
 -- another study (loadfile(...)(argv)), they are one table of --key=value strings
 local argv = type((...)) == "table" and (...) or nil
 local cfg = exp.args({ out = "models/tiny-qwen3", layers = 8, hidden = 128, heads = 4, kv_heads = 2,
-                       vocab = 2048, steps = 700, lr = 3e-3, warmup = 0.05, seq_len = 64,
-                       micro_batch = 16, english_bytes = 500000, heldout_every = 50,
-                       statement_rounds = 2, task_rounds = 4, choice_rounds = 2,
-                       eval_every = 0, probe = 200, seed = 1 }, argv)
+                       vocab = 2048, steps = 1200, lr = 5e-3, warmup = 0.05, seq_len = 64,
+                       micro_batch = 16, english_bytes = 150000, heldout_every = 50,
+                       statement_rounds = 8, task_rounds = 8, choice_rounds = 6,
+                       eval_every = 0, probe = 200, words = "everyday", seed = 1 }, argv)
 -- a fixed seed (not the run's fresh one): the embedded default base model is the same
 -- model wherever it is made
 
@@ -87,14 +87,17 @@ end
 local n_english = #train_docs
 
 -- ---- antonym statements (all pairs) and task / benchmark formats (train pairs) --------------
-local all_pairs = tasks.wordnet_antonyms("all")
+local all_pairs = tasks.wordnet_antonyms("all", { words = cfg.words })
 local train_pairs, test_pairs = tasks.split_pairs(all_pairs)
 local function cap(w) return (w:gsub("^%l", string.upper)) end
+-- Two templates give the antonym in the surface form of the task format's answer: capitalised
+-- and not preceded by a space ('"Dry"' and '->Dry' both start with the token of "D"), so that
+-- what the model reads about a test pair is about the token the task asks it to predict.
 local templates = {
   function(a, b) return a .. " is the opposite of " .. b .. "." end,
   function(a, b) return "The opposite of " .. a .. " is " .. b .. "." end,
-  function(a, b) return cap(a) .. " and " .. b .. " are antonyms." end,
-  function(a, b) return "Opposite of " .. a .. ": " .. cap(b) .. "." end,
+  function(a, b) return '"' .. cap(a) .. '" and "' .. cap(b) .. '" are antonyms.' end,
+  function(a, b) return "Opposite of " .. a .. ': "' .. cap(b) .. '".' end,
 }
 local statements = {}
 for _, p in ipairs(all_pairs) do
@@ -109,25 +112,46 @@ shuffle(statements, 777)
 for i = 1, #statements, 6 do  -- documents of six statements about different pairs
   train_docs[#train_docs + 1] = table.concat(statements, " ", i, math.min(i + 5, #statements))
 end
-local n_task = 0
+-- What the studies ask later is never in the training data verbatim: the prompts of the
+-- probes below and of layer_tracer.lua's default (seeds 1 and 3), and the items of the
+-- built-in benchmark "antonyms" (lt.eval: fresh items on the train pairs, seed 1). A training
+-- prompt or item that happens to equal one of them is dropped (counted in *_dropped).
+local asked = {}
+for _, seed in ipairs{ 1, 3 } do
+  for _, split in ipairs{ "train", "test" } do
+    for _, it in ipairs(tasks.load("wordnet", { split = split, words = cfg.words, n = 500, seed = seed })) do
+      asked[it.context .. it.query] = true
+    end
+  end
+end
+for _, it in ipairs(lt.eval.items("antonyms")) do asked[lt.eval.prompt(it)] = true end
+local n_task, task_dropped = 0, 0
 for r = 1, cfg.task_rounds do
   local items = tasks.antonym_items(train_pairs, { n = #train_pairs, examples = 1 + r % 3, seed = 100 + r })
   for _, it in ipairs(items) do
-    train_docs[#train_docs + 1] = it.context .. it.query .. it.target
-    n_task = n_task + 1
+    if asked[it.context .. it.query] then task_dropped = task_dropped + 1
+    else
+      train_docs[#train_docs + 1] = it.context .. it.query .. it.target
+      n_task = n_task + 1
+    end
   end
 end
-local n_choice = 0
+local n_choice, choice_dropped = 0, 0
 for r = 1, cfg.choice_rounds do
   for _, it in ipairs(tasks.choice_items(train_pairs, { n = #train_pairs, seed = 200 + r })) do
-    train_docs[#train_docs + 1] = lt.eval.prompt(it) .. " " .. it.answer
-    n_choice = n_choice + 1
+    local prompt = lt.eval.prompt(it)
+    if asked[prompt] then choice_dropped = choice_dropped + 1
+    else
+      train_docs[#train_docs + 1] = prompt .. " " .. it.answer
+      n_choice = n_choice + 1
+    end
   end
 end
 shuffle(train_docs, 4242)
 lt.run.param{ english_docs = n_english, fortune_docs = n_fortunes, heldout_docs = #heldout,
               antonym_pairs = #all_pairs, train_pairs = #train_pairs, test_pairs = #test_pairs,
-              statement_docs = math.ceil(#statements / 6), task_docs = n_task, choice_docs = n_choice }
+              statement_docs = math.ceil(#statements / 6), task_docs = n_task, choice_docs = n_choice,
+              task_dropped = task_dropped, choice_dropped = choice_dropped }
 
 local function write_docs(path, docs, limit)
   local f = assert(io.open(path, "w"))
@@ -165,16 +189,24 @@ write_docs(cfg.out .. "/heldout.txt", heldout)
 lt.run.artifact(cfg.out .. "/model.safetensors", { kind = "model" })
 lt.fs.remove(work)
 
--- ---- what the base can do: the task on held-out pairs, the benchmark ---------------------------
-local probe = tasks.task_accuracy(m, tasks.load("wordnet", { split = "test", n = cfg.probe, seed = 3 }))
+-- ---- what the base can do: the task on fresh prompts, the benchmarks ---------------------------
+-- known pairs (the train side of the split) in prompts never seen in training, and held-out
+-- pairs (the test side: read only as plain statements, never in the task format)
+local known = tasks.task_accuracy(m, tasks.load("wordnet", { split = "train", words = cfg.words, n = cfg.probe, seed = 3 }))
+local probe = tasks.task_accuracy(m, tasks.load("wordnet", { split = "test", words = cfg.words, n = cfg.probe, seed = 3 }))
+lt.run.log("task_acc", known.acc)
 lt.run.log("heldout_task_acc", probe.acc)
 local bench = lt.eval.run(m, "antonyms", { protocols = { "logit" } })
+local bench_heldout = lt.eval.run(m, "antonyms_heldout", { protocols = { "logit" } })
 print(("pretrain_tiny: %s: %d blocks, %d params, %d steps, %.0f tokens/s, %.1fs, loss %.3f"):format(
   cfg.out, m.n_layers, m:n_params(), r.steps, r.tokens_per_s, r.wall_s, r.final_loss or -1))
-print(("pretrain_tiny: held-out antonym prompts (%d test pairs, never in the task format): top prediction = "
-       .. "the antonym's first token in %d of %d (%.1f%%); e.g. %s"):format(
+print(("pretrain_tiny: the antonym task on prompts never seen in training (paper's format), top prediction = "
+       .. "the antonym's first token:\n  known pairs (%d train pairs): %d of %d (%.1f%%); e.g. %s"
+       .. "\n  held-out pairs (%d test pairs, read only as statements): %d of %d (%.1f%%); e.g. %s"):format(
+  #train_pairs, known.correct, known.n, 100 * known.acc, known.example,
   #test_pairs, probe.correct, probe.n, 100 * probe.acc, probe.example))
-print(("pretrain_tiny: built-in antonym benchmark (4-way, held-out pairs, logit): acc %.3f (chance 0.25)"):format(
-  bench.logit.acc))
-r.heldout_task_acc, r.bench_acc = probe.acc, bench.logit.acc
+print(("pretrain_tiny: built-in benchmarks (4-way, logit, chance 0.25): antonyms (known pairs, fresh items) %.3f, "
+       .. "antonyms_heldout %.3f"):format(bench.logit.acc, bench_heldout.logit.acc))
+r.task_acc, r.heldout_task_acc, r.bench_acc, r.bench_heldout_acc = known.acc, probe.acc, bench.logit.acc,
+  bench_heldout.logit.acc
 return r

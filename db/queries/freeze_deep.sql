@@ -3,6 +3,7 @@
 -- frozen, wall time and training tokens/s (Table 7), last training loss; the gain on the new
 -- domain (new_loss: held-out loss on the new corpus; gain = base's new_loss - plan's) and the
 -- cost on the base's own domain (old_loss: held-out loss there; old_delta = plan's - base's);
+-- task_acc (the antonym task in the paper's format on fresh prompts, top-1 first token);
 -- benchmark accuracy under the logit protocol (micro and macro over categories; retention =
 -- plan's / base's) and the generate protocol (first-letter rule, inclusion rule).
 WITH study AS (SELECT max(parent_id) AS id FROM runs WHERE name = 'train_shallow' AND parent_id IS NOT NULL),
@@ -28,6 +29,7 @@ SELECT (SELECT id FROM study) AS study, v.plan, v.bench,
        round((SELECT new_loss FROM v b WHERE b.plan = 'base' AND b.bench = v.bench) - v.new_loss, 4) AS gain,
        round(v.old_loss, 4) AS old_loss,
        round(v.old_loss - (SELECT old_loss FROM v b WHERE b.plan = 'base' AND b.bench = v.bench), 4) AS old_delta,
+       round((SELECT value FROM last WHERE run_id = v.id AND name = 'task_acc'), 3) AS task_acc,
        round(v.acc_logit, 3) AS acc_logit,
        round((SELECT value FROM last WHERE run_id = v.id AND name = v.bench || '/logit/acc_macro'), 3) AS acc_macro,
        round(v.acc_logit / nullif((SELECT acc_logit FROM v b WHERE b.plan = 'base' AND b.bench = v.bench), 0), 3) AS retention,

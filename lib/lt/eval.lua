@@ -1,7 +1,7 @@
 -- lt/eval.lua: lt.eval.run(model, spec, opts), the one call a study makes to score a model.
 -- spec: "ceval:DIR" (scores val, as the paper), "cmmlu:DIR" (test), "mmlu:DIR" (test),
 -- "gsm8k:FILE", "math:FILE", "mc:FILE" (generic JSONL multiple choice), or a built-in name:
--- "antonyms" (WordNet adjective antonyms as 4-way multiple choice, held-out pairs: no download needed).
+-- "antonyms" and "antonyms_heldout" (WordNet adjective antonyms as 4-way multiple choice: no download needed).
 -- opts: split, limit (first N items), shots (k-shot from dev), protocols ({"logit",
 -- "generate"}), batch_size, max_new_tokens, samples + temperature (math: avg@k, pass@k), seed.
 -- Returns summary[protocol] = {acc, n, correct, by_category, by_subject[, avg_at_k, pass_at_k]}
@@ -15,11 +15,31 @@ local default_split = { ceval = "val", cmmlu = "test", mmlu = "test" }
 local builtins = {}
 
 -- "Which word means the opposite of "hot"?" with the antonym and three other adjectives,
--- on WordNet's held-out antonym pairs (lt.tasks.split_pairs: the default base model never
--- saw them in a task or benchmark format). opts.n items (default 200).
+-- on WordNet's everyday antonym pairs (lt.tasks.wordnet_antonyms). Two built-ins:
+--   antonyms          the train side of lt.tasks.split_pairs: pairs the default tiny base
+--                     model was taught (experiments/pretrain_tiny.lua), asked in fresh items
+--                     (seed opts.seed, default 1; pretraining used seeds 201.. and drops
+--                     any item of the benchmark from its data): does the model still know them?
+--   antonyms_heldout  the test side: pairs the default model read only as plain statements,
+--                     never in a task or benchmark format: does it generalise?
+-- opts.n items (default 200, at most one per pair).
 function builtins.antonyms(opts)
   local tasks = require "lt.tasks"
-  return tasks.choice_items(tasks.wordnet_antonyms("test"), { n = opts.n, seed = opts.seed })
+  return tasks.choice_items(tasks.wordnet_antonyms("train"), { n = opts.n, seed = opts.seed })
+end
+
+function builtins.antonyms_heldout(opts)
+  local tasks = require "lt.tasks"
+  local items = tasks.choice_items(tasks.wordnet_antonyms("test"), { n = opts.n, seed = opts.seed })
+  for _, it in ipairs(items) do it.id = it.id:gsub("^antonyms/", "antonyms_heldout/") end
+  return items
+end
+
+-- The items of a built-in benchmark (antonyms, antonyms_heldout), as lt.eval.run asks them.
+function M.items(name, opts)
+  local make = builtins[name]
+  if not make then error(("lt.eval.items: unknown built-in benchmark '%s' (antonyms, antonyms_heldout)"):format(tostring(name)), 2) end
+  return make(opts or {})
 end
 
 function M.run(model, spec, opts)
@@ -51,7 +71,7 @@ function M.run(model, spec, opts)
     items, bench = builtins[spec](opts), spec
     pool = {}
   else
-    error(("lt.eval.run: unknown benchmark '%s' (KIND:PATH with KIND one of ceval, cmmlu, mmlu, gsm8k, math, mc; or a built-in: antonyms)"):format(spec), 2)
+    error(("lt.eval.run: unknown benchmark '%s' (KIND:PATH with KIND one of ceval, cmmlu, mmlu, gsm8k, math, mc; or a built-in: antonyms, antonyms_heldout)"):format(spec), 2)
   end
   if opts.limit and opts.limit < #items then
     local cut = {}
@@ -116,6 +136,6 @@ function M.vote_runs(o)
   return { acc = n > 0 and correct / n or 0, n = n, correct = correct, items = voted }
 end
 
-lt.eval.run = M.run
+lt.eval.run, lt.eval.items = M.run, M.items
 lt.eval.solved, lt.eval.newly_solved, lt.eval.vote_runs = M.solved, M.newly_solved, M.vote_runs
 return M

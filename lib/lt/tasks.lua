@@ -141,10 +141,50 @@ function M.split_pairs(pairs_, opts)
   return train, test
 end
 
+-- How often each adjective is tagged in WordNet's semantic concordance: the tagsense_cnt
+-- field of M.wordnet_dir .. "/index.adj" (lemma pos synset_cnt p_cnt [ptr_symbol]*p_cnt
+-- sense_cnt tagsense_cnt synset_offset...). A word with a count >= 1 occurs in ordinary
+-- running text (hot, cold, early, clean); 0 for the dictionary's rarities (abaxial).
+function M.wordnet_tag_counts(path)
+  path = path or M.wordnet_dir .. "/index.adj"
+  local counts = {}
+  for lineno, line in ipairs(read_lines(path)) do
+    if line ~= "" and not line:match("^%s") then
+      local f = {}
+      for w in line:gmatch("%S+") do f[#f + 1] = w end
+      local p_cnt = tonumber(f[4] or "")
+      local tagged = p_cnt and tonumber(f[6 + p_cnt] or "")
+      if not tagged then fail("%s:%d: not a WordNet index line (lemma pos synset_cnt p_cnt ...)", path, lineno) end
+      counts[f[1]:gsub("_", " ")] = tagged
+    end
+  end
+  return counts
+end
+
 -- Antonym pairs of WordNet's adjectives (M.wordnet_dir .. "/data.adj"): split = "test"
--- (default: the held-out pairs of M.split_pairs), "train" or "all".
-function M.wordnet_antonyms(split)
+-- (default: the held-out pairs of M.split_pairs), "train" or "all". opts.words says which:
+--   "everyday" (default): both words tagged at least once in the semantic concordance
+--               (M.wordnet_tag_counts) and at most 7 letters long: 187 pairs (hot/cold,
+--               wet/dry, early/late), the vocabulary of the default tiny base model;
+--   "common":   both words tagged: 496 pairs (unacceptable/acceptable too);
+--   "all":      every pair of single lower-case words: 1773 (abaxial/adaxial too).
+M.antonym_words = { everyday = { tagged = 1, letters = 7 }, common = { tagged = 1 }, all = {} }
+
+function M.wordnet_antonyms(split, opts)
+  local words = opts and opts.words or "everyday"
+  local rule = M.antonym_words[words]
+  if not rule then fail("tasks: words '%s': expected everyday, common or all", tostring(words)) end
   local all = M.wordnet_pairs(M.wordnet_dir .. "/data.adj")
+  if rule.tagged or rule.letters then
+    local counts, kept = rule.tagged and M.wordnet_tag_counts() or {}, {}
+    local function ok(w)
+      return (not rule.tagged or (counts[w] or 0) >= rule.tagged) and (not rule.letters or #w <= rule.letters)
+    end
+    for _, p in ipairs(all) do
+      if ok(p[1]) and ok(p[2]) then kept[#kept + 1] = p end
+    end
+    all = kept
+  end
   split = split or "test"
   if split == "all" then return all end
   local train, test = M.split_pairs(all)
@@ -259,7 +299,7 @@ end
 function M.load(source, opts)
   opts = opts or {}
   if source == "wordnet" then
-    return M.antonym_items(M.wordnet_antonyms(opts.split), opts)
+    return M.antonym_items(M.wordnet_antonyms(opts.split, opts), opts)
   elseif source:match("%.tsv$") then
     return M.antonym_items(M.tsv_pairs(source), opts)
   elseif source:match("%.jsonl$") then

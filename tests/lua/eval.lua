@@ -171,4 +171,42 @@ T.case("antonym split: a hash of the pair, 1 in 5 held out; the built-in benchma
   end
 end)
 
+T.case("common antonym words: tagsense_cnt of index.adj, both words tagged at least once", function()
+  local tasks = require "lt.tasks"
+  -- index.adj lines: lemma pos synset_cnt p_cnt [ptr]*p_cnt sense_cnt tagsense_cnt offsets...
+  local path = tmp .. "/index.adj"
+  local f = assert(io.open(path, "w"))
+  f:write("  1 This software and database is being provided\n",
+          "abaxial a 1 2 ! & 1 0 00002956\n",          -- p_cnt 2, tagsense 0
+          "hot a 21 4 ! & ^ = 21 14 01247240 01248400\n", -- p_cnt 4, tagsense 14
+          "new_york a 1 0 1 1 00000001\n")               -- p_cnt 0, tagsense 1; "_" -> " "
+  f:close()
+  local c = tasks.wordnet_tag_counts(path)
+  T.eq(c.abaxial, 0)
+  T.eq(c.hot, 14)
+  T.eq(c["new york"], 1)
+  f = assert(io.open(path, "w"))
+  f:write("hot a 21 4 ! &\n")
+  f:close()
+  T.raises(function() tasks.wordnet_tag_counts(path) end, "index.adj:1: not a WordNet index line")
+  -- "common": the pairs of "all" whose two words are tagged; "everyday" (the default): of
+  -- those, the ones whose two words have at most 7 letters
+  local all = tasks.wordnet_antonyms("all", { words = "all" })
+  local common = tasks.wordnet_antonyms("all", { words = "common" })
+  local everyday = tasks.wordnet_antonyms("all")
+  local counts = tasks.wordnet_tag_counts()
+  local n_common, n_everyday = 0, 0
+  for _, p in ipairs(all) do
+    if (counts[p[1]] or 0) >= 1 and (counts[p[2]] or 0) >= 1 then
+      n_common = n_common + 1
+      if #p[1] <= 7 and #p[2] <= 7 then n_everyday = n_everyday + 1 end
+    end
+  end
+  T.eq(#common, n_common)
+  T.eq(#everyday, n_everyday)
+  T.ok(#everyday > 100 and #everyday < #common and #common < #all,
+       ("pairs: %d everyday, %d common, %d all"):format(#everyday, #common, #all))
+  T.raises(function() tasks.wordnet_antonyms("all", { words = "rare" }) end, "words 'rare'")
+end)
+
 T.finish()
