@@ -159,7 +159,7 @@ function M.new(cfg)
     local sum, n = 0, 0
     for bench in cfg.bench:gmatch("[^,]+") do
       local acc
-      local mi = M.is_rl(cfg.algo) and bench == "math_heldout" and math_items(bench)
+      local mi = bench == "math_heldout" and math_items(bench)
       if mi then
         -- a seeded sample of bench_limit items (all of them in file order when seed is 1 and
         -- the file has no more)
@@ -239,10 +239,12 @@ function M.new(cfg)
   function t.trainer()
     if M.is_rl(cfg.algo) then
       if not lt.rl then error(("--algo=%s needs lt.rl, which this build does not have"):format(cfg.algo), 0) end
-      local f = cfg.data ~= "math" and io.open(cfg.data)
+      local path = cfg.data == "math" and (cfg.model .. "/train.jsonl") or cfg.data
+      local f = io.open(path)
       if f then f:close() end
-      if cfg.data ~= "math" and not f then
-        error(("--data=%s: GRPO reads a JSONL prompt file (or `math`: the model folder's train.jsonl)"):format(cfg.data), 0)
+      if not f then
+        error(("--data=%s: no prompt file %s (GRPO reads a JSONL prompt file, or with `math` the model "
+               .. "folder's train.jsonl as experiments/pretrain_math.lua writes it)"):format(cfg.data, path), 0)
       end
       return t.train_grpo
     end
