@@ -14,11 +14,11 @@
 -- fixed subset into its own DB; after `ltrun db merge all.db shard*.db`,
 -- `ltrun --db all.db experiments/layer_scan.lua --analyze=true [same options]` does the rest.
 --
--- Training (--algo): causal_lm (next-token loss on the antonym task's training texts, scored
--- on `antonyms_heldout`), or grpo | dr_grpo (lt.rl.grpo with the math answer reward,
+-- Training (--algo): grpo (the default) | dr_grpo (lt.rl.grpo with the math answer reward,
 -- --steps batches of --prompts x --group_size rollouts, on --data=math: the tiny math model's
 -- train.jsonl, or a JSONL prompt file; scored on `math_heldout`, the model's test.jsonl, or
--- gsm8k:FILE / math:FILE). --model, --data, --bench, --lr, --micro_batch and --bench_limit
+-- gsm8k:FILE / math:FILE), or causal_lm (next-token loss on the antonym task's training
+-- texts, scored on `antonyms_heldout`). --model, --data, --bench, --lr, --micro_batch and --bench_limit
 -- default by algorithm (lt.scan_task.defaults): causal_lm on models/tiny-qwen3-8l, GRPO on
 -- models/tiny-math-8l (made by experiments/pretrain_math.lua --layers=8 when missing).
 -- S: the mean over --bench (comma-separated) of each benchmark's accuracy. With
@@ -33,7 +33,7 @@ local charts = require "lt.scan_charts"
 local svg = require "lt.svg"
 
 local cfg = exp.args{
-  model = "", layers = "all", algo = "causal_lm", data = "", bench = "", bench_limit = 0, steps = 60,
+  model = "", layers = "all", algo = "grpo", data = "", bench = "", bench_limit = 0, steps = 60,
   lr = 0, warmup = 0.1, seq_len = 96, micro_batch = 0, prompts = 8, group_size = 8, max_response = 24,
   sc = 8, sc_temperature = 0.7, eval_every = 0, workers = 2, devices = "", resume = false,
   shard = "", analyze = false, job = "", scan_key = "", min_gap = 0.02, top_k = 3,
