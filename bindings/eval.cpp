@@ -97,7 +97,8 @@ int l_load(lua_State* L) {
 }
 
 // lt.eval.score(model, items, pool, {protocols=, shots=, batch_size=, max_new_tokens=,
-//   samples=, temperature=, top_p=, seed=, bench=}) → summary; logs items and accuracies
+//   samples=, temperature=, top_p=, seed=, bench=, template=} (math: the prompt, "{question}"
+//   replaced) → summary; logs items and accuracies
 int l_score(lua_State* L) {
   const char* fn = "lt.eval.score";
   const ModelHandle& h = check_model(L, 1, fn);
@@ -125,6 +126,7 @@ int l_score(lua_State* L) {
   o.temperature = opt_number(L, opts, "temperature", fn).value_or(o.samples > 1 ? 0.7 : 0.0);
   o.top_p = opt_number(L, opts, "top_p", fn).value_or(1.0);
   o.seed = uint64_t(opt_integer(L, opts, "seed", fn).value_or(0));
+  o.math_template = opt_string(L, opts, "template", fn).value_or("");
   const std::string bench_name = opt_string(L, opts, "bench", fn).value_or(items.empty() ? "" : items[0].bench);
   if (stderr_is_terminal())
     o.progress = [&](size_t done, size_t total) {

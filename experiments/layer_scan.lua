@@ -14,12 +14,18 @@
 -- fixed subset into its own DB; after `ltrun db merge all.db shard*.db`,
 -- `ltrun --db all.db experiments/layer_scan.lua --analyze=true [same options]` does the rest.
 --
--- Training: --algo=causal_lm (next-token loss on the task's training texts; what runs in
--- this build). --algo=grpo|dr_grpo need lt.rl (issue 14) and fail clearly without it.
--- S: the mean over --bench (comma-separated) of each benchmark's accuracy; the default
--- benchmark is `antonyms_heldout`, 4-way antonym questions on WordNet pairs held out of the
--- training texts. With --eval_every=N the job is scored every N steps and S is the best
--- score (the paper's best-checkpoint protocol).
+-- Training (--algo): grpo (the default) | dr_grpo (lt.rl.grpo with the math answer reward,
+-- --steps batches of --prompts x --group_size rollouts, on --data=math: the tiny math model's
+-- train.jsonl, or a JSONL prompt file; scored on `math_heldout`, the model's test.jsonl, or
+-- gsm8k:FILE / math:FILE), or causal_lm (next-token loss on the antonym task's training
+-- texts, scored on `antonyms_heldout`). --model, --data, --bench, --lr, --micro_batch and --bench_limit
+-- default by algorithm (lt.scan_task.defaults): causal_lm on models/tiny-qwen3-8l, GRPO on
+-- models/tiny-math-8l (made by experiments/pretrain_math.lua --layers=8 when missing).
+-- S: the mean over --bench (comma-separated) of each benchmark's accuracy. With
+-- --eval_every=N the job is scored every N steps and S is the best score (the paper's
+-- best-checkpoint protocol). GRPO: the full model also answers each item of the first math
+-- benchmark --sc times (temperature --sc_temperature) in one call; the majority answer is
+-- the self-consistency ensemble of Figure 8.
 local exp = require "lt.experiment"
 local scan = require "lt.scan"
 local ls = require "lt.layer_scan"
@@ -27,14 +33,18 @@ local charts = require "lt.scan_charts"
 local svg = require "lt.svg"
 
 local cfg = exp.args{
-  model = "models/tiny-qwen3-8l", layers = "all", algo = "causal_lm", data = "antonyms",
-  bench = "antonyms_heldout", bench_limit = 120, steps = 60, lr = 3e-3, warmup = 0.1,
-  seq_len = 96, micro_batch = 8, eval_every = 0, workers = 2, devices = "", resume = false,
+  model = "", layers = "all", algo = "grpo", data = "", bench = "", bench_limit = 0, steps = 60,
+  lr = 0, warmup = 0.1, seq_len = 96, micro_batch = 0, prompts = 8, group_size = 8, max_response = 24,
+  sc = 8, sc_temperature = 0.7, eval_every = 0, workers = 2, devices = "", resume = false,
   shard = "", analyze = false, job = "", scan_key = "", min_gap = 0.02, top_k = 3,
   work = "", pretrain_steps = 600,
 }
+local scan_task = require "lt.scan_task"
+local rl = scan_task.is_rl(cfg.algo)
+scan_task.defaults(cfg)  -- the algorithm's model, data, bench, lr, micro_batch, bench_limit
+for _, k in ipairs{ "model", "data", "bench", "bench_limit", "lr", "micro_batch" } do lt.run.param(k, cfg[k]) end
 cfg.work = cfg.work ~= "" and cfg.work or (cfg.model .. ".layer_scan")
-local task = require("lt.scan_task").new(cfg)
+local task = scan_task.new(cfg)
 
 -- ---- one job, in a worker process (the run is already the child base/full/layer_<l>) -----
 local function run_job(job, key)
@@ -54,6 +64,7 @@ local function run_job(job, key)
   end
   lt.run.param("trainable", l and ("block " .. l) or "all")
   local s = task.train_and_score(m)
+  if job == "full" and rl and cfg.sc > 0 then task.self_consistency(m, cfg.sc, cfg.sc_temperature) end
   lt.train.weight_change(m, base, { log = "weight_change" })
   m:free()
   return s
@@ -65,6 +76,9 @@ local function scan_key()
   for _, k in ipairs{ "model", "algo", "data", "bench", "bench_limit", "steps", "lr", "warmup", "seq_len",
                       "micro_batch", "eval_every" } do
     parts[#parts + 1] = k .. "=" .. tostring(cfg[k])
+  end
+  if rl then
+    for _, k in ipairs{ "prompts", "group_size", "max_response" } do parts[#parts + 1] = k .. "=" .. tostring(cfg[k]) end
   end
   return "layer_scan:" .. scan.hash(table.concat(parts, ";"))
 end
@@ -82,7 +96,11 @@ local function exists(path)
   if f then f:close() end
   return f ~= nil
 end
-if cfg.model == "models/tiny-qwen3-8l" and not exists(cfg.model .. "/config.json") then
+if cfg.model == "models/tiny-math-8l" and not exists(cfg.model .. "/config.json") then
+  io.stderr:write(("no model at %s: making an 8-block tiny math model (experiments/pretrain_math.lua)\n"):format(cfg.model))
+  lt.run.child("pretrain_math", assert(loadfile(exp.root .. "/experiments/pretrain_math.lua")),
+               { "--out=" .. cfg.model, "--layers=8", "--steps=" .. cfg.pretrain_steps })
+elseif cfg.model == "models/tiny-qwen3-8l" and not exists(cfg.model .. "/config.json") then
   io.stderr:write(("no model at %s: making an 8-block default base model (experiments/pretrain_tiny.lua)\n"):format(cfg.model))
   lt.run.child("pretrain_tiny", assert(loadfile(exp.root .. "/experiments/pretrain_tiny.lua")),
                { "--out=" .. cfg.model, "--layers=8", "--steps=" .. cfg.pretrain_steps })
@@ -184,6 +202,14 @@ for _, kk in ipairs{ 3, 5 } do
   end
 end
 lt.run.log{ ["ensemble/base"] = values[1], ["ensemble/full"] = values[2], ["ensemble/best_single"] = values[3] }
+-- self-consistency: the full model's k samples per item, majority vote (logged by its job)
+local sc = lt.run.query("SELECT value FROM metrics WHERE run_id = ? AND name = 'self_consistency'", g.full.run)[1]
+if sc then
+  local k_sc = lt.run.query("SELECT value FROM params WHERE run_id = ? AND key = 'self_consistency_k'", g.full.run)[1]
+  groups[#groups + 1] = ("self-consistency (full, k=%s)"):format(k_sc and k_sc.value or "?")
+  values[#values + 1] = sc.value
+  lt.run.log("ensemble/self_consistency", sc.value)
+end
 -- pairwise Jaccard of the problems the top-k layer models newly solve (relative to the base)
 local base_solved = lt.eval.solved(g.base.run, bench_name, protocol)
 local new, jac = {}, {}
@@ -198,8 +224,10 @@ end
 if #jac > 0 then
   local mj = ls.mean_std(jac)
   lt.run.log("jaccard/mean_top_k", mj)
+  local extra = {}
+  for i = 4, #groups do extra[#extra + 1] = (", %s %.3f"):format(groups[i], values[i]) end
   print(("ensembles on %s: base %.3f, full %.3f, best single %.3f%s; mean pairwise Jaccard of newly solved (top-%d) %.3f")
-        :format(bench_name, values[1], values[2], values[3], values[4] and (", vote top-3 " .. ("%.3f"):format(values[4])) or "", k, mj))
+        :format(bench_name, values[1], values[2], values[3], table.concat(extra), k, mj))
 end
 lt.run.artifact(charts.bars(fig .. "_ensembles.svg", {
   title = "Layer-model ensembles (" .. bench_name .. ")", y_title = "accuracy", groups = groups,

@@ -1,11 +1,38 @@
--- lt/scan_task.lua: the task of the layer-scan studies (layer_scan.lua, layer_strategies.lua)
--- on the embedded default: WordNet adjective antonym pairs, 4 of every 5 written as training
--- texts (4-way questions with their answer letter), every 5th held out for the benchmark
--- `antonyms_heldout`; plus any lt.eval benchmark. S = the mean accuracy over the benchmarks.
---   local task = require("lt.scan_task").new(cfg)  -- cfg.model, data, bench, bench_limit, work
---   task.training_data() → packed corpus folder; task.score(m[, seed]) → S (logged)
+-- lt/scan_task.lua: the task of the layer-scan studies (layer_scan.lua, layer_strategies.lua).
+-- Two trainings (cfg.algo):
+--   causal_lm: next-token loss on WordNet adjective antonym pairs, 4 of every 5 written as
+--     training texts (4-way questions with their answer letter), every 5th held out for the
+--     benchmark `antonyms_heldout`;
+--   grpo | dr_grpo: lt.rl.grpo with the math answer reward on a JSONL prompt set (--data=math:
+--     the model folder's train.jsonl, as experiments/pretrain_math.lua writes it; or a path),
+--     scored on `math_heldout` (the model folder's test.jsonl, greedy answers, prompts in the
+--     tiny math model's format) or any lt.eval math benchmark (gsm8k:FILE, math:FILE).
+-- plus any lt.eval benchmark. S = the mean accuracy over the benchmarks.
+--   local task = require("lt.scan_task").new(cfg)  -- cfg.model, algo, data, bench, bench_limit, work
+--   task.training_data() → packed corpus folder (causal_lm) or prompt items (GRPO);
+--   task.score(m[, seed]) → S (logged); task.self_consistency(m) (GRPO, math benchmarks)
 local tasks = require "lt.tasks"
 local M = {}
+
+-- the prompt format of the tiny math model (experiments/pretrain_math.lua, grpo.lua)
+M.math_template = "Question: {question}\nAnswer:"
+
+function M.is_rl(algo) return algo == "grpo" or algo == "dr_grpo" end
+
+-- Options the scan leaves at "" or 0 take their algorithm's default: the embedded default
+-- model, data and benchmark of that training, and its learning rate and micro-batch.
+-- Changes cfg in place and returns it.
+function M.defaults(cfg)
+  local rl = M.is_rl(cfg.algo)
+  local d = rl and { model = "models/tiny-math-8l", data = "math", bench = "math_heldout", lr = 1e-4, micro_batch = 32,
+                     bench_limit = 200 }
+               or { model = "models/tiny-qwen3-8l", data = "antonyms", bench = "antonyms_heldout", lr = 3e-3,
+                    micro_batch = 8, bench_limit = 120 }
+  for k, v in pairs(d) do
+    if cfg[k] == nil or cfg[k] == "" or cfg[k] == 0 then cfg[k] = v end
+  end
+  return cfg
+end
 
 local function split_pairs()
   local all = tasks.wordnet_pairs(tasks.wordnet_dir .. "/data.adj")
@@ -47,16 +74,69 @@ end
 -- the benchmark name as stored in eval_items and its protocol
 function M.bench_name(bench)
   local name = bench:match("^(%w+):") or bench
-  local gen = name == "gsm8k" or name == "math"
+  local gen = name == "gsm8k" or name == "math" or name == "math_heldout"
   return name, gen and "generate" or "logit", gen and "math" or "exact"
+end
+
+-- Self-consistency's score: `results` are k answers per item ({id=, sample= (0-based),
+-- prediction=}), `items` the items ({id=, answer=}); each item's answers go to a majority
+-- vote (lt.eval.vote, math equivalence: equivalent answers count together, ties to the
+-- earliest sample, empty answers abstain) and the voted answer is scored against the item's.
+-- → the fraction correct, and {id = voted answer}.
+function M.majority_accuracy(results, items)
+  local preds = {}
+  for _, r in ipairs(results) do
+    preds[r.id] = preds[r.id] or {}
+    preds[r.id][r.sample + 1] = r.prediction or ""
+  end
+  local correct, voted = 0, {}
+  for _, it in ipairs(items) do
+    local list = preds[it.id] or {}
+    for i = 1, table.maxn(list) do list[i] = list[i] or "" end
+    local v = #list > 0 and lt.eval.vote(list, { compare = "math" }) or ""
+    voted[it.id] = v
+    if v ~= "" and lt.eval.equivalent(v, it.answer) then correct = correct + 1 end
+  end
+  return correct / #items, voted
 end
 
 function M.new(cfg)
   local t = {}
   local function mkdir(p) require("lt.scan").mkdir(p) end
 
-  -- the packed training texts (made once, before workers read them)
+  -- the held-out math items of `bench` (math_heldout, gsm8k:FILE, math:FILE), or nil
+  local function math_items(bench)
+    local path, format
+    if bench == "math_heldout" then
+      path, format = cfg.model .. "/test.jsonl", "gsm8k"
+    else
+      local kind, p = bench:match("^(%w+):(.+)$")
+      if kind == "gsm8k" or kind == "math" then path, format = p, kind == "math" and "math500" or "gsm8k" end
+    end
+    if not path then return nil end
+    return lt.eval.load(format, path)
+  end
+
+  -- GRPO: the training prompts, without any whose question shares a word 8-gram with a
+  -- held-out math item (whole questions for the default data, whose template problems share
+  -- long word runs; pretrain_math.lua keeps the test questions out of it)
+  local function rl_prompts()
+    local path = cfg.data == "math" and (cfg.model .. "/train.jsonl") or cfg.data
+    local items = lt.rl.prompts(path)
+    local texts = {}
+    for bench in cfg.bench:gmatch("[^,]+") do
+      for _, it in ipairs(math_items(bench) or {}) do texts[#texts + 1] = it.question end
+    end
+    if #texts == 0 then return items end
+    local kept, removed = lt.rl.decontaminate(items, texts, { n = cfg.data == "math" and 1000 or 8 })
+    assert(#kept > 0, ("--data=%s: decontamination against the benchmarks removed every prompt"):format(cfg.data))
+    if lt.run.id and removed > 0 then lt.run.param("decontaminated", removed) end
+    return kept
+  end
+
+  -- the packed training texts (made once, before workers read them); GRPO: the prompt items
   function t.training_data()
+    if M.is_rl(cfg.algo) then return rl_prompts() end
     local dir = cfg.work .. "/data"
     local f = io.open(dir .. "/index.json")
     if f then f:close(); return dir end
@@ -79,7 +159,22 @@ function M.new(cfg)
     local sum, n = 0, 0
     for bench in cfg.bench:gmatch("[^,]+") do
       local acc
-      if bench == "antonyms_heldout" then
+      local mi = bench == "math_heldout" and math_items(bench)
+      if mi then
+        -- a seeded sample of bench_limit items (all of them in file order when seed is 1 and
+        -- the file has no more)
+        local items = mi
+        if #mi > cfg.bench_limit or (seed or 1) ~= 1 then
+          local pick, used = tasks.generator(seed or 1), {}
+          items = {}
+          while #items < math.min(cfg.bench_limit, #mi) do
+            local i = pick(#mi)
+            if not used[i] then used[i] = true; items[#items + 1] = mi[i] end
+          end
+        end
+        acc = lt.eval.score(m, items, {}, { protocols = { "generate" }, bench = bench, template = M.math_template,
+                                            max_new_tokens = cfg.max_response, batch_size = 64 }).generate.acc
+      elseif bench == "antonyms_heldout" then
         local _, held = split_pairs()
         acc = lt.eval.score(m, M.mc_items(held, cfg.bench_limit, seed or 1, "heldout/"), {},
                             { protocols = { "logit" }, bench = bench }).logit.acc
@@ -105,15 +200,58 @@ function M.new(cfg)
                                    resume = o.resume, stop_after = o.stop_after })
   end
 
-  -- the training function of cfg.algo; GRPO needs lt.rl (issue 14)
+  -- GRPO (or Dr. GRPO) with the math answer reward; cfg.steps batches of rollouts of
+  -- cfg.prompts prompts x cfg.group_size samples, one optimizer step each
+  function t.train_grpo(m, o)
+    return lt.rl.grpo(m, { data = t.training_data(), template = M.math_template, algo = cfg.algo,
+                           prompts = cfg.prompts, group_size = cfg.group_size, max_response = cfg.max_response,
+                           temperature = 1.0, iterations = cfg.steps, lr = cfg.lr, warmup = cfg.warmup,
+                           micro_batch = cfg.micro_batch, rewards = { math = 1.0 }, seed = 7, lr_mult = o.lr_mult,
+                           checkpoint_dir = o.checkpoint_dir,
+                           checkpoint_every = o.checkpoint_dir and cfg.eval_every or nil,
+                           resume = o.resume, stop_after = o.stop_after, decontaminate = 0 })
+  end
+
+  -- self-consistency (§5.1): k samples of the model per item of the first math benchmark in
+  -- one evaluation call (logged as eval_items of bench "<bench>_sc", item ids "ID#s"), the
+  -- majority answer scored; logs `self_consistency` and returns it (nil without a math bench)
+  function t.self_consistency(m, k, temperature)
+    local bench = cfg.bench:match("^[^,]+")
+    local items = math_items(bench)
+    if not items or k < 1 then return nil end
+    if #items > cfg.bench_limit then
+      local cut = {}
+      for i = 1, cfg.bench_limit do cut[i] = items[i] end
+      items = cut
+    end
+    local name = M.bench_name(bench) .. "_sc"
+    local res = lt.eval.score(m, items, {}, { protocols = { "generate" }, bench = name, samples = k,
+                                              temperature = temperature, seed = 11,
+                                              template = bench == "math_heldout" and M.math_template or nil,
+                                              max_new_tokens = cfg.max_response, batch_size = 64 })
+    local acc = M.majority_accuracy(res.items, items)
+    lt.run.log("self_consistency", acc)
+    lt.run.param{ self_consistency_k = k, self_consistency_temperature = temperature }
+    return acc
+  end
+
+  -- the training function of cfg.algo
   function t.trainer()
-    if cfg.algo == "grpo" or cfg.algo == "dr_grpo" then
-      if not lt.rl then
-        error(("--algo=%s needs lt.rl (GRPO, issue 14), which this build does not have; use --algo=causal_lm"):format(cfg.algo), 0)
+    if M.is_rl(cfg.algo) then
+      if not lt.rl then error(("--algo=%s needs lt.rl, which this build does not have"):format(cfg.algo), 0) end
+      local path = cfg.data == "math" and (cfg.model .. "/train.jsonl") or cfg.data
+      local f = io.open(path)
+      if f then f:close() end
+      if not f then
+        error(("--data=%s: no prompt file %s (GRPO reads a JSONL prompt file, or with `math` the model "
+               .. "folder's train.jsonl as experiments/pretrain_math.lua writes it)"):format(cfg.data, path), 0)
       end
-      error(("--algo=%s: the layer scan is not wired to lt.rl yet"):format(cfg.algo), 0)
+      return t.train_grpo
     end
     if cfg.algo ~= "causal_lm" then error(("--algo=%s: expected causal_lm, grpo or dr_grpo"):format(cfg.algo), 0) end
+    if cfg.data ~= "antonyms" then
+      error(("--data=%s: the causal-LM scan task knows `antonyms` only"):format(cfg.data), 0)
+    end
     return t.train_causal_lm
   end
 

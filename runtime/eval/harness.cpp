@@ -71,7 +71,16 @@ double Summary::acc_macro() const {
   return k ? sum / k : 0.0;
 }
 
-std::string math_prompt(const Item& item) {
+std::string math_prompt(const Item& item, const std::string& tmpl) {
+  if (!tmpl.empty()) {
+    LT_CHECK(tmpl.find("{question}") != std::string::npos,
+             "eval: math template \"{}\" has no {{question}}", tmpl);
+    std::string out;
+    size_t at = 0;
+    for (size_t p; (p = tmpl.find("{question}", at)) != std::string::npos; at = p + 10)
+      out += tmpl.substr(at, p - at) + item.question;
+    return out + tmpl.substr(at);
+  }
   if (item.bench == "math500")
     return "Problem: " + item.question +
            "\nSolve the problem step by step and put the final answer in \\boxed{}.\nSolution:";
@@ -91,7 +100,7 @@ HarnessResult evaluate(const model::Model& m, const text::Tokenizer& tok, const 
   std::vector<std::string> prompts;
   for (const auto& it : items) {
     if (math) {
-      prompts.push_back(math_prompt(it));
+      prompts.push_back(math_prompt(it, opt.math_template));
     } else {
       const auto shots = opt.shots > 0 ? few_shot_examples(pool, it.subject, opt.shots) : std::vector<Item>{};
       prompts.push_back(choice_prompt(it, shots));

@@ -26,6 +26,9 @@ struct HarnessOptions {
   double temperature = 0.0;    // math sampling; 0 = greedy
   double top_p = 1.0;
   uint64_t seed = 0;
+  // math: the prompt with "{question}" replaced by the item's question ("": math_prompt's);
+  // for models trained on their own prompt format (the embedded tiny math model)
+  std::string math_template;
   std::function<void(size_t done, size_t total)> progress;  // called after each batch
 };
 
@@ -67,7 +70,8 @@ struct HarnessResult {
 HarnessResult evaluate(const model::Model& m, const text::Tokenizer& tok, const std::vector<Item>& items,
                        const std::vector<Item>& pool, const HarnessOptions& opt);
 
-// The prompt a math item gets (zero-shot, step by step, answer marked as the benchmarks do).
-std::string math_prompt(const Item& item);
+// The prompt a math item gets (zero-shot, step by step, answer marked as the benchmarks do);
+// with a template, the template with each "{question}" replaced by the question.
+std::string math_prompt(const Item& item, const std::string& tmpl = "");
 
 }  // namespace ltrun::eval

@@ -5,7 +5,7 @@
 root=$(realpath "$(dirname "$0")/../..")
 source "$(dirname "$0")/common.bash"
 "$LTRUN" model new --layers 3 --hidden 32 --heads 2 --kv-heads 1 --vocab 400 m >/dev/null 2>&1
-opts=(--model=m --steps=8 --lr=0.01 --seq_len=32 --micro_batch=4 --bench_limit=24 --workers=2 --min_gap=0)
+opts=(--algo=causal_lm --model=m --steps=8 --lr=0.01 --seq_len=32 --micro_batch=4 --bench_limit=24 --workers=2 --min_gap=0)
 
 out=$("$LTRUN" --seed 5 "$root/experiments/layer_scan.lua" "${opts[@]}" 2>err.txt); rc=$?
 check "scan exits 0" equals "$rc" "0"

@@ -157,6 +157,18 @@ T.case("rollouts, log-probs and the shared-prefix reference on a tiny model", fu
   T.ok(shared.bytes < copied.bytes / 2, "the reference keeps one block")
   local a, b = shared:logprobs(m, r), copied:logprobs(m, r)
   T.ok(((a - b) * r.response_mask):abs():max() < 1e-5, "shared prefix = copy")
+
+  -- the eval harness's math prompt template (the layer scan's math_heldout): its greedy
+  -- output is m:generate's on the template with the question put in
+  local items = { { id = "q1", bench = "gsm8k", question = "the cat", answer = "4" },
+                  { id = "q2", bench = "gsm8k", question = "a dog sat", answer = "7" } }
+  local res = lt.eval.score(m, items, {}, { protocols = { "generate" }, template = "Q: {question} / {question} =",
+                                            max_new_tokens = 5, bench = "tmpl" })
+  for i, it in ipairs(items) do
+    local want = m:generate("Q: " .. it.question .. " / " .. it.question .. " =", { max_new_tokens = 5 })
+    T.eq(res.items[i].output, want, "templated prompt " .. i)
+  end
+  T.raises(function() lt.eval.score(m, items, {}, { template = "no placeholder", bench = "tmpl" }) end, "has no {question}")
 end)
 
 T.finish()
