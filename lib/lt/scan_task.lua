@@ -1,8 +1,8 @@
 -- lt/scan_task.lua: the task of the layer-scan studies (layer_scan.lua, layer_strategies.lua).
 -- Two trainings (cfg.algo):
---   causal_lm: next-token loss on WordNet adjective antonym pairs, 4 of every 5 written as
---     training texts (4-way questions with their answer letter), every 5th held out for the
---     benchmark `antonyms_heldout`;
+--   causal_lm: next-token loss on WordNet's everyday adjective antonym pairs: the train side
+--     of lt.tasks.split_pairs written as training texts (4-way questions with their answer
+--     letter, seed 2), scored on lt.eval's built-in `antonyms_heldout` (the test side);
 --   grpo | dr_grpo: lt.rl.grpo with the math answer reward on a JSONL prompt set (--data=math:
 --     the model folder's train.jsonl, as experiments/pretrain_math.lua writes it; or a path),
 --     scored on `math_heldout` (the model folder's test.jsonl, greedy answers, prompts in the
@@ -34,42 +34,6 @@ function M.defaults(cfg)
   return cfg
 end
 
-local function split_pairs()
-  local all = tasks.wordnet_pairs(tasks.wordnet_dir .. "/data.adj")
-  local train, held = {}, {}
-  for i, p in ipairs(all) do
-    if i % 5 == 0 then held[#held + 1] = p else train[#train + 1] = p end
-  end
-  return train, held
-end
-M.split_pairs = split_pairs
-
--- n 4-way items "Which word means the opposite of X?" from `pairs` (distractors from them too),
--- drawn with a seeded generator; ids prefix .. 0, 1, ...
-function M.mc_items(pairs_, n, seed, prefix)
-  local pick = tasks.generator(seed)
-  local items, used = {}, {}
-  n = math.min(n, #pairs_)
-  while #items < n do
-    local i = pick(#pairs_)
-    if not used[i] then
-      used[i] = true
-      local q, a = pairs_[i][1], pairs_[i][2]
-      if pick(2) == 2 then q, a = a, q end
-      local choices, seen = { a }, { [a] = true, [q] = true }
-      while #choices < 4 do
-        local other = pairs_[pick(#pairs_)][pick(2)]
-        if not seen[other] then seen[other] = true; choices[#choices + 1] = other end
-      end
-      local slot = pick(4)
-      choices[1], choices[slot] = choices[slot], choices[1]
-      items[#items + 1] = { id = prefix .. #items, bench = "mcq", subject = "antonyms", category = "lexical",
-                            question = ('Which word means the opposite of "%s"?'):format(q),
-                            choices = choices, answer = string.char(64 + slot) }
-    end
-  end
-  return items
-end
 
 -- the benchmark name as stored in eval_items and its protocol
 function M.bench_name(bench)
@@ -142,10 +106,10 @@ function M.new(cfg)
     if f then f:close(); return dir end
     assert(cfg.data == "antonyms", ("--data=%s: the layer-scan task knows `antonyms` only"):format(cfg.data))
     mkdir(cfg.work)
-    local train = split_pairs()
+    local train = tasks.wordnet_antonyms("train")
     local path = cfg.work .. "/train.jsonl"
     local out = assert(io.open(path, "w"))
-    for _, it in ipairs(M.mc_items(train, #train, 2, "train/")) do
+    for _, it in ipairs(tasks.choice_items(train, { n = #train, seed = 2 })) do
       out:write(lt.json.encode{ text = lt.eval.prompt(it) .. " " .. it.answer }, "\n")
     end
     out:close()
@@ -174,10 +138,6 @@ function M.new(cfg)
         end
         acc = lt.eval.score(m, items, {}, { protocols = { "generate" }, bench = bench, template = M.math_template,
                                             max_new_tokens = cfg.max_response, batch_size = 64 }).generate.acc
-      elseif bench == "antonyms_heldout" then
-        local _, held = split_pairs()
-        acc = lt.eval.score(m, M.mc_items(held, cfg.bench_limit, seed or 1, "heldout/"), {},
-                            { protocols = { "logit" }, bench = bench }).logit.acc
       else
         local _, protocol = M.bench_name(bench)
         acc = lt.eval.run(m, bench, { limit = cfg.bench_limit, protocols = { protocol }, seed = seed })[protocol].acc
