@@ -96,16 +96,21 @@ def tiny_configs():
 
 
 def nemotron_h_configs():
-    """Random tiny Nemotron-H hybrids; chunk_size 4 makes the 11-token batch span chunks."""
+    """Random tiny Nemotron-H hybrids. chunk_size 16 holds the whole 11-token batch in one
+    chunk: transformers' torch path of the chunked scan (NemotronHMamba2Mixer.torch_forward,
+    5.12) sums the chunk-to-chunk decays over the wrong axis, so from the second chunk on its
+    prefill disagrees with its own token-by-token decode (and with the recurrence); within a
+    chunk both agree. ltrun's chunked scan across chunks is compared with HF separately
+    (compare_model: the same weights with chunk_size 4 and 3 against HF's logits)."""
     if TRANSFORMERS_MAJOR < 5 or not hasattr(transformers, "NemotronHConfig"):
         return
     common = dict(vocab_size=97, hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
                   intermediate_size=96, mamba_num_heads=8, mamba_head_dim=16, ssm_state_size=8, n_groups=2,
-                  conv_kernel=4, chunk_size=4, layer_norm_epsilon=1e-5, use_mamba_kernels=False,
+                  conv_kernel=4, chunk_size=16, layer_norm_epsilon=1e-5, use_mamba_kernels=False,
                   tie_word_embeddings=False, bos_token_id=1, eos_token_id=2, pad_token_id=0)
     yield "nemotron_h M*-M", transformers.NemotronHConfig(**common, hybrid_override_pattern="M*-M")
     yield "nemotron_h -M*M g1 bias", transformers.NemotronHConfig(
-        **{**common, "n_groups": 1, "chunk_size": 8}, hybrid_override_pattern="-M*M", use_bias=True, mlp_bias=True)
+        **{**common, "n_groups": 1}, hybrid_override_pattern="-M*M", use_bias=True, mlp_bias=True)
 
 
 def sharpen(model, seed):
@@ -210,6 +215,19 @@ def compare_model(name, config, dump, work, device, table, seed, bf16, loss_dump
             table.add(name, "fp32" if attention == "sdpa" else "fp32 eager", key, a, r, 1e-4)
         a, r = errors(ours32["logits_stepwise"], ref32["logits"], mask)
         table.add(name, "fp32" if attention == "sdpa" else "fp32 eager", "logits, decoded stepwise", a, r, 1e-4)
+    if config.model_type == "nemotron_h":  # ltrun's scan across chunks (see nemotron_h_configs)
+        for chunk in (4, 3):
+            chunk_dir = f"{model_dir}_chunk{chunk}"
+            shutil.copytree(model_dir, chunk_dir)
+            with open(os.path.join(chunk_dir, "config.json")) as f:
+                cj = json.load(f)
+            cj["chunk_size"] = chunk
+            with open(os.path.join(chunk_dir, "config.json"), "w") as f:
+                json.dump(cj, f)
+            ours = ltrun_states(dump, chunk_dir, chunk_dir + "_out", device, "float32")
+            for key in (f"hidden.{config.num_hidden_layers}", "logits"):
+                a, r = errors(ours[key], ref32[key], mask)
+                table.add(name, "fp32", f"{key} (ltrun chunk_size {chunk})", a, r, 1e-4)
 
     if bf16:
         hf16 = AutoModelForCausalLM.from_pretrained(model_dir, attn_implementation="sdpa",
@@ -228,6 +246,14 @@ def compare_model(name, config, dump, work, device, table, seed, bf16, loss_dump
         gen = model.generate(input_ids=ids.to(device), attention_mask=mask.to(device), do_sample=False,
                              max_new_tokens=n_new, eos_token_id=None, pad_token_id=PAD)
     hf_tokens = gen[:, ids.shape[1]:].cpu().tolist()
+    if config.model_type == "nemotron_h":
+        # transformers 5.12's batched Nemotron-H decoding of left-padded rows can differ from
+        # the same prompts decoded one by one (seen with the "-M*M g1 bias" config), which
+        # ltrun matches; the reference is each prompt alone, unpadded
+        with torch.no_grad():
+            hf_tokens = [model.generate(input_ids=torch.tensor([p], device=device), do_sample=False,
+                                        max_new_tokens=n_new, eos_token_id=None, pad_token_id=PAD)[0, len(p):].cpu().tolist()
+                         for p in PROMPTS]
     out = run([dump, "generate", model_dir, "--ids", ids_arg(), "--max-new", str(n_new), "--device", device,
                "--dtype", "float32"])
     ours_tokens = [json.loads(line) for line in out.strip().splitlines()]  # one list per prompt
