@@ -11,6 +11,8 @@ lt.model.new{ out = tmp .. "/nh", arch = "nemotron_h", pattern = "M*-M", hidden 
 local q = lt.model.load(tmp .. "/q")
 local nh = lt.model.load(tmp .. "/nh")
 local ids = q.tokenizer:encode("one two three four five six")
+local every = {}  -- every position, for zero interventions
+for i = 1, #ids do every[i] = i - 1 end
 
 T.case("decoder block: the sites compose the residual", function()
   local out = q:forward(ids, { capture = true, sites = nil, logits = "none" })
@@ -29,7 +31,7 @@ end)
 T.case("interventions at sites change what follows them only", function()
   local clean = q:forward(ids, { capture = { "mixer_out", "resid_mid", "mlp_out" } })
   -- zeroing block 1's MLP output leaves its residual at resid_mid
-  local z = q:forward(ids, { capture = true, intervene = { mlp_out = { [1] = { zero = { 0, 1, 2, 3, 4, 5 } } } } })
+  local z = q:forward(ids, { capture = true, intervene = { mlp_out = { [1] = { zero = every } } } })
   T.ok(z.hidden[2]:equal(clean.sites.resid_mid[1]), "resid_post = resid_mid when mlp_out is zero")
   T.ok(z.hidden[1]:equal(q:forward(ids, { capture = true }).hidden[1]), "earlier layers untouched")
   -- adding to mixer_out of block 0 shifts resid_mid by exactly that
@@ -81,3 +83,5 @@ T.case("nemotron_h: layer kinds, sites, parts, generation", function()
     return n
   end)())
 end)
+
+T.finish()
