@@ -299,3 +299,35 @@ TEST_CASE("nemotron_h parameters carry parts; sites compose the residual", "[mod
   bad.intervene[{0, Site::MlpOut}] = Intervention::zero(at::arange(1));
   model_test::require_error([&] { m.forward(ids, bad); }, {"mlp_out of layer 0", "mamba layer has no mlp_out", "mixer_out, resid_post"});
 }
+
+TEST_CASE("nemotron_h gradients match finite differences", "[model][nemotron_h][grad]") {
+  // double precision: central differences with step 1e-6 are good to ~1e-8 relative
+  Model m = sharp_nh(nh_spec("M*-"));
+  m.to(c10::kCPU, c10::kDouble);
+  const at::Tensor ids = model_test::random_ids(1, 7, 61, 9);
+  const at::Tensor w = randn({1, 7, 61}, 11).to(at::kDouble);  // a random linear loss of the logits
+  auto loss = [&]() { return (m.forward(ids).logits * w).sum(); };
+  m.set_requires_grad(true);
+  const at::Tensor l = loss();
+  l.backward();
+  at::NoGradGuard no_grad;
+  int checked = 0;
+  for (const Param& p : m.parameters()) {
+    if (p.layer != 0) continue;  // the Mamba2 layer: every tensor of it, a few entries each
+    const at::Tensor flat = p.tensor.view({-1});
+    const at::Tensor g = p.tensor.grad().view({-1});
+    for (int64_t i : {int64_t(0), flat.numel() / 2, flat.numel() - 1}) {
+      const double x0 = flat[i].item<double>(), h = 1e-6;
+      flat[i] = x0 + h;
+      const double up = loss().item<double>();
+      flat[i] = x0 - h;
+      const double down = loss().item<double>();
+      flat[i] = x0;
+      const double fd = (up - down) / (2 * h), an = g[i].item<double>();
+      INFO(p.name << "[" << i << "]: autograd " << an << ", finite differences " << fd);
+      CHECK(std::abs(an - fd) <= 1e-6 * std::max(1.0, std::abs(fd)));
+      ++checked;
+    }
+  }
+  CHECK(checked >= 27);  // 9 tensors (norm, dt_bias, A_log, D, conv w/b, in_proj, mixer norm, out_proj)
+}

@@ -61,7 +61,8 @@ at::Tensor chunked(const at::Tensor& t, int64_t pad, int64_t Q) {
 // HF's Zamba2RMSNormGated: y * silu(gate) in fp32, RMS-normalised per group of channels.
 at::Tensor gated_group_norm(const at::Tensor& y, const at::Tensor& gate, const at::Tensor& weight,
                             int64_t groups, double eps) {
-  at::Tensor x = y.to(at::kFloat) * at::silu(gate.to(at::kFloat));
+  const auto acc = at::promote_types(y.scalar_type(), at::kFloat);
+  at::Tensor x = y.to(acc) * at::silu(gate.to(acc));
   std::vector<int64_t> s = x.sizes().vec();
   const int64_t last = s.back();
   std::vector<int64_t> g = s;
@@ -93,7 +94,7 @@ at::Tensor ssd_chunked(const at::Tensor& x, const at::Tensor& dt, const at::Tens
   const at::Tensor own = at::einsum("bclhn,bhcl,bclhp->bchpn", {Bc, to_end, xdt});
   // 3. states entering each chunk: a recurrence over chunks, as one matrix of decays
   const at::Tensor init =
-      initial.defined() ? initial.to(at::kFloat).unsqueeze(1) : at::zeros({b, 1, h, p, n}, x.options());
+      initial.defined() ? initial.to(x.scalar_type()).unsqueeze(1) : at::zeros({b, 1, h, p, n}, x.options());
   const at::Tensor states = at::cat({init, own}, 1);  // [b, c + 1, h, p, n]
   const at::Tensor ends = at::cat({at::zeros({b, h, 1}, acum.options()), acum.select(-1, Q - 1)}, -1);
   const at::Tensor carried =
@@ -119,6 +120,7 @@ at::Tensor mamba2_mixer(const at::Tensor& x_in, const Mamba2Weights& w, const Ma
   const int64_t Bsz = x_in.size(0), T = x_in.size(1), I = m.inner(), CD = m.conv_dim();
   const int64_t H = m.heads, P = m.head_dim, N = m.state, G = m.groups, K = m.conv_kernel;
   const auto dtype = x_in.scalar_type();
+  const auto acc = at::promote_types(dtype, at::kFloat);  // fp32 as HF; fp64 for fp64 checks
   at::Tensor mask;  // [B, T, 1] in the model's dtype
   if (token_mask.defined()) mask = token_mask.unsqueeze(-1).to(dtype);
   const at::Tensor x = mask.defined() ? x_in * mask : x_in;
@@ -136,15 +138,15 @@ at::Tensor mamba2_mixer(const at::Tensor& x_in, const Mamba2Weights& w, const Ma
   at::Tensor conv = at::silu(at::conv1d(full, w.conv_w, w.conv_b, at::IntArrayRef{1}, at::IntArrayRef{0},
                                           at::IntArrayRef{1}, CD)).transpose(1, 2);
   if (mask.defined()) conv = conv * mask;
-  const at::Tensor xs = conv.narrow(-1, 0, I).to(at::kFloat).reshape({Bsz, T, H, P});
+  const at::Tensor xs = conv.narrow(-1, 0, I).to(acc).reshape({Bsz, T, H, P});
   auto heads_of = [&](const at::Tensor& g) {  // [B, T, G*N] → [B, T, H, N]
-    return g.to(at::kFloat).reshape({Bsz, T, G, N}).repeat_interleave(H / G, 2);
+    return g.to(acc).reshape({Bsz, T, G, N}).repeat_interleave(H / G, 2);
   };
   const at::Tensor Bm = heads_of(conv.narrow(-1, I, G * N));
   const at::Tensor Cm = heads_of(conv.narrow(-1, I + G * N, G * N));
-  const at::Tensor A = -at::exp(w.A_log.to(at::kFloat));
+  const at::Tensor A = -at::exp(w.A_log.to(acc));
   // HF's torch path floors dt at time_step_min (its CUDA kernels clamp to time_step_limit)
-  dt = at::softplus(dt + w.dt_bias).clamp_min(m.dt_min).to(at::kFloat);
+  dt = at::softplus(dt + w.dt_bias).clamp_min(m.dt_min).to(acc);
 
   at::Tensor y;
   if (state && state->ssm.defined() && T == 1) {
@@ -156,7 +158,7 @@ at::Tensor mamba2_mixer(const at::Tensor& x_in, const Mamba2Weights& w, const Ma
                     state ? &final_state : nullptr);
     if (state) state->ssm = final_state;
   }
-  y = y + w.D.to(at::kFloat).unsqueeze(-1) * xs;
+  y = y + w.D.to(acc).unsqueeze(-1) * xs;
   const at::Tensor normed = gated_group_norm(y.reshape({Bsz, T, I}), gate, w.norm, G, eps);
   return at::linear(normed.to(dtype), w.out_proj, w.out_bias);
 }

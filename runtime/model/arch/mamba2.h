@@ -16,7 +16,8 @@ struct Mamba2Weights {
 };
 
 // What a Mamba2 layer keeps between steps: the last conv_kernel - 1 inputs of the causal
-// conv [B, conv_dim, K-1] and the SSM state [B, heads, head_dim, state] in fp32.
+// conv [B, conv_dim, K-1] and the SSM state [B, heads, head_dim, state] in fp32 (fp64 for
+// an fp64 model).
 struct Mamba2State : LayerState {
   at::Tensor conv, ssm;
 };
