@@ -20,6 +20,7 @@ TinySpec nh_spec(const std::string& pattern = "M*-M", uint64_t seed = 1) {
   TinySpec s = model_test::spec("nemotron_h", seed);
   s.pattern = pattern;
   s.layers = int64_t(pattern.size());
+  s.chunk = 4;  // several chunks in a few tokens
   return s;
 }
 
