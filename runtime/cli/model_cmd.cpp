@@ -58,7 +58,9 @@ int cmd_model(const Globals& g, const std::vector<std::string>& args) {
   LT_CHECK(!s.out_dir.empty(), "model new: the output folder is missing\n{}", kModelUsage);
   auto r = model::create_model_dir(s);
   std::printf("wrote %s: %s, %lld layers, hidden %lld, %lld parameters, vocab %lld (tokenizer %s)\n",
-              r.dir.c_str(), s.tiny.arch.c_str(), (long long)s.tiny.layers, (long long)s.tiny.hidden,
+              r.dir.c_str(), s.tiny.arch.c_str(),
+              (long long)(s.tiny.pattern.empty() ? s.tiny.layers : int64_t(s.tiny.pattern.size())),
+              (long long)s.tiny.hidden,
               (long long)r.parameters, (long long)r.vocab, r.tokenizer_source.c_str());
   return kExitOk;
 }
