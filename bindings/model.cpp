@@ -2,6 +2,10 @@
 // capture / resume / intervene / logits-where-asked, lens, generate (strings or ids),
 // clone, save, parameters, to. Residual indices follow the runtime's convention:
 // out.hidden[0] = embeddings, out.hidden[l+1] = residual after block l (0-based keys).
+// Hook sites inside a block (model.h: mixer_out, resid_mid, mlp_out, resid_post):
+//   capture = "mlp_out" | {"mixer_out", "mlp_out"}  -> out.sites.mlp_out[l] (0-based l)
+//   intervene = { [l] = iv (after block l), mlp_out = { [l] = iv }, ... }
+//   m:layer(l) -> {kind = "decoder" | "mamba" | ..., sites = {"mixer_out", ...}}
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
@@ -171,7 +175,7 @@ int l_load(lua_State* L) {
 }
 
 // lt.model.new{out=DIR, arch=, layers=, hidden=, heads=, kv_heads=, intermediate=, vocab=,
-//              corpus=PATH|{PATHS}, tokenizer=PATH, seed=, tie=} → summary table
+//              corpus=PATH|{PATHS}, tokenizer=PATH, seed=, tie=, pattern="M*-"} → summary table
 int l_new(lua_State* L) {
   const char* fn = "lt.model.new";
   check_table(L, 1, fn);
@@ -186,6 +190,7 @@ int l_new(lua_State* L) {
   s.tiny.intermediate = opt_integer(L, 1, "intermediate", fn).value_or(s.tiny.intermediate);
   s.tiny.seed = uint64_t(opt_integer(L, 1, "seed", fn).value_or(0));
   s.tiny.tie_word_embeddings = opt_bool(L, 1, "tie", fn).value_or(false);
+  s.tiny.pattern = opt_string(L, 1, "pattern", fn).value_or("");
   s.vocab = opt_int(L, 1, "vocab", fn, 1).value_or(s.vocab);
   s.tokenizer = opt_string(L, 1, "tokenizer", fn).value_or("");
   lua_getfield(L, 1, "corpus");
@@ -260,7 +265,22 @@ int m_forward(lua_State* L) {
     lua_getfield(L, opts, "attention_mask");
     if (!lua_isnil(L, -1)) mask = to_tensor(L, lua_gettop(L), fn, at::kLong).to(at::kLong);
     lua_pop(L, 1);
-    o.capture = opt_bool(L, opts, "capture", fn).value_or(false);
+    lua_getfield(L, opts, "capture");
+    if (lua_type(L, -1) == LUA_TBOOLEAN) {
+      o.capture = lua_toboolean(L, -1);
+    } else if (lua_type(L, -1) == LUA_TSTRING) {
+      o.capture_sites.push_back(model::parse_site(lua_tostring(L, -1)));
+    } else if (lua_istable(L, -1)) {
+      for (int i = 1; i <= int(lua_objlen(L, -1)); i++) {
+        lua_rawgeti(L, -1, i);
+        o.capture_sites.push_back(model::parse_site(check_string(L, lua_gettop(L), fn)));
+        lua_pop(L, 1);
+      }
+    } else if (!lua_isnil(L, -1)) {
+      fail("{}: capture must be true, a site name or a list of site names, found {}", fn,
+           type_name(L, lua_gettop(L)));
+    }
+    lua_pop(L, 1);
     o.from_layer = opt_int(L, opts, "from_layer", fn).value_or(0);
     o.to_layer = opt_int(L, opts, "to_layer", fn).value_or(-1);
     lua_getfield(L, opts, "hidden");
@@ -285,7 +305,23 @@ int m_forward(lua_State* L) {
       at::Tensor like = at::empty({0}, at::TensorOptions().dtype(m.dtype()).device(m.device()));
       lua_pushnil(L);
       while (lua_next(L, t)) {
-        if (lua_type(L, -2) != LUA_TNUMBER) fail("{}: intervene keys are layer numbers", fn);
+        if (lua_type(L, -2) == LUA_TSTRING) {  // a site: { [layer] = intervention }
+          const model::Site site = model::parse_site(lua_tostring(L, -2));
+          const int st = lua_gettop(L);
+          check_table(L, st, fn);
+          lua_pushnil(L);
+          while (lua_next(L, st)) {
+            if (lua_type(L, -2) != LUA_TNUMBER)
+              fail("{}: intervene.{} keys are layer numbers", fn, model::site_name(site));
+            const int layer = int(to_integer(L, -2, fmt::format("{}: intervene.{} key (a layer)", fn, model::site_name(site)),
+                                             site == model::Site::ResidPost ? -1 : 0, m.n_layers() - 1));
+            o.intervene[model::HookPoint{layer, site}] = read_intervention(L, lua_gettop(L), layer, like, refs);
+            lua_pop(L, 1);
+          }
+          lua_pop(L, 1);
+          continue;
+        }
+        if (lua_type(L, -2) != LUA_TNUMBER) fail("{}: intervene keys are layer numbers or site names", fn);
         const int layer = int(to_integer(L, -2, fmt::format("{}: intervene key (a layer)", fn), -1, m.n_layers() - 1));
         o.intervene[layer] = read_intervention(L, lua_gettop(L), layer, like, refs);
         lua_pop(L, 1);
@@ -313,9 +349,58 @@ int m_forward(lua_State* L) {
     }
     lua_setfield(L, -2, "hidden");
   }
+  if (!o.capture_sites.empty()) {
+    lua_createtable(L, 0, int(o.capture_sites.size()));
+    for (model::Site site : o.capture_sites) {
+      lua_createtable(L, int(r.sites.size()), 0);
+      for (const auto& [point, t] : r.sites) {
+        if (point.site != site) continue;
+        push_tensor(L, t);
+        lua_rawseti(L, -2, point.layer);
+      }
+      lua_setfield(L, -2, model::site_name(site));
+    }
+    lua_setfield(L, -2, "sites");
+  }
   if (mask.defined()) {
     push_tensor(L, mask);
     lua_setfield(L, -2, "attention_mask");
+  }
+  return 1;
+}
+
+// m:layer(l) → {kind = "decoder" | "mamba" | "attention" | "mlp", sites = {"mixer_out", ...}}
+int m_layer(lua_State* L) {
+  Box& b = check_box(L, 1, "model:layer");
+  const int64_t l = check_integer(L, 2, "model:layer");
+  LT_CHECK(l >= 0 && l < b.m->n_layers(), "model:layer: layer {} out of range 0..{}", l, b.m->n_layers() - 1);
+  lua_createtable(L, 0, 2);
+  push(L, b.m->layer_kind(int(l)));
+  lua_setfield(L, -2, "kind");
+  const auto sites = b.m->layer_sites(int(l));
+  lua_createtable(L, int(sites.size()), 0);
+  for (size_t i = 0; i < sites.size(); i++) {
+    push(L, std::string(model::site_name(sites[i])));
+    lua_rawseti(L, -2, int(i + 1));
+  }
+  lua_setfield(L, -2, "sites");
+  return 1;
+}
+
+// m:parts([layer]) → {name = "embeddings" | "mixer" | "mlp" | "norm" | "head"}
+int m_parts(lua_State* L) {
+  Box& b = check_box(L, 1, "model:parts");
+  std::vector<model::Param> ps;
+  if (lua_isnoneornil(L, 2)) ps = b.m->parameters();
+  else {
+    const int64_t l = check_integer(L, 2, "model:parts");
+    LT_CHECK(l >= 0 && l < b.m->n_layers(), "model:parts: layer {} out of range 0..{}", l, b.m->n_layers() - 1);
+    ps = b.m->parameters(int(l));
+  }
+  lua_createtable(L, 0, int(ps.size()));
+  for (const auto& p : ps) {
+    push(L, std::string(model::part_name(p.part)));
+    lua_setfield(L, -2, p.name.c_str());
   }
   return 1;
 }
@@ -555,7 +640,8 @@ void register_model(lua_State* L) {
   static const luaL_Reg methods[] = {
       {"forward", LT_FN(m_forward)}, {"lens", LT_FN(m_lens)}, {"generate", LT_FN(m_generate)},
       {"clone", LT_FN(m_clone)}, {"save", LT_FN(m_save)}, {"parameters", LT_FN(m_parameters)},
-      {"n_params", LT_FN(m_n_params)}, {"to", LT_FN(m_to)}, {"free", LT_FN(m_free)}, {nullptr, nullptr}};
+      {"n_params", LT_FN(m_n_params)}, {"to", LT_FN(m_to)}, {"free", LT_FN(m_free)},
+      {"layer", LT_FN(m_layer)}, {"parts", LT_FN(m_parts)}, {nullptr, nullptr}};
   new_class(L, kMeta, methods, LT_FN(m_index), m_gc, LT_FN(m_tostring));
   new_module(L, "model");
   static const luaL_Reg fns[] = {{"load", LT_FN(l_load)}, {"new", LT_FN(l_new)}, {"info", LT_FN(l_info)},

@@ -6,10 +6,71 @@
 -- (experiments/bench/hf_forward.py, with that Python command, split by the shell) in the same run and logs HF's figures
 -- and ltrun/HF ratios. Decode is timed on its own (generate of n tokens minus generate of 1,
 -- back to back in each repeat); when that is never positive it is logged as decode_failed.
+-- --kinds=mamba,attention,mlp instead compares layer kinds at the same width: one Nemotron-H
+-- stack of --layers layers of each kind, prefill and decode tokens/s at batch 1 over the
+-- prompt lengths --lengths, logged per kind with step = length, and each kind's ratio to the
+-- first kind at that length (measured in the same run): attention's prefill cost grows with
+-- the square of the length and its decode cost with the length, Mamba2's linearly and not.
 local exp = require "lt.experiment"
 local cfg = exp.args{ model = "", layers = 8, hidden = 256, heads = 8, kv_heads = 4,
                       prompt = 128, new_tokens = 32, batches = "1,16,64", repeats = 2,
-                      dtype = "", hf = "", hf_attn = "sdpa" }
+                      dtype = "", hf = "", hf_attn = "sdpa", kinds = "", lengths = "128,512,2048" }
+
+local function best_of(fn)  -- best of cfg.repeats, seconds
+  local best = math.huge
+  for _ = 1, cfg.repeats do
+    local t0 = lt.clock()
+    fn()
+    best = math.min(best, lt.clock() - t0)
+  end
+  return best
+end
+
+if cfg.kinds ~= "" then
+  local letter = { mamba = "M", attention = "*", mlp = "-" }
+  local first = {}
+  print(("%-10s %7s %14s %14s %10s %10s"):format("kind", "length", "prefill tok/s", "decode tok/s",
+                                                  "x first", "x first"))
+  local n_kinds = 0
+  for kind in cfg.kinds:gmatch("[^,]+") do
+    n_kinds = n_kinds + 1
+    local l = letter[kind] or error("forward bench: --kinds: unknown kind '" .. kind .. "' (mamba, attention, mlp)", 0)
+    local path, cleanup = exp.temp_model{ arch = "nemotron_h", pattern = l:rep(cfg.layers), hidden = cfg.hidden,
+                                          heads = cfg.heads, kv_heads = cfg.kv_heads, vocab = 512, seed = 1 }
+    local m = lt.model.load(path, { dtype = cfg.dtype ~= "" and cfg.dtype or nil })
+    local vocab = m.config.vocab_size
+    for len in cfg.lengths:gmatch("%d+") do
+      len = tonumber(len)
+      local ids = lt.randint(0, vocab, {1, len})
+      local prefill = best_of(function() lt.no_grad(function() m:forward(ids, { logits = "last" }) end) end)
+      local rows = ids:totable()
+      local dec = math.huge  -- generate of new_tokens minus generate of 1 (same prefill)
+      for _ = 1, cfg.repeats do
+        local t0 = lt.clock()
+        m:generate(rows, { max_new_tokens = 1, stop_ids = {} })
+        local t1 = lt.clock()
+        m:generate(rows, { max_new_tokens = cfg.new_tokens, stop_ids = {} })
+        local d = (lt.clock() - t1) - (t1 - t0)
+        if d > 0 then dec = math.min(dec, d) end
+      end
+      local p_tps, d_tps = len / prefill, dec < math.huge and (cfg.new_tokens - 1) / dec or nil
+      first[len] = first[len] or { p_tps, d_tps }
+      lt.run.log(kind .. "_prefill_tokens_per_s", p_tps, { step = len })
+      lt.run.log(kind .. "_prefill_vs_" .. cfg.kinds:match("[^,]+"), p_tps / first[len][1], { step = len })
+      if d_tps then
+        lt.run.log(kind .. "_decode_tokens_per_s", d_tps, { step = len })
+        if first[len][2] then lt.run.log(kind .. "_decode_vs_" .. cfg.kinds:match("[^,]+"), d_tps / first[len][2], { step = len }) end
+      else
+        lt.run.log(kind .. "_decode_failed", 1, { step = len })
+      end
+      print(("%-10s %7d %14.0f %14s %10.2f %10s"):format(kind, len, p_tps, d_tps and ("%.0f"):format(d_tps) or "failed",
+            p_tps / first[len][1], (d_tps and first[len][2]) and ("%.2f"):format(d_tps / first[len][2]) or "-"))
+    end
+    m:free()
+    cleanup()
+  end
+  return
+end
 
 local path, cleanup = cfg.model, function() end
 if path == "" then
@@ -41,15 +102,7 @@ end
 local hf = hf_figures()
 local vocab = m.config.vocab_size
 
-local function timed(fn)  -- best of cfg.repeats, seconds
-  local best = math.huge
-  for _ = 1, cfg.repeats do
-    local t0 = lt.clock()
-    fn()
-    best = math.min(best, lt.clock() - t0)
-  end
-  return best
-end
+local timed = best_of
 
 -- decode on its own: in each repeat, greedy generate of new_tokens tokens minus generate of
 -- one token (the same prefill and first token in both), back to back; the best of the

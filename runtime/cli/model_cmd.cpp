@@ -12,8 +12,9 @@ namespace {
 
 const char kModelUsage[] = R"(usage:
   ltrun model new [options] OUT   write a new random model folder (HF layout) with a tokenizer
-      --arch qwen3|qwen2|llama (qwen3)   --layers N (4)   --hidden N (64)   --heads N (4)
-      --kv-heads N (2)   --intermediate N (3*hidden)   --tie (tie embeddings and head)
+      --arch qwen3|qwen2|llama|nemotron_h (qwen3)   --layers N (4)   --hidden N (64)
+      --heads N (4)   --kv-heads N (2)   --intermediate N (3*hidden)   --tie (tie embeddings and head)
+      --pattern M*- (nemotron_h: each layer's kind, M Mamba2, * attention, - MLP)
       --vocab N (1024): size of the BPE tokenizer trained on --corpus PATH (repeatable;
           files or folders; default: Debian's English fortunes)
       --tokenizer PATH: copy this tokenizer.json instead of training one
@@ -49,6 +50,7 @@ int cmd_model(const Globals& g, const std::vector<std::string>& args) {
     else if (k == "--corpus") s.corpus.push_back(a.value());
     else if (k == "--tokenizer") s.tokenizer = a.value();
     else if (k == "--tie") s.tiny.tie_word_embeddings = true;
+    else if (k == "--pattern") s.tiny.pattern = a.value();
     else if (a.is_option()) fail("model new: unknown option {}\n{}", k, kModelUsage);
     else if (s.out_dir.empty()) s.out_dir = k;
     else fail("model new: one output folder, got '{}' and '{}'", s.out_dir, k);
@@ -56,7 +58,9 @@ int cmd_model(const Globals& g, const std::vector<std::string>& args) {
   LT_CHECK(!s.out_dir.empty(), "model new: the output folder is missing\n{}", kModelUsage);
   auto r = model::create_model_dir(s);
   std::printf("wrote %s: %s, %lld layers, hidden %lld, %lld parameters, vocab %lld (tokenizer %s)\n",
-              r.dir.c_str(), s.tiny.arch.c_str(), (long long)s.tiny.layers, (long long)s.tiny.hidden,
+              r.dir.c_str(), s.tiny.arch.c_str(),
+              (long long)(s.tiny.pattern.empty() ? s.tiny.layers : int64_t(s.tiny.pattern.size())),
+              (long long)s.tiny.hidden,
               (long long)r.parameters, (long long)r.vocab, r.tokenizer_source.c_str());
   return kExitOk;
 }

@@ -1,16 +1,30 @@
-// runtime/model/arch.h (internal): what an architecture file provides to the registry, and
-// the config.json helpers those files share.
+// runtime/model/arch.h (internal): the architecture registry and the contract of a layer.
 //
-// qwen3, qwen2 and llama share one decoder block (blocks.h) and one tensor naming (HF's);
-// they differ in hyper-parameter defaults and in feature flags of Config (q/k norm, biases).
-// So an architecture is a config reader plus a config writer. To add one: a file like
-// qwen3.cpp, an entry in kArchs (config.cpp), and a tiny model in the tests.
+// An architecture is a config reader and writer, its tensor names, and a factory of layers.
+// A layer owns its tensors (each tagged with its part and init), runs its forward with the
+// hook sites it produces, and keeps its own decode state. model.cpp is only the generic
+// loop over layers (embeddings, capture, resume, intervene, lens, load/save/clone).
+//
+// Adding an architecture (a checklist):
+//   1. a file runtime/model/arch/NAME.cpp with read() (hyper-parameters from config.json into
+//      Config, errors naming the key) and write() (its own keys for a new config.json);
+//   2. its layer kinds: reuse those below (make_decoder_layer, make_mamba2_layer, ...) or
+//      add a Layer subclass in arch/ with slots(), forward() (calling hooks.at for each site
+//      it lists in sites()) and new_state() for decoding;
+//   3. an `extern const Arch kNAMEArch` line below and its entry in kArchs (config.cpp);
+//   4. a tiny model in tests/model (tiny_spec.h) and HF parity in tests/parity/hf_parity.py.
 #pragma once
+#include <ATen/core/Tensor.h>
+
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "runtime/model/blocks.h"
 #include "runtime/model/config.h"
+#include "runtime/model/model.h"
 
 namespace ltrun::model {
 
@@ -31,6 +45,7 @@ class ConfigReader {
   ConfigReader child(const std::string& key) const;
   [[noreturn]] void fail_key(const std::string& key, const std::string& why) const;
   const std::string& source() const { return source_; }
+  const nlohmann::json& json() const { return obj_; }
 
  private:
   template <class T>
@@ -47,24 +62,104 @@ struct DecoderDefaults {
   std::optional<int64_t> head_dim;  // unset: hidden_size / num_attention_heads
 };
 
-// Reads the keys shared by all decoders (sizes, RoPE, norms, tokens, dtype) into `c`.
+// Reads the keys shared by the attention + SwiGLU decoders (sizes, RoPE, norms, tokens,
+// dtype) into `c`; every layer is a "decoder".
 void read_decoder(const ConfigReader& r, Config& c, const DecoderDefaults& d);
 // Writes those keys of `c` into a new config.json object.
 void write_decoder(const Config& c, nlohmann::json& j);
+// bos/eos/pad of config.json or generation_config.json; eos may be a list.
+void read_token_ids(const ConfigReader& r, Config& c);
+// Errors naming the key unless v is positive (and finite).
+void require_positive(const ConfigReader& r, const std::string& key, double v);
 
 // config.json and generation_config.json texts for a model made here (make_tiny, save of a
 // model that was not loaded from a folder).
 std::string new_config_json(const Config& c);
 std::string generation_config_json(const Config& c);
 
+// --- layers ------------------------------------------------------------------------------
+
+// How Model::init fills a parameter: HF's _init_weights (normal(0, 0.02) for linear and
+// embedding weights, zero biases, unit norms; Mamba2's A_log = log(1..heads) and dt_bias =
+// softplus^-1 of a log-uniform dt in [dt_min, dt_max]).
+enum class Init { Normal, Zeros, Ones, ALog, DtBias };
+
+// One tensor of a layer: its name after the layer prefix, shape, part, init, decay.
+struct Slot {
+  std::string name;
+  std::vector<int64_t> shape;
+  ParamPart part;
+  Init init;
+  bool decay;
+  at::Tensor* tensor;
+};
+
+// What one forward hands every layer.
+struct LayerInput {
+  explicit LayerInput(const Config& c) : config(c) {}
+  const Config& config;
+  const RopeTables* rope = nullptr;  // for attention with RoPE
+  at::Tensor visible;     // attention: visible_keys() [B, 1, T, S], undefined: plain causal
+  at::Tensor token_mask;  // [B, T] bool of the new tokens (false: padding); undefined: none
+  int64_t past = 0;       // positions the decode state already holds
+  int64_t capacity_hint = 0;
+};
+
+// Where a layer reports its sites: at(site, x) captures and intervenes, returning x as
+// changed by an intervention (the layer continues with the returned tensor).
+class Hooks {
+ public:
+  virtual ~Hooks() = default;
+  virtual at::Tensor at(Site site, at::Tensor x) = 0;
+};
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+  virtual const std::string& kind() const = 0;
+  // Sites produced besides resid_post, in the order they occur.
+  virtual std::vector<Site> sites() const = 0;
+  // Every tensor in HF's state_dict order (optional ones only when present).
+  virtual void slots(std::vector<Slot>& out) = 0;
+  // h [B, T, H] → the layer's output (the next residual). state: null without decoding;
+  // else this layer's state (new_state() on the first call), read and extended.
+  virtual at::Tensor forward(const at::Tensor& h, const LayerInput& in, LayerState* state,
+                             Hooks& hooks) const = 0;
+  // A fresh decode state; null when the layer keeps none (an MLP).
+  virtual std::unique_ptr<LayerState> new_state() const = 0;
+};
+
+// The qwen3/qwen2/llama block: RMSNorm, attention (RoPE, q/k norm and biases as the config
+// says), RMSNorm, SwiGLU MLP. Sites: mixer_out, resid_mid, mlp_out. A layer keeps a
+// reference to `c`, which must outlive it (the model's own Config).
+std::unique_ptr<Layer> make_decoder_layer(const Config& c);
+// Arch::make_layer of the decoder-only architectures (every layer a "decoder").
+std::unique_ptr<Layer> make_decoder_layer_at(const Config& c, int layer);
+// nemotron_h's single-mixer blocks: RMSNorm then one of Mamba2 (mixer_out), attention
+// without positions (mixer_out) or a ReLU² MLP (mlp_out), added to the residual.
+std::unique_ptr<Layer> make_nemotron_layer(const Config& c, const std::string& kind);
+
+// --- the registry ------------------------------------------------------------------------
+
 struct Arch {
   const char* model_type;                             // config.json "model_type"
   const char* hf_class;                               // config.json "architectures" entry
   void (*read)(const ConfigReader& r, Config& c);     // hyper-parameters and feature flags
   void (*write)(const Config& c, nlohmann::json& j);  // the architecture's own keys
+  // checkpoint names: embeddings, the prefix of layer l ("{}" = l), final norm, head
+  const char* embed_name;
+  const char* layer_prefix;
+  const char* norm_name;
+  const char* head_name;
+  // layer l of a model with config c (c.layer_types[l] says which kind)
+  std::unique_ptr<Layer> (*make_layer)(const Config& c, int layer);
+  // Other names a checkpoint may store `name` under (HF renames it on save), tried after
+  // `name` itself; null: none. A checkpoint tensor `ignore` accepts is skipped on load.
+  std::vector<std::string> (*aliases)(const std::string& name) = nullptr;
+  bool (*ignore)(const std::string& name) = nullptr;
 };
 
-extern const Arch kQwen3Arch, kQwen2Arch, kLlamaArch;
+extern const Arch kQwen3Arch, kQwen2Arch, kLlamaArch, kNemotronHArch;
 
 // The registry entry for `model_type`; error naming `source` and the known types.
 const Arch& find_arch(const std::string& model_type, const std::string& source);

@@ -15,7 +15,7 @@
 namespace ltrun::model {
 
 // The registry: one line per architecture file.
-static const Arch* const kArchs[] = {&kQwen3Arch, &kQwen2Arch, &kLlamaArch};
+static const Arch* const kArchs[] = {&kQwen3Arch, &kQwen2Arch, &kLlamaArch, &kNemotronHArch};
 
 std::vector<std::string> known_model_types() {
   std::vector<std::string> out;
@@ -94,14 +94,15 @@ ConfigReader ConfigReader::child(const std::string& key) const {
 
 // --- shared keys -------------------------------------------------------------------------
 
-namespace {
-
 // Values that would not fail loudly later but give NaN or infinite logits (a zero eps under
 // a square root, log(theta) = 0, a zero RoPE factor divided by, ...): checked here so that
 // the error names config.json and the key.
 void require_positive(const ConfigReader& r, const std::string& key, double v) {
   if (!(std::isfinite(v) && v > 0)) r.fail_key(key, fmt::format("must be a positive finite number, found {}", v));
 }
+
+namespace {
+
 void require_nonnegative(const ConfigReader& r, const std::string& key, double v) {
   if (!(std::isfinite(v) && v >= 0)) r.fail_key(key, fmt::format("must be a finite number >= 0, found {}", v));
 }
@@ -163,7 +164,8 @@ void require_rope_theta(const ConfigReader& r, double theta) {
   if (!(std::isfinite(theta) && theta > 1)) r.fail_key("rope_theta", fmt::format("must be a finite number > 1, found {}", theta));
 }
 
-// bos/eos/pad of config.json or generation_config.json; eos may be a list.
+}  // namespace
+
 void read_token_ids(const ConfigReader& r, Config& c) {
   if (r.get("bos_token_id")) c.bos_token_id = r.req_int("bos_token_id");
   if (r.get("pad_token_id")) c.pad_token_id = r.req_int("pad_token_id");
@@ -181,8 +183,6 @@ void read_token_ids(const ConfigReader& r, Config& c) {
     }
   }
 }
-
-}  // namespace
 
 void read_decoder(const ConfigReader& r, Config& c, const DecoderDefaults& d) {
   c.vocab_size = r.req_int("vocab_size");
@@ -233,6 +233,7 @@ void read_decoder(const ConfigReader& r, Config& c, const DecoderDefaults& d) {
          "num_hidden_layers {}, num_attention_heads {} x head_dim {}): beyond the supported {:.0e}",
          r.source(), params, c.vocab_size, c.hidden_size, c.intermediate_size, c.n_layers, c.n_heads,
          c.head_dim, kMaxParams);
+  c.layer_types.assign(size_t(c.n_layers), "decoder");  // n_layers checked above
   c.rms_norm_eps = r.opt_double("rms_norm_eps", 1e-6);
   require_positive(r, "rms_norm_eps", c.rms_norm_eps);
   const std::string act = r.opt_string("hidden_act", "silu");
@@ -308,7 +309,6 @@ void write_decoder(const Config& c, nlohmann::json& j) {
 std::string new_config_json(const Config& c) {
   const Arch& a = find_arch(c.model_type, "new model");
   nlohmann::json j = {{"architectures", {a.hf_class}}, {"model_type", c.model_type}};
-  write_decoder(c, j);
   a.write(c, j);
   return j.dump(2) + "\n";
 }

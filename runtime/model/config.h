@@ -21,8 +21,19 @@ struct RopeScaling {
   bool truncate = true;                                            // yarn
 };
 
+// Mamba2 mixer sizes (nemotron_h's mamba layers), HF NemotronHConfig's keys.
+struct Mamba2Config {
+  int64_t heads = 0, head_dim = 0;  // mamba_num_heads, mamba_head_dim (inner = heads * head_dim)
+  int64_t state = 0, groups = 1;    // ssm_state_size, n_groups (B and C are per group)
+  int64_t conv_kernel = 4, chunk = 128;
+  double dt_min = 0.001, dt_max = 0.1, dt_floor = 1e-4;  // time_step_min (a floor on dt), init range
+  bool conv_bias = true, proj_bias = false;               // use_conv_bias, use_bias
+  int64_t inner() const { return heads * head_dim; }
+  int64_t conv_dim() const { return inner() + 2 * groups * state; }
+};
+
 struct Config {
-  std::string model_type;  // the registry key: qwen3, qwen2, llama
+  std::string model_type;  // the registry key: qwen3, qwen2, llama, nemotron_h
   int64_t vocab_size = 0, hidden_size = 0, intermediate_size = 0;
   int64_t n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0;
   int64_t max_position_embeddings = 0;
@@ -35,6 +46,12 @@ struct Config {
   bool qkv_bias = false;  // biases on q_proj, k_proj, v_proj
   bool o_bias = false;    // bias on o_proj
   bool mlp_bias = false;  // biases on gate_proj, up_proj, down_proj
+  bool rope = true;       // RoPE on q and k (nemotron_h's attention has no positions)
+
+  // The kind of each layer (size n_layers): "decoder" (attention + SwiGLU MLP: qwen3, qwen2,
+  // llama) or nemotron_h's "mamba", "attention", "mlp" (one mixer behind one norm).
+  std::vector<std::string> layer_types;
+  Mamba2Config mamba;
 
   std::optional<int64_t> bos_token_id, pad_token_id;
   std::vector<int64_t> eos_token_ids;  // generation_config.json's when it has them

@@ -1,4 +1,4 @@
-// runtime/model/generate.cpp: batched decoding with a KV cache and HF-style sampling.
+// runtime/model/generate.cpp: batched decoding with a decode state and HF-style sampling.
 #include "runtime/model/generate.h"
 
 #include <ATen/ATen.h>
@@ -78,10 +78,10 @@ std::vector<Generation> generate(const Model& model,
   }
   at::NoGradGuard no_grad;
   at::Generator gen = at::detail::createCPUGenerator(o.seed);
-  KVCache cache(T + o.max_new_tokens);
+  DecodeState state(T + o.max_new_tokens);
   ForwardOptions f;
   f.logits = Logits::Last;
-  f.cache = &cache;
+  f.state = &state;
   f.attention_mask = mask;
   at::Tensor logits = model.forward(ids, f).logits.select(1, 0);
 

@@ -47,13 +47,16 @@ CheckpointInfo describe(const std::string& dir) {
     int64_t n = 1;
     for (int64_t d : t.shape) n *= d;
     dtypes.insert(t.dtype);
-    // q_norm/k_norm count as norms, not attention: what matters here is matrices vs vectors
-    int64_t& part = contains(name, "norm")           ? info.norms
-                    : contains(name, ".self_attn.")  ? info.attention
-                    : contains(name, ".mlp.")        ? info.mlp
-                    : contains(name, "embed_tokens") ? info.embeddings
-                    : contains(name, "lm_head")      ? info.head
-                                                     : info.other;
+    // q_norm/k_norm count as norms, not attention: what matters here is matrices vs vectors.
+    // "attention" is the token mixer (nemotron_h's Mamba2 and attention layers: .mixer.);
+    // nemotron_h's MLP layers keep their up/down projections under .mixer. as well.
+    const bool mixer_mlp = contains(name, ".mixer.up_proj") || contains(name, ".mixer.down_proj");
+    int64_t& part = contains(name, "norm")                                    ? info.norms
+                    : mixer_mlp || contains(name, ".mlp.")                    ? info.mlp
+                    : contains(name, ".self_attn.") || contains(name, ".mixer.") ? info.attention
+                    : contains(name, "embed_tokens") || contains(name, "embedding") ? info.embeddings
+                    : contains(name, "lm_head")                               ? info.head
+                                                                              : info.other;
     part += n;
     info.parameters += n;
   }

@@ -1,11 +1,14 @@
-// runtime/model/model.cpp: the decoder stack: parameters under their HF names, checkpoint
-// loading with checks, the layer-addressable forward pass, save, clone, conversion.
+// runtime/model/model.cpp: the generic layer loop: parameters under their HF names (from the
+// architecture's layers), checkpoint loading with checks, the layer-addressable forward pass
+// with hook sites, decode state, save, clone, conversion. Nothing here knows a layer kind.
 #include "runtime/model/model.h"
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -19,17 +22,44 @@
 
 namespace ltrun::model {
 
+const char* site_name(Site s) {
+  switch (s) {
+    case Site::ResidPost: return "resid_post";
+    case Site::ResidMid: return "resid_mid";
+    case Site::MixerOut: return "mixer_out";
+    case Site::MlpOut: return "mlp_out";
+  }
+  return "?";
+}
+
+Site parse_site(const std::string& name) {
+  for (Site s : {Site::ResidPost, Site::ResidMid, Site::MixerOut, Site::MlpOut})
+    if (name == site_name(s)) return s;
+  fail("unknown hook site \"{}\" (known: resid_post, resid_mid, mixer_out, mlp_out)", name);
+}
+
+const char* part_name(ParamPart p) {
+  switch (p) {
+    case ParamPart::Embeddings: return "embeddings";
+    case ParamPart::Mixer: return "mixer";
+    case ParamPart::Mlp: return "mlp";
+    case ParamPart::Norm: return "norm";
+    case ParamPart::Head: return "head";
+  }
+  return "?";
+}
+
+DecodeState::DecodeState(int64_t capacity_hint) : capacity_hint_(capacity_hint) {}
+DecodeState::~DecodeState() = default;
+DecodeState::DecodeState(DecodeState&&) noexcept = default;
+DecodeState& DecodeState::operator=(DecodeState&&) noexcept = default;
+void DecodeState::clear() {
+  layers_.clear();
+  length_ = 0;
+  batch_ = -1;
+}
+
 namespace {
-
-// How Model::init fills a parameter (HF's _init_weights for Linear, Embedding, RMSNorm).
-enum class Init { Normal, Zeros, Ones };
-
-// Parameters of one decoder block; a bias or q/k norm the architecture lacks stays undefined.
-struct Block {
-  at::Tensor q, k, v, o, q_bias, k_bias, v_bias, o_bias, q_norm, k_norm;
-  at::Tensor gate, up, down, gate_bias, up_bias, down_bias;
-  at::Tensor input_norm, post_norm;
-};
 
 std::string safetensors_dtype(c10::ScalarType t) {
   switch (t) {
@@ -50,19 +80,36 @@ bool derived_buffer(const std::string& name) {
          name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// A tensor of the model with what the generic code needs to know about it.
+struct Entry {
+  std::string name;
+  std::vector<int64_t> shape;
+  ParamPart part;
+  Init init;
+  bool decay;
+  int layer;
+  at::Tensor* tensor;
+};
+
 }  // namespace
 
 struct Model::Impl {
   Config config;
+  const Arch* arch;
   RopeFreqs rope;
   c10::Device device = c10::kCPU;
   c10::ScalarType dtype = c10::kFloat;
   at::Tensor embed, norm, lm_head;  // lm_head undefined when tied to embed
-  std::vector<Block> blocks;
+  std::vector<std::unique_ptr<Layer>> layers;
 
-  explicit Impl(Config c) : config(std::move(c)), blocks(config.n_layers) {
-    rope = rope_freqs(config.rope_scaling, config.rope_theta, config.head_dim,
-                      config.max_position_embeddings);
+  explicit Impl(Config c) : config(std::move(c)), arch(&find_arch(config.model_type, "model")) {
+    LT_CHECK(config.layer_types.size() == size_t(config.n_layers),
+             "{}: {} layer kinds for {} layers", config.source, config.layer_types.size(),
+             config.n_layers);
+    if (config.rope)
+      rope = rope_freqs(config.rope_scaling, config.rope_theta, config.head_dim,
+                        config.max_position_embeddings);
+    for (int l = 0; l < config.n_layers; ++l) layers.push_back(arch->make_layer(config, l));
   }
 
   const at::Tensor& head() const { return config.tie_word_embeddings ? embed : lm_head; }
@@ -70,59 +117,36 @@ struct Model::Impl {
   // The RoPE frequencies live with the weights, so a forward copies nothing to the device.
   void set_device(c10::Device d) {
     device = d;
-    rope.inv_freq = rope.inv_freq.to(d);
+    if (rope.inv_freq.defined()) rope.inv_freq = rope.inv_freq.to(d);
   }
 
-  // f(name, tensor, shape, layer, init) for the parameters of block `layer`, in HF's
-  // state_dict order. Self is Impl or const Impl.
-  template <class Self, class F>
-  static void visit_block(Self& m, int layer, F&& f) {
-    const Config& c = m.config;
-    auto& b = m.blocks[layer];
-    const int64_t H = c.hidden_size, I = c.intermediate_size;
-    const int64_t q_out = c.n_heads * c.head_dim, kv_out = c.n_kv_heads * c.head_dim;
-    const std::string p = fmt::format("model.layers.{}.", layer);
-    auto linear = [&](const char* name, auto& w, auto& bias, bool has_bias, int64_t out,
-                      int64_t in) {
-      f(p + name + ".weight", w, std::vector<int64_t>{out, in}, layer, Init::Normal);
-      if (has_bias) f(p + name + ".bias", bias, std::vector<int64_t>{out}, layer, Init::Zeros);
-    };
-    linear("self_attn.q_proj", b.q, b.q_bias, c.qkv_bias, q_out, H);
-    linear("self_attn.k_proj", b.k, b.k_bias, c.qkv_bias, kv_out, H);
-    linear("self_attn.v_proj", b.v, b.v_bias, c.qkv_bias, kv_out, H);
-    linear("self_attn.o_proj", b.o, b.o_bias, c.o_bias, H, q_out);
-    if (c.qk_norm) {
-      f(p + "self_attn.q_norm.weight", b.q_norm, std::vector<int64_t>{c.head_dim}, layer,
-        Init::Ones);
-      f(p + "self_attn.k_norm.weight", b.k_norm, std::vector<int64_t>{c.head_dim}, layer,
-        Init::Ones);
-    }
-    linear("mlp.gate_proj", b.gate, b.gate_bias, c.mlp_bias, I, H);
-    linear("mlp.up_proj", b.up, b.up_bias, c.mlp_bias, I, H);
-    linear("mlp.down_proj", b.down, b.down_bias, c.mlp_bias, H, I);
-    f(p + "input_layernorm.weight", b.input_norm, std::vector<int64_t>{H}, layer, Init::Ones);
-    f(p + "post_attention_layernorm.weight", b.post_norm, std::vector<int64_t>{H}, layer,
-      Init::Ones);
+  // The tensors of block `layer`, in HF's state_dict order.
+  std::vector<Entry> block_entries(int layer) const {
+    std::vector<Slot> slots;
+    layers[layer]->slots(slots);
+    const std::string p = fmt::format(fmt::runtime(arch->layer_prefix), layer);
+    std::vector<Entry> out;
+    for (Slot& s : slots)
+      out.push_back({p + s.name, std::move(s.shape), s.part, s.init, s.decay, layer, s.tensor});
+    return out;
   }
 
-  // Every parameter, in checkpoint order; a tied head is not visited (it is embed).
-  template <class Self, class F>
-  static void visit(Self& m, F&& f) {
-    const Config& c = m.config;
-    f(std::string("model.embed_tokens.weight"), m.embed,
-      std::vector<int64_t>{c.vocab_size, c.hidden_size}, -1, Init::Normal);
-    for (int l = 0; l < c.n_layers; ++l) visit_block(m, l, f);
-    f(std::string("model.norm.weight"), m.norm, std::vector<int64_t>{c.hidden_size}, -1,
-      Init::Ones);
+  // Every tensor, in checkpoint order; a tied head is not listed (it is embed).
+  std::vector<Entry> entries() const {
+    const Config& c = config;
+    auto* self = const_cast<Impl*>(this);  // entries hand out tensor slots; const is the caller's
+    std::vector<Entry> out;
+    out.push_back({arch->embed_name, {c.vocab_size, c.hidden_size}, ParamPart::Embeddings,
+                   Init::Normal, true, -1, &self->embed});
+    for (int l = 0; l < c.n_layers; ++l)
+      for (Entry& e : block_entries(l)) out.push_back(std::move(e));
+    out.push_back({arch->norm_name, {c.hidden_size}, ParamPart::Norm, Init::Ones, false, -1,
+                   &self->norm});
     if (!c.tie_word_embeddings)
-      f(std::string("lm_head.weight"), m.lm_head, std::vector<int64_t>{c.vocab_size, c.hidden_size},
-        -1, Init::Normal);
+      out.push_back({arch->head_name, {c.vocab_size, c.hidden_size}, ParamPart::Head, Init::Normal,
+                     true, -1, &self->lm_head});
+    return out;
   }
-
-  at::Tensor block_forward(int l, const at::Tensor& h, const RopeTables& rope,
-                           const at::Tensor& visible, KVCache* cache) const;
-  static std::pair<at::Tensor, at::Tensor> cache_append(KVCache& cache, int l, const at::Tensor& k,
-                                                        const at::Tensor& v);
 };
 
 // --- construction ------------------------------------------------------------------------
@@ -149,47 +173,69 @@ Model Model::load(const std::string& dir, c10::Device device,
   impl->set_device(device);
   impl->dtype = dtype ? *dtype : device.is_cpu() ? c10::kFloat : config_dtype.value_or(c10::kFloat);
   const Config& cfg = impl->config;
+  const Arch& arch = *impl->arch;
   std::set<std::string> used;
-  Impl::visit(*impl, [&](const std::string& name, at::Tensor& t, const std::vector<int64_t>& shape,
-                         int, Init) {
+  for (const Entry& e : impl->entries()) {
+    std::string name = e.name;  // the checkpoint's name for it (HF may have renamed it)
+    if (!ck.has(name) && arch.aliases)
+      for (const std::string& alt : arch.aliases(e.name))
+        if (ck.has(alt)) {
+          name = alt;
+          break;
+        }
     if (!ck.has(name))
-      fail("{}: missing tensor {} (shape [{}] per {})", ck.path(), name, fmt::join(shape, ", "),
+      fail("{}: missing tensor {} (shape [{}] per {})", ck.path(), e.name, fmt::join(e.shape, ", "),
            cfg.source);
     const io::TensorInfo& info = ck.info(name);
-    if (info.shape != shape)
+    if (info.shape != e.shape)
       fail("{}: tensor {} has shape [{}], but {} implies [{}]", ck.file_of(name), name,
-           fmt::join(info.shape, ", "), cfg.source, fmt::join(shape, ", "));
+           fmt::join(info.shape, ", "), cfg.source, fmt::join(e.shape, ", "));
     if (!file_dtype.empty() && info.dtype != file_dtype)
       fail("{}: tensor {} is {}, but {} says torch_dtype {} ({})", ck.file_of(name), name,
            info.dtype, cfg.source, cfg.torch_dtype, file_dtype);
     // copy=true: the model owns its memory instead of viewing the file's mapping
-    t = ck.tensor(name).to(device, impl->dtype, /*non_blocking=*/false, /*copy=*/true);
+    *e.tensor = ck.tensor(name).to(device, impl->dtype, /*non_blocking=*/false, /*copy=*/true);
     used.insert(name);
-  });
+  }
   for (const std::string& name : ck.names()) {
-    if (used.count(name) || derived_buffer(name)) continue;
+    if (used.count(name) || derived_buffer(name) || (arch.ignore && arch.ignore(name))) continue;
     // HF also ignores a stored head when it ties it to the embeddings
-    if (name == "lm_head.weight" && cfg.tie_word_embeddings) continue;
+    if (name == arch.head_name && cfg.tie_word_embeddings) continue;
     fail("{}: unexpected tensor {}: not part of a {} model with {} layers as {} describes it",
          ck.file_of(name), name, cfg.model_type, cfg.n_layers, cfg.source);
   }
   return Model(std::move(impl));
 }
 
+namespace {
+
+// HF's dt_bias init: dt log-uniform in [dt_min, dt_max], floored, then softplus^-1(dt).
+at::Tensor dt_bias_init(const Mamba2Config& m, int64_t n, at::Generator& gen) {
+  const at::Tensor u = at::rand({n}, gen, at::kFloat);
+  const at::Tensor dt =
+      at::exp(u * (std::log(m.dt_max) - std::log(m.dt_min)) + std::log(m.dt_min)).clamp_min(m.dt_floor);
+  return dt + at::log(-at::expm1(-dt));
+}
+
+}  // namespace
+
 Model Model::init(const Config& config, uint64_t seed, c10::Device device, c10::ScalarType dtype) {
-  find_arch(config.model_type, "Model::init");
   auto impl = std::make_unique<Impl>(config);
   impl->set_device(device);
   impl->dtype = dtype;
   at::Generator gen = at::detail::createCPUGenerator(seed);
-  Impl::visit(*impl, [&](const std::string&, at::Tensor& t, const std::vector<int64_t>& shape, int,
-                         Init init) {
+  for (const Entry& e : impl->entries()) {
     // drawn in fp32 on the CPU so that a seed gives the same model on every device
-    at::Tensor x = init == Init::Normal ? at::normal(0.0, 0.02, shape, gen, at::kFloat)
-                   : init == Init::Ones ? at::ones(shape, at::kFloat)
-                                        : at::zeros(shape, at::kFloat);
-    t = x.to(device, dtype);
-  });
+    at::Tensor x;
+    switch (e.init) {
+      case Init::Normal: x = at::normal(0.0, 0.02, e.shape, gen, at::kFloat); break;
+      case Init::Ones: x = at::ones(e.shape, at::kFloat); break;
+      case Init::Zeros: x = at::zeros(e.shape, at::kFloat); break;
+      case Init::ALog: x = at::log(at::arange(1, e.shape[0] + 1, at::kFloat)); break;
+      case Init::DtBias: x = dt_bias_init(config.mamba, e.shape[0], gen); break;
+    }
+    *e.tensor = x.to(device, dtype);
+  }
   return Model(std::move(impl));
 }
 
@@ -198,14 +244,25 @@ int Model::n_layers() const { return int(impl_->config.n_layers); }
 c10::Device Model::device() const { return impl_->device; }
 c10::ScalarType Model::dtype() const { return impl_->dtype; }
 
+const std::string& Model::layer_kind(int layer) const {
+  LT_CHECK(layer >= 0 && layer < n_layers(), "layer {} out of range (model has {} layers)", layer,
+           n_layers());
+  return impl_->layers[layer]->kind();
+}
+
+std::vector<Site> Model::layer_sites(int layer) const {
+  LT_CHECK(layer >= 0 && layer < n_layers(), "layer {} out of range (model has {} layers)", layer,
+           n_layers());
+  std::vector<Site> s = impl_->layers[layer]->sites();
+  s.push_back(Site::ResidPost);
+  return s;
+}
+
 // --- parameters --------------------------------------------------------------------------
 
 std::vector<Param> Model::parameters() const {
   std::vector<Param> out;
-  Impl::visit(*impl_, [&](const std::string& name, const at::Tensor& t, const std::vector<int64_t>&,
-                          int layer, Init) {
-    out.push_back({name, t, layer});
-  });
+  for (const Entry& e : impl_->entries()) out.push_back({e.name, *e.tensor, e.layer, e.part, e.decay});
   return out;
 }
 
@@ -213,11 +270,8 @@ std::vector<Param> Model::parameters(int layer) const {
   LT_CHECK(layer >= 0 && layer < n_layers(), "layer {} out of range (model has {} layers)", layer,
            n_layers());
   std::vector<Param> out;
-  Impl::visit_block(
-      *impl_, layer,
-      [&](const std::string& name, const at::Tensor& t, const std::vector<int64_t>&, int l, Init) {
-        out.push_back({name, t, l});
-      });
+  for (const Entry& e : impl_->block_entries(layer))
+    out.push_back({e.name, *e.tensor, e.layer, e.part, e.decay});
   return out;
 }
 
@@ -233,27 +287,23 @@ Model Model::clone() const {
   auto impl = std::make_unique<Impl>(impl_->config);
   impl->set_device(impl_->device);
   impl->dtype = impl_->dtype;
-  std::vector<at::Tensor> src;
-  Impl::visit(*impl_, [&](const std::string&, const at::Tensor& t, const std::vector<int64_t>&, int,
-                          Init) { src.push_back(t); });
-  size_t i = 0;
-  Impl::visit(*impl,
-              [&](const std::string&, at::Tensor& t, const std::vector<int64_t>&, int, Init) {
-                const at::Tensor& s = src[i++];
-                t = s.detach().clone();
-                t.set_requires_grad(s.requires_grad());
-              });
+  const std::vector<Entry> src = impl_->entries(), dst = impl->entries();
+  for (size_t i = 0; i < src.size(); ++i) {
+    const at::Tensor& s = *src[i].tensor;
+    *dst[i].tensor = s.detach().clone();
+    dst[i].tensor->set_requires_grad(s.requires_grad());
+  }
   return Model(std::move(impl));
 }
 
 Model& Model::to(c10::Device device, std::optional<c10::ScalarType> dtype) {
   const c10::ScalarType target = dtype.value_or(impl_->dtype);
-  Impl::visit(
-      *impl_, [&](const std::string&, at::Tensor& t, const std::vector<int64_t>&, int, Init) {
-        const bool grad = t.requires_grad();
-        t = t.detach().to(device, target);  // a new leaf, not a node hanging off the old tensor
-        t.set_requires_grad(grad);
-      });
+  for (const Entry& e : impl_->entries()) {
+    at::Tensor& t = *e.tensor;
+    const bool grad = t.requires_grad();
+    t = t.detach().to(device, target);  // a new leaf, not a node hanging off the old tensor
+    t.set_requires_grad(grad);
+  }
   impl_->set_device(device);
   impl_->dtype = target;
   return *this;
@@ -263,8 +313,7 @@ void Model::save(const std::string& dir, uint64_t max_shard_bytes) const {
   namespace fs = std::filesystem;
   const Config& c = impl_->config;
   std::vector<std::pair<std::string, at::Tensor>> tensors;
-  Impl::visit(*impl_, [&](const std::string& name, const at::Tensor& t, const std::vector<int64_t>&,
-                          int, Init) { tensors.emplace_back(name, t.detach()); });
+  for (const Entry& e : impl_->entries()) tensors.emplace_back(e.name, e.tensor->detach());
   io::save_checkpoint(dir, tensors, max_shard_bytes);
   // config.json as it was read (keys we do not interpret survive), with the dtype saved now
   nlohmann::json j = nlohmann::json::parse(c.json.empty() ? new_config_json(c) : c.json);
@@ -279,7 +328,21 @@ void Model::save(const std::string& dir, uint64_t max_shard_bytes) const {
 
 namespace {
 
-at::Tensor intervene(const Intervention& iv, int layer, at::Tensor h) {
+std::string sites_list(const std::vector<Site>& s) {
+  std::vector<std::string> n;
+  for (Site x : s) n.emplace_back(site_name(x));
+  return fmt::format("{}", fmt::join(n, ", "));
+}
+
+// "after layer 3" (resid_post) or "at mlp_out of layer 3", for messages
+std::string where(const HookPoint& p) {
+  return p.site == Site::ResidPost ? fmt::format("after layer {}", p.layer)
+                                   : fmt::format("at {} of layer {}", site_name(p.site), p.layer);
+}
+
+at::Tensor intervene(const Intervention& iv, const HookPoint& at_point, at::Tensor h) {
+  const int layer = at_point.layer;
+  const std::string w = where(at_point);
   const int64_t B = h.size(0), T = h.size(1);
   switch (iv.kind) {
     case Intervention::Kind::Zero: {
@@ -287,32 +350,32 @@ at::Tensor intervene(const Intervention& iv, int layer, at::Tensor h) {
       if (p.scalar_type() == at::kBool) {
         LT_CHECK(
             (p.dim() == 1 && p.size(0) == T) || (p.dim() == 2 && p.size(0) == B && p.size(1) == T),
-            "intervention after layer {}: zero mask has shape {}, expected [{}] or [{}, {}]", layer,
+            "intervention {}: zero mask has shape {}, expected [{}] or [{}, {}]", w,
             shape(p.sizes()), T, B, T);
         return h.masked_fill((p.dim() == 1 ? p.unsqueeze(0) : p).unsqueeze(-1), 0);
       }
       LT_CHECK(p.dim() == 1 && at::isIntegralType(p.scalar_type(), false),
-               "intervention after layer {}: zero positions must be int64 [P] or bool [B, T], "
+               "intervention {}: zero positions must be int64 [P] or bool [B, T], "
                "found {} {}",
-               layer, dtype_name(p.scalar_type()), shape(p.sizes()));
+               w, dtype_name(p.scalar_type()), shape(p.sizes()));
       p = p.to(at::kLong);
       p = at::where(p < 0, p + T, p);
       LT_CHECK(p.numel() == 0 || (p.min().item<int64_t>() >= 0 && p.max().item<int64_t>() < T),
-               "intervention after layer {}: zero positions out of range for {} tokens", layer, T);
+               "intervention {}: zero positions out of range for {} tokens", w, T);
       return h.index_fill(1, p, 0);
     }
     case Intervention::Kind::Add: return h + iv.tensor.to(h.device(), h.scalar_type());
     case Intervention::Kind::Replace:
       LT_CHECK(iv.tensor.sizes() == h.sizes(),
-               "intervention after layer {}: replacement has shape {}, expected {}", layer,
+               "intervention {}: replacement has shape {}, expected {}", w,
                shape(iv.tensor.sizes()), shape(h.sizes()));
       return iv.tensor.to(h.device(), h.scalar_type());
     case Intervention::Kind::Call: {
       const std::vector<int64_t> dims = h.sizes().vec();
       iv.fn(layer, h);
       LT_CHECK(h.defined() && h.sizes().vec() == dims,
-               "intervention after layer {}: the callback left a tensor of shape {}, expected {}",
-               layer, h.defined() ? shape(h.sizes()) : "none", shape(dims));
+               "intervention {}: the callback left a tensor of shape {}, expected {}",
+               w, h.defined() ? shape(h.sizes()) : "none", shape(dims));
       return h;
     }
   }
@@ -320,54 +383,6 @@ at::Tensor intervene(const Intervention& iv, int layer, at::Tensor h) {
 }
 
 }  // namespace
-
-// Writes this forward's keys and values of block l at position cache.length() and returns
-// all of them so far; forward() advances the length once every block has appended.
-std::pair<at::Tensor, at::Tensor> Model::Impl::cache_append(KVCache& cache, int l,
-                                                            const at::Tensor& k,
-                                                            const at::Tensor& v) {
-  KVCache::Layer& s = cache.layers_[l];
-  const int64_t past = cache.length_, T = k.size(2), need = past + T;
-  if (!s.k.defined() || s.k.size(2) < need) {
-    // grow geometrically so that token-by-token decoding copies O(n) in total, not O(n^2)
-    const int64_t cap =
-        std::max({need, cache.capacity_hint_, s.k.defined() ? 2 * s.k.size(2) : int64_t(0)});
-    auto grow = [&](const at::Tensor& old, const at::Tensor& like) {
-      at::Tensor buf = at::empty({like.size(0), like.size(1), cap, like.size(3)}, like.options());
-      if (past > 0) buf.narrow(2, 0, past).copy_(old.narrow(2, 0, past));
-      return buf;
-    };
-    s.k = grow(s.k, k);
-    s.v = grow(s.v, v);
-  }
-  s.k.narrow(2, past, T).copy_(k);
-  s.v.narrow(2, past, T).copy_(v);
-  return {s.k.narrow(2, 0, need), s.v.narrow(2, 0, need)};
-}
-
-at::Tensor Model::Impl::block_forward(int l, const at::Tensor& h, const RopeTables& rope,
-                                      const at::Tensor& visible, KVCache* cache) const {
-  const Block& b = blocks[l];
-  const Config& c = config;
-  const int64_t B = h.size(0), T = h.size(1);
-  const at::Tensor x = rms_norm(h, b.input_norm, c.rms_norm_eps);
-  at::Tensor q = at::linear(x, b.q, b.q_bias).view({B, T, c.n_heads, c.head_dim});
-  at::Tensor k = at::linear(x, b.k, b.k_bias).view({B, T, c.n_kv_heads, c.head_dim});
-  at::Tensor v =
-      at::linear(x, b.v, b.v_bias).view({B, T, c.n_kv_heads, c.head_dim}).transpose(1, 2);
-  if (c.qk_norm) {
-    q = rms_norm(q, b.q_norm, c.rms_norm_eps);
-    k = rms_norm(k, b.k_norm, c.rms_norm_eps);
-  }
-  q = apply_rope(q.transpose(1, 2), rope);
-  k = apply_rope(k.transpose(1, 2), rope);
-  if (cache) std::tie(k, v) = cache_append(*cache, l, k, v);
-  const at::Tensor a =
-      attention(q, k, v, visible).transpose(1, 2).reshape({B, T, c.n_heads * c.head_dim});
-  const at::Tensor h2 = h + at::linear(a, b.o, b.o_bias);
-  const at::Tensor y = rms_norm(h2, b.post_norm, c.rms_norm_eps);
-  return h2 + swiglu(y, b.gate, b.up, b.down, b.gate_bias, b.up_bias, b.down_bias);
-}
 
 ForwardResult Model::forward(const at::Tensor& input_ids, const ForwardOptions& o) const {
   const Impl& m = *impl_;
@@ -404,17 +419,21 @@ ForwardResult Model::forward(const at::Tensor& input_ids, const ForwardOptions& 
   }
   const int64_t B = h.size(0), T = h.size(1);
 
-  KVCache* cache = o.cache;
+  DecodeState* state = o.state;
   int64_t past = 0;
-  if (cache) {
+  if (state) {
     LT_CHECK(o.from_layer == 0 && last == L - 1,
-             "forward: a KV cache needs the whole stack (no from/to_layer)");
-    if (cache->layers_.empty()) cache->layers_.resize(L);
-    LT_CHECK(cache->layers_.size() == size_t(L), "forward: KV cache holds {} layers, model has {}",
-             cache->layers_.size(), L);
-    LT_CHECK(!cache->layers_[0].k.defined() || cache->layers_[0].k.size(0) == B,
-             "forward: KV cache has batch {}, input has {}", cache->layers_[0].k.size(0), B);
-    past = cache->length_;
+             "forward: a decode state needs the whole stack (no from/to_layer)");
+    if (state->layers_.empty()) {
+      state->layers_.resize(L);
+      for (int l = 0; l < L; ++l) state->layers_[l] = m.layers[l]->new_state();
+      state->batch_ = B;
+    }
+    LT_CHECK(state->layers_.size() == size_t(L),
+             "forward: the decode state holds {} layers, model has {}", state->layers_.size(), L);
+    LT_CHECK(state->batch_ == B, "forward: the decode state has batch {}, input has {}",
+             state->batch_, B);
+    past = state->length_;
   }
   const int64_t S = past + T;
 
@@ -442,26 +461,60 @@ ForwardResult Model::forward(const at::Tensor& input_ids, const ForwardOptions& 
               .unsqueeze(0)
               .expand({B, T});
   }
-  const RopeTables rope = rope_tables(m.rope, pos, m.dtype);
-  const at::Tensor visible = key_mask.defined() ? visible_keys(key_mask, T, S) : at::Tensor();
+  RopeTables rope;
+  if (c.rope) rope = rope_tables(m.rope, pos, m.dtype);
+  LayerInput in(c);
+  in.rope = &rope;
+  in.visible = key_mask.defined() ? visible_keys(key_mask, T, S) : at::Tensor();
+  if (key_mask.defined()) in.token_mask = key_mask.narrow(1, past, T);
+  in.past = past;
+  in.capacity_hint = state ? state->capacity_hint_ : 0;
 
-  for (const auto& [layer, iv] : o.intervene)
-    LT_CHECK(layer >= o.from_layer - 1 && layer <= last,
-             "intervention after layer {} never applies: this forward runs blocks {}..{}", layer,
+  for (const auto& [point, iv] : o.intervene) {
+    LT_CHECK(point.layer >= o.from_layer - 1 && point.layer <= last,
+             "intervention {} never applies: this forward runs blocks {}..{}", where(point),
              o.from_layer, last);
+    if (point.site != Site::ResidPost) {
+      LT_CHECK(point.layer >= 0, "intervention at {} of the embeddings: only resid_post (-1) exists",
+               site_name(point.site));
+      const std::vector<Site> have = layer_sites(point.layer);
+      LT_CHECK(std::find(have.begin(), have.end(), point.site) != have.end(),
+               "intervention {}: a {} layer has no {} (its sites: {})", where(point),
+               m.layers[point.layer]->kind(), site_name(point.site), sites_list(have));
+    }
+  }
   ForwardResult r;
   if (o.capture) r.hidden.resize(last + 2);
+  // sites inside a layer: intervene, then capture (so a capture shows what later code saw)
+  struct LoopHooks final : Hooks {
+    const ForwardOptions& o;
+    ForwardResult& r;
+    int layer = 0;
+    LoopHooks(const ForwardOptions& opts, ForwardResult& res) : o(opts), r(res) {}
+    at::Tensor at(Site site, at::Tensor x) override {
+      const HookPoint p{layer, site};
+      if (auto it = o.intervene.find(p); it != o.intervene.end()) x = intervene(it->second, p, x);
+      if (std::find(o.capture_sites.begin(), o.capture_sites.end(), site) != o.capture_sites.end())
+        r.sites[p] = x;
+      return x;
+    }
+  } hooks(o, r);
+  const bool capture_post = std::find(o.capture_sites.begin(), o.capture_sites.end(),
+                                      Site::ResidPost) != o.capture_sites.end();
   // hidden[l+1] is the residual after block l, interventions included
   auto after = [&](int l) {
-    if (auto it = o.intervene.find(l); it != o.intervene.end()) h = intervene(it->second, l, h);
+    if (auto it = o.intervene.find(HookPoint{l}); it != o.intervene.end())
+      h = intervene(it->second, HookPoint{l}, h);
     if (o.capture) r.hidden[l + 1] = h;
+    if (capture_post && l >= 0) r.sites[HookPoint{l}] = h;
   };
   after(o.from_layer - 1);
   for (int l = o.from_layer; l <= last; ++l) {
-    h = m.block_forward(l, h, rope, visible, cache);
+    hooks.layer = l;
+    h = m.layers[l]->forward(h, in, state ? state->layers_[l].get() : nullptr, hooks);
     after(l);
   }
-  if (cache) cache->length_ = S;
+  if (state) state->length_ = S;
   r.residual = h;
   if (last < L - 1 || o.logits == Logits::None) return r;
 

@@ -1,6 +1,7 @@
-// runtime/model/model.h: a decoder-only language model (qwen3, qwen2, llama) in the Hugging
-// Face layout, run block by block: capture the residual stream, resume from any block,
-// intervene after any block, read logits only where asked.
+// runtime/model/model.h: a decoder-only language model in the Hugging Face layout (the
+// architectures of arch.h: qwen3, qwen2, llama, nemotron_h), run block by block: capture the
+// residual stream and named sites inside blocks, resume from any block, intervene at any
+// hook point, decode with a per-layer state, read logits only where asked.
 //
 // The residual-stream convention used everywhere in ltrun:
 //   hidden[0]   = the token embeddings
@@ -23,7 +24,29 @@
 
 namespace ltrun::model {
 
-// A change to the residual stream after a block, seen by every later block.
+// Named points inside a layer where activations can be captured or changed. Every layer
+// produces resid_post (its output, the residual stream after it: hidden[l+1]); the others
+// exist where the layer has the matching part (Layer kinds list theirs: see arch.h):
+//   mixer_out  the token mixer's output (attention, Mamba2, ...) before it joins the residual
+//   resid_mid  the residual after the mixer, before the MLP (layers with both)
+//   mlp_out    the MLP's output before it joins the residual
+enum class Site { ResidPost, ResidMid, MixerOut, MlpOut };
+const char* site_name(Site s);      // "resid_post", ...
+Site parse_site(const std::string& name);  // error naming the known sites
+
+// A hook point: a site of a layer. Layer -1 is the embeddings (resid_post only). An int
+// converts to (layer, resid_post), so `intervene[l]` keeps meaning "after block l".
+struct HookPoint {
+  int layer = 0;
+  Site site = Site::ResidPost;
+  HookPoint(int l = 0, Site s = Site::ResidPost) : layer(l), site(s) {}  // NOLINT: implicit
+  bool operator<(const HookPoint& o) const {
+    return layer != o.layer ? layer < o.layer : int(site) < int(o.site);
+  }
+  bool operator==(const HookPoint& o) const { return layer == o.layer && site == o.site; }
+};
+
+// A change to the activation at a hook point, seen by everything after it.
 struct Intervention {
   enum class Kind { Zero, Add, Replace, Call };
   Kind kind = Kind::Call;
@@ -44,24 +67,27 @@ struct Intervention {
 // for every layer.
 enum class Logits { None, Last, All, Positions };
 
-// Keys and values of every block for incremental decoding (inference only: it is written
-// in place). Batch size is fixed by the first forward that uses it.
-class KVCache {
+// What one layer keeps between decoding steps (keys and values of an attention layer, conv
+// and SSM state of a Mamba2 layer); defined by each layer kind (arch.h).
+struct LayerState {
+  virtual ~LayerState() = default;
+};
+
+// The decode state of every layer for incremental decoding (inference only: it is written in
+// place). Batch size is fixed by the first forward that uses it.
+class DecodeState {
  public:
-  explicit KVCache(int64_t capacity_hint = 0) : capacity_hint_(capacity_hint) {}
-  int64_t length() const { return length_; }  // positions cached
-  void clear() {
-    layers_.clear();
-    length_ = 0;
-  }
+  explicit DecodeState(int64_t capacity_hint = 0);
+  ~DecodeState();
+  DecodeState(DecodeState&&) noexcept;
+  DecodeState& operator=(DecodeState&&) noexcept;
+  int64_t length() const { return length_; }  // positions consumed
+  void clear();
 
  private:
   friend class Model;
-  struct Layer {
-    at::Tensor k, v;  // [B, kv_heads, capacity, head_dim]; the first length_ positions valid
-  };
-  std::vector<Layer> layers_;
-  int64_t length_ = 0, capacity_hint_ = 0;
+  std::vector<std::unique_ptr<LayerState>> layers_;  // null for layers without state (MLP)
+  int64_t length_ = 0, capacity_hint_ = 0, batch_ = -1;
 };
 
 struct ForwardOptions {
@@ -79,25 +105,38 @@ struct ForwardOptions {
   // Stop after this block (-1: the last). The final norm and head run only when the last
   // block has run.
   int to_layer = -1;
-  // Key l: change the residual after block l (-1: after the embeddings) = hidden[l+1].
-  std::map<int, Intervention> intervene;
+  // Key l (= HookPoint{l, resid_post}): change the residual after block l (-1: after the
+  // embeddings) = hidden[l+1]. Key {l, site}: change that site inside block l.
+  std::map<HookPoint, Intervention> intervene;
+  // Fill ForwardResult::sites with these sites of every block run that produces them.
+  std::vector<Site> capture_sites;
   Logits logits = Logits::All;
   // Logits::Positions: int64 [P] (same for every row) or [B, P]; negative counts from the end.
   at::Tensor logit_positions;
-  KVCache* cache = nullptr;  // read and extended; needs the whole stack (no from/to_layer)
+  DecodeState* state = nullptr;  // read and extended; needs the whole stack (no from/to_layer)
 };
 
 struct ForwardResult {
   at::Tensor logits;  // [B, T | 1 | P, vocab] in the model's dtype; undefined if not asked
   std::vector<at::Tensor> hidden;  // capture: hidden[0 .. to_layer+1], undefined before from_layer
   at::Tensor residual;             // the residual after the last block run (before the final norm)
+  std::map<HookPoint, at::Tensor> sites;  // capture_sites: after interventions at that point
 };
 
+// What a parameter belongs to, as its architecture tags it: freeze specs and weight decay
+// select by part, never by name. Mixer: attention, Mamba2 or linear attention (with the
+// norms inside it, e.g. q_norm); Norm: a layer's own norms and the final norm (layer -1).
+enum class ParamPart { Embeddings, Mixer, Mlp, Norm, Head };
+const char* part_name(ParamPart p);  // "embeddings", "mixer", "mlp", "norm", "head"
+
 // One parameter with its HF checkpoint name; layer -1 for embeddings, final norm and head.
+// decay: whether AdamW's weight decay applies (not to biases, norms, Mamba2's A_log, D, dt_bias).
 struct Param {
   std::string name;
   at::Tensor tensor;
   int layer;
+  ParamPart part = ParamPart::Mixer;
+  bool decay = true;
 };
 
 class Model {
@@ -118,6 +157,10 @@ class Model {
 
   const Config& config() const;
   int n_layers() const;
+  // The kind of block `layer` ("decoder", "mamba", "attention", "mlp", ...) and the sites
+  // it produces (resid_post always).
+  const std::string& layer_kind(int layer) const;
+  std::vector<Site> layer_sites(int layer) const;
   c10::Device device() const;
   c10::ScalarType dtype() const;
 

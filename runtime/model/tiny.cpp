@@ -31,6 +31,22 @@ Config tiny_config(const TinySpec& s, c10::ScalarType dtype) {
   c.bos_token_id = s.bos_token_id;
   if (s.eos_token_id) c.eos_token_ids = {*s.eos_token_id};
   c.torch_dtype = dtype_name(dtype);
+  if (s.arch == "nemotron_h") {
+    std::string pattern = s.pattern;
+    if (pattern.empty())
+      for (int64_t l = 0; l < s.layers; ++l) pattern += "M*-"[l % 3];
+    for (char ch : pattern)
+      c.layer_types.push_back(ch == 'M' ? "mamba" : ch == '*' ? "attention" : ch == '-' ? "mlp" : std::string(1, ch));
+    c.n_layers = int64_t(pattern.size());
+    LT_CHECK(s.mamba_head_dim > 0 && (2 * s.hidden) % s.mamba_head_dim == 0,
+             "tiny model: mamba_head_dim {} does not divide 2 * hidden {}", s.mamba_head_dim, 2 * s.hidden);
+    c.mamba.heads = 2 * s.hidden / s.mamba_head_dim;
+    c.mamba.head_dim = s.mamba_head_dim;
+    c.mamba.state = s.ssm_state;
+    c.mamba.groups = s.mamba_groups;
+    c.mamba.chunk = s.chunk;
+    c.rms_norm_eps = 1e-5;
+  }
   const std::string source = "new " + s.arch + " model";
   find_arch(s.arch, source);
   return parse_config(new_config_json(c), source);

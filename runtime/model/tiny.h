@@ -25,6 +25,10 @@ struct TinySpec {
   bool attention_bias = false;  // qwen3 and llama; qwen2 always has q/k/v biases
   std::optional<int64_t> bos_token_id, eos_token_id;
   uint64_t seed = 0;
+  // nemotron_h: one character per layer, M (Mamba2), * (attention), - (MLP); "" repeats
+  // "M*-" over `layers`. Mamba2 heads = 2 * hidden / mamba_head_dim (HF's expand = 2).
+  std::string pattern;
+  int64_t mamba_head_dim = 8, ssm_state = 8, mamba_groups = 2, chunk = 128;  // chunk: HF's default
 };
 
 // The config a spec describes, with its config.json text (what save() writes).

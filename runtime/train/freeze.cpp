@@ -1,4 +1,5 @@
-// runtime/train/freeze.cpp: freeze specs: matching parameters by HF name, freezing, counting.
+// runtime/train/freeze.cpp: freeze specs: matching parameters by the part their architecture
+// tags them with (model::ParamPart), freezing, counting.
 #include "runtime/train/freeze.h"
 
 #include <ATen/ATen.h>
@@ -62,12 +63,13 @@ const char* sub_name(Part::Sub s) {
   return "";
 }
 
-bool sub_matches(Part::Sub sub, const std::string& name) {
+// "attention" selects a block's token mixer, whatever its kind (attention, Mamba2, ...)
+bool sub_matches(Part::Sub sub, model::ParamPart part) {
   switch (sub) {
     case Part::Sub::All: return true;
-    case Part::Sub::Attention: return name.find(".self_attn.") != std::string::npos;
-    case Part::Sub::Mlp: return name.find(".mlp.") != std::string::npos;
-    case Part::Sub::Norms: return name.find("layernorm") != std::string::npos;
+    case Part::Sub::Attention: return part == model::ParamPart::Mixer;
+    case Part::Sub::Mlp: return part == model::ParamPart::Mlp;
+    case Part::Sub::Norms: return part == model::ParamPart::Norm;
   }
   return false;
 }
@@ -135,16 +137,16 @@ bool selects(const model::Model& m, const Spec& spec, const model::Param& p) {
     switch (part.kind) {
       case Part::Kind::All: return true;
       case Part::Kind::Blocks:
-        if (p.layer >= 0 && part.layers.count(p.layer) && sub_matches(part.sub, p.name)) return true;
+        if (p.layer >= 0 && part.layers.count(p.layer) && sub_matches(part.sub, p.part)) return true;
         break;
       case Part::Kind::Embeddings:
-        if (p.name == "model.embed_tokens.weight") return true;
+        if (p.part == model::ParamPart::Embeddings) return true;
         break;
       case Part::Kind::FinalNorm:
-        if (p.name == "model.norm.weight") return true;
+        if (p.layer < 0 && p.part == model::ParamPart::Norm) return true;
         break;
       case Part::Kind::LmHead:
-        if (p.name == "lm_head.weight" || (tied && p.name == "model.embed_tokens.weight"))
+        if (p.part == model::ParamPart::Head || (tied && p.part == model::ParamPart::Embeddings))
           return true;
         break;
     }
@@ -197,7 +199,7 @@ int lowest_trainable_layer(const model::Model& m) {
   int lowest = m.n_layers() + 1;
   for (const model::Param& p : m.parameters()) {
     if (!p.tensor.requires_grad()) continue;
-    if (p.name == "model.embed_tokens.weight") return -1;
+    if (p.part == model::ParamPart::Embeddings) return -1;
     lowest = std::min(lowest, p.layer >= 0 ? p.layer : m.n_layers());
   }
   return lowest;

@@ -1,6 +1,8 @@
 // runtime/train/freeze.h: freeze specs as data: which parameters of a model a plan selects
 // (blocks by number, attention / mlp / norms inside them, embeddings, final norm, head), and
-// freezing or training only that selection.
+// freezing or training only that selection. Parameters are matched by the part their
+// architecture tags them with (model::ParamPart), so a spec means the same on every layer
+// kind: "attention" is a block's token mixer (attention, Mamba2, ...), q/k norms included.
 #pragma once
 #include <set>
 #include <string>

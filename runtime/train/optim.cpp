@@ -11,12 +11,8 @@
 
 namespace ltrun::train {
 
-bool no_decay(const std::string& name) {
-  auto ends = [&](const std::string& s) {
-    return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
-  };
-  return ends(".bias") || name.find("norm") != std::string::npos;
-}
+// The architecture tags each parameter (biases, norms, Mamba2's A_log / D / dt_bias: no decay).
+bool no_decay(const model::Param& p) { return !p.decay; }
 
 std::vector<ParamGroup> param_groups(const model::Model& m, double weight_decay,
                                      const std::map<int, double>& lr_mult, bool include_frozen) {
@@ -28,7 +24,7 @@ std::vector<ParamGroup> param_groups(const model::Model& m, double weight_decay,
   std::map<std::pair<int, bool>, ParamGroup> by;
   for (const model::Param& p : m.parameters()) {
     if (!include_frozen && !p.tensor.requires_grad()) continue;
-    const bool nd = no_decay(p.name);
+    const bool nd = no_decay(p);
     ParamGroup& g = by[{p.layer, nd}];
     if (g.params.empty()) {
       g.name = (p.layer >= 0 ? fmt::format("layer.{}", p.layer) : std::string("other")) +

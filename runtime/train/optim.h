@@ -27,8 +27,9 @@ std::vector<ParamGroup> param_groups(const model::Model& m, double weight_decay,
                                      const std::map<int, double>& lr_mult = {},
                                      bool include_frozen = false);
 
-// Whether weight decay skips this parameter (norm weights, biases).
-bool no_decay(const std::string& param_name);
+// Whether weight decay skips this parameter, as its architecture tags it (Param::decay:
+// norm weights, biases, Mamba2's A_log, D and dt_bias are not decayed).
+bool no_decay(const model::Param& p);
 
 struct AdamWOptions {
   double beta1 = 0.9, beta2 = 0.95, eps = 1e-8;

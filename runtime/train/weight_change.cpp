@@ -27,11 +27,11 @@ WeightChange weight_change(const model::Model& trained, const model::Model& base
     if (a[i].layer >= 0) {
       sq[size_t(a[i].layer)] += d;
       base_sq[size_t(a[i].layer)] += y.pow(2).sum().item<double>();
-    } else if (a[i].name == "model.embed_tokens.weight") {
+    } else if (a[i].part == model::ParamPart::Embeddings) {
       w.embeddings = std::sqrt(d);
-    } else if (a[i].name == "model.norm.weight") {
+    } else if (a[i].part == model::ParamPart::Norm) {
       w.final_norm = std::sqrt(d);
-    } else if (a[i].name == "lm_head.weight") {
+    } else if (a[i].part == model::ParamPart::Head) {
       w.lm_head = std::sqrt(d);
     }
   }

@@ -178,12 +178,12 @@ TEST_CASE("incremental decoding with the KV cache equals recomputing", "[model][
       const at::Tensor expect = m.forward(ids, full).logits;
 
       at::NoGradGuard no_grad;
-      KVCache cache;  // prefill 4, then 1, 1, a chunk of 3 (growing past the first capacity)
+      DecodeState cache;  // prefill 4, then 1, 1, a chunk of 3 (growing past the first capacity)
       std::vector<at::Tensor> got;
       int64_t at_pos = 0;
       for (int64_t n : {4, 1, 1, 3}) {
         ForwardOptions o;
-        o.cache = &cache;
+        o.state = &cache;
         o.attention_mask = mask.narrow(1, 0, at_pos + n);
         got.push_back(m.forward(ids.narrow(1, at_pos, n), o).logits);
         at_pos += n;
@@ -193,10 +193,10 @@ TEST_CASE("incremental decoding with the KV cache equals recomputing", "[model][
       const at::Tensor real = mask.unsqueeze(-1).to(at::kFloat);
       CHECK(rel_err(at::cat(got, 1) * real, expect * real) < 1e-5);
 
-      KVCache plain;  // no mask: positions continue from the cache length
+      DecodeState plain;  // no mask: positions continue from the cache length
       const at::Tensor expect_plain = m.forward(ids).logits;
       ForwardOptions o;
-      o.cache = &plain;
+      o.state = &plain;
       const at::Tensor first = m.forward(ids.narrow(1, 0, 5), o).logits;
       const at::Tensor rest = m.forward(ids.narrow(1, 5, 4), o).logits;
       CHECK(rel_err(at::cat({first, rest}, 1), expect_plain) < 1e-5);

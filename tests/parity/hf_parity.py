@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """tests/parity/hf_parity.py: ltrun's model core against HF transformers, on random tiny
-Qwen3, Qwen2 and Llama models (with llama3 / yarn / linear RoPE scaling, tied heads, biases).
+Qwen3, Qwen2 and Llama models (with llama3 / yarn / linear RoPE scaling, tied heads, biases)
+and Nemotron-H hybrids (Mamba2 / attention / MLP layers; transformers >= 5).
 
 Needs torch, transformers and safetensors (a GPU node, or scripts/check-torch2 on any
 Debian machine, which runs it on CPU in a Debian sid chroot; CTest does not run it) and the
@@ -16,7 +17,8 @@ ltrun_model_dump binary (built by default next to ltrun). For each model it
      with each of ltrun's attention paths (SDPA on LibTorch 2.x, and the explicit one of 1.x
      builds through LTRUN_ATTENTION=eager), bf16 within bf16 noise (twice HF-bf16's own
      distance from HF-fp32, at least 1e-2);
-  4. compares greedy generation (fp32) token by token;
+  4. compares greedy generation (fp32) token by token, and the logits ltrun gets decoding
+     the batch one token at a time through its decode state with HF's full-sequence logits;
   5. compares the trainer's loss and gradients (ltrun_loss_dump) with HF's loss with labels
      and autograd: full backward, a frozen prefix (from_layer 1), activation checkpointing;
 
@@ -32,6 +34,10 @@ Prints a table; exit 1 on any failure.
 
   python3 tests/parity/hf_parity.py --dump build/ltrun_model_dump [--device cuda] [--keep DIR]
                                     [--bf16 auto|on|off] [--tokenizer FILE ...]
+                                    [--only models|nemotron_h]
+(--only models: the model comparisons of every architecture, no tokenizers or `ltrun model
+new`, so only ltrun_model_dump and ltrun_loss_dump need building; --only nemotron_h: those
+of Nemotron-H alone.)
 (ltrun, ltrun_tokenize and ltrun_loss_dump are taken from beside ltrun_model_dump.)
 """
 import argparse
@@ -89,11 +95,31 @@ def tiny_configs():
                                                **rope_kwargs(1e4, {"rope_type": "linear", "factor": 2.0}))
 
 
+def nemotron_h_configs():
+    """Random tiny Nemotron-H hybrids. chunk_size 16 holds the whole 11-token batch in one
+    chunk: transformers' torch path of the chunked scan (NemotronHMamba2Mixer.torch_forward,
+    5.12) sums the chunk-to-chunk decays over the wrong axis, so from the second chunk on its
+    prefill disagrees with its own token-by-token decode (and with the recurrence); within a
+    chunk both agree. ltrun's chunked scan across chunks is compared with HF separately
+    (compare_model: the same weights with chunk_size 4 and 3 against HF's logits)."""
+    if TRANSFORMERS_MAJOR < 5 or not hasattr(transformers, "NemotronHConfig"):
+        return
+    common = dict(vocab_size=97, hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                  intermediate_size=96, mamba_num_heads=8, mamba_head_dim=16, ssm_state_size=8, n_groups=2,
+                  conv_kernel=4, chunk_size=16, layer_norm_epsilon=1e-5, use_mamba_kernels=False,
+                  tie_word_embeddings=False, bos_token_id=1, eos_token_id=2, pad_token_id=0)
+    yield "nemotron_h M*-M", transformers.NemotronHConfig(**common, hybrid_override_pattern="M*-M")
+    yield "nemotron_h -M*M g1 bias", transformers.NemotronHConfig(
+        **{**common, "n_groups": 1}, hybrid_override_pattern="-M*M", use_bias=True, mlp_bias=True)
+
+
 def sharpen(model, seed):
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if "norm" in name:
+            if name.endswith(("A_log", ".D", "dt_bias")):  # Mamba2 decays: keep their scale
+                p.add_(torch.rand(p.shape, generator=g) * 0.5 - 0.25)
+            elif "norm" in name:
                 p.add_(torch.rand(p.shape, generator=g) * 0.5 - 0.25)
             elif name.endswith(".bias"):
                 p.normal_(0, 0.5, generator=g)
@@ -119,7 +145,8 @@ def hf_states(model, ids, mask, device):
     """ltrun-convention states from HF: hidden.0..L (the last from a hook on the final norm's
     input), normed (HF's last hidden state), logits."""
     captured = {}
-    hook = model.model.norm.register_forward_pre_hook(lambda mod, args: captured.update(pre=args[0]))
+    final_norm = model.model.norm_f if hasattr(model.model, "norm_f") else model.model.norm
+    hook = final_norm.register_forward_pre_hook(lambda mod, args: captured.update(pre=args[0]))
     position_ids = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1)  # as HF generate does
     with torch.no_grad():
         out = model(input_ids=ids.to(device), attention_mask=mask.to(device),
@@ -186,6 +213,21 @@ def compare_model(name, config, dump, work, device, table, seed, bf16, loss_dump
         for key in ref32:
             a, r = errors(ours32[key], ref32[key], mask)
             table.add(name, "fp32" if attention == "sdpa" else "fp32 eager", key, a, r, 1e-4)
+        a, r = errors(ours32["logits_stepwise"], ref32["logits"], mask)
+        table.add(name, "fp32" if attention == "sdpa" else "fp32 eager", "logits, decoded stepwise", a, r, 1e-4)
+    if config.model_type == "nemotron_h":  # ltrun's scan across chunks (see nemotron_h_configs)
+        for chunk in (4, 3):
+            chunk_dir = f"{model_dir}_chunk{chunk}"
+            shutil.copytree(model_dir, chunk_dir)
+            with open(os.path.join(chunk_dir, "config.json")) as f:
+                cj = json.load(f)
+            cj["chunk_size"] = chunk
+            with open(os.path.join(chunk_dir, "config.json"), "w") as f:
+                json.dump(cj, f)
+            ours = ltrun_states(dump, chunk_dir, chunk_dir + "_out", device, "float32")
+            for key in (f"hidden.{config.num_hidden_layers}", "logits"):
+                a, r = errors(ours[key], ref32[key], mask)
+                table.add(name, "fp32", f"{key} (ltrun chunk_size {chunk})", a, r, 1e-4)
 
     if bf16:
         hf16 = AutoModelForCausalLM.from_pretrained(model_dir, attn_implementation="sdpa",
@@ -207,6 +249,18 @@ def compare_model(name, config, dump, work, device, table, seed, bf16, loss_dump
     out = run([dump, "generate", model_dir, "--ids", ids_arg(), "--max-new", str(n_new), "--device", device,
                "--dtype", "float32"])
     ours_tokens = [json.loads(line) for line in out.strip().splitlines()]  # one list per prompt
+    if config.model_type == "nemotron_h":
+        # Left padding is not neutral for Mamba2 layers with an in_proj bias: HF zeroes padded
+        # inputs before in_proj, so the bias of padded positions reaches the causal conv of the
+        # first real tokens (ltrun does the same: its padded prefill matches HF's above), and
+        # batched greedy tokens then depend on the padding. Compare each prompt alone.
+        with torch.no_grad():
+            hf_tokens = [model.generate(input_ids=torch.tensor([p], device=device), do_sample=False,
+                                        max_new_tokens=n_new, eos_token_id=None, pad_token_id=PAD)[0, len(p):].cpu().tolist()
+                         for p in PROMPTS]
+        ours_tokens = [json.loads(run([dump, "generate", model_dir, "--ids", " ".join(map(str, p)), "--max-new",
+                                       str(n_new), "--device", device, "--dtype", "float32"]).strip())
+                       for p in PROMPTS]
     same = sum(x == y for hr, orow in zip(hf_tokens, ours_tokens) for x, y in zip(hr, orow))
     total = len(PROMPTS) * n_new
     table.add(name, "fp32", f"greedy {same}/{total} tokens", 0.0, 0.0, 0.0, ok=same == total)
@@ -221,12 +275,17 @@ def compare_grads(name, model, model_dir, loss_dump, device, table):
     autograd, fp32, on two training windows: full backward, a frozen prefix (from_layer 1:
     blocks >= 1, the final norm and an untied head must get HF's full-backward gradients),
     and activation checkpointing."""
+    if not os.path.exists(loss_dump):
+        table.add(name, "fp32", "grads: ltrun_loss_dump not built", 0.0, 0.0, 0.0, ok=False)
+        return
     batch = torch.tensor(WINDOWS, device=device)
     model.zero_grad(set_to_none=True)
     with torch.enable_grad():
         loss = model(input_ids=batch, labels=batch).loss
         loss.backward()
     ref = {n: p.grad.float().cpu() for n, p in model.named_parameters() if p.grad is not None}
+    hf_name = (lambda n: n) if model.config.model_type != "nemotron_h" else \
+        (lambda n: "model." + n[len("backbone."):] if n.startswith("backbone.") else n)
     if model.config.tie_word_embeddings:
         ref.pop("lm_head.weight", None)  # the same tensor as the embeddings
     ids = ",".join(" ".join(str(t) for t in w) for w in WINDOWS)
@@ -244,8 +303,9 @@ def compare_grads(name, model, model_dir, loss_dump, device, table):
                 return True
             if n.startswith("model.layers."):
                 return int(n.split(".")[2]) >= from_layer
-            return n in ("model.norm.weight", "lm_head.weight")
+            return n in ("model.norm.weight", "model.norm_f.weight", "lm_head.weight")
         want = {n for n in ref if trains(n)}
+        ours = {("grad." + hf_name(k[len("grad."):]) if k.startswith("grad.") else k): v for k, v in ours.items()}
         have = {k[len("grad."):] for k in ours if k.startswith("grad.")}
         if from_layer > 0 and model.config.tie_word_embeddings:
             have.discard("model.embed_tokens.weight")  # the head's use only, by design
@@ -281,11 +341,11 @@ def compare_sharded(name, config, dump, work, device, table, seed, save_dtype):
         table.add(name, "fp32", f"{key} ({len(shards)} {dt} shards)", a, r, 1e-4)
 
 
-def compare_ltrun_made(arch, dump, work, device, table):
+def compare_ltrun_made(arch, dump, work, device, table, extra=()):
     """A model written by ltrun, read by transformers."""
     model_dir = os.path.join(work, f"ltrun_new_{arch}")
     run([dump, "new", model_dir, "--arch", arch, "--layers", "2", "--hidden", "48", "--heads", "4",
-         "--kv-heads", "2", "--vocab", "97", "--seed", "3"])
+         "--kv-heads", "2", "--vocab", "97", "--seed", "3", *extra])
     model = AutoModelForCausalLM.from_pretrained(model_dir, attn_implementation="eager",
                                                  **dtype_kwargs(torch.float32)).to(device)
     ids, mask = batch()
@@ -408,6 +468,8 @@ def main():
                     help="also compare token ids on this many seeded random texts (0: skip)")
     ap.add_argument("--tokenizer", action="append", default=[],
                     help="also compare this tokenizer.json with HF tokenizers (repeatable)")
+    ap.add_argument("--only", choices=["models", "nemotron_h"],
+                    help="only the model comparisons (of every architecture, or of Nemotron-H)")
     args = ap.parse_args()
     # HF matmuls in true fp32, like LibTorch's defaults
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -418,33 +480,39 @@ def main():
     os.makedirs(work, exist_ok=True)
     print(f"torch {torch.__version__}, transformers {transformers.__version__}, device {args.device}, work {work}")
     table = Table()
+    loss_dump = os.path.join(os.path.dirname(os.path.abspath(args.dump)), "ltrun_loss_dump")
     try:
-        for i, (name, config) in enumerate(tiny_configs()):
+        decoders = [] if args.only == "nemotron_h" else list(tiny_configs())
+        for i, (name, config) in enumerate(decoders + list(nemotron_h_configs())):
             compare_model(name, config, args.dump, work, args.device, table, seed=100 + i, bf16=bf16,
-                          loss_dump=os.path.join(os.path.dirname(os.path.abspath(args.dump)), "ltrun_loss_dump"))
-        configs = dict(tiny_configs())
-        compare_sharded("qwen3", configs["qwen3"], args.dump, work, args.device, table, 200, torch.bfloat16)
-        compare_sharded("llama", configs["llama"], args.dump, work, args.device, table, 201, torch.float16)
-        bin_dir = os.path.dirname(os.path.abspath(args.dump))
-        tokenizers = [("qwen3 (npm)", NPM_QWEN3)] if os.path.exists(NPM_QWEN3) else []
-        for arch in ("qwen3", "qwen2", "llama"):
-            compare_ltrun_made(arch, args.dump, work, args.device, table)
-            trained = compare_ltrun_cli_made(arch, os.path.join(bin_dir, "ltrun"), work, args.device, table,
-                                             args.dump)
-            if arch == "qwen3":  # the same corpus and vocabulary size for all three
-                tokenizers.append(("trained by ltrun", trained))
-        # SentencePiece-style (Llama 2 layouts) fixtures made by tests/data/text/make_spm_fixtures.py
-        spm = sorted(glob.glob(os.path.join(ROOT, "tests", "data", "text", "spm", "*", "tokenizer.json")))
-        if spm:
-            compare_ltrun_cli_made("llama", os.path.join(bin_dir, "ltrun"), work, args.device, table, args.dump,
-                                   tokenizer=spm[0])
-        tokenizers += [("spm " + os.path.basename(os.path.dirname(f)), f) for f in spm]
-        tokenizers += [(f, f) for f in args.tokenizer]
-        for k, (name, file) in enumerate(tokenizers):
-            compare_tokenizer(name, file, os.path.join(bin_dir, "ltrun_tokenize"), table)
-            if args.random_texts:
-                compare_tokenizer_fuzz(name, file, os.path.join(bin_dir, "ltrun_tokenize"), work, table,
-                                       args.random_texts, seed=1000 + k)
+                          loss_dump=loss_dump)
+        if TRANSFORMERS_MAJOR >= 5:
+            compare_ltrun_made("nemotron_h", args.dump, work, args.device, table,
+                               extra=("--pattern", "M*-M", "--hidden", "64"))
+        if not args.only:  # tokenizers, sharded checkpoints, `ltrun model new`
+            configs = dict(tiny_configs())
+            compare_sharded("qwen3", configs["qwen3"], args.dump, work, args.device, table, 200, torch.bfloat16)
+            compare_sharded("llama", configs["llama"], args.dump, work, args.device, table, 201, torch.float16)
+            bin_dir = os.path.dirname(os.path.abspath(args.dump))
+            tokenizers = [("qwen3 (npm)", NPM_QWEN3)] if os.path.exists(NPM_QWEN3) else []
+            for arch in ("qwen3", "qwen2", "llama"):
+                compare_ltrun_made(arch, args.dump, work, args.device, table)
+                trained = compare_ltrun_cli_made(arch, os.path.join(bin_dir, "ltrun"), work, args.device, table,
+                                                 args.dump)
+                if arch == "qwen3":  # the same corpus and vocabulary size for all three
+                    tokenizers.append(("trained by ltrun", trained))
+            # SentencePiece-style (Llama 2 layouts) fixtures made by tests/data/text/make_spm_fixtures.py
+            spm = sorted(glob.glob(os.path.join(ROOT, "tests", "data", "text", "spm", "*", "tokenizer.json")))
+            if spm:
+                compare_ltrun_cli_made("llama", os.path.join(bin_dir, "ltrun"), work, args.device, table, args.dump,
+                                       tokenizer=spm[0])
+            tokenizers += [("spm " + os.path.basename(os.path.dirname(f)), f) for f in spm]
+            tokenizers += [(f, f) for f in args.tokenizer]
+            for k, (name, file) in enumerate(tokenizers):
+                compare_tokenizer(name, file, os.path.join(bin_dir, "ltrun_tokenize"), table)
+                if args.random_texts:
+                    compare_tokenizer_fuzz(name, file, os.path.join(bin_dir, "ltrun_tokenize"), work, table,
+                                           args.random_texts, seed=1000 + k)
     finally:
         table.print()
         if not args.keep:

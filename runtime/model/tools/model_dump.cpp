@@ -3,11 +3,13 @@
 //
 //   ltrun_model_dump new DIR [--arch A] [--layers N] [--hidden N] [--heads N] [--kv-heads N]
 //                    [--intermediate N] [--head-dim N] [--vocab N] [--seed N] [--tie] [--bias]
+//                    [--pattern M*-] (nemotron_h: the kind of each layer)
 //   ltrun_model_dump info DIR
 //   ltrun_model_dump forward DIR OUT --ids "1 2 3,4 5" [--device D] [--dtype T]
 //       OUT/model.safetensors: input_ids, attention_mask [B, T] (rows left-padded with 0),
 //       hidden.0 .. hidden.L [B, T, H] (ltrun's convention: all before the final norm),
-//       normed = final_norm(hidden.L), logits [B, T, V]; all float32.
+//       normed = final_norm(hidden.L), logits [B, T, V], and logits_stepwise: the same
+//       logits decoded one token at a time through a DecodeState; all float32.
 //   ltrun_model_dump generate DIR --ids "..." --max-new N [--device D] [--dtype T]
 //       greedy; prints one JSON list of new token ids per prompt
 #include <ATen/ATen.h>
@@ -109,10 +111,19 @@ void cmd_forward(const Args& a) {
     out.emplace_back(fmt::format("hidden.{}", l), r.hidden[l].to(at::kCPU, at::kFloat));
   at::Tensor norm_weight;
   for (const model::Param& p : m.parameters())
-    if (p.name == "model.norm.weight") norm_weight = p.tensor;
+    if (p.layer < 0 && p.part == model::ParamPart::Norm) norm_weight = p.tensor;
   out.emplace_back("normed", model::rms_norm(r.hidden.back(), norm_weight, m.config().rms_norm_eps)
                                  .to(at::kCPU, at::kFloat));
   out.emplace_back("logits", r.logits.to(at::kCPU, at::kFloat));
+  model::DecodeState state;
+  std::vector<at::Tensor> steps;
+  for (int64_t t = 0; t < T; ++t) {
+    model::ForwardOptions s;
+    s.state = &state;
+    s.attention_mask = mask.narrow(1, 0, t + 1);
+    steps.push_back(m.forward(ids.narrow(1, t, 1), s).logits);
+  }
+  out.emplace_back("logits_stepwise", at::cat(steps, 1).to(at::kCPU, at::kFloat));
   io::save_checkpoint(a.pos[2], out);
 }
 
@@ -140,6 +151,7 @@ void cmd_new(const Args& a) {
   s.seed = uint64_t(a.num("seed", 0));
   s.tie_word_embeddings = a.flag("tie");
   s.attention_bias = a.flag("bias");
+  s.pattern = a.get("pattern", "");
   model::make_tiny(s, c10::kCPU, parse_dtype(a.get("dtype", "float32"))).save(a.pos[1]);
 }
 

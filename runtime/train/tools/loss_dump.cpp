@@ -72,8 +72,8 @@ int run(int argc, char** argv) {
   const bool tied = m.config().tie_word_embeddings;
   for (const model::Param& p : m.parameters()) {
     const bool below =
-        p.layer >= 0 ? p.layer < from : from > 0 && p.name == "model.embed_tokens.weight";
-    p.tensor.set_requires_grad(!below || (tied && p.name == "model.embed_tokens.weight"));
+        p.layer >= 0 ? p.layer < from : from > 0 && p.part == model::ParamPart::Embeddings;
+    p.tensor.set_requires_grad(!below || (tied && p.part == model::ParamPart::Embeddings));
   }
   at::Tensor loss;
   if (opt.count("checkpointed")) {

@@ -1,4 +1,4 @@
-// runtime/model/qwen3.cpp: Qwen3 ("qwen3"): the Llama block plus an RMSNorm over head_dim on
+// runtime/model/arch/qwen3.cpp: Qwen3 ("qwen3"): the Llama block plus an RMSNorm over head_dim on
 // q and k (q_norm, k_norm) before RoPE; q/k/v/o biases only with attention_bias.
 #include "runtime/model/arch.h"
 
@@ -18,6 +18,7 @@ void read(const ConfigReader& r, Config& c) {
 }
 
 void write(const Config& c, nlohmann::json& j) {
+  write_decoder(c, j);
   j["attention_bias"] = c.qkv_bias;
   j["use_sliding_window"] = false;
   j["max_window_layers"] = c.n_layers;
@@ -25,6 +26,8 @@ void write(const Config& c, nlohmann::json& j) {
 
 }  // namespace
 
-const Arch kQwen3Arch = {"qwen3", "Qwen3ForCausalLM", read, write};
+const Arch kQwen3Arch = {"qwen3", "Qwen3ForCausalLM", read, write,
+                             "model.embed_tokens.weight", "model.layers.{}.", "model.norm.weight",
+                             "lm_head.weight", make_decoder_layer_at};
 
 }  // namespace ltrun::model

@@ -1,4 +1,4 @@
-// runtime/model/llama.cpp: Llama 2/3 ("llama"): the base block; q/k/v/o biases with
+// runtime/model/arch/llama.cpp: Llama 2/3 ("llama"): the base block; q/k/v/o biases with
 // attention_bias, gate/up/down biases with mlp_bias (both off in Meta's checkpoints).
 #include "runtime/model/arch.h"
 
@@ -12,12 +12,15 @@ void read(const ConfigReader& r, Config& c) {
 }
 
 void write(const Config& c, nlohmann::json& j) {
+  write_decoder(c, j);
   j["attention_bias"] = c.qkv_bias;
   j["mlp_bias"] = c.mlp_bias;
 }
 
 }  // namespace
 
-const Arch kLlamaArch = {"llama", "LlamaForCausalLM", read, write};
+const Arch kLlamaArch = {"llama", "LlamaForCausalLM", read, write,
+                             "model.embed_tokens.weight", "model.layers.{}.", "model.norm.weight",
+                             "lm_head.weight", make_decoder_layer_at};
 
 }  // namespace ltrun::model

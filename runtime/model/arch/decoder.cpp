@@ -1,0 +1,119 @@
+// runtime/model/arch/decoder.cpp: the qwen3 / qwen2 / llama block (pre-norm attention with
+// RoPE, then a pre-norm SwiGLU MLP) and the attention decode state (keys and values) that
+// nemotron_h's attention layers share.
+#include "runtime/model/arch/decoder.h"
+
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+
+namespace ltrun::model {
+
+// Writes this forward's keys and values at position `past` and returns all of them so far.
+std::pair<at::Tensor, at::Tensor> KVState::append(const at::Tensor& k_new, const at::Tensor& v_new,
+                                                  int64_t past, int64_t capacity_hint) {
+  const int64_t T = k_new.size(2), need = past + T;
+  if (!k.defined() || k.size(2) < need) {
+    // grow geometrically so that token-by-token decoding copies O(n) in total, not O(n^2)
+    const int64_t cap = std::max({need, capacity_hint, k.defined() ? 2 * k.size(2) : int64_t(0)});
+    auto grow = [&](const at::Tensor& old, const at::Tensor& like) {
+      at::Tensor buf = at::empty({like.size(0), like.size(1), cap, like.size(3)}, like.options());
+      if (past > 0) buf.narrow(2, 0, past).copy_(old.narrow(2, 0, past));
+      return buf;
+    };
+    k = grow(k, k_new);
+    v = grow(v, v_new);
+  }
+  k.narrow(2, past, T).copy_(k_new);
+  v.narrow(2, past, T).copy_(v_new);
+  return {k.narrow(2, 0, need), v.narrow(2, 0, need)};
+}
+
+void AttentionWeights::slots(const Config& c, std::vector<Slot>& out, const std::string& p) {
+  const int64_t H = c.hidden_size, q_out = c.n_heads * c.head_dim, kv_out = c.n_kv_heads * c.head_dim;
+  auto linear = [&](const char* name, at::Tensor& w, at::Tensor& b, bool has_bias, int64_t o,
+                    int64_t i) {
+    out.push_back({p + name + ".weight", {o, i}, ParamPart::Mixer, Init::Normal, true, &w});
+    if (has_bias) out.push_back({p + name + ".bias", {o}, ParamPart::Mixer, Init::Zeros, false, &b});
+  };
+  linear("q_proj", q, q_bias, c.qkv_bias, q_out, H);
+  linear("k_proj", k, k_bias, c.qkv_bias, kv_out, H);
+  linear("v_proj", v, v_bias, c.qkv_bias, kv_out, H);
+  linear("o_proj", o, o_bias, c.o_bias, H, q_out);
+  if (c.qk_norm) {
+    out.push_back({p + "q_norm.weight", {c.head_dim}, ParamPart::Mixer, Init::Ones, false, &q_norm});
+    out.push_back({p + "k_norm.weight", {c.head_dim}, ParamPart::Mixer, Init::Ones, false, &k_norm});
+  }
+}
+
+at::Tensor AttentionWeights::forward(const at::Tensor& x, const LayerInput& in,
+                                     LayerState* state) const {
+  const Config& c = in.config;
+  const int64_t B = x.size(0), T = x.size(1);
+  at::Tensor qh = at::linear(x, q, q_bias).view({B, T, c.n_heads, c.head_dim});
+  at::Tensor kh = at::linear(x, k, k_bias).view({B, T, c.n_kv_heads, c.head_dim});
+  at::Tensor vh = at::linear(x, v, v_bias).view({B, T, c.n_kv_heads, c.head_dim}).transpose(1, 2);
+  if (c.qk_norm) {
+    qh = rms_norm(qh, q_norm, c.rms_norm_eps);
+    kh = rms_norm(kh, k_norm, c.rms_norm_eps);
+  }
+  qh = qh.transpose(1, 2);
+  kh = kh.transpose(1, 2);
+  if (c.rope) {
+    qh = apply_rope(qh, *in.rope);
+    kh = apply_rope(kh, *in.rope);
+  }
+  if (state)
+    std::tie(kh, vh) = static_cast<KVState*>(state)->append(kh, vh, in.past, in.capacity_hint);
+  const at::Tensor a =
+      attention(qh, kh, vh, in.visible).transpose(1, 2).reshape({B, T, c.n_heads * c.head_dim});
+  return at::linear(a, o, o_bias);
+}
+
+namespace {
+
+class DecoderLayer final : public Layer {
+ public:
+  explicit DecoderLayer(const Config& c) : c_(c) {}
+  const std::string& kind() const override {
+    static const std::string k = "decoder";
+    return k;
+  }
+  std::vector<Site> sites() const override {
+    return {Site::MixerOut, Site::ResidMid, Site::MlpOut};
+  }
+  void slots(std::vector<Slot>& out) override {
+    const int64_t H = c_.hidden_size, I = c_.intermediate_size;
+    attn_.slots(c_, out, "self_attn.");
+    auto linear = [&](const char* name, at::Tensor& w, at::Tensor& b, int64_t o, int64_t i) {
+      out.push_back({std::string("mlp.") + name + ".weight", {o, i}, ParamPart::Mlp, Init::Normal, true, &w});
+      if (c_.mlp_bias)
+        out.push_back({std::string("mlp.") + name + ".bias", {o}, ParamPart::Mlp, Init::Zeros, false, &b});
+    };
+    linear("gate_proj", gate_, gate_bias_, I, H);
+    linear("up_proj", up_, up_bias_, I, H);
+    linear("down_proj", down_, down_bias_, H, I);
+    out.push_back({"input_layernorm.weight", {H}, ParamPart::Norm, Init::Ones, false, &input_norm_});
+    out.push_back({"post_attention_layernorm.weight", {H}, ParamPart::Norm, Init::Ones, false, &post_norm_});
+  }
+  at::Tensor forward(const at::Tensor& h, const LayerInput& in, LayerState* state,
+                     Hooks& hooks) const override {
+    const double eps = c_.rms_norm_eps;
+    const at::Tensor a = hooks.at(Site::MixerOut, attn_.forward(rms_norm(h, input_norm_, eps), in, state));
+    const at::Tensor h2 = hooks.at(Site::ResidMid, h + a);
+    const at::Tensor y = rms_norm(h2, post_norm_, eps);
+    return h2 + hooks.at(Site::MlpOut, swiglu(y, gate_, up_, down_, gate_bias_, up_bias_, down_bias_));
+  }
+  std::unique_ptr<LayerState> new_state() const override { return std::make_unique<KVState>(); }
+
+ private:
+  const Config& c_;
+  AttentionWeights attn_;
+  at::Tensor gate_, up_, down_, gate_bias_, up_bias_, down_bias_, input_norm_, post_norm_;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_decoder_layer(const Config& c) { return std::make_unique<DecoderLayer>(c); }
+std::unique_ptr<Layer> make_decoder_layer_at(const Config& c, int) { return make_decoder_layer(c); }
+
+}  // namespace ltrun::model

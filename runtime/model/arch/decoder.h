@@ -1,0 +1,26 @@
+// runtime/model/arch/decoder.h (internal): the attention sublayer shared by the decoder block
+// (qwen3, qwen2, llama) and nemotron_h's attention layers, and its decode state.
+#pragma once
+#include "runtime/model/arch.h"
+
+namespace ltrun::model {
+
+// Keys and values of one attention layer, [B, kv_heads, capacity, head_dim]; the first
+// `past` positions are valid.
+struct KVState : LayerState {
+  at::Tensor k, v;
+  std::pair<at::Tensor, at::Tensor> append(const at::Tensor& k_new, const at::Tensor& v_new,
+                                           int64_t past, int64_t capacity_hint);
+};
+
+// q/k/v/o projections (biases and q/k norms as the config says) and grouped-query attention;
+// RoPE when config.rope.
+struct AttentionWeights {
+  at::Tensor q, k, v, o, q_bias, k_bias, v_bias, o_bias, q_norm, k_norm;
+  // names after `prefix` ("self_attn.", "mixer."), all ParamPart::Mixer
+  void slots(const Config& c, std::vector<Slot>& out, const std::string& prefix);
+  // x [B, T, H] (normalised) → o_proj's output [B, T, H]; state: a KVState or null
+  at::Tensor forward(const at::Tensor& x, const LayerInput& in, LayerState* state) const;
+};
+
+}  // namespace ltrun::model

@@ -1,0 +1,166 @@
+// runtime/model/arch/mamba2.cpp: the Mamba2 mixer (in_proj, causal depthwise conv, SSD scan,
+// gated group RMSNorm, out_proj) following transformers' NemotronHMamba2Mixer.torch_forward.
+#include "runtime/model/arch/mamba2.h"
+
+#include <ATen/ATen.h>
+
+#include "runtime/core/error.h"
+
+namespace ltrun::model {
+
+void Mamba2Weights::slots(const Config& c, std::vector<Slot>& out, const std::string& p) {
+  const Mamba2Config& m = c.mamba;
+  const int64_t H = c.hidden_size, I = m.inner(), CD = m.conv_dim();
+  const int64_t proj = I + CD + m.heads;  // gate z, conv input (x, B, C), dt
+  out.push_back({p + "dt_bias", {m.heads}, ParamPart::Mixer, Init::DtBias, false, &dt_bias});
+  out.push_back({p + "A_log", {m.heads}, ParamPart::Mixer, Init::ALog, false, &A_log});
+  out.push_back({p + "D", {m.heads}, ParamPart::Mixer, Init::Ones, false, &D});
+  out.push_back({p + "conv1d.weight", {CD, 1, m.conv_kernel}, ParamPart::Mixer, Init::Normal, true, &conv_w});
+  if (m.conv_bias)
+    out.push_back({p + "conv1d.bias", {CD}, ParamPart::Mixer, Init::Zeros, false, &conv_b});
+  out.push_back({p + "in_proj.weight", {proj, H}, ParamPart::Mixer, Init::Normal, true, &in_proj});
+  if (m.proj_bias)
+    out.push_back({p + "in_proj.bias", {proj}, ParamPart::Mixer, Init::Zeros, false, &in_bias});
+  out.push_back({p + "norm.weight", {I}, ParamPart::Mixer, Init::Ones, false, &norm});
+  out.push_back({p + "out_proj.weight", {H, I}, ParamPart::Mixer, Init::Normal, true, &out_proj});
+  if (m.proj_bias)
+    out.push_back({p + "out_proj.bias", {H}, ParamPart::Mixer, Init::Zeros, false, &out_bias});
+}
+
+namespace {
+
+// a [..., Q] → [..., Q, Q] with out[i][j] = a[j+1] + ... + a[i] for i >= j and -inf above the
+// diagonal: exp(out) is the decay from step j to step i. Sums of a masked copy rather than
+// differences of one cumsum, which would cancel badly.
+at::Tensor segsum(const at::Tensor& a) {
+  const int64_t Q = a.size(-1);
+  std::vector<int64_t> sizes = a.sizes().vec();
+  sizes.push_back(Q);
+  const auto bool_opts = a.options().dtype(at::kBool);
+  const at::Tensor strictly_below = at::ones({Q, Q}, bool_opts).tril(-1);
+  at::Tensor x = a.unsqueeze(-1).expand(sizes).masked_fill(strictly_below.logical_not(), 0);
+  x = x.cumsum(-2);
+  return x.masked_fill(at::ones({Q, Q}, bool_opts).tril(0).logical_not(),
+                       -std::numeric_limits<double>::infinity());
+}
+
+// zero-pads dim 1 by `pad` and splits it into chunks: [b, T, ...] → [b, c, Q, ...]
+at::Tensor chunked(const at::Tensor& t, int64_t pad, int64_t Q) {
+  at::Tensor x = t;
+  if (pad > 0) {
+    std::vector<int64_t> s = t.sizes().vec();
+    s[1] = pad;
+    x = at::cat({t, at::zeros(s, t.options())}, 1);
+  }
+  std::vector<int64_t> s = x.sizes().vec();
+  s[1] = x.size(1) / Q;
+  s.insert(s.begin() + 2, Q);
+  return x.reshape(s);
+}
+
+// HF's Zamba2RMSNormGated: y * silu(gate) in fp32, RMS-normalised per group of channels.
+at::Tensor gated_group_norm(const at::Tensor& y, const at::Tensor& gate, const at::Tensor& weight,
+                            int64_t groups, double eps) {
+  const auto acc = at::promote_types(y.scalar_type(), at::kFloat);
+  at::Tensor x = y.to(acc) * at::silu(gate.to(acc));
+  std::vector<int64_t> s = x.sizes().vec();
+  const int64_t last = s.back();
+  std::vector<int64_t> g = s;
+  g.back() = groups;
+  g.push_back(last / groups);
+  at::Tensor xg = x.view(g);
+  xg = xg * at::rsqrt(xg.pow(2).mean(-1, true) + eps);
+  return weight * xg.view(s).to(y.scalar_type());
+}
+
+}  // namespace
+
+at::Tensor ssd_chunked(const at::Tensor& x, const at::Tensor& dt, const at::Tensor& A,
+                       const at::Tensor& B, const at::Tensor& C, int64_t Q,
+                       const at::Tensor& initial, at::Tensor* final_state) {
+  const int64_t b = x.size(0), T = x.size(1), h = x.size(2), p = x.size(3), n = B.size(3);
+  const int64_t pad = (Q - T % Q) % Q;
+  // padded steps have dt = 0: no input and a decay of exp(0) = 1, so the final state holds
+  const at::Tensor xdt = chunked(x * dt.unsqueeze(-1), pad, Q);       // [b, c, Q, h, p]
+  const at::Tensor adt = chunked(dt * A, pad, Q).permute({0, 3, 1, 2});  // [b, h, c, Q]
+  const at::Tensor Bc = chunked(B, pad, Q), Cc = chunked(C, pad, Q);  // [b, c, Q, h, n]
+  const at::Tensor acum = adt.cumsum(-1);
+  // 1. inside each chunk: attention-like scores C_l . B_s weighted by the decay s -> l
+  const at::Tensor decay = at::exp(segsum(adt));  // [b, h, c, l, s]
+  const at::Tensor scores = at::einsum("bclhn,bcshn->bhcls", {Cc, Bc}) * decay;
+  const at::Tensor y_diag = at::einsum("bhcls,bcshp->bclhp", {scores, xdt});
+  // 2. each chunk's own contribution to the state at its end
+  const at::Tensor to_end = at::exp(acum.narrow(-1, Q - 1, 1) - acum);  // [b, h, c, Q]
+  const at::Tensor own = at::einsum("bclhn,bhcl,bclhp->bchpn", {Bc, to_end, xdt});
+  // 3. states entering each chunk: a recurrence over chunks, as one matrix of decays
+  const at::Tensor init =
+      initial.defined() ? initial.to(x.scalar_type()).unsqueeze(1) : at::zeros({b, 1, h, p, n}, x.options());
+  const at::Tensor states = at::cat({init, own}, 1);  // [b, c + 1, h, p, n]
+  const at::Tensor ends = at::cat({at::zeros({b, h, 1}, acum.options()), acum.select(-1, Q - 1)}, -1);
+  const at::Tensor carried =
+      at::einsum("bhzc,bchpn->bzhpn", {at::exp(segsum(ends)), states});  // [b, c + 1, h, p, n]
+  const int64_t c = carried.size(1) - 1;
+  if (final_state) *final_state = carried.select(1, c);
+  // 4. the entering state read out by C_l, decayed to step l
+  const at::Tensor y_off =
+      at::einsum("bclhn,bchpn,bhcl->bclhp", {Cc, carried.narrow(1, 0, c), at::exp(acum)});
+  return (y_diag + y_off).reshape({b, c * Q, h, p}).narrow(1, 0, T);
+}
+
+at::Tensor ssd_step(const at::Tensor& x, const at::Tensor& dt, const at::Tensor& A,
+                    const at::Tensor& B, const at::Tensor& C, at::Tensor& state) {
+  const at::Tensor dA = at::exp(dt * A).unsqueeze(-1).unsqueeze(-1);     // [b, h, 1, 1]
+  const at::Tensor dBx = (dt.unsqueeze(-1) * x).unsqueeze(-1) * B.unsqueeze(2);  // [b, h, p, n]
+  state = state * dA + dBx;
+  return at::matmul(state, C.unsqueeze(-1)).squeeze(-1);  // [b, h, p]
+}
+
+at::Tensor mamba2_mixer(const at::Tensor& x_in, const Mamba2Weights& w, const Mamba2Config& m,
+                        double eps, const at::Tensor& token_mask, Mamba2State* state) {
+  const int64_t Bsz = x_in.size(0), T = x_in.size(1), I = m.inner(), CD = m.conv_dim();
+  const int64_t H = m.heads, P = m.head_dim, N = m.state, G = m.groups, K = m.conv_kernel;
+  const auto dtype = x_in.scalar_type();
+  const auto acc = at::promote_types(dtype, at::kFloat);  // fp32 as HF; fp64 for fp64 checks
+  at::Tensor mask;  // [B, T, 1] in the model's dtype
+  if (token_mask.defined()) mask = token_mask.unsqueeze(-1).to(dtype);
+  const at::Tensor x = mask.defined() ? x_in * mask : x_in;
+  const at::Tensor zxbcdt = at::linear(x, w.in_proj, w.in_bias);
+  const at::Tensor gate = zxbcdt.narrow(-1, 0, I);
+  const at::Tensor xbc = zxbcdt.narrow(-1, I, CD).transpose(1, 2);  // [B, CD, T]
+  at::Tensor dt = zxbcdt.narrow(-1, I + CD, H);
+
+  // causal depthwise conv over the previous K-1 inputs (zeros at the start) and these
+  const at::Tensor prev = state && state->conv.defined()
+                              ? state->conv
+                              : at::zeros({Bsz, CD, K - 1}, xbc.options());
+  const at::Tensor full = at::cat({prev, xbc}, -1);
+  if (state) state->conv = full.narrow(-1, full.size(-1) - (K - 1), K - 1).clone();
+  at::Tensor conv = at::silu(at::conv1d(full, w.conv_w, w.conv_b, at::IntArrayRef{1}, at::IntArrayRef{0},
+                                          at::IntArrayRef{1}, CD)).transpose(1, 2);
+  if (mask.defined()) conv = conv * mask;
+  const at::Tensor xs = conv.narrow(-1, 0, I).to(acc).reshape({Bsz, T, H, P});
+  auto heads_of = [&](const at::Tensor& g) {  // [B, T, G*N] → [B, T, H, N]
+    return g.to(acc).reshape({Bsz, T, G, N}).repeat_interleave(H / G, 2);
+  };
+  const at::Tensor Bm = heads_of(conv.narrow(-1, I, G * N));
+  const at::Tensor Cm = heads_of(conv.narrow(-1, I + G * N, G * N));
+  const at::Tensor A = -at::exp(w.A_log.to(acc));
+  // HF's torch path floors dt at time_step_min (its CUDA kernels clamp to time_step_limit)
+  dt = at::softplus(dt + w.dt_bias).clamp_min(m.dt_min).to(acc);
+
+  at::Tensor y;
+  if (state && state->ssm.defined() && T == 1) {
+    y = ssd_step(xs.select(1, 0), dt.select(1, 0), A, Bm.select(1, 0), Cm.select(1, 0), state->ssm)
+            .unsqueeze(1);
+  } else {
+    at::Tensor final_state;
+    y = ssd_chunked(xs, dt, A, Bm, Cm, m.chunk, state ? state->ssm : at::Tensor(),
+                    state ? &final_state : nullptr);
+    if (state) state->ssm = final_state;
+  }
+  y = y + w.D.to(acc).unsqueeze(-1) * xs;
+  const at::Tensor normed = gated_group_norm(y.reshape({Bsz, T, I}), gate, w.norm, G, eps);
+  return at::linear(normed.to(dtype), w.out_proj, w.out_bias);
+}
+
+}  // namespace ltrun::model

@@ -1,0 +1,44 @@
+// runtime/model/arch/mamba2.h (internal; tests use it): the Mamba2 mixer of nemotron_h as HF
+// transformers' torch path computes it, and its decode state. The state-space recurrence
+//     s_t = exp(dt_t * A) * s_{t-1} + dt_t * x_t (outer) B_t,    y_t = s_t . C_t + D * x_t
+// is run in two forms that must agree: the chunked SSD scan (prefill: matmuls within chunks
+// of `chunk` tokens, a short recurrence across chunks) and one step at a time (decode).
+#pragma once
+#include "runtime/model/arch.h"
+
+namespace ltrun::model {
+
+struct Mamba2Weights {
+  at::Tensor in_proj, in_bias, conv_w, conv_b, dt_bias, A_log, D, norm, out_proj, out_bias;
+  // names after `prefix` ("mixer."), all ParamPart::Mixer; A_log, D, dt_bias, norm and
+  // biases not decayed
+  void slots(const Config& c, std::vector<Slot>& out, const std::string& prefix);
+};
+
+// What a Mamba2 layer keeps between steps: the last conv_kernel - 1 inputs of the causal
+// conv [B, conv_dim, K-1] and the SSM state [B, heads, head_dim, state] in fp32 (fp64 for
+// an fp64 model).
+struct Mamba2State : LayerState {
+  at::Tensor conv, ssm;
+};
+
+// The scan without the D term, fp32. x [b, T, h, p], dt [b, T, h] (after softplus), A [h]
+// (negative), B and C [b, T, h, n] (groups already expanded to heads). initial: [b, h, p, n]
+// or undefined (zeros). Returns y [b, T, h, p]; the state after the last token goes to
+// *final_state when given.
+at::Tensor ssd_chunked(const at::Tensor& x, const at::Tensor& dt, const at::Tensor& A,
+                       const at::Tensor& B, const at::Tensor& C, int64_t chunk,
+                       const at::Tensor& initial, at::Tensor* final_state);
+// One token: x [b, h, p], dt [b, h], B and C [b, h, n]; `state` [b, h, p, n] is advanced in
+// place (a new tensor is assigned). Returns y [b, h, p] (without D).
+at::Tensor ssd_step(const at::Tensor& x, const at::Tensor& dt, const at::Tensor& A,
+                    const at::Tensor& B, const at::Tensor& C, at::Tensor& state);
+
+// The mixer: x [B, T, hidden] (normalised) → out_proj's output [B, T, hidden]. token_mask
+// [B, T] bool zeroes padded positions as HF does (undefined: none). state: null, or this
+// layer's state, read and extended (one new token takes the step form, more the chunked
+// scan from the stored state).
+at::Tensor mamba2_mixer(const at::Tensor& x, const Mamba2Weights& w, const Mamba2Config& m,
+                        double eps, const at::Tensor& token_mask, Mamba2State* state);
+
+}  // namespace ltrun::model
