@@ -183,6 +183,12 @@ for _, spec in ipairs(benches) do
   local spread = {}
   for letter, n in exp.sorted(answers) do spread[#spread + 1] = letter .. "=" .. n end
   print(("%s: the base's logit answers %s"):format(spec, table.concat(spread, " ")))
+  local most, n_items = 0, 0
+  for _, n in pairs(answers) do most, n_items = math.max(most, n), n_items + n end
+  if n_items > 0 and most >= 0.9 * n_items then
+    print(("warning: the base gives one letter to %d of %d %s items: that benchmark cannot show what the plans "
+           .. "cost; task_acc and old_loss can"):format(most, n_items, spec))
+  end
 end
 
 -- ---- figures ------------------------------------------------------------------------------------
