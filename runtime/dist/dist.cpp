@@ -6,6 +6,7 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/version.h>
 #ifdef LTRUN_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
@@ -98,9 +99,19 @@ ReduceOp parse_op(const std::string& s) {
   fail("dist: reduce op '{}': expected sum, avg, max or min", s);
 }
 
+// LibTorch 1.x: ProcessGroupGloo / ProcessGroupNCCL derive from c10d::ProcessGroup; 2.x
+// made them c10d::Backend (ProcessGroup dispatches to backends by device). ltrun calls the
+// collectives (allreduce, broadcast, allgather, barrier: the same signatures in both) on the
+// Gloo or NCCL object itself.
+#if TORCH_VERSION_MAJOR >= 2
+using ProcessGroupBase = c10d::Backend;
+#else
+using ProcessGroupBase = c10d::ProcessGroup;
+#endif
+
 struct Group::Impl {
   c10::intrusive_ptr<c10d::Store> store;
-  c10::intrusive_ptr<c10d::ProcessGroup> pg;
+  c10::intrusive_ptr<ProcessGroupBase> pg;
   c10::Device device{c10::kCPU};
 };
 
