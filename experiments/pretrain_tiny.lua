@@ -8,14 +8,19 @@
 --   * English: Debian's fortunes (fortunes-min/fortunes) and WordNet glosses (wordnet-base);
 --     one document in `heldout_every` is held out and saved as OUT/heldout.txt (the base's
 --     own domain, on which freeze_deep.lua measures what continued pre-training costs);
---   * antonym statements for every WordNet adjective pair ("wet is the opposite of dry.",
---     "The opposite of dry is wet.", "Wet and dry are antonyms.", "Opposite of wet: Dry.");
+--   * antonym statements for every pair of WordNet's everyday adjectives (--words=everyday:
+--     lt.tasks.wordnet_antonyms, 187 pairs; common or all for more), four templates in both
+--     directions ("wet is the opposite of dry.", "The opposite of wet is dry.",
+--     '"Wet" and "Dry" are antonyms.', 'Opposite of wet: "Dry".');
 --   * task-format prompts with their answer ("Example:hot->Cold, big->Small; Query:wet->Dry",
 --     lt.tasks.format) and 4-way benchmark items with their answer letter (the prompt of
---     lt.eval's built-in "antonyms"), both from the *train* pairs of lt.tasks.split_pairs only.
+--     lt.eval's built-in "antonyms"), both from the *train* pairs of lt.tasks.split_pairs only,
+--     minus any prompt or item the studies ask later.
 -- The test pairs (a hash of the pair, 1 in 5; lt.tasks.split_pairs) never appear in the task
--- or benchmark format: on them, the held-out task accuracy printed at the end asks whether
--- the model applies the in-context format to antonyms it only read as statements.
+-- or benchmark format. At the end it prints the task rate on fresh prompts of the train pairs
+-- (what the studies trace by default) and of the test pairs (whether the model carries what it
+-- only read as statements into the task format: at the defaults it does not), and both
+-- built-in benchmarks.
 local exp = require "lt.experiment"
 local tasks = require "lt.tasks"
 -- run as a script, the varargs are the command line (exp.args reads `arg`); called from
