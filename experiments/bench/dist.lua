@@ -37,19 +37,22 @@ end
 
 local path, cleanup = exp.temp_model{ layers = cfg.layers, hidden = cfg.hidden, heads = cfg.heads,
                                       kv_heads = cfg.kv_heads, vocab = 2048, seed = 1 }
-local p = io.popen("readlink /proc/$PPID/exe")
-local ltrun = p:read("*l")
-p:close()
 local script = debug.getinfo(1, "S").source:match("^@(.*)$")
 local db = os.tmpname()  -- the launched runs' store (this run logs the comparison)
-local function launch(name, mode)
-  local f = io.popen(("%q --db %q --seed %d launch --nproc-per-node 2 %q --plan=%s --model=%q " ..
-                      "--layers=%d --hidden=%d --seq_len=%d --global_batch=%d --steps=%d --mode=%s " ..
-                      "--bucket_kb=%d 2>&1"):format(
-                      ltrun, db, lt.seed, script, name, path, cfg.layers, cfg.hidden, cfg.seq_len,
-                      cfg.global_batch, cfg.steps, mode, cfg.bucket_kb))
-  local out = f:read("*a")
-  f:close()
+local function launch(name, mode)  -- lt.proc: an argv array, no shell
+  local log = os.tmpname()
+  local pid = lt.proc.spawn({ lt.proc.exe, "--db", db, "--seed", tostring(lt.seed), "launch", "--nproc-per-node", "2",
+                              script, "--plan=" .. name, "--model=" .. path, "--layers=" .. cfg.layers,
+                              "--hidden=" .. cfg.hidden, "--seq_len=" .. cfg.seq_len,
+                              "--global_batch=" .. cfg.global_batch, "--steps=" .. cfg.steps, "--mode=" .. mode,
+                              "--bucket_kb=" .. cfg.bucket_kb }, { stdout = log, stderr = log .. ".err" })
+  lt.proc.wait(pid)
+  local out = ""
+  for _, file in ipairs{ log, log .. ".err" } do
+    local f = io.open(file)
+    if f then out = out .. f:read("*a"); f:close() end
+    os.remove(file)
+  end
   local tps, bytes, state = out:match("RESULT tokens_per_s=(%S+) bytes=(%d+) state=(%d+)")
   assert(tps, "the 2-rank launch printed no result:\n" .. out)
   return tonumber(tps), tonumber(bytes), tonumber(state)
