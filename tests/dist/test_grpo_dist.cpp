@@ -16,6 +16,7 @@
 #include "runtime/model/tiny.h"
 #include "runtime/rl/grpo.h"
 #include "tests/dist/ranks.h"
+#include "tests/rl/grpo_fixture.h"
 #include "tests/test_util.h"
 #include "tests/tiny_spec.h"
 
@@ -24,58 +25,18 @@ using namespace ltrun::rl;
 
 namespace {
 
-model::Model policy() {
-  model::TinySpec s = ltrun_test::tiny_spec("qwen3", 3, 4);
-  s.eos_token_id = 3;
-  return model::make_tiny(s);
-}
-
-// a "tokenizer": token t is the letter 'a' + t % 26; the reward counts a's, b's and c's
-std::string letters(const std::vector<int64_t>& t) {
-  std::string s;
-  for (int64_t x : t) s += char('a' + x % 26);
-  return s;
-}
-
 GrpoOptions options() {
-  GrpoOptions o;
-  o.algo = "grpo";
-  o.kl = 0.01;
+  GrpoOptions o = ltrun_test::grpo::options();
   o.prompts = 4;
-  o.rollout.group_size = 4;
-  o.rollout.max_response = 6;
-  o.rollout.seed = 11;
-  o.rollout.decode = letters;
   o.rollout.batch = 4;  // one generate call per prompt group (the same calls on 1 or 2 ranks)
-  o.epochs = 2;
-  o.mini_batches = 2;
-  o.micro_batch = 3;
-  o.rewards.push_back({"abc", 1.0, [](const PromptItem&, const std::string& r) {
-                         double n = 0;
-                         for (char c : r) n += c <= 'c' ? 1 : 0;
-                         return n / 6;
-                       }});
   return o;
 }
+using ltrun_test::grpo::items;
+using ltrun_test::grpo::policy;
+using ltrun_test::grpo::prompt_ids;
 
-std::vector<PromptItem> items() {
-  std::vector<PromptItem> v;
-  for (int i = 0; i < 5; ++i) v.push_back({std::to_string(i), "q" + std::to_string(i), "1", "test"});
-  return v;
-}
-std::vector<std::vector<int64_t>> prompt_ids() {
-  return {{5, 17, 9}, {12, 4}, {8, 30, 21, 2}, {40, 41}, {7, 7, 7}};
-}
-
-train::LoopOptions loop_options() {
-  train::LoopOptions l;
-  l.steps = 4;  // one batch of rollouts: 2 epochs x 2 mini-batches
-  l.lr = 3e-3;
-  l.decay = "constant";
-  l.weight_decay = 0;
-  l.progress = false;
-  return l;
-}
+// one batch of rollouts: 2 epochs x 2 mini-batches
+train::LoopOptions loop_options() { return ltrun_test::grpo::loop_options(4); }
 
 double metric(const train::StepLog& s, const std::string& k) {
   for (const auto& [n, v] : s.metrics)

@@ -11,6 +11,7 @@
 #include "runtime/model/tiny.h"
 #include "runtime/rl/grpo.h"
 #include "runtime/train/freeze.h"
+#include "tests/rl/grpo_fixture.h"
 #include "tests/test_util.h"
 #include "tests/tiny_spec.h"
 
@@ -19,59 +20,20 @@ using namespace ltrun::rl;
 
 namespace {
 
-model::Model policy() {
-  model::TinySpec s = ltrun_test::tiny_spec("qwen3", 3, 4);
-  s.eos_token_id = 3;
-  return model::make_tiny(s);
-}
-
-// a "tokenizer": token t is the letter 'a' + t % 26; the reward counts a's, b's and c's
-std::string letters(const std::vector<int64_t>& t) {
-  std::string s;
-  for (int64_t x : t) s += char('a' + x % 26);
-  return s;
-}
-
 GrpoOptions options() {
-  GrpoOptions o;
-  o.algo = "grpo";
-  o.kl = 0.01;
+  GrpoOptions o = ltrun_test::grpo::options();
   o.prompts = 2;
-  o.rollout.group_size = 4;
-  o.rollout.max_response = 6;
   o.rollout.temperature = 1.0;
-  o.rollout.seed = 11;
-  o.rollout.decode = letters;
-  o.epochs = 2;
-  o.mini_batches = 2;
-  o.micro_batch = 3;
   o.chunk = 7;
-  o.rewards.push_back({"abc", 1.0, [](const PromptItem&, const std::string& r) {
-                         double n = 0;
-                         for (char c : r) n += c <= 'c' ? 1 : 0;
-                         return n / 6;
-                       }});
   return o;
 }
+using ltrun_test::grpo::items;
+using ltrun_test::grpo::policy;
+using ltrun_test::grpo::prompt_ids;
 
-std::vector<PromptItem> items() {
-  std::vector<PromptItem> v;
-  for (int i = 0; i < 5; ++i) v.push_back({std::to_string(i), "q" + std::to_string(i), "1", "test"});
-  return v;
-}
-std::vector<std::vector<int64_t>> prompt_ids() {
-  return {{5, 17, 9}, {12, 4}, {8, 30, 21, 2}, {40, 41}, {7, 7, 7}};
-}
+// 2 batches of rollouts x 2 epochs x 2 mini-batches
+train::LoopOptions loop_options() { return ltrun_test::grpo::loop_options(8); }
 
-train::LoopOptions loop_options() {
-  train::LoopOptions l;
-  l.steps = 8;  // 2 batches of rollouts x 2 epochs x 2 mini-batches
-  l.lr = 3e-3;
-  l.decay = "constant";
-  l.weight_decay = 0;
-  l.progress = false;
-  return l;
-}
 
 }  // namespace
 
