@@ -1,4 +1,4 @@
-// bindings/model.cpp: lt.model (load, new, info) and the lt.Model userdata: forward with
+// bindings/model.cpp: lt.model (load, new, hybrid, info) and the lt.Model userdata: forward with
 // capture / resume / intervene / logits-where-asked, lens, generate (strings or ids),
 // clone, save, parameters, to. Residual indices follow the runtime's convention:
 // out.hidden[0] = embeddings, out.hidden[l+1] = residual after block l (0-based keys).
@@ -21,6 +21,7 @@
 #include "runtime/core/device.h"
 #include "runtime/model/create.h"
 #include "runtime/model/generate.h"
+#include "runtime/model/hybrid.h"
 #include "runtime/model/info.h"
 #include "runtime/model/model.h"
 
@@ -212,6 +213,81 @@ int l_new(lua_State* L) {
   lua_setfield(L, -2, "parameters");
   push(L, r.tokenizer_source);
   lua_setfield(L, -2, "tokenizer");
+  return 1;
+}
+
+// lt.model.hybrid{out=DIR, embed=DIR, head=DIR, seed=, native=true,
+//   layers = { {from=DIR, layer=I} | {kind="mamba", like=DIR, config={...}, init="hf"}, ... }
+//            | "DIR:0-3,DIR2:4-7,mamba@DIR2"} → {dir, arch, n_layers, parameters, dtype,
+//   layer_types = {...}, fresh = {0-based layers}, copied = {{name=, donor=, donor_name=}, ...}}
+int l_hybrid(lua_State* L) {
+  const char* fn = "lt.model.hybrid";
+  check_table(L, 1, fn);
+  model::HybridSpec s;
+  s.out_dir = opt_string(L, 1, "out", fn).value_or("");
+  LT_CHECK(!s.out_dir.empty(), "{}: option out (the folder to write) is required", fn);
+  s.embed = opt_string(L, 1, "embed", fn).value_or("");
+  LT_CHECK(!s.embed.empty(), "{}: option embed (the embeddings' donor folder) is required", fn);
+  s.head = opt_string(L, 1, "head", fn).value_or("");
+  s.seed = uint64_t(opt_integer(L, 1, "seed", fn, 0).value_or(0));
+  s.native = opt_bool(L, 1, "native", fn).value_or(true);
+  lua_getfield(L, 1, "layers");
+  const int t = lua_gettop(L);
+  if (lua_type(L, t) == LUA_TSTRING) {
+    s.layers = model::parse_hybrid_layers(lua_tostring(L, t));
+  } else {
+    LT_CHECK(lua_istable(L, t), "{}: option layers: expected a list of layer specs or a string, got {}", fn,
+             type_name(L, t));
+    for (int i = 1; i <= int(lua_objlen(L, t)); i++) {
+      lua_rawgeti(L, t, i);
+      const int e = lua_gettop(L);
+      const std::string what = fmt::format("{}: layers[{}]", fn, i);
+      LT_CHECK(lua_istable(L, e), "{}: expected a table {{from=DIR, layer=I}} or {{kind=KIND}}, got {}", what,
+               type_name(L, e));
+      model::HybridLayerSpec l;
+      l.from = opt_string(L, e, "from", what.c_str()).value_or("");
+      l.layer = opt_integer(L, e, "layer", what.c_str(), 0, 1 << 20).value_or(-1);
+      l.kind = opt_string(L, e, "kind", what.c_str()).value_or("");
+      l.like = opt_string(L, e, "like", what.c_str()).value_or("");
+      l.init = opt_string(L, e, "init", what.c_str()).value_or("hf");
+      LT_CHECK(l.from.empty() == (l.layer < 0), "{}: give both from and layer (a donor's layer), or kind", what);
+      LT_CHECK(l.from.empty() || l.like.empty(), "{}: like is for fresh layers (kind=...), not with from", what);
+      lua_getfield(L, e, "config");
+      if (!lua_isnil(L, -1)) l.config = to_json(L, lua_gettop(L));
+      lua_pop(L, 1);
+      s.layers.push_back(std::move(l));
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 1);
+  const model::HybridResult r = model::assemble_hybrid(s);
+  lua_createtable(L, 0, 9);
+  set_field(L, "dir", r.dir);
+  set_field(L, "arch", r.model_type);
+  set_field(L, "dtype", r.dtype);
+  set_field(L, "n_layers", double(r.n_layers));
+  set_field(L, "parameters", double(r.parameters));
+  lua_createtable(L, int(r.layer_types.size()), 0);
+  for (size_t i = 0; i < r.layer_types.size(); i++) {
+    push(L, r.layer_types[i]);
+    lua_rawseti(L, -2, int(i + 1));
+  }
+  lua_setfield(L, -2, "layer_types");
+  lua_createtable(L, int(r.fresh_layers.size()), 0);
+  for (size_t i = 0; i < r.fresh_layers.size(); i++) {
+    lua_pushnumber(L, r.fresh_layers[i]);
+    lua_rawseti(L, -2, int(i + 1));
+  }
+  lua_setfield(L, -2, "fresh");
+  lua_createtable(L, int(r.copied.size()), 0);
+  for (size_t i = 0; i < r.copied.size(); i++) {
+    lua_createtable(L, 0, 3);
+    set_field(L, "name", r.copied[i].name);
+    set_field(L, "donor", r.copied[i].donor);
+    set_field(L, "donor_name", r.copied[i].donor_name);
+    lua_rawseti(L, -2, int(i + 1));
+  }
+  lua_setfield(L, -2, "copied");
   return 1;
 }
 
@@ -644,7 +720,8 @@ void register_model(lua_State* L) {
       {"layer", LT_FN(m_layer)}, {"parts", LT_FN(m_parts)}, {nullptr, nullptr}};
   new_class(L, kMeta, methods, LT_FN(m_index), m_gc, LT_FN(m_tostring));
   new_module(L, "model");
-  static const luaL_Reg fns[] = {{"load", LT_FN(l_load)}, {"new", LT_FN(l_new)}, {"info", LT_FN(l_info)},
+  static const luaL_Reg fns[] = {{"load", LT_FN(l_load)}, {"new", LT_FN(l_new)}, {"hybrid", LT_FN(l_hybrid)},
+                                 {"info", LT_FN(l_info)},
                                  {nullptr, nullptr}};
   set_funcs(L, fns);
   lua_pop(L, 1);

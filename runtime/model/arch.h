@@ -97,8 +97,14 @@ struct Slot {
 // What one forward hands every layer.
 struct LayerInput {
   explicit LayerInput(const Config& c) : config(c) {}
+  // The same input under another layer config (a hybrid's layer reads its donor's); copies
+  // every field below but config.
+  LayerInput(const Config& c, const LayerInput& o)
+      : config(c), rope(o.rope), positions(o.positions), visible(o.visible),
+        token_mask(o.token_mask), past(o.past), capacity_hint(o.capacity_hint) {}
   const Config& config;
   const RopeTables* rope = nullptr;  // for attention with RoPE
+  at::Tensor positions;   // [B, T] int64 positions of the new tokens (RoPE tables of a layer's own)
   at::Tensor visible;     // attention: visible_keys() [B, 1, T, S], undefined: plain causal
   at::Tensor token_mask;  // [B, T] bool of the new tokens (false: padding); undefined: none
   int64_t past = 0;       // positions the decode state already holds
@@ -160,6 +166,7 @@ struct Arch {
 };
 
 extern const Arch kQwen3Arch, kQwen2Arch, kLlamaArch, kNemotronHArch;
+extern const Arch kLtrunHybridArch;  // arch/hybrid.cpp: layers of several architectures
 
 // The registry entry for `model_type`; error naming `source` and the known types.
 const Arch& find_arch(const std::string& model_type, const std::string& source);

@@ -15,7 +15,8 @@
 namespace ltrun::model {
 
 // The registry: one line per architecture file.
-static const Arch* const kArchs[] = {&kQwen3Arch, &kQwen2Arch, &kLlamaArch, &kNemotronHArch};
+static const Arch* const kArchs[] = {&kQwen3Arch, &kQwen2Arch, &kLlamaArch, &kNemotronHArch,
+                                     &kLtrunHybridArch};
 
 std::vector<std::string> known_model_types() {
   std::vector<std::string> out;

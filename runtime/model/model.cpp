@@ -465,6 +465,7 @@ ForwardResult Model::forward(const at::Tensor& input_ids, const ForwardOptions& 
   if (c.rope) rope = rope_tables(m.rope, pos, m.dtype);
   LayerInput in(c);
   in.rope = &rope;
+  in.positions = pos;
   in.visible = key_mask.defined() ? visible_keys(key_mask, T, S) : at::Tensor();
   if (key_mask.defined()) in.token_mask = key_mask.narrow(1, past, T);
   in.past = past;
