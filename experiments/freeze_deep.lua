@@ -19,16 +19,21 @@
 -- training-loss curves of the plans (the paper's Figure 8) and benchmark scores by plan and
 -- category (Figure 1, Tables 1-2). Makes the base model (experiments/pretrain_tiny.lua) when
 -- it is missing. --preset=paper sets the paper's Table 6 hyper-parameters (see README).
+-- --plans=train_shallow (comma-separated) runs only those plans; called from another study
+-- (loadfile(...)(argv), e.g. experiments/hybrid.lua) it returns the results by plan.
 local exp = require "lt.experiment"
 local args = require "lt.args"
 local svg = require "lt.svg"
+-- run as a script, the varargs are the command line; called from another study, one table
+-- of --key=value strings
+local argv = type((...)) == "table" and (...) or nil
 
 local defaults = { model = exp.default_model_path, corpus = "/usr/share/games/fortunes/chinese", old = "",
                    steps = 300, lr = 1e-3, split = 0.5, seq_len = 64, micro_batch = 8, grad_accum = 1,
                    warmup = 0.1, weight_decay = 0.01, beta1 = 0.9, beta2 = 0.95, clip = 1.0, dtype = "",
                    eval_every = 100, max_bytes = 1000000, val_windows = 64, bench = "antonyms,antonyms_heldout",
                    bench_limit = 100, shots = 0, task_probe = 200, freeze_embeddings = false, freeze_head = false,
-                   preset = "", out = "artifacts/freeze_deep" }
+                   preset = "", plans = "full,train_shallow,train_deep", out = "artifacts/freeze_deep" }
 -- Table 6 of the paper: AdamW betas (0.9, 0.95), lr 3e-5, warmup ratio 0.1, weight decay 0.01,
 -- sequence length 4096, bf16, global batch 64 sequences (micro batch 4 x 16 accumulation steps
 -- on one GPU). Explicit --key=value options still win over the preset.
@@ -38,14 +43,14 @@ local presets = {
             eval_every = 0, val_windows = 256 },
 }
 do
-  local given = args.parse(arg or {})
+  local given = args.parse(argv or arg or {})
   if given.preset and given.preset ~= "" then
     local p = presets[given.preset]
     if not p then error(("unknown --preset=%s (known: paper)"):format(tostring(given.preset)), 0) end
     for k, v in pairs(p) do defaults[k] = v end
   end
 end
-local cfg = exp.args(defaults)
+local cfg = exp.args(defaults, argv)
 
 local load_opts = cfg.dtype ~= "" and { dtype = cfg.dtype } or nil
 local base = lt.model.load(cfg.model == exp.default_model_path and exp.default_model() or cfg.model, load_opts)
@@ -125,11 +130,15 @@ local function with_extra(blocks)
   for _, e in ipairs(extra) do spec[#spec + 1] = e end
   return spec
 end
-local plans = {
+local all_plans = {
   full          = with_extra({}),
   train_shallow = with_extra(lt.layers.deep(base, cfg.split)),
   train_deep    = with_extra(lt.layers.shallow(base, cfg.split)),
 }
+local plans = {}
+for name in cfg.plans:gmatch("[^,]+") do
+  plans[name] = all_plans[name] or error(("freeze_deep: --plans: unknown plan %s (full, train_shallow, train_deep)"):format(name), 0)
+end
 local curves = {}
 for name, spec in exp.sorted(plans) do
   results[name] = lt.run.child(name, function()
@@ -194,7 +203,9 @@ end
 -- ---- figures ------------------------------------------------------------------------------------
 local order = { "full", "train_shallow", "train_deep" }
 local series = {}
-for _, name in ipairs(order) do series[#series + 1] = { name = name, values = curves[name] } end
+for _, name in ipairs(order) do
+  if curves[name] then series[#series + 1] = { name = name, values = curves[name] } end
+end
 lt.run.artifact(svg.lines(cfg.out .. "/loss_curves.svg", {
   title = ("Training loss on the new domain by plan (%d steps)"):format(cfg.steps),
   x_title = "step", y_title = "training loss", series = series, smooth = math.max(1, math.floor(cfg.steps / 30)) }),
@@ -203,7 +214,11 @@ for _, spec in ipairs(benches) do
   for _, protocol in ipairs{ "logit", "generate", "generate_contains" } do
     if not results.base.scores[spec][protocol] then break end
     local groups, cats = {}, {}
+    local shown = {}
     for _, name in ipairs{ "base", "full", "train_shallow", "train_deep" } do
+      if results[name] then shown[#shown + 1] = name end
+    end
+    for _, name in ipairs(shown) do
       local s = results[name].scores[spec][protocol]
       for cat in pairs(s.by_category) do cats[cat] = true end
     end
@@ -211,7 +226,7 @@ for _, spec in ipairs(benches) do
     for cat in exp.sorted(cats) do cat_list[#cat_list + 1] = cat end
     local labels = { "average" }
     for _, c in ipairs(cat_list) do labels[#labels + 1] = c end
-    for _, name in ipairs{ "base", "full", "train_shallow", "train_deep" } do
+    for _, name in ipairs(shown) do
       local s = results[name].scores[spec][protocol]
       local values = { s.acc_macro or s.acc }
       for _, c in ipairs(cat_list) do values[#values + 1] = s.by_category[c] or 0 end
@@ -224,3 +239,4 @@ for _, spec in ipairs(benches) do
   end
 end
 print(("figures: %s/loss_curves.svg, %s/scores_*.svg"):format(cfg.out, cfg.out))
+return results

@@ -3,6 +3,8 @@
 -- minutes on Debian data, saved to ./models/tiny-qwen3. Other studies (freeze_deep.lua,
 -- layer_tracer.lua) call it when that folder is missing.
 --   ltrun experiments/pretrain_tiny.lua [--steps=N] [--out=models/tiny-qwen3]
+-- --arch=nemotron_h --pattern=M*M- makes another architecture on the same corpus (hybrid.lua's
+-- donor); --tokenizer=FILE copies that tokenizer.json instead of training one.
 --
 -- The corpus (deterministic: fixed seeds, files read in sorted order):
 --   * English: Debian's fortunes (fortunes-min/fortunes) and WordNet glosses (wordnet-base);
@@ -30,7 +32,8 @@ local cfg = exp.args({ out = "models/tiny-qwen3", layers = 8, hidden = 128, head
                        vocab = 2048, steps = 1200, lr = 5e-3, warmup = 0.05, seq_len = 64,
                        micro_batch = 16, english_bytes = 150000, heldout_every = 50,
                        statement_rounds = 8, task_rounds = 8, choice_rounds = 6,
-                       eval_every = 0, probe = 200, words = "everyday", seed = 1 }, argv)
+                       eval_every = 0, probe = 200, words = "everyday", seed = 1, arch = "qwen3",
+                       pattern = "", tokenizer = "" }, argv)
 -- a fixed seed (not the run's fresh one): the embedded default base model is the same
 -- model wherever it is made
 
@@ -173,9 +176,9 @@ write_docs(work .. "/tokenizer_sample.txt", train_docs, 1500000)
 
 -- ---- the random model, a tokenizer trained on the sample, pre-training -----------------------
 local init = work .. "/init"
-lt.model.new{ out = init, arch = "qwen3", layers = cfg.layers, hidden = cfg.hidden, heads = cfg.heads,
+lt.model.new{ out = init, arch = cfg.arch, layers = cfg.layers, hidden = cfg.hidden, heads = cfg.heads,
               kv_heads = cfg.kv_heads, vocab = cfg.vocab, corpus = { work .. "/tokenizer_sample.txt" },
-              seed = cfg.seed }
+              pattern = cfg.pattern, tokenizer = cfg.tokenizer ~= "" and cfg.tokenizer or nil, seed = cfg.seed }
 local packed = lt.data.pack{ tokenizer = init, inputs = { work .. "/train.txt" }, out = work .. "/packed",
                              val = 0.01, seed = 1 }
 lt.run.param{ train_tokens = packed.train_tokens, val_tokens = packed.val_tokens }
