@@ -1,7 +1,7 @@
 -- tests/lua/hybrid.lua: lt.model.hybrid from Lua (both layer-list forms, the result table,
 -- the tokenizer files, refusals naming both donors), and everything else on a hybrid without
 -- code of its own: freeze specs and the causal-LM trainer (frozen layers bit-identical, loss
--- falls), LayerTracer (lt.diag.trace), generation (greedy ids = argmax of full passes).
+-- falls), LayerTracer (lt.diag.trace), generation (greedy ids = argmax of full passes), GRPO.
 local T = require "lt.test"
 local tasks = require "lt.tasks"
 local data = debug.getinfo(1, "S").source:match("^@(.*)/lua/[^/]*$") .. "/data/diag"
@@ -125,6 +125,20 @@ T.case("generation on a hybrid: greedy = argmax of full passes", function()
     ids[#ids + 1] = logits:argmax()
   end
   T.same_table(out, { unpack(ids, #prompt + 1) })
+end)
+
+T.case("GRPO on a hybrid: the Mamba2 layer alone trains", function()
+  local items = {}
+  for i = 1, 6 do items[i] = { question = ("abc %d"):format(i), answer = tostring(i % 3) } end
+  local m = lt.model.load(tmp .. "/h1"):train_only(lt.layers.range(0, 0))
+  local r = lt.rl.grpo(m, { data = items, template = "Q: {question}\nA:", prompts = 2, group_size = 2,
+                            max_response = 4, iterations = 1, micro_batch = 4, lr = 1e-3, seed = 3,
+                            progress = false, rewards = { len = { weight = 1, fn = function(_, response)
+                              return #response % 2 end } } })
+  T.eq(r.steps, 1)
+  local p, q = m:parameters(), h:parameters()
+  T.ok(not p["model.layers.0.mixer.in_proj.weight"]:equal(q["model.layers.0.mixer.in_proj.weight"]), "layer 0 trained")
+  T.ok(p["model.layers.1.mixer.q_proj.weight"]:equal(q["model.layers.1.mixer.q_proj.weight"]), "layer 1 frozen")
 end)
 
 T.finish()
