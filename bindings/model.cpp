@@ -176,7 +176,8 @@ int l_load(lua_State* L) {
 }
 
 // lt.model.new{out=DIR, arch=, layers=, hidden=, heads=, kv_heads=, intermediate=, vocab=,
-//              corpus=PATH|{PATHS}, tokenizer=PATH, seed=, tie=, pattern="M*-"} → summary table
+//              corpus=PATH|{PATHS}, tokenizer=PATH, seed=, tie=, pattern="M*-",
+//              chunk= (nemotron_h: the Mamba2 scan's chunk_size, 128)} → summary table
 int l_new(lua_State* L) {
   const char* fn = "lt.model.new";
   check_table(L, 1, fn);
@@ -192,6 +193,7 @@ int l_new(lua_State* L) {
   s.tiny.seed = uint64_t(opt_integer(L, 1, "seed", fn).value_or(0));
   s.tiny.tie_word_embeddings = opt_bool(L, 1, "tie", fn).value_or(false);
   s.tiny.pattern = opt_string(L, 1, "pattern", fn).value_or("");
+  s.tiny.chunk = opt_integer(L, 1, "chunk", fn, 1, 1 << 20).value_or(s.tiny.chunk);
   s.vocab = opt_int(L, 1, "vocab", fn, 1).value_or(s.vocab);
   s.tokenizer = opt_string(L, 1, "tokenizer", fn).value_or("");
   lua_getfield(L, 1, "corpus");

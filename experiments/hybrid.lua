@@ -16,11 +16,13 @@
 -- Donors: --qwen3 (default: the embedded base, models/tiny-qwen3, made by pretrain_tiny.lua when
 -- missing) and --nemotron (default models/tiny-nemotron-h: made here when missing by
 -- pretrain_tiny.lua --arch=nemotron_h --pattern=PATTERN with the Qwen3 donor's tokenizer,
--- --nemotron_steps steps on the same corpus).
+-- --nemotron_steps steps on the same corpus; --chunk=16: the Mamba2 scan's chunk size, which
+-- does not change what it computes but HF's 128 pads the 64-token windows and is ~20x slower
+-- on CPU).
 local exp = require "lt.experiment"
 local argv = type((...)) == "table" and (...) or nil
 local cfg = exp.args({ qwen3 = exp.default_model_path, nemotron = "models/tiny-nemotron-h", pattern = "M*M-M*M-",
-                       nemotron_steps = 400, split = 0.5, steps = 300, donors = true, models = "models/hybrid",
+                       nemotron_steps = 300, chunk = 16, split = 0.5, steps = 300, donors = false, models = "models/hybrid",
                        bench = "antonyms,antonyms_heldout", out = "artifacts/hybrid", seed = 1 }, argv)
 
 local function exists(path)
@@ -35,7 +37,7 @@ if not exists(nemotron .. "/config.json") then
   io.stderr:write(("no model at %s: making the Nemotron-H donor (pretrain_tiny.lua --arch=nemotron_h)\n"):format(nemotron))
   lt.run.child("pretrain_nemotron", assert(loadfile(exp.root .. "/experiments/pretrain_tiny.lua")), {
     "--out=" .. nemotron, "--arch=nemotron_h", "--pattern=" .. cfg.pattern, "--tokenizer=" .. qwen3 .. "/tokenizer.json",
-    "--steps=" .. cfg.nemotron_steps, "--hidden=" .. lt.model.load(qwen3).config.hidden_size,
+    "--steps=" .. cfg.nemotron_steps, "--chunk=" .. cfg.chunk, "--hidden=" .. lt.model.load(qwen3).config.hidden_size,
     "--layers=" .. #cfg.pattern })
 end
 

@@ -3,8 +3,10 @@
 -- minutes on Debian data, saved to ./models/tiny-qwen3. Other studies (freeze_deep.lua,
 -- layer_tracer.lua) call it when that folder is missing.
 --   ltrun experiments/pretrain_tiny.lua [--steps=N] [--out=models/tiny-qwen3]
--- --arch=nemotron_h --pattern=M*M- makes another architecture on the same corpus (hybrid.lua's
--- donor); --tokenizer=FILE copies that tokenizer.json instead of training one.
+-- --arch=nemotron_h --pattern=M*M- [--chunk=16] makes another architecture on the same corpus
+-- (hybrid.lua's donor; --chunk: the Mamba2 scan's chunk_size, HF's 128 by default, which pads
+-- 64-token windows to 128 and is several times slower on CPU); --tokenizer=FILE copies that
+-- tokenizer.json instead of training one.
 --
 -- The corpus (deterministic: fixed seeds, files read in sorted order):
 --   * English: Debian's fortunes (fortunes-min/fortunes) and WordNet glosses (wordnet-base);
@@ -33,7 +35,7 @@ local cfg = exp.args({ out = "models/tiny-qwen3", layers = 8, hidden = 128, head
                        micro_batch = 16, english_bytes = 150000, heldout_every = 50,
                        statement_rounds = 8, task_rounds = 8, choice_rounds = 6,
                        eval_every = 0, probe = 200, words = "everyday", seed = 1, arch = "qwen3",
-                       pattern = "", tokenizer = "" }, argv)
+                       pattern = "", chunk = 0, tokenizer = "" }, argv)
 -- a fixed seed (not the run's fresh one): the embedded default base model is the same
 -- model wherever it is made
 
@@ -178,7 +180,8 @@ write_docs(work .. "/tokenizer_sample.txt", train_docs, 1500000)
 local init = work .. "/init"
 lt.model.new{ out = init, arch = cfg.arch, layers = cfg.layers, hidden = cfg.hidden, heads = cfg.heads,
               kv_heads = cfg.kv_heads, vocab = cfg.vocab, corpus = { work .. "/tokenizer_sample.txt" },
-              pattern = cfg.pattern, tokenizer = cfg.tokenizer ~= "" and cfg.tokenizer or nil, seed = cfg.seed }
+              pattern = cfg.pattern, chunk = cfg.chunk > 0 and cfg.chunk or nil,
+              tokenizer = cfg.tokenizer ~= "" and cfg.tokenizer or nil, seed = cfg.seed }
 local packed = lt.data.pack{ tokenizer = init, inputs = { work .. "/train.txt" }, out = work .. "/packed",
                              val = 0.01, seed = 1 }
 lt.run.param{ train_tokens = packed.train_tokens, val_tokens = packed.val_tokens }
