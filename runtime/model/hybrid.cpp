@@ -18,6 +18,7 @@
 #include "runtime/core/device.h"
 #include "runtime/core/env.h"
 #include "runtime/core/error.h"
+#include "runtime/core/fs.h"
 #include "runtime/io/checkpoint.h"
 #include "runtime/model/arch.h"
 #include "runtime/model/model.h"
@@ -211,8 +212,12 @@ HybridResult assemble_hybrid(const HybridSpec& spec) {
   LT_CHECK(!spec.embed.empty(), "hybrid: the embedding donor (embed) is needed");
   LT_CHECK(!spec.layers.empty(), "hybrid: no layers given");
   LT_CHECK(spec.layers.size() <= 4096, "hybrid: {} layers (at most 4096)", spec.layers.size());
-  LT_CHECK(!fs::exists(spec.out_dir) || (fs::is_directory(spec.out_dir) && fs::is_empty(spec.out_dir)),
-           "hybrid: {} exists and is not empty; choose another folder", spec.out_dir);
+  if (fs::exists(spec.out_dir)) {  // empty, or holding only lt.fs's ownership marker
+    bool empty = fs::is_directory(spec.out_dir);
+    if (empty)
+      for (const auto& e : fs::directory_iterator(spec.out_dir)) empty &= e.path().filename() == ltrun::fs::kOwnedMarker;
+    LT_CHECK(empty, "hybrid: {} exists and is not empty; choose another folder", spec.out_dir);
+  }
   Donors donors;
   const Donor& E = donors.get(spec.embed);
   const Donor& H = donors.get(spec.head.empty() ? spec.embed : spec.head);
@@ -386,6 +391,7 @@ HybridResult assemble_hybrid(const HybridSpec& spec) {
   copy(arch.norm_name, H, norm_src);
   if (!tie) copy(arch.head_name, H, head_src);
 
+  ltrun::fs::make_dirs(spec.out_dir);  // marked as ltrun's: a study may replace it (lt.fs.remove)
   m.save(spec.out_dir);
   for (const char* f : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json",
                         "merges.txt", "tokenizer.model"}) {

@@ -14,6 +14,7 @@
 
 #include "model_test_util.h"
 #include "runtime/core/env.h"
+#include "runtime/core/fs.h"
 #include "runtime/io/checkpoint.h"
 #include "runtime/model/hybrid.h"
 #include "runtime/model/model.h"
@@ -329,10 +330,12 @@ TEST_CASE("hybrid: layers from donors with other attention (biases, no q/k norm,
 TEST_CASE("hybrid: save -> load -> save is bit-exact", "[hybrid]") {
   const std::string A = donor("trip_q", qwen3()), B = donor("trip_nh", nemotron());
   HybridSpec s;
-  s.out_dir = model_test::scratch("hybrid_trip");
+  s.out_dir = model_test::scratch("hybrid_trip") + "/h";
+  ltrun::fs::make_dirs(s.out_dir);  // a folder holding only lt.fs's marker counts as empty
   s.embed = A;
   s.layers = {from(B, 0), fresh("attention"), from(A, 1)};
   assemble_hybrid(s);
+  CHECK(std::filesystem::exists(s.out_dir + "/" + ltrun::fs::kOwnedMarker));
   const Model h = Model::load(s.out_dir);
   const std::string again = model_test::scratch("hybrid_trip_again");
   h.save(again);
