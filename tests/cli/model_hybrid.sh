@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/cli/model_hybrid.sh: `ltrun model hybrid OUT --embed --head --layers` (the compact layer
 # list, fresh kinds, --no-native, the global --seed): what it prints, the config it writes (kinds,
-# native nemotron_h when the stack is one), the tokenizer files, loading it, and its refusals.
+# native nemotron_h when the stack is one), the tokenizer files, model info, and its refusals.
 source "$(dirname "$0")/common.bash"
 
 # a small corpus of made-up words (training a tokenizer on the default corpus takes seconds)
@@ -25,8 +25,6 @@ check "config lists the kinds and layer configs" equals "$kinds" \
 check "tokenizer files of the embedding donor" cmp -s h/tokenizer.json nh/tokenizer.json
 info=$("$LTRUN" model info h 2>&1)
 check "model info reads it" contains "$info" "ltrun_hybrid, 5 layers, hidden 32"
-gen=$("$LTRUN" -e 'local m = lt.model.load("h"); print(#m:generate(m.tokenizer:encode("a b"), {max_new_tokens = 3, stop_ids = {}}))' 2>&1)
-check "loads and generates" equals "$gen" "3"
 
 out=$("$LTRUN" model hybrid n --embed nh --layers nh:0-2,mamba@nh 2>&1)
 check "one architecture: native config" contains "$out" "wrote n: nemotron_h, 4 layers"
@@ -39,10 +37,6 @@ out=$("$LTRUN" model hybrid bad --embed q --layers q:0,far:1 2>&1)
 check "vocabulary mismatch refused" [ $? -ne 0 ]
 check "names both donors" contains "$out" "donors q (vocab_size 300) and far (vocab_size 280) have different vocabularies"
 check "nothing written" [ ! -e bad/config.json ]
-out=$("$LTRUN" model hybrid bad --embed q --layers q:0-9 2>&1)
-check "layer out of range" contains "$out" "donor q has layers 0..3, asked for 4"
 out=$("$LTRUN" model hybrid h --embed q --layers q:0 2>&1)
 check "existing folder refused" contains "$out" "h exists and is not empty"
-out=$("$LTRUN" model hybrid bad --layers q:0 2>&1)
-check "embed required" contains "$out" "--embed DIR"
 finish
