@@ -191,7 +191,7 @@ int l_splits(lua_State* L) {
 //   samples[i] = {ids = {...} | tensor, context = {0-based positions}, target = id?, group = n?}
 //     (other fields are ignored, so lt.tasks samples pass as they are); group defaults to 1
 //   opts: topk = 10 (JS support; 0 = whole vocabulary), candidates = 10, batch = 8, tau = 0,
-//         ratios = {1/3, 1/2, 2/3}, method = "resume" | "naive", final_djs = false (true: keep
+//         ratios = {1/3, 1/2, 2/3}, method = "prefix" | "resume" | "naive", final_djs = false (true: keep
 //         the final block's ΔJS, undefined by the paper's definition)
 //   result = {n_layers, final_djs, samples = {{target, group, p_target, js, tp_ratio, ls_djs,
 //             tp_interval, top = {[r] = {ids, probs}}}}, groups = {{group, samples, p_target, js,
@@ -208,9 +208,11 @@ int l_trace(lua_State* L) {
   o.batch = opt_integer(L, 3, "batch", fn).value_or(o.batch);
   o.tau = opt_number(L, 3, "tau", fn).value_or(o.tau);
   o.include_final_djs = opt_bool(L, 3, "final_djs", fn).value_or(false);
-  const std::string method = opt_string(L, 3, "method", fn).value_or("resume");
+  const std::string method = opt_string(L, 3, "method", fn).value_or("prefix");
   if (method == "naive") o.method = diag::Method::Naive;
-  else if (method != "resume") fail("{}: method '{}': expected \"resume\" or \"naive\"", fn, method);
+  else if (method == "resume") o.method = diag::Method::Resume;
+  else if (method != "prefix")
+    fail("{}: method '{}': expected \"prefix\", \"resume\" or \"naive\"", fn, method);
   const std::vector<double> ratios = read_ratios(L, 3, fn);
 
   std::vector<diag::Sample> samples(lua_objlen(L, 2));

@@ -1,9 +1,10 @@
 -- experiments/bench/layer_tracer.lua: LayerTracer throughput (samples/s) of lt.diag.trace's
--- method, which resumes every perturbed pass from the clean residuals and advances them all
--- together (batched over samples too), against the naive method: one full forward per
--- perturbed layer, one sample at a time. Same run, same samples, same model; also resume at
--- batch 1 and naive at the same batch, to tell the gain of resuming from that of batching.
--- Logs samples_per_s_<method> and resume_vs_naive. --model=PATH benchmarks a checkpoint; by
+-- default method "prefix" (every perturbed pass resumed from the clean residuals; the zeroed
+-- leading context run once for all samples, each row running only its query tokens) against
+-- "resume" (the resumed passes on whole rows, advanced together) and the naive method: one
+-- full forward per perturbed layer, one sample at a time. Same run, same samples, same model;
+-- also resume at batch 1 and naive at the same batch, to tell the gain of resuming from that
+-- of batching. Logs samples_per_s_<method>, prefix_vs_resume and resume_vs_naive. --model=PATH benchmarks a checkpoint; by
 -- default a random qwen3 of --layers/--hidden is made in a temporary folder, with a trained
 -- 1024-token vocabulary or --tokenizer=qwen3 (the real Qwen3 tokenizer, 151,669 tokens, from
 -- scripts/setup.d/npm-tokenizer.sh) or --tokenizer=PATH (a tokenizer.json or its folder).
@@ -52,7 +53,8 @@ local function rate(method, batch)  -- samples/s, best of cfg.repeats
   return #samples / best, r
 end
 
-local runs = { { "resume", "resume", cfg.batch }, { "resume_b1", "resume", 1 }, { "naive_batched", "naive", cfg.batch } }
+local runs = { { "prefix", "prefix", cfg.batch }, { "resume", "resume", cfg.batch }, { "resume_b1", "resume", 1 },
+               { "naive_batched", "naive", cfg.batch } }
 if cfg.naive then runs[#runs + 1] = { "naive", "naive", 1 } end
 local rates, results = {}, {}
 print(("%-14s %6s %10s %10s"):format("method", "batch", "samples/s", "x naive"))
@@ -68,20 +70,27 @@ for _, run in ipairs(runs) do
 end
 if rates.naive then lt.run.log("resume_vs_naive", rates.resume / rates.naive) end
 lt.run.log("resume_vs_naive_batched", rates.resume / rates.naive_batched)
+lt.run.log("prefix_vs_resume", rates.prefix / rates.resume)
 -- the methods must agree: the largest JS difference over all samples and residuals
-local diff = 0
-for i, s in ipairs(results.resume.samples) do
-  for k = 0, m.n_layers do diff = math.max(diff, math.abs(s.js[k] - results[baseline].samples[i].js[k])) end
+local function js_diff(a, b)
+  local d = 0
+  for i, s in ipairs(results[a].samples) do
+    for k = 0, m.n_layers do d = math.max(d, math.abs(s.js[k] - results[b].samples[i].js[k])) end
+  end
+  return d
 end
+local diff, pdiff = js_diff("resume", baseline), js_diff("prefix", baseline)
 lt.run.log("max_js_diff_resume_naive", diff)
+lt.run.log("max_js_diff_prefix_naive", pdiff)
 print(("resume / %s: %.2fx   (max |JS difference| %.2g)"):format(baseline, rates.resume / rates[baseline], diff))
+print(("prefix / resume: %.2fx   (max |JS difference| to %s %.2g)"):format(rates.prefix / rates.resume, baseline, pdiff))
 
 -- the same scan through HF transformers, on the same samples and targets
 if cfg.hf ~= "" then
   local input = os.tmpname()
   local rows = {}
   for i, s in ipairs(samples) do
-    rows[i] = { ids = s.ids, context = setmetatable({ unpack(s.context) }, lt.json.array_mt), target = results.resume.samples[i].target }
+    rows[i] = { ids = s.ids, context = setmetatable({ unpack(s.context) }, lt.json.array_mt), target = results.prefix.samples[i].target }
   end
   local f = assert(io.open(input, "w"))
   f:write(lt.json.encode(rows))
@@ -100,7 +109,7 @@ if cfg.hf ~= "" then
   -- agreement: JS absolutely (both float32 on a top-k support), P_t relatively (float32
   -- exp(logit - logsumexp) on both sides); argmax of the clean pass
   local js_diff, pt_diff, argmax_same = 0, 0, 0
-  for i, s in ipairs(results.resume.samples) do
+  for i, s in ipairs(results.prefix.samples) do
     local h = hf.samples[i]
     if h.argmax == s.target then argmax_same = argmax_same + 1 end  -- targets are the argmax here
     for k = 0, m.n_layers do
@@ -110,10 +119,11 @@ if cfg.hf ~= "" then
   end
   lt.run.log("samples_per_s_hf", hf_rate)
   lt.run.log("resume_vs_hf", rates.resume / hf_rate)
+  lt.run.log("prefix_vs_hf", rates.prefix / hf_rate)
   lt.run.log("max_js_diff_hf", js_diff)
   lt.run.log("max_p_target_rel_diff_hf", pt_diff)
-  print(("HF batched loop (torch %s, transformers %s): %.2f samples/s; ltrun resume / HF: %.2fx"):format(
-    hf.torch, hf.transformers, hf_rate, rates.resume / hf_rate))
+  print(("HF batched loop (torch %s, transformers %s): %.2f samples/s; ltrun prefix / HF: %.2fx, resume / HF: %.2fx")
+    :format(hf.torch, hf.transformers, hf_rate, rates.prefix / hf_rate, rates.resume / hf_rate))
   print(("values against HF: max |JS difference| %.2g, max relative P_t difference %.2g, same argmax in %d of %d")
     :format(js_diff, pt_diff, argmax_same, #samples))
 end

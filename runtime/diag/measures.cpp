@@ -66,28 +66,28 @@ at::Tensor half_log_ratio(const at::Tensor& u) {
 
 }  // namespace
 
-at::Tensor js_divergence_logits(const at::Tensor& lp_in, const at::Tensor& lq_in, int64_t topk) {
+TopkUnion topk_union(const at::Tensor& a_ids, const at::Tensor& b_ids) {
+  LT_CHECK(a_ids.sizes() == b_ids.sizes() && a_ids.dim() >= 1,
+           "js: top-k id sets must have one shape [..., k], got {} and {}", shape(a_ids.sizes()),
+           shape(b_ids.sizes()));
+  const int64_t n = 2 * a_ids.size(-1);
+  // the union as a sorted list of 2k indices; a repeat of its left neighbour is masked out,
+  // so a token in both top-k sets counts once, and (p, q), (q, p) see the same support
+  TopkUnion u;
+  u.ids = std::get<0>(at::cat({a_ids, b_ids}, -1).sort(-1));
+  u.valid = at::ones_like(u.ids, at::kBool);
+  if (n > 1) u.valid.narrow(-1, 1, n - 1).copy_(u.ids.narrow(-1, 1, n - 1) != u.ids.narrow(-1, 0, n - 1));
+  return u;
+}
+
+at::Tensor js_divergence_gathered(const at::Tensor& lp_in, const at::Tensor& lq_in,
+                                  const at::Tensor& valid) {
   LT_CHECK(lp_in.defined() && lq_in.defined() && lp_in.dim() >= 1 && lp_in.sizes() == lq_in.sizes(),
            "js: p and q logits must be tensors of one shape [..., vocab], got {} and {}",
            lp_in.defined() ? shape(lp_in.sizes()) : "none", lq_in.defined() ? shape(lq_in.sizes()) : "none");
   LT_CHECK(lp_in.size(-1) > 0, "js: empty logits (shape {})", shape(lp_in.sizes()));
   const auto dtype = lp_in.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
-  at::Tensor lp = lp_in.detach(), lq = lq_in.detach();
-  const int64_t V = lp.size(-1);
-  at::Tensor valid;  // undefined: every entry counts
-  if (topk > 0 && topk < V) {
-    // the union as a sorted list of 2k indices; a repeat of its left neighbour is masked out,
-    // so a token in both top-k sets counts once, and (p, q), (q, p) see the same support
-    const at::Tensor idx =
-        std::get<0>(at::cat({std::get<1>(lp.topk(topk, -1, true, false)),
-                             std::get<1>(lq.topk(topk, -1, true, false))}, -1).sort(-1));
-    valid = at::ones_like(idx, at::kBool);
-    valid.narrow(-1, 1, 2 * topk - 1).copy_(idx.narrow(-1, 1, 2 * topk - 1) != idx.narrow(-1, 0, 2 * topk - 1));
-    lp = lp.gather(-1, idx);
-    lq = lq.gather(-1, idx);
-  }
-  lp = lp.to(dtype);
-  lq = lq.to(dtype);
+  at::Tensor lp = lp_in.detach().to(dtype), lq = lq_in.detach().to(dtype);
   const double inf = std::numeric_limits<double>::infinity();
   if (valid.defined()) {
     lp = lp.masked_fill(valid.logical_not(), -inf);
@@ -102,6 +102,18 @@ at::Tensor js_divergence_logits(const at::Tensor& lp_in, const at::Tensor& lq_in
   const at::Tensor terms = at::where(pa > 0, pa * half_log_ratio(u), zero) +
                            at::where(pb > 0, pb * half_log_ratio(-u), zero);
   return (0.5 * terms.sum(-1)).clamp_min(0);
+}
+
+at::Tensor js_divergence_logits(const at::Tensor& lp, const at::Tensor& lq, int64_t topk) {
+  LT_CHECK(lp.defined() && lq.defined() && lp.dim() >= 1 && lp.sizes() == lq.sizes(),
+           "js: p and q logits must be tensors of one shape [..., vocab], got {} and {}",
+           lp.defined() ? shape(lp.sizes()) : "none", lq.defined() ? shape(lq.sizes()) : "none");
+  LT_CHECK(lp.size(-1) > 0, "js: empty logits (shape {})", shape(lp.sizes()));
+  const int64_t V = lp.size(-1);
+  if (topk <= 0 || topk >= V) return js_divergence_gathered(lp, lq, {});
+  const TopkUnion u = topk_union(std::get<1>(lp.detach().topk(topk, -1, true, false)),
+                                 std::get<1>(lq.detach().topk(topk, -1, true, false)));
+  return js_divergence_gathered(lp.detach().gather(-1, u.ids), lq.detach().gather(-1, u.ids), u.valid);
 }
 
 std::vector<double> tp_ratio(const std::vector<double>& p) {

@@ -32,6 +32,15 @@ at::Tensor js_divergence(const at::Tensor& p, const at::Tensor& q, int64_t topk 
 // stable log-sum-exp; each term log(2p / (p + q)) is -log1p(expm1(log q − log p) / 2), exact
 // to rounding when p ≈ q, so identical logits give exactly 0. lp, lq [..., V] → [...] float.
 at::Tensor js_divergence_logits(const at::Tensor& lp, const at::Tensor& lq, int64_t topk = 0);
+// js_divergence_logits in parts, for logits read only where needed. topk_union: the support
+// of two top-k id sets [..., k] as sorted ids [..., 2k], `valid` false on each repeat of its
+// left neighbour (a token in both sets counts once). js_divergence_gathered: JS of the
+// softmaxes of lp and lq [..., S] restricted to `valid` [..., S] (undefined: every entry).
+struct TopkUnion {
+  at::Tensor ids, valid;
+};
+TopkUnion topk_union(const at::Tensor& a_ids, const at::Tensor& b_ids);
+at::Tensor js_divergence_gathered(const at::Tensor& lp, const at::Tensor& lq, const at::Tensor& valid);
 
 // Task Particle: Ratio[l] = |P_t[l+1] − P_t[l]| / (P_t[l+1] + eps) over the residual series
 // P_t[0..N]: how much block l changed the target's probability, relative to where it lands.

@@ -3,9 +3,14 @@
 #include "runtime/diag/tracer.h"
 
 #include <ATen/ATen.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <limits>
+#include <tuple>
 #include <map>
+#include <memory>
+#include <optional>
 #include <ATen/core/grad_mode.h>
 
 #include "runtime/core/error.h"
@@ -61,40 +66,42 @@ at::Tensor zero_context(const at::Tensor& h, const at::Tensor& zero) {
   return h.masked_fill(zero.to(h.device()).unsqueeze(-1), 0);
 }
 
-at::Tensor perturbed_logits(const model::Model& m, const std::vector<at::Tensor>& hidden,
-                            const at::Tensor& zero, const at::Tensor& attention_mask,
-                            Method method) {
-  const int N = m.n_layers();
-  LT_CHECK(hidden.size() == size_t(N + 1),
-           "perturbed_logits: expected the {} residuals hidden[0..{}], got {}", N + 1, N, hidden.size());
-  LT_CHECK(zero.dim() == 2 && zero.scalar_type() == at::kBool && hidden[0].dim() == 3 &&
-               zero.size(0) == hidden[0].size(0) && zero.size(1) == hidden[0].size(1),
-           "perturbed_logits: `zero` must be bool [batch, tokens] matching the residuals");
-  const int64_t T = zero.size(1);
-  const at::Tensor z = zero.to(m.device());
-  auto zeroed = [&](int r) { return zero_context(hidden[r], z); };
-  std::vector<at::Tensor> rows;  // [B, V] per residual
-  if (method == Method::Naive) {
-    for (int r = 0; r <= N; ++r) {
-      check_interrupt();
-      model::ForwardOptions o;
-      o.hidden = hidden[0];  // the embeddings: the whole stack runs
-      o.attention_mask = attention_mask;
-      o.intervene[r - 1] = model::Intervention::zero(z);
-      o.logits = model::Logits::Last;
-      rows.push_back(m.forward({}, o).logits.select(1, 0));
-    }
-    return at::stack(rows);
+SharedPrefix::SharedPrefix(const model::Model& m, int64_t length)
+    : m_(m), length_(length), states_(size_t(m.n_layers())) {
+  LT_CHECK(length >= 1, "SharedPrefix: length {} must be at least 1", length);
+}
+SharedPrefix::~SharedPrefix() = default;
+
+const model::DecodeState& SharedPrefix::at(int r) {
+  LT_CHECK(r >= 0 && r < m_.n_layers(), "SharedPrefix: block {} outside 0..{}", r, m_.n_layers() - 1);
+  auto& st = states_[size_t(r)];
+  if (!st) {
+    st = std::make_unique<model::DecodeState>();
+    model::ForwardOptions o;
+    o.from_layer = r;
+    o.hidden = at::zeros({1, length_, m_.config().hidden_size},
+                         at::TensorOptions(m_.device()).dtype(m_.dtype()));
+    o.logits = model::Logits::None;
+    o.state = st.get();
+    m_.forward({}, o);
   }
-  // Resume: the perturbation of residual r starts from the clean hidden[r] at block r, so
-  // blocks run N(N+1)/2 times per sample instead of N(N+1). The resumptions are batched
-  // across residuals: block l runs once on the rows of every resumption that has reached it
-  // (r = 0..l, (l+1)·B rows), so a batch of B samples takes N block calls, not N(N+1)/2.
-  at::Tensor rows_h;  // [(l+1)·B, T, H]: resumption r in rows r·B .. r·B+B-1
-  const int64_t B = zero.size(0);
+  return *st;
+}
+
+namespace {
+
+// Method::Resume: the resumptions batched across residuals. Block l runs once on the rows of
+// every resumption that has reached it (r = 0..l, (l+1)·B rows), so a batch of B samples takes
+// N block calls, not N(N+1)/2. Returns the last positions' residuals after the last block,
+// [N·B, 1, H] (resumption r in rows r·B .. r·B+B-1).
+at::Tensor resume_last(const model::Model& m, const std::vector<at::Tensor>& hidden,
+                       const at::Tensor& z, const at::Tensor& attention_mask) {
+  const int N = m.n_layers();
+  const int64_t T = z.size(1);
+  at::Tensor rows_h;
   for (int l = 0; l < N; ++l) {
     check_interrupt();
-    const at::Tensor fresh = zeroed(l);
+    const at::Tensor fresh = zero_context(hidden[l], z);
     rows_h = l == 0 ? fresh : at::cat({rows_h, fresh}, 0);
     model::ForwardOptions o;
     o.from_layer = l;
@@ -104,10 +111,149 @@ at::Tensor perturbed_logits(const model::Model& m, const std::vector<at::Tensor>
     o.logits = model::Logits::None;
     rows_h = m.forward({}, o).residual;
   }
-  // residual N (after the last block): nothing left to run, only the lens; one lens call for
-  // all N + 1 resumptions' last positions
-  const at::Tensor last = at::cat({rows_h.narrow(1, T - 1, 1), zeroed(N).narrow(1, T - 1, 1)}, 0);
-  return m.lens(last).select(1, 0).view({N + 1, B, -1});
+  return rows_h.narrow(1, T - 1, 1);
+}
+
+// Method::Prefix: each row's leading zeroed run (its context when the context comes first)
+// from the shared prefix's state, then only the row's later tokens through blocks r..N-1.
+// Same layout as resume_last; undefined when the model cannot share (see Method::Prefix).
+at::Tensor prefix_last(const model::Model& m, const std::vector<at::Tensor>& hidden,
+                       const at::Tensor& z, const at::Tensor& attention_mask,
+                       SharedPrefix* shared) {
+  const int N = m.n_layers();
+  const int64_t B = z.size(0), T = z.size(1);
+  // per row: padding (left), the leading zeroed run, and the tokens after it
+  const at::Tensor zc = z.cpu();
+  const at::Tensor mc = attention_mask.defined() ? attention_mask.cpu().ne(0)
+                                                 : at::ones({B, T}, at::kBool);
+  auto za = zc.accessor<bool, 2>();
+  auto ma = mc.accessor<bool, 2>();
+  std::vector<int64_t> lead(size_t(B), 0), rest(size_t(B), 0);
+  int64_t Q = 0;
+  for (int64_t i = 0; i < B; ++i) {
+    int64_t t = 0;
+    while (t < T && !ma[i][t]) ++t;
+    while (t < T && za[i][t]) ++t, ++lead[size_t(i)];
+    rest[size_t(i)] = T - t;
+    if (rest[size_t(i)] == 0) return {};  // all context: the last token itself is zeroed
+    Q = std::max(Q, rest[size_t(i)]);
+  }
+  const int64_t W = *std::max_element(lead.begin(), lead.end());
+  if (W == 0) return {};  // no row leads with context: nothing to share
+  std::optional<SharedPrefix> own;
+  if (!shared || shared->length() < W) shared = &own.emplace(m, W);
+  // the mask over [prefix W | tokens Q]: row i's prefix right-aligned in the W columns, its
+  // own tokens right-aligned in the Q columns (the Q - rest[i] columns before them are padding)
+  at::Tensor mask = at::zeros({B, W + Q}, at::kLong);
+  auto mk = mask.accessor<int64_t, 2>();
+  for (int64_t i = 0; i < B; ++i) {
+    for (int64_t j = W - lead[size_t(i)]; j < W; ++j) mk[i][j] = 1;
+    for (int64_t j = W + Q - rest[size_t(i)]; j < W + Q; ++j) mk[i][j] = 1;
+  }
+  mask = mask.to(m.device());
+  std::vector<at::Tensor> lasts;
+  for (int r = 0; r < N; ++r) {
+    check_interrupt();
+    std::optional<model::DecodeState> st = m.prefix_rows(shared->at(r), lead);
+    if (!st) return {};
+    model::ForwardOptions o;
+    o.from_layer = r;
+    o.hidden = zero_context(hidden[r], z).narrow(1, T - Q, Q);
+    o.attention_mask = mask;
+    o.state = &*st;
+    o.logits = model::Logits::None;
+    lasts.push_back(m.forward({}, o).residual.narrow(1, Q - 1, 1));
+  }
+  return at::cat(lasts, 0);
+}
+
+}  // namespace
+
+at::Tensor perturbed_last(const model::Model& m, const std::vector<at::Tensor>& hidden,
+                          const at::Tensor& zero, const at::Tensor& attention_mask,
+                          Method method, SharedPrefix* shared) {
+  const int N = m.n_layers();
+  LT_CHECK(hidden.size() == size_t(N + 1),
+           "perturbed_logits: expected the {} residuals hidden[0..{}], got {}", N + 1, N, hidden.size());
+  LT_CHECK(zero.dim() == 2 && zero.scalar_type() == at::kBool && hidden[0].dim() == 3 &&
+               zero.size(0) == hidden[0].size(0) && zero.size(1) == hidden[0].size(1),
+           "perturbed_logits: `zero` must be bool [batch, tokens] matching the residuals");
+  const int64_t T = zero.size(1), B = zero.size(0);
+  const at::Tensor z = zero.to(m.device());
+  at::Tensor last;  // [N·B, 1, H]
+  if (method == Method::Naive) {
+    std::vector<at::Tensor> rows;  // [B, 1, H] per residual
+    for (int r = 0; r < N; ++r) {
+      check_interrupt();
+      model::ForwardOptions o;
+      o.hidden = hidden[0];  // the embeddings: the whole stack runs
+      o.attention_mask = attention_mask;
+      o.intervene[r - 1] = model::Intervention::zero(z);
+      o.logits = model::Logits::None;
+      rows.push_back(m.forward({}, o).residual.narrow(1, T - 1, 1));
+    }
+    last = at::cat(rows, 0);
+  } else {
+    if (method == Method::Prefix) last = prefix_last(m, hidden, z, attention_mask, shared);
+    if (!last.defined()) last = resume_last(m, hidden, z, attention_mask);
+  }
+  // residual N (after the last block): nothing left to run
+  last = at::cat({last, zero_context(hidden[N], z).narrow(1, T - 1, 1)}, 0);
+  return last.select(1, 0).view({N + 1, B, -1});
+}
+
+at::Tensor perturbed_logits(const model::Model& m, const std::vector<at::Tensor>& hidden,
+                            const at::Tensor& zero, const at::Tensor& attention_mask,
+                            Method method, SharedPrefix* shared) {
+  return m.lens(perturbed_last(m, hidden, zero, attention_mask, method, shared));
+}
+
+LensTop lens_top(const model::Model& m, const at::Tensor& h, int64_t k) {
+  LT_CHECK(h.dim() == 2, "lens_top: expected rows [R, hidden], found {} dimensions", h.dim());
+  LensTop out;
+  out.normed = m.lens_norm(h);
+  const at::Tensor& W = m.head();
+  const int64_t R = out.normed.size(0), V = W.size(0);
+  k = std::min(k, V);
+  // pieces of about 4 MB of float32 logits: they stay in cache between the product and the
+  // reductions, and one buffer serves every piece
+  const int64_t piece = std::min(V, std::max<int64_t>(2048, (int64_t(1) << 20) / std::max<int64_t>(R, 1)));
+  const at::Tensor buf = at::empty({R, piece}, out.normed.options());
+  out.lse = at::full({R}, -std::numeric_limits<float>::infinity(),
+                     at::TensorOptions(out.normed.device()).dtype(at::kFloat));
+  for (int64_t from = 0; from < V; from += piece) {
+    const int64_t n = std::min(piece, V - from);
+    at::Tensor logits = n == piece ? buf : at::empty({R, n}, out.normed.options());
+    at::mm_out(logits, out.normed, W.narrow(0, from, n).t());
+    logits = logits.to(at::kFloat);
+    out.lse = at::logaddexp(out.lse, logits.logsumexp(-1));
+    if (k == 0) continue;
+    auto [v, i] = logits.topk(std::min(k, n), -1, true, false);
+    i = i + from;
+    if (out.values.defined()) {
+      v = at::cat({out.values, v}, -1);
+      i = at::cat({out.ids, i}, -1);
+      at::Tensor sel;
+      std::tie(v, sel) = v.topk(std::min(k, v.size(-1)), -1, true, false);
+      i = i.gather(-1, sel);
+    }
+    out.values = v;
+    out.ids = i;
+  }
+  if (k > 0) {
+    at::Tensor order;
+    std::tie(out.values, order) = out.values.sort(-1, true);
+    out.ids = out.ids.gather(-1, order);
+  }
+  return out;
+}
+
+at::Tensor lens_at(const model::Model& m, const at::Tensor& normed, const at::Tensor& ids) {
+  LT_CHECK(normed.dim() == 2 && ids.dim() == 2 && ids.size(0) == normed.size(0),
+           "lens_at: expected rows [R, hidden] and ids [R, n], found [{}] and [{}]",
+           fmt::join(normed.sizes(), ", "), fmt::join(ids.sizes(), ", "));
+  const at::Tensor w = m.head().index_select(0, ids.reshape({-1})).view({ids.size(0), ids.size(1), -1});
+  return at::bmm(w, normed.unsqueeze(-1)).squeeze(-1).to(at::kFloat);
 }
 
 std::vector<SampleTrace> trace(const model::Model& m, const std::vector<Sample>& samples_in,
@@ -131,6 +277,19 @@ std::vector<SampleTrace> trace(const model::Model& m, const std::vector<Sample>&
   samples.reserve(order.size());
   for (size_t i : order) samples.push_back(samples_in[i]);
   std::vector<SampleTrace> out(samples.size());
+  // Method::Prefix: one shared prefix as long as the longest leading context
+  std::unique_ptr<SharedPrefix> shared;
+  if (o.method == Method::Prefix) {
+    int64_t longest = 0;
+    for (const Sample& s : samples) {
+      std::vector<int64_t> c = s.context;
+      std::sort(c.begin(), c.end());
+      int64_t n = 0;
+      while (size_t(n) < c.size() && c[size_t(n)] == n) ++n;
+      longest = std::max(longest, n);
+    }
+    if (longest > 0) shared = std::make_unique<SharedPrefix>(m, longest);
+  }
   for (size_t from = 0; from < samples.size(); from += size_t(o.batch)) {
     check_interrupt();
     const size_t to = std::min(samples.size(), from + size_t(o.batch));
@@ -158,34 +317,47 @@ std::vector<SampleTrace> trace(const model::Model& m, const std::vector<Sample>&
       s.top_ids.resize(N + 1);
       s.top_probs.resize(N + 1);
     }
-    // Task Particle: the lens of every residual at the last token only, in one call; P_t and
-    // the candidates from the logits and their log-sum-exp (float32: no probability vector)
+    // Task Particle: the lens of every residual at the last token only, read in pieces of
+    // the vocabulary; P_t and the candidates from the logits and their log-sum-exp (float32)
     {
       std::vector<at::Tensor> lasts;
       for (int r = 0; r <= N; ++r) lasts.push_back(clean.hidden[r].narrow(1, T - 1, 1).select(1, 0));
-      const at::Tensor L = m.lens(at::stack(lasts)).to(at::kFloat);  // [N+1, B, V]
-      const at::Tensor lse = L.logsumexp(-1, true);                   // [N+1, B, 1]
-      const at::Tensor pt = (L.gather(2, tgt.view({1, B, 1}).expand({N + 1, B, 1})) - lse)
-                                .exp().squeeze(2).to(at::kDouble).cpu();  // [N+1, B]
-      auto [vals, idx] = L.topk(K, -1);
-      vals = (vals - lse).exp().to(at::kDouble).cpu().contiguous();
-      idx = idx.cpu().contiguous();
+      const LensTop L = lens_top(m, at::cat(lasts, 0), K);  // rows r·B + i
+      const at::Tensor tgt_rows = tgt.repeat({N + 1}).unsqueeze(1);
+      const at::Tensor pt = (lens_at(m, L.normed, tgt_rows).squeeze(1) - L.lse)
+                                .exp().to(at::kDouble).cpu().view({N + 1, B});
       auto pa = pt.accessor<double, 2>();
+      at::Tensor vals, idx;
+      if (K > 0) {
+        vals = (L.values - L.lse.unsqueeze(1)).exp().to(at::kDouble).cpu().contiguous().view({N + 1, B, K});
+        idx = L.ids.cpu().contiguous().view({N + 1, B, K});
+      }
       for (int r = 0; r <= N; ++r)
         for (int64_t i = 0; i < B; ++i) {
           SampleTrace& s = out[from + i];
           s.p_target[r] = pa[r][i];
+          if (K == 0) continue;
           s.top_ids[r].assign(idx[r][i].data_ptr<int64_t>(), idx[r][i].data_ptr<int64_t>() + K);
           s.top_probs[r].assign(vals[r][i].data_ptr<double>(), vals[r][i].data_ptr<double>() + K);
         }
     }
-    // Layer-wise Sensitivity: Q with the context zeroed in each residual; JS on the gathered
-    // top-k support of the logits
+    // Layer-wise Sensitivity: Q with the context zeroed in each residual; JS on the top-k
+    // support, Q's logits read in pieces for its top-k and then only on the support
     {
-      const at::Tensor Q = perturbed_logits(m, clean.hidden, b.zero, b.mask, o.method);  // [N+1, B, V]
-      const at::Tensor js =
-          js_divergence_logits(P.unsqueeze(0).expand_as(Q), Q, o.topk).to(at::kDouble).cpu();
-      auto ja = js.accessor<double, 2>();
+      const at::Tensor last =
+          perturbed_last(m, clean.hidden, b.zero, b.mask, o.method, shared.get()).reshape({(N + 1) * B, -1});
+      const at::Tensor Pr = P.unsqueeze(0).expand({N + 1, B, V});  // Pr[r][i]: sample i's P
+      at::Tensor js;
+      if (o.topk > 0 && o.topk < V) {
+        const LensTop Q = lens_top(m, last, o.topk);  // rows r·B + i
+        const TopkUnion u = topk_union(std::get<1>(P.topk(o.topk, -1, true, false)).repeat({N + 1, 1}), Q.ids);
+        const at::Tensor lp = Pr.gather(-1, u.ids.view({N + 1, B, -1})).reshape({(N + 1) * B, -1});
+        js = js_divergence_gathered(lp, lens_at(m, Q.normed, u.ids), u.valid);
+      } else {
+        js = js_divergence_logits(Pr, m.lens(last).view({N + 1, B, V}), o.topk);
+      }
+      const at::Tensor jsd = js.to(at::kDouble).cpu().view({N + 1, B});
+      auto ja = jsd.accessor<double, 2>();
       for (int r = 0; r <= N; ++r)
         for (int64_t i = 0; i < B; ++i) out[from + i].js[r] = ja[r][i];
     }

@@ -9,6 +9,7 @@
 #include <c10/core/Device.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -16,6 +17,7 @@
 
 namespace ltrun::model {
 class Model;
+class DecodeState;
 }
 
 namespace ltrun::diag {
@@ -27,8 +29,15 @@ struct Sample {
   int group = 0;                  // task group label (summarised in ascending order)
 };
 
-// How the perturbed passes run; both run a batch of samples per pass (TraceOptions::batch).
+// How the perturbed passes run; all run a batch of samples per pass (TraceOptions::batch).
 enum class Method {
+  // Resume, with the zeroed leading context run once: when the context is a prefix of the
+  // prompt (the task format: examples, then the query), every input to its positions at
+  // block r is zero, so their states at and after block r depend on position only, whatever
+  // the sample. They run once per residual for the whole trace (SharedPrefix); each row then
+  // runs only its tokens after the context, from its own prefix length. Falls back to Resume
+  // when a layer's decode state cannot be cut at a position (Mamba2) or nothing is left.
+  Prefix,
   Resume,  // from the clean pass's residual: blocks r..N-1 only, for every residual r
   Naive,   // the whole stack for every residual (the reference, and the bench's baseline)
 };
@@ -39,7 +48,7 @@ struct TraceOptions {
   int64_t batch = 8;        // samples per pass (left-padded with an attention mask)
   double tau = 0;           // TP interval: blocks with Ratio > tau
   bool include_final_djs = false;  // keep the final block's ΔJS, undefined (see delta_js)
-  Method method = Method::Resume;
+  Method method = Method::Prefix;
 };
 
 // Series indexed by residual (N + 1 entries: [0] embeddings, [l+1] after block l) or by
@@ -74,12 +83,45 @@ Packed pack(const std::vector<Sample>& samples, size_t from, size_t to, int64_t 
 // h [B, T, H] with the positions where `zero` (bool [B, T]) holds set to 0, the rest as is.
 at::Tensor zero_context(const at::Tensor& h, const at::Tensor& zero);
 
+// The logit lens of rows h [R, hidden] read in pieces of the vocabulary, never [R, vocab] at
+// once (at a 151k vocabulary that buffer, its zeroing and its page faults cost as much as the
+// products): per row the log-sum-exp (float32) and the top-k logits (float32, descending)
+// with their ids; `normed` is the final norm of h, for lens_at.
+struct LensTop {
+  at::Tensor normed, lse, values, ids;
+};
+LensTop lens_top(const model::Model& m, const at::Tensor& h, int64_t k);
+// The lens logits (float32) of normed rows [R, hidden] at ids int64 [R, n] only.
+at::Tensor lens_at(const model::Model& m, const at::Tensor& normed, const at::Tensor& ids);
+
+// Method::Prefix's shared part: `length` zero residuals entering block r, run through blocks
+// r..N-1 once with a decode state (computed on first use of r, kept for the whole trace).
+class SharedPrefix {
+ public:
+  SharedPrefix(const model::Model& m, int64_t length);
+  ~SharedPrefix();
+  int64_t length() const { return length_; }
+  const model::DecodeState& at(int r);
+
+ private:
+  const model::Model& m_;
+  int64_t length_;
+  std::vector<std::unique_ptr<model::DecodeState>> states_;
+};
+
 // The last-position logits [N + 1, B, V] with `zero` (bool [B, T]) zeroed in the residual
 // hidden[r], for r = 0..N; `hidden` is the clean pass's capture (hidden[0..N]) of the same
 // batch, `attention_mask` [B, T] or undefined. No zero position: every row is the clean pass.
+// Method::Prefix uses `shared` when it is long enough for every row's leading context (else
+// one of its own).
 at::Tensor perturbed_logits(const model::Model& m, const std::vector<at::Tensor>& hidden,
                             const at::Tensor& zero, const at::Tensor& attention_mask,
-                            Method method = Method::Resume);
+                            Method method = Method::Prefix, SharedPrefix* shared = nullptr);
+// The same passes' last-position residuals after the last block (before the final norm),
+// [N + 1, B, hidden]: perturbed_logits = lens(perturbed_last).
+at::Tensor perturbed_last(const model::Model& m, const std::vector<at::Tensor>& hidden,
+                          const at::Tensor& zero, const at::Tensor& attention_mask,
+                          Method method = Method::Prefix, SharedPrefix* shared = nullptr);
 
 struct GroupMeans {
   int group = 0, samples = 0;

@@ -57,6 +57,7 @@ void DecodeState::clear() {
   layers_.clear();
   length_ = 0;
   batch_ = -1;
+  from_layer_ = 0;
 }
 
 namespace {
@@ -422,13 +423,16 @@ ForwardResult Model::forward(const at::Tensor& input_ids, const ForwardOptions& 
   DecodeState* state = o.state;
   int64_t past = 0;
   if (state) {
-    LT_CHECK(o.from_layer == 0 && last == L - 1,
-             "forward: a decode state needs the whole stack (no from/to_layer)");
+    LT_CHECK(last == L - 1, "forward: a decode state runs to the last block (no to_layer)");
     if (state->layers_.empty()) {
       state->layers_.resize(L);
-      for (int l = 0; l < L; ++l) state->layers_[l] = m.layers[l]->new_state();
+      for (int l = o.from_layer; l < L; ++l) state->layers_[l] = m.layers[l]->new_state();
       state->batch_ = B;
+      state->from_layer_ = o.from_layer;
     }
+    LT_CHECK(state->from_layer_ == o.from_layer,
+             "forward: the decode state holds blocks {}.., this forward runs from block {}",
+             state->from_layer_, o.from_layer);
     LT_CHECK(state->layers_.size() == size_t(L),
              "forward: the decode state holds {} layers, model has {}", state->layers_.size(), L);
     LT_CHECK(state->batch_ == B, "forward: the decode state has batch {}, input has {}",
@@ -542,11 +546,44 @@ ForwardResult Model::forward(const at::Tensor& input_ids, const ForwardOptions& 
   return r;
 }
 
+std::optional<DecodeState> Model::prefix_rows(const DecodeState& shared,
+                                              const std::vector<int64_t>& lengths) const {
+  LT_CHECK(shared.batch_ == 1 && !shared.layers_.empty(),
+           "prefix_rows: the shared state must hold one row that has run (batch {})", shared.batch_);
+  LT_CHECK(!lengths.empty(), "prefix_rows: no rows");
+  int64_t width = 0;
+  for (int64_t n : lengths) {
+    LT_CHECK(n >= 0 && n <= shared.length_,
+             "prefix_rows: length {} outside the shared state's 0..{} positions", n, shared.length_);
+    width = std::max(width, n);
+  }
+  DecodeState out;
+  out.layers_.resize(shared.layers_.size());
+  for (size_t l = 0; l < shared.layers_.size(); ++l) {
+    if (!shared.layers_[l]) continue;
+    out.layers_[l] = shared.layers_[l]->prefix_rows(lengths, width);
+    if (!out.layers_[l]) return std::nullopt;
+  }
+  out.length_ = width;
+  out.batch_ = int64_t(lengths.size());
+  out.from_layer_ = shared.from_layer_;
+  return out;
+}
+
 at::Tensor Model::lens(const at::Tensor& h) const {
   const Impl& m = *impl_;
   LT_CHECK(h.defined() && h.size(-1) == m.config.hidden_size, "lens: expected [..., {}], found {}",
            m.config.hidden_size, h.defined() ? shape(h.sizes()) : "none");
   return at::linear(rms_norm(h.to(m.device, m.dtype), m.norm, m.config.rms_norm_eps), m.head());
 }
+
+at::Tensor Model::lens_norm(const at::Tensor& h) const {
+  const Impl& m = *impl_;
+  LT_CHECK(h.defined() && h.size(-1) == m.config.hidden_size, "lens: expected [..., {}], found {}",
+           m.config.hidden_size, h.defined() ? shape(h.sizes()) : "none");
+  return rms_norm(h.to(m.device, m.dtype), m.norm, m.config.rms_norm_eps);
+}
+
+const at::Tensor& Model::head() const { return impl_->head(); }
 
 }  // namespace ltrun::model

@@ -71,10 +71,18 @@ enum class Logits { None, Last, All, Positions };
 // and SSM state of a Mamba2 layer); defined by each layer kind (arch.h).
 struct LayerState {
   virtual ~LayerState() = default;
+  // Row i: this state's first lengths[i] positions (this state has one row), left-padded to
+  // `width` positions, as a new state of lengths.size() rows. Null when the kind cannot cut
+  // its state at a position (a recurrent state holds only its last position: Mamba2).
+  virtual std::unique_ptr<LayerState> prefix_rows(const std::vector<int64_t>& lengths,
+                                                  int64_t width) const {
+    return nullptr;
+  }
 };
 
 // The decode state of every layer for incremental decoding (inference only: it is written in
-// place). Batch size is fixed by the first forward that uses it.
+// place). Batch size and the first block (ForwardOptions::from_layer) are fixed by the first
+// forward that uses it.
 class DecodeState {
  public:
   explicit DecodeState(int64_t capacity_hint = 0);
@@ -88,6 +96,7 @@ class DecodeState {
   friend class Model;
   std::vector<std::unique_ptr<LayerState>> layers_;  // null for layers without state (MLP)
   int64_t length_ = 0, capacity_hint_ = 0, batch_ = -1;
+  int from_layer_ = 0;  // layers below it hold nothing
 };
 
 struct ForwardOptions {
@@ -113,7 +122,9 @@ struct ForwardOptions {
   Logits logits = Logits::All;
   // Logits::Positions: int64 [P] (same for every row) or [B, P]; negative counts from the end.
   at::Tensor logit_positions;
-  DecodeState* state = nullptr;  // read and extended; needs the whole stack (no from/to_layer)
+  // Read and extended. Runs to the last block; from_layer must be the one the state started
+  // with (a state for blocks from_layer.. only: e.g. prefix_rows of a resumed pass).
+  DecodeState* state = nullptr;
 };
 
 struct ForwardResult {
@@ -168,6 +179,17 @@ class Model {
   ForwardResult forward(const at::Tensor& input_ids, const ForwardOptions& options = {}) const;
   // The logit lens: lm_head(final_norm(h)) for h [..., hidden].
   at::Tensor lens(const at::Tensor& h) const;
+  // The lens in two steps, for callers that read logits in pieces of the vocabulary (never
+  // [rows, vocab] at once): lens(h) = lens_norm(h) · head()ᵀ, head() being the LM head
+  // [vocab, hidden] (the embeddings when tied).
+  at::Tensor lens_norm(const at::Tensor& h) const;
+  const at::Tensor& head() const;
+  // A state whose row i holds the first lengths[i] positions of `shared` (a state of one
+  // row), left-padded to the longest: a prefix common to many rows runs once, then each row
+  // goes on from its own length (attention_mask [rows, width + T] marks the padding). Empty
+  // when a layer's state cannot be cut at a position (LayerState::prefix_rows).
+  std::optional<DecodeState> prefix_rows(const DecodeState& shared,
+                                         const std::vector<int64_t>& lengths) const;
 
   std::vector<Param> parameters() const;           // all, in checkpoint order
   std::vector<Param> parameters(int layer) const;  // those of block `layer`

@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <optional>
 #include <ATen/core/grad_mode.h>
 
 #include "diag_test_util.h"
@@ -116,6 +117,108 @@ TEST_CASE("perturbed passes: resume = one full forward per zeroed residual") {
   }
 }
 
+TEST_CASE("Model::prefix_rows: a shared prefix's state continued per row = the whole row's forward") {
+  at::NoGradGuard no_grad;
+  const model::Model m = diag_test::sharp_tiny("qwen3", 3);
+  const int64_t H = m.config().hidden_size;
+  // a prefix residual entering block 1, shared by two rows that keep 4 and 2 of its positions
+  const at::Tensor prefix = at::randn({1, 4, H});
+  const at::Tensor rest = at::randn({2, 3, H});
+  model::DecodeState shared;
+  model::ForwardOptions p;
+  p.from_layer = 1;
+  p.hidden = prefix;
+  p.logits = model::Logits::None;
+  p.state = &shared;
+  m.forward({}, p);
+  std::optional<model::DecodeState> st = m.prefix_rows(shared, {4, 2});
+  REQUIRE(st);
+  CHECK(st->length() == 4);
+  model::ForwardOptions o;
+  o.from_layer = 1;
+  o.hidden = rest;
+  o.attention_mask = at::tensor({1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1}, at::kLong).view({2, 7});
+  o.state = &*st;
+  o.logits = model::Logits::All;
+  const at::Tensor got = m.forward({}, o).logits;
+  for (int64_t i = 0; i < 2; ++i) {
+    INFO("row " << i);
+    const int64_t n = i == 0 ? 4 : 2;
+    model::ForwardOptions f;
+    f.from_layer = 1;
+    f.hidden = at::cat({prefix.narrow(1, 0, n), rest.narrow(0, i, 1)}, 1);
+    f.logits = model::Logits::All;
+    const at::Tensor want = m.forward({}, f).logits.narrow(1, n, 3);
+    // the same sums in other blockings (one row vs two, cached keys vs one pass)
+    CHECK(rel_err(got.narrow(0, i, 1), want) < 1e-5);
+  }
+  // a state that started at block 1 cannot run from block 0, nor from a state of two rows
+  o.from_layer = 0;
+  diag_test::require_error([&] { m.forward({}, o); }, {"blocks 1..", "from block 0"});
+  diag_test::require_error([&] { m.prefix_rows(*st, {1}); }, {"one row"});
+  diag_test::require_error([&] { m.prefix_rows(shared, {5}); }, {"length 5", "0..4"});
+  // a Mamba2 state holds only its last position: no prefix rows
+  ltrun::model::TinySpec ns = ltrun_test::tiny_spec("nemotron_h", 3);
+  ns.pattern = "M*-";
+  const model::Model nm = model::make_tiny(ns);
+  model::DecodeState nshared;
+  p.from_layer = 0;
+  p.state = &nshared;
+  nm.forward({}, p);
+  CHECK(!nm.prefix_rows(nshared, {4, 2}));
+}
+
+TEST_CASE("perturbed passes: the shared zeroed prefix = resume = naive, whatever the context's place") {
+  at::NoGradGuard no_grad;
+  ltrun::model::TinySpec ns = ltrun_test::tiny_spec("nemotron_h", 3);
+  ns.pattern = "M*-";
+  for (const char* arch : {"qwen3", "qwen2", "nemotron_h"}) {
+    INFO(arch);
+    const model::Model m = std::string(arch) == "nemotron_h" ? model::make_tiny(ns)
+                                                            : diag_test::sharp_tiny(arch, 5);
+    // leading contexts of several lengths, one that does not lead, one with a second run
+    // later, one with none, rows of several lengths (left padding)
+    const std::vector<Sample> s = {
+        sample({1, 7, 9, 3, 22, 40, 5, 17}, {0, 1, 2, 3}), sample({8, 2, 11, 4, 30}, {0, 1}),
+        sample({6, 6, 12, 19, 33, 2}, {1, 2}), sample({5, 9, 14, 2, 7, 3, 8}, {0, 1, 4}),
+        sample({4, 4, 21, 9}, {})};
+    const Packed b = pack(s, 0, s.size(), 61);
+    const auto clean = clean_pass(m, b);
+    const at::Tensor prefix = perturbed_logits(m, clean.hidden, b.zero, b.mask, Method::Prefix);
+    const at::Tensor resume = perturbed_logits(m, clean.hidden, b.zero, b.mask, Method::Resume);
+    const at::Tensor naive = perturbed_logits(m, clean.hidden, b.zero, b.mask, Method::Naive);
+    // float32 sums blocked differently (cached keys, fewer rows): a few ulps per block, as above
+    CHECK(rel_err(prefix, naive) < 1e-5);
+    CHECK(rel_err(prefix, resume) < 1e-5);
+    // a shared prefix longer than the batch needs gives the same
+    SharedPrefix shared(m, 9);
+    CHECK(rel_err(perturbed_logits(m, clean.hidden, b.zero, b.mask, Method::Prefix, &shared), prefix) < 1e-6);
+    // the zeroing matters (the test would pass if it were ignored otherwise)
+    CHECK(rel_err(prefix[0], clean.logits.select(1, 0)) > 1e-3);
+  }
+}
+
+TEST_CASE("lens_top / lens_at: the lens read in pieces = the full logits' log-sum-exp, top-k, values") {
+  at::NoGradGuard no_grad;
+  // a vocabulary of 5000: lens_top reads it in pieces of >= 2048 ids (three here, the last short)
+  ltrun::model::TinySpec spec = ltrun_test::tiny_spec("qwen3", 2, 3, 5000);
+  const model::Model m = model::make_tiny(spec);
+  const at::Tensor h = at::randn({6, m.config().hidden_size}) * 4;
+  const at::Tensor full = m.lens(h).to(at::kDouble);  // [6, 5000]
+  const LensTop t = lens_top(m, h, 7);
+  REQUIRE(t.ids.sizes() == at::IntArrayRef({6, 7}));
+  // float32 sums over 5000 terms in another order: a few ulps of the largest logit
+  const double tol = 8 * 1.2e-7 * (1 + full.abs().max().item<double>());
+  CHECK((t.lse.to(at::kDouble) - full.logsumexp(-1)).abs().max().item<double>() < tol);
+  auto [want_v, want_i] = full.topk(7, -1);
+  CHECK(t.ids.equal(want_i));
+  CHECK((t.values.to(at::kDouble) - want_v).abs().max().item<double>() < tol);
+  const at::Tensor ids = at::tensor({0, 4999, 2048, 17, 4095, 3}, at::kLong).view({6, 1}).repeat({1, 3});
+  CHECK((lens_at(m, t.normed, ids).to(at::kDouble) - full.gather(1, ids)).abs().max().item<double>() < tol);
+  // k = 0: only the log-sum-exp
+  CHECK(!lens_top(m, h, 0).ids.defined());
+}
+
 TEST_CASE("trace: lens series, JS series, targets, padding") {
   at::NoGradGuard no_grad;
   const model::Model m = diag_test::sharp_tiny("qwen3", 4);
@@ -171,6 +274,8 @@ TEST_CASE("trace: lens series, JS series, targets, padding") {
   o.method = Method::Naive;
   o.batch = 2;
   const auto tn = trace(m, s, o);
+  o.method = Method::Resume;
+  const auto tr = trace(m, s, o);
   // JS in float32 on a support of at most 2k = 20 tokens: each term p·log(2p/(p+q)) is off by
   // a few ulps (1.2e-7) of its O(1) log, so the sum by at most ~2.4e-6
   for (size_t i = 0; i < s.size(); ++i)
@@ -178,6 +283,7 @@ TEST_CASE("trace: lens series, JS series, targets, padding") {
       CHECK_THAT(t1[i].p_target[r], WithinRel(t[i].p_target[r], 1e-5));
       CHECK_THAT(t1[i].js[r], WithinAbs(t[i].js[r], 2.4e-6));
       CHECK_THAT(tn[i].js[r], WithinAbs(t[i].js[r], 2.4e-6));
+      CHECK_THAT(tr[i].js[r], WithinAbs(t[i].js[r], 2.4e-6));
     }
   // the final block's ΔJS on request: JS[N-1] / (JS[N-1] + eps), about 1
   o.include_final_djs = true;

@@ -28,6 +28,22 @@ std::pair<at::Tensor, at::Tensor> KVState::append(const at::Tensor& k_new, const
   return {k.narrow(2, 0, need), v.narrow(2, 0, need)};
 }
 
+std::unique_ptr<LayerState> KVState::prefix_rows(const std::vector<int64_t>& lengths,
+                                                 int64_t width) const {
+  auto out = std::make_unique<KVState>();
+  const int64_t R = int64_t(lengths.size());
+  // padded positions hold zeros (masked out by the caller's attention_mask)
+  out->k = at::zeros({R, k.size(1), width, k.size(3)}, k.options());
+  out->v = at::zeros({R, v.size(1), width, v.size(3)}, v.options());
+  for (int64_t i = 0; i < R; ++i) {
+    const int64_t n = lengths[size_t(i)];
+    if (n == 0) continue;
+    out->k[i].narrow(1, width - n, n).copy_(k[0].narrow(1, 0, n));
+    out->v[i].narrow(1, width - n, n).copy_(v[0].narrow(1, 0, n));
+  }
+  return out;
+}
+
 void AttentionWeights::slots(const Config& c, std::vector<Slot>& out, const std::string& p) {
   const int64_t H = c.hidden_size, q_out = c.n_heads * c.head_dim, kv_out = c.n_kv_heads * c.head_dim;
   auto linear = [&](const char* name, at::Tensor& w, at::Tensor& b, bool has_bias, int64_t o,

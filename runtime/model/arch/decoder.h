@@ -11,6 +11,8 @@ struct KVState : LayerState {
   at::Tensor k, v;
   std::pair<at::Tensor, at::Tensor> append(const at::Tensor& k_new, const at::Tensor& v_new,
                                            int64_t past, int64_t capacity_hint);
+  std::unique_ptr<LayerState> prefix_rows(const std::vector<int64_t>& lengths,
+                                          int64_t width) const override;
 };
 
 // q/k/v/o projections (biases and q/k norms as the config says) and grouped-query attention;
