@@ -4,6 +4,8 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+
 #include "runtime/core/error.h"
 
 namespace ltrun::model {
@@ -79,6 +81,10 @@ at::Tensor ssd_chunked(const at::Tensor& x, const at::Tensor& dt, const at::Tens
                        const at::Tensor& B, const at::Tensor& C, int64_t Q,
                        const at::Tensor& initial, at::Tensor* final_state) {
   const int64_t b = x.size(0), T = x.size(1), h = x.size(2), p = x.size(3), n = B.size(3);
+  // a sequence shorter than a chunk is one chunk of its own length: padding it to the config's
+  // chunk (HF's 128) would multiply the quadratic in-chunk work for nothing; the result is the
+  // same sums (padded steps add zero), so it differs only by rounding
+  Q = std::max<int64_t>(1, std::min(Q, T));
   const int64_t pad = (Q - T % Q) % Q;
   // padded steps have dt = 0: no input and a decay of exp(0) = 1, so the final state holds
   const at::Tensor xdt = chunked(x * dt.unsqueeze(-1), pad, Q);       // [b, c, Q, h, p]
