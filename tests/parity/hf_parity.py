@@ -395,7 +395,7 @@ def compare_grads(name, model, model_dir, loss_dump, device, table):
             rel = err / max(r.abs().max().item(), 1e-30)
             if rel >= worst:
                 worst, worst_abs, worst_name = rel, err, n
-        table.add(name, "fp32", f"grads {len(want & have)}/{len(want)} ({what})", worst_abs, worst, 1e-4,
+        table.add(name, "fp32", f"grads {len(want & have)}/{len(want)} ({what}; worst {worst_name})", worst_abs, worst, 1e-4,
                   ok=want == have and worst <= 1e-4)
 
 
