@@ -77,7 +77,7 @@ at::Tensor gated_delta_chunked(const at::Tensor& q_in, const at::Tensor& k_in, c
                                                    /*upper=*/false, /*left=*/true, /*unitriangular=*/true);
   const at::Tensor Xv = X.narrow(-1, 0, dv), Xk = X.narrow(-1, dv, dk);
   const at::Tensor scores = at::matmul(q, k.transpose(-1, -2)) * decay;  // [b, h, c, Q, Q], causal
-  const at::Tensor q_in_decayed = q * at::exp(gamma);
+  const at::Tensor q_from_start = q * at::exp(gamma);
   const at::Tensor k_to_end = k * to_end;
 
   at::Tensor S = initial.defined() ? initial.to(q.scalar_type())
@@ -86,7 +86,7 @@ at::Tensor gated_delta_chunked(const at::Tensor& q_in, const at::Tensor& k_in, c
   outs.reserve(size_t(c));
   for (int64_t i = 0; i < c; ++i) {
     const at::Tensor u = Xv.select(2, i) - at::matmul(Xk.select(2, i), S);  // [b, h, Q, dv]
-    outs.push_back(at::matmul(q_in_decayed.select(2, i), S) + at::matmul(scores.select(2, i), u));
+    outs.push_back(at::matmul(q_from_start.select(2, i), S) + at::matmul(scores.select(2, i), u));
     S = S * at::exp(gamma.select(2, i).select(-2, Q - 1)).unsqueeze(-1) +
         at::matmul(k_to_end.select(2, i).transpose(-1, -2), u);
   }
