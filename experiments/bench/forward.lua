@@ -78,8 +78,11 @@ if cfg.kinds ~= "" then
                   m.device, m.dtype, cfg.hf_attn)
         local p = assert(io.popen(cmd))
         local out = p:read("*a")
-        local h = p:close() and out ~= "" and lt.json.decode(out).rows[1]
-        -- (transformers 5.12 cannot decode a stack without attention layers: logged, not fatal)
+        -- the JSON is the last line (transformers may print warnings to stdout before it)
+        local ok_run, last = p:close(), out:match("([^\n]+)%s*$")
+        local ok_json, res = pcall(lt.json.decode, last or "")
+        local h = ok_run and ok_json and res.rows and res.rows[1]
+        -- (transformers 5.12 runs no Qwen3.5 stack of one layer kind: its cache wants both; logged, not fatal)
         if not h then
           io.stderr:write(("forward bench: %s, length %d: the HF side failed (%s); logged as %s_hf_failed\n")
             :format(kind, len, cmd, kind))
