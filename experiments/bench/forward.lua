@@ -6,11 +6,15 @@
 -- (experiments/bench/hf_forward.py, with that Python command, split by the shell) in the same run and logs HF's figures
 -- and ltrun/HF ratios. Decode is timed on its own (generate of n tokens minus generate of 1,
 -- back to back in each repeat); when that is never positive it is logged as decode_failed.
--- --kinds=mamba,attention,mlp instead compares layer kinds at the same width: one Nemotron-H
--- stack of --layers layers of each kind, prefill and decode tokens/s at batch 1 over the
--- prompt lengths --lengths, logged per kind with step = length, and each kind's ratio to the
--- first kind at that length (measured in the same run): attention's prefill cost grows with
--- the square of the length and its decode cost with the length, Mamba2's linearly and not.
+-- --kinds=mamba,attention,mlp,gdn,gated_attention instead compares layer kinds at the same
+-- width: a stack of --layers layers of each kind (mamba, attention, mlp: Nemotron-H's
+-- single-mixer blocks; gdn, gated_attention: Qwen3.5's Gated DeltaNet and gated-attention
+-- blocks, each with its SwiGLU MLP), prefill and decode tokens/s at batch 1 over the prompt
+-- lengths --lengths, logged per kind with step = length, and each kind's ratio to the first
+-- kind at that length (measured in the same run): attention's prefill cost grows with the
+-- square of the length and its decode cost with the length, Mamba2's and Gated DeltaNet's
+-- linearly and not. With --hf, HF's figures for the same checkpoint and length are logged
+-- beside (KIND_hf_prefill_tokens_per_s, KIND_prefill_vs_hf, and decode alike).
 local exp = require "lt.experiment"
 local cfg = exp.args{ model = "", layers = 8, hidden = 256, heads = 8, kv_heads = 4,
                       prompt = 128, new_tokens = 32, batches = "1,16,64", repeats = 2,
@@ -27,16 +31,19 @@ local function best_of(fn)  -- best of cfg.repeats, seconds
 end
 
 if cfg.kinds ~= "" then
-  local letter = { mamba = "M", attention = "*", mlp = "-" }
+  local kinds = { mamba = { "nemotron_h", "M" }, attention = { "nemotron_h", "*" }, mlp = { "nemotron_h", "-" },
+                  gdn = { "qwen3_5_text", "L" }, gated_attention = { "qwen3_5_text", "A" } }
   local first = {}
-  print(("%-10s %7s %14s %14s %10s %10s"):format("kind", "length", "prefill tok/s", "decode tok/s",
+  print(("%-16s %7s %14s %14s %10s %10s"):format("kind", "length", "prefill tok/s", "decode tok/s",
                                                   "x first", "x first"))
   local n_kinds = 0
   for kind in cfg.kinds:gmatch("[^,]+") do
     n_kinds = n_kinds + 1
-    local l = letter[kind] or error("forward bench: --kinds: unknown kind '" .. kind .. "' (mamba, attention, mlp)", 0)
-    local path, cleanup = exp.temp_model{ arch = "nemotron_h", pattern = l:rep(cfg.layers), hidden = cfg.hidden,
+    local k = kinds[kind] or error("forward bench: --kinds: unknown kind '" .. kind ..
+                                   "' (mamba, attention, mlp, gdn, gated_attention)", 0)
+    local path, cleanup = exp.temp_model{ arch = k[1], pattern = k[2]:rep(cfg.layers), hidden = cfg.hidden,
                                           heads = cfg.heads, kv_heads = cfg.kv_heads, vocab = 512, seed = 1 }
+    lt.run.param(kind .. "_arch", k[1])
     local m = lt.model.load(path, { dtype = cfg.dtype ~= "" and cfg.dtype or nil })
     local vocab = m.config.vocab_size
     for len in cfg.lengths:gmatch("%d+") do
@@ -63,8 +70,35 @@ if cfg.kinds ~= "" then
       else
         lt.run.log(kind .. "_decode_failed", 1, { step = len })
       end
-      print(("%-10s %7d %14.0f %14s %10.2f %10s"):format(kind, len, p_tps, d_tps and ("%.0f"):format(d_tps) or "failed",
+      print(("%-16s %7d %14.0f %14s %10.2f %10s"):format(kind, len, p_tps, d_tps and ("%.0f"):format(d_tps) or "failed",
             p_tps / first[len][1], (d_tps and first[len][2]) and ("%.2f"):format(d_tps / first[len][2]) or "-"))
+      if cfg.hf ~= "" then  -- the same checkpoint and length through HF transformers
+        local cmd = ("%s '%s' '%s' --batches 1 --prompt %d --new-tokens %d --repeats %d --device '%s' --dtype '%s' --attn '%s'")
+          :format(cfg.hf, exp.root .. "/experiments/bench/hf_forward.py", path, len, cfg.new_tokens, cfg.repeats,
+                  m.device, m.dtype, cfg.hf_attn)
+        local p = assert(io.popen(cmd))
+        local out = p:read("*a")
+        -- the JSON is the last line (transformers may print warnings to stdout before it)
+        local ok_run, last = p:close(), out:match("([^\n]+)%s*$")
+        local ok_json, res = pcall(lt.json.decode, last or "")
+        local h = ok_run and ok_json and res.rows and res.rows[1]
+        -- (transformers 5.12 runs no Qwen3.5 stack of one layer kind: its cache wants both; logged, not fatal)
+        if not h then
+          io.stderr:write(("forward bench: %s, length %d: the HF side failed (%s); logged as %s_hf_failed\n")
+            :format(kind, len, cmd, kind))
+          lt.run.log(kind .. "_hf_failed", 1, { step = len })
+          goto next_length
+        end
+        local hd = h.decode_tokens_per_s ~= lt.json.null and h.decode_tokens_per_s or nil
+        lt.run.log(kind .. "_hf_prefill_tokens_per_s", h.prefill_tokens_per_s, { step = len })
+        lt.run.log(kind .. "_prefill_vs_hf", p_tps / h.prefill_tokens_per_s, { step = len })
+        if hd then lt.run.log(kind .. "_hf_decode_tokens_per_s", hd, { step = len }) end
+        if hd and d_tps then lt.run.log(kind .. "_decode_vs_hf", d_tps / hd, { step = len }) end
+        print(("%-16s %7s %14.0f %14s   HF; ltrun/HF %.2f, %s"):format("", "", h.prefill_tokens_per_s,
+              hd and ("%.0f"):format(hd) or "failed", p_tps / h.prefill_tokens_per_s,
+              (hd and d_tps) and ("%.2f"):format(d_tps / hd) or "-"))
+      end
+      ::next_length::
     end
     m:free()
     cleanup()

@@ -14,9 +14,10 @@ namespace {
 
 const char kModelUsage[] = R"(usage:
   ltrun model new [options] OUT   write a new random model folder (HF layout) with a tokenizer
-      --arch qwen3|qwen2|llama|nemotron_h (qwen3)   --layers N (4)   --hidden N (64)
+      --arch qwen3|qwen2|llama|nemotron_h|qwen3_5_text (qwen3)   --layers N (4)   --hidden N (64)
       --heads N (4)   --kv-heads N (2)   --intermediate N (3*hidden)   --tie (tie embeddings and head)
-      --pattern M*- (nemotron_h: each layer's kind, M Mamba2, * attention, - MLP)
+      --pattern M*- (nemotron_h: each layer's kind, M Mamba2, * attention, - MLP;
+          qwen3_5_text: L Gated DeltaNet, A attention; default every fourth layer A)
       --vocab N (1024): size of the BPE tokenizer trained on --corpus PATH (repeatable;
           files or folders; default: Debian's English fortunes)
       --tokenizer PATH: copy this tokenizer.json instead of training one

@@ -60,6 +60,8 @@ struct DecoderDefaults {
   double rope_theta = 10000.0;
   int64_t max_position_embeddings = 2048;
   std::optional<int64_t> head_dim;  // unset: hidden_size / num_attention_heads
+  // set: partial RoPE is read (config.rotary_dim), with this default; unset: an error
+  std::optional<double> partial_rotary_factor;
 };
 
 // Reads the keys shared by the attention + SwiGLU decoders (sizes, RoPE, norms, tokens,
@@ -81,8 +83,9 @@ std::string generation_config_json(const Config& c);
 
 // How Model::init fills a parameter: HF's _init_weights (normal(0, 0.02) for linear and
 // embedding weights, zero biases, unit norms; Mamba2's A_log = log(1..heads) and dt_bias =
-// softplus^-1 of a log-uniform dt in [dt_min, dt_max]).
-enum class Init { Normal, Zeros, Ones, ALog, DtBias };
+// softplus^-1 of a log-uniform dt in [dt_min, dt_max]; Gated DeltaNet's A_log = log of a
+// uniform draw in (0, 16)).
+enum class Init { Normal, Zeros, Ones, ALog, DtBias, ALogUniform };
 
 // One tensor of a layer: its name after the layer prefix, shape, part, init, decay.
 struct Slot {
@@ -166,6 +169,7 @@ struct Arch {
 };
 
 extern const Arch kQwen3Arch, kQwen2Arch, kLlamaArch, kNemotronHArch;
+extern const Arch kQwen35TextArch, kQwen35Arch;
 extern const Arch kLtrunHybridArch;  // arch/hybrid.cpp: layers of several architectures
 
 // The registry entry for `model_type`; error naming `source` and the known types.

@@ -26,6 +26,12 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
   return kernels::rmsnorm(x, weight, eps);
 }
 
+at::Tensor rms_norm_offset(const at::Tensor& x, const at::Tensor& weight, double eps) {
+  const at::Tensor xf = x.to(accumulate_type(x.scalar_type()));
+  const at::Tensor normed = xf * at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
+  return (normed * (weight.to(xf.scalar_type()) + 1)).to(x.scalar_type());
+}
+
 // --- RoPE --------------------------------------------------------------------------------
 
 namespace {

@@ -14,6 +14,9 @@ struct RopeScaling;
 // HF's LlamaRMSNorm: x * rsqrt(mean(x^2) + eps) in fp32 (fp64 for fp64 x), cast back to x's
 // dtype, times weight.
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
+// Qwen3.5's (Gemma's) RMSNorm, whose weight stores the offset from 1: the normalised x times
+// 1 + weight, both in fp32 (fp64 for fp64 x), then cast to x's dtype.
+at::Tensor rms_norm_offset(const at::Tensor& x, const at::Tensor& weight, double eps);
 
 // RoPE inverse frequencies ([dim/2] float32, CPU) and the factor cos/sin are scaled by (yarn),
 // computed like transformers' modeling_rope_utils for each rope_type.

@@ -16,7 +16,7 @@ namespace ltrun::model {
 
 // The registry: one line per architecture file.
 static const Arch* const kArchs[] = {&kQwen3Arch, &kQwen2Arch, &kLlamaArch, &kNemotronHArch,
-                                     &kLtrunHybridArch};
+                                     &kQwen35TextArch, &kQwen35Arch, &kLtrunHybridArch};
 
 std::vector<std::string> known_model_types() {
   std::vector<std::string> out;
@@ -109,10 +109,10 @@ void require_nonnegative(const ConfigReader& r, const std::string& key, double v
 }
 
 // rope_scaling as transformers' modeling_rope_utils reads it ("type" is its older spelling).
-RopeScaling read_rope_scaling(const ConfigReader& r) {
+RopeScaling read_rope_scaling(const ConfigReader& r, bool partial_ok) {
   RopeScaling s;
   s.type = r.opt_string("rope_type", r.opt_string("type", "default"));
-  if (r.opt_double("partial_rotary_factor", 1.0) != 1.0)
+  if (!partial_ok && r.opt_double("partial_rotary_factor", 1.0) != 1.0)
     r.fail_key("partial_rotary_factor", "partial rotary embeddings are not supported");
   if (s.type == "default") return s;
   if (s.type == "linear") {
@@ -250,11 +250,21 @@ void read_decoder(const ConfigReader& r, Config& c, const DecoderDefaults& d) {
     ConfigReader rp = r.child("rope_parameters");
     c.rope_theta = rp.opt_double("rope_theta", d.rope_theta);
     require_rope_theta(rp, c.rope_theta);
-    c.rope_scaling = read_rope_scaling(rp);
+    c.rope_scaling = read_rope_scaling(rp, d.partial_rotary_factor.has_value());
   } else {
     c.rope_theta = r.opt_double("rope_theta", d.rope_theta);
     require_rope_theta(r, c.rope_theta);
-    if (r.get("rope_scaling")) c.rope_scaling = read_rope_scaling(r.child("rope_scaling"));
+    if (r.get("rope_scaling"))
+      c.rope_scaling = read_rope_scaling(r.child("rope_scaling"), d.partial_rotary_factor.has_value());
+  }
+  if (d.partial_rotary_factor) {  // rope_parameters' value, else the top level's, else the default
+    const ConfigReader& pr = r.get("rope_parameters") && r.child("rope_parameters").get("partial_rotary_factor")
+                                 ? r.child("rope_parameters") : r;
+    const double f = pr.opt_double("partial_rotary_factor", *d.partial_rotary_factor);
+    c.rotary_dim = int64_t(double(c.head_dim) * f);  // HF: int(head_dim * partial_rotary_factor)
+    if (!(f > 0 && f <= 1) || c.rotary_dim <= 0 || c.rotary_dim % 2 != 0)
+      pr.fail_key("partial_rotary_factor",
+                  fmt::format("{} x head_dim {} must give a positive even number of rotated dims", f, c.head_dim));
   }
 }
 

@@ -32,6 +32,17 @@ struct Mamba2Config {
   int64_t conv_dim() const { return inner() + 2 * groups * state; }
 };
 
+// Gated DeltaNet sizes (qwen3_5's linear_attention layers), HF Qwen3_5TextConfig's keys.
+struct GatedDeltaNetConfig {
+  int64_t k_heads = 0, v_heads = 0;        // linear_num_key_heads, linear_num_value_heads
+  int64_t k_head_dim = 0, v_head_dim = 0;  // linear_key_head_dim, linear_value_head_dim
+  int64_t conv_kernel = 4;                 // linear_conv_kernel_dim
+  int64_t chunk = 64;  // tokens per chunk of the prefill scan (HF's fixed 64; not in config.json)
+  int64_t key_dim() const { return k_heads * k_head_dim; }
+  int64_t value_dim() const { return v_heads * v_head_dim; }
+  int64_t conv_dim() const { return 2 * key_dim() + value_dim(); }
+};
+
 struct Config {
   std::string model_type;  // the registry key: qwen3, qwen2, llama, nemotron_h
   int64_t vocab_size = 0, hidden_size = 0, intermediate_size = 0;
@@ -47,11 +58,15 @@ struct Config {
   bool o_bias = false;    // bias on o_proj
   bool mlp_bias = false;  // biases on gate_proj, up_proj, down_proj
   bool rope = true;       // RoPE on q and k (nemotron_h's attention has no positions)
+  int64_t rotary_dim = 0; // RoPE on the first rotary_dim dims of a head (0: all, head_dim)
+  bool norm_offset = false;  // RMSNorms multiply by 1 + weight (qwen3_5; weights init 0)
 
   // The kind of each layer (size n_layers): "decoder" (attention + SwiGLU MLP: qwen3, qwen2,
-  // llama) or nemotron_h's "mamba", "attention", "mlp" (one mixer behind one norm).
+  // llama), nemotron_h's "mamba", "attention", "mlp" (one mixer behind one norm) or
+  // qwen3_5's "linear_attention" (Gated DeltaNet), "full_attention" (each + SwiGLU MLP).
   std::vector<std::string> layer_types;
   Mamba2Config mamba;
+  GatedDeltaNetConfig gdn;
 
   std::optional<int64_t> bos_token_id, pad_token_id;
   std::vector<int64_t> eos_token_ids;  // generation_config.json's when it has them

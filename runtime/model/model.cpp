@@ -108,7 +108,8 @@ struct Model::Impl {
              "{}: {} layer kinds for {} layers", config.source, config.layer_types.size(),
              config.n_layers);
     if (config.rope)
-      rope = rope_freqs(config.rope_scaling, config.rope_theta, config.head_dim,
+      rope = rope_freqs(config.rope_scaling, config.rope_theta,
+                        config.rotary_dim ? config.rotary_dim : config.head_dim,
                         config.max_position_embeddings);
     for (int l = 0; l < config.n_layers; ++l) layers.push_back(arch->make_layer(config, l));
   }
@@ -141,8 +142,8 @@ struct Model::Impl {
                    Init::Normal, true, -1, &self->embed});
     for (int l = 0; l < c.n_layers; ++l)
       for (Entry& e : block_entries(l)) out.push_back(std::move(e));
-    out.push_back({arch->norm_name, {c.hidden_size}, ParamPart::Norm, Init::Ones, false, -1,
-                   &self->norm});
+    out.push_back({arch->norm_name, {c.hidden_size}, ParamPart::Norm,
+                   c.norm_offset ? Init::Zeros : Init::Ones, false, -1, &self->norm});
     if (!c.tie_word_embeddings)
       out.push_back({arch->head_name, {c.vocab_size, c.hidden_size}, ParamPart::Head, Init::Normal,
                      true, -1, &self->lm_head});
@@ -233,6 +234,7 @@ Model Model::init(const Config& config, uint64_t seed, c10::Device device, c10::
       case Init::Ones: x = at::ones(e.shape, at::kFloat); break;
       case Init::Zeros: x = at::zeros(e.shape, at::kFloat); break;
       case Init::ALog: x = at::log(at::arange(1, e.shape[0] + 1, at::kFloat)); break;
+      case Init::ALogUniform: x = at::log(at::empty(e.shape, at::kFloat).uniform_(0, 16, gen)); break;
       case Init::DtBias: x = dt_bias_init(config.mamba, e.shape[0], gen); break;
     }
     *e.tensor = x.to(device, dtype);
@@ -574,7 +576,10 @@ at::Tensor Model::lens(const at::Tensor& h) const {
   const Impl& m = *impl_;
   LT_CHECK(h.defined() && h.size(-1) == m.config.hidden_size, "lens: expected [..., {}], found {}",
            m.config.hidden_size, h.defined() ? shape(h.sizes()) : "none");
-  return at::linear(rms_norm(h.to(m.device, m.dtype), m.norm, m.config.rms_norm_eps), m.head());
+  const at::Tensor x = h.to(m.device, m.dtype);
+  const double eps = m.config.rms_norm_eps;
+  return at::linear(m.config.norm_offset ? rms_norm_offset(x, m.norm, eps) : rms_norm(x, m.norm, eps),
+                    m.head());
 }
 
 at::Tensor Model::lens_norm(const at::Tensor& h) const {

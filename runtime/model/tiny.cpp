@@ -1,6 +1,8 @@
 // runtime/model/tiny.cpp: random models from a size spec.
 #include "runtime/model/tiny.h"
 
+#include <algorithm>
+
 #include "runtime/core/device.h"
 #include "runtime/core/error.h"
 #include "runtime/model/arch.h"
@@ -46,6 +48,21 @@ Config tiny_config(const TinySpec& s, c10::ScalarType dtype) {
     c.mamba.groups = s.mamba_groups;
     c.mamba.chunk = s.chunk;
     c.rms_norm_eps = 1e-5;
+  }
+  if (s.arch == "qwen3_5_text") {
+    // L (Gated DeltaNet) / A (attention) per layer; "" puts attention at every fourth of `layers`.
+    // Value heads = heads, key heads = kv_heads, both of head_dim; RoPE on a quarter of a head.
+    for (char ch : s.pattern)
+      LT_CHECK(ch == 'L' || ch == 'A', "tiny qwen3_5_text model: pattern \"{}\" has '{}' (L: Gated DeltaNet, A: attention)", s.pattern, ch);
+    const int64_t n = s.pattern.empty() ? s.layers : int64_t(s.pattern.size());
+    for (int64_t l = 0; l < n; ++l)
+      c.layer_types.push_back(s.pattern.empty() ? ((l + 1) % 4 ? "linear_attention" : "full_attention")
+                              : s.pattern[size_t(l)] == 'A' ? "full_attention" : "linear_attention");
+    c.n_layers = n;
+    c.gdn.k_heads = s.kv_heads;
+    c.gdn.v_heads = s.heads;
+    c.gdn.k_head_dim = c.gdn.v_head_dim = c.head_dim;
+    c.rotary_dim = std::max<int64_t>(2, c.head_dim / 4 / 2 * 2);
   }
   const std::string source = "new " + s.arch + " model";
   find_arch(s.arch, source);

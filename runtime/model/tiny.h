@@ -27,6 +27,8 @@ struct TinySpec {
   uint64_t seed = 0;
   // nemotron_h: one character per layer, M (Mamba2), * (attention), - (MLP); "" repeats
   // "M*-" over `layers`. Mamba2 heads = 2 * hidden / mamba_head_dim (HF's expand = 2).
+  // qwen3_5_text: L (Gated DeltaNet) or A (attention) per layer; "": every fourth of
+  // `layers` attention.
   std::string pattern;
   int64_t mamba_head_dim = 8, ssm_state = 8, mamba_groups = 2, chunk = 128;  // chunk: HF's default
 };

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """tests/parity/hf_parity.py: ltrun's model core against HF transformers, on random tiny
 Qwen3, Qwen2 and Llama models (with llama3 / yarn / linear RoPE scaling, tied heads, biases)
-and Nemotron-H hybrids (Mamba2 / attention / MLP layers; transformers >= 5).
+Nemotron-H hybrids (Mamba2 / attention / MLP layers; transformers >= 5) and Qwen3.5 text
+models (Gated DeltaNet / gated attention layers, dense; transformers >= 5.x with qwen3_5).
 
 Needs torch, transformers and safetensors (a GPU node, or scripts/check-torch2 on any
 Debian machine, which runs it on CPU in a Debian sid chroot; CTest does not run it) and the
@@ -34,10 +35,10 @@ Prints a table; exit 1 on any failure.
 
   python3 tests/parity/hf_parity.py --dump build/ltrun_model_dump [--device cuda] [--keep DIR]
                                     [--bf16 auto|on|off] [--tokenizer FILE ...]
-                                    [--only models|nemotron_h]
+                                    [--only models|nemotron_h|qwen3_5]
 (--only models: the model comparisons of every architecture, no tokenizers or `ltrun model
-new`, so only ltrun_model_dump and ltrun_loss_dump need building; --only nemotron_h: those
-of Nemotron-H alone.)
+new`, so only ltrun_model_dump and ltrun_loss_dump need building; --only nemotron_h or
+qwen3_5: those of that architecture alone.)
 (ltrun, ltrun_tokenize and ltrun_loss_dump are taken from beside ltrun_model_dump.)
 """
 import argparse
@@ -113,7 +114,85 @@ def nemotron_h_configs():
         **{**common, "n_groups": 1}, hybrid_override_pattern="-M*M", use_bias=True, mlp_bias=True)
 
 
-def sharpen(model, seed):
+def qwen3_5_configs():
+    """Random tiny dense Qwen3.5 text models (Qwen3_5ForCausalLM). transformers runs its torch
+    fallbacks on CPU: the chunked delta rule (chunks of 64) for prefill, the recurrent one for
+    decode. The 11-token batch is one chunk on both sides; several chunks are compared on a
+    longer sequence (compare_long), after checking HF's chunked form against its recurrent one
+    (check_hf_delta_rule)."""
+    if not hasattr(transformers, "Qwen3_5TextConfig"):
+        return
+    common = dict(vocab_size=97, hidden_size=64, intermediate_size=96, num_attention_heads=4, num_key_value_heads=2,
+                  head_dim=16, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8,
+                  linear_value_head_dim=12, linear_conv_kernel_dim=4, rms_norm_eps=1e-6, max_position_embeddings=512,
+                  tie_word_embeddings=False, bos_token_id=1, eos_token_id=2, pad_token_id=0)
+    yield "qwen3_5 LLLA", transformers.Qwen3_5TextConfig(
+        **common, num_hidden_layers=4, **rope_kwargs(1e4, {"partial_rotary_factor": 0.25}))
+    yield "qwen3_5 ALAL mha bias rope/2", transformers.Qwen3_5TextConfig(
+        **{**common, "num_key_value_heads": 4, "linear_num_key_heads": 4, "linear_key_head_dim": 12},
+        num_hidden_layers=4, layer_types=["full_attention", "linear_attention", "full_attention", "linear_attention"],
+        attention_bias=True, **rope_kwargs(1e6, {"partial_rotary_factor": 0.5}))
+
+
+def check_hf_delta_rule(table):
+    """transformers' torch chunked delta rule against its recurrent one (which follows the
+    formula token by token), over several chunks with and without an initial state: how far
+    HF's prefill can be trusted as a reference."""
+    from transformers.models.qwen3_5 import modeling_qwen3_5 as mq
+    g = torch.Generator().manual_seed(5)
+    b, T, h, dk, dv = 2, 150, 3, 8, 12
+    q, k = torch.randn(b, T, h, dk, generator=g), torch.randn(b, T, h, dk, generator=g)
+    v = torch.randn(b, T, h, dv, generator=g)
+    gate = -torch.nn.functional.softplus(torch.randn(b, T, h, generator=g)) * 3
+    beta = torch.sigmoid(torch.randn(b, T, h, generator=g))
+    for init in (None, torch.randn(b, h, dk, dv, generator=g)):
+        args = dict(initial_state=init, output_final_state=True, use_qk_l2norm_in_kernel=True)
+        o_c, s_c = mq.torch_chunk_gated_delta_rule(q, k, v, gate, beta, **args)
+        o_r, s_r = mq.torch_recurrent_gated_delta_rule(q, k, v, gate, beta, **args)
+        what = "with initial state" if init is not None else "from zeros"
+        a = (o_c - o_r).abs().max().item()
+        table.add("HF delta rule", "fp32", f"chunked vs recurrent output ({what})", a, a / o_r.abs().max().item(), 1e-4)
+        a = (s_c - s_r).abs().max().item()
+        table.add("HF delta rule", "fp32", f"chunked vs recurrent state ({what})", a, a / s_r.abs().max().item(), 1e-4)
+
+
+def compare_long(name, config, dump, work, device, table, seed):
+    """Two 150-token sequences (three of HF's 64-token chunks, several of ltrun's): the last
+    hidden state and logits of ltrun's prefill and of its token-by-token decode against HF's
+    prefill. Weights are sharpened less than in compare_model (x6): over 150 tokens the
+    recurrences amplify fp32 rounding, and at x12 HF's own fp32 result is 1e-4 away from the
+    fp64 one. HF's torch path runs the delta rule, the decays and the gated norm in fp32 even
+    for a float64 model, so the fp64 reference is ltrun's (whose 11-token results match HF's
+    to rounding); the HF-fp32-vs-it row shows the noise floor."""
+    model_dir = os.path.join(work, name.replace(" ", "_") + "_long")
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(config, attn_implementation="eager", **dtype_kwargs(torch.float32))
+    sharpen(model, seed, mul=6)
+    model.save_pretrained(model_dir, safe_serialization=True)
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(3, config.vocab_size, (2, 150), generator=g)
+    mask = torch.ones_like(ids)
+    ref = hf_states(model.to(device), ids, mask, device)
+    rows = ",".join(" ".join(map(str, r)) for r in ids.tolist())
+    L = config.num_hidden_layers
+    ours = {}
+    for dtype in ("float32", "float64"):
+        out_dir = f"{model_dir}_out_{dtype}"
+        run([dump, "forward", model_dir, out_dir, "--ids", rows, "--device", device, "--dtype", dtype])
+        ours[dtype] = load_file(os.path.join(out_dir, "model.safetensors"))
+    for key in (f"hidden.{L}", "logits", "logits_stepwise"):
+        what = "logits, decoded stepwise" if key == "logits_stepwise" else key
+        ref_key = "logits" if key == "logits_stepwise" else key
+        for dtype in ("float32", "float64"):
+            a, r = errors(ours[dtype][key], ref[ref_key], mask)
+            table.add(name, "fp32" if dtype == "float32" else "fp64 ltrun", f"{what} (150 tokens)", a, r, 1e-4)
+    a, r = errors(ours["float64"]["logits_stepwise"], ours["float64"]["logits"], mask)  # dumped as fp32
+    table.add(name, "fp64 ltrun", "decoded stepwise vs prefill (150 tokens)", a, r, 1e-6)
+    a, r = errors(ref["logits"], ours["float64"]["logits"], mask)
+    table.add(name, "fp32", "HF fp32 vs ltrun fp64 logits (150 tokens; noise floor)", a, r, 1.0, ok=True)
+
+
+def sharpen(model, seed, mul=12):
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -124,7 +203,7 @@ def sharpen(model, seed):
             elif name.endswith(".bias"):
                 p.normal_(0, 0.5, generator=g)
             else:
-                p.mul_(12)
+                p.mul_(mul)
 
 
 def batch():
@@ -316,7 +395,7 @@ def compare_grads(name, model, model_dir, loss_dump, device, table):
             rel = err / max(r.abs().max().item(), 1e-30)
             if rel >= worst:
                 worst, worst_abs, worst_name = rel, err, n
-        table.add(name, "fp32", f"grads {len(want & have)}/{len(want)} ({what})", worst_abs, worst, 1e-4,
+        table.add(name, "fp32", f"grads {len(want & have)}/{len(want)} ({what}; worst {worst_name})", worst_abs, worst, 1e-4,
                   ok=want == have and worst <= 1e-4)
 
 
@@ -468,7 +547,7 @@ def main():
                     help="also compare token ids on this many seeded random texts (0: skip)")
     ap.add_argument("--tokenizer", action="append", default=[],
                     help="also compare this tokenizer.json with HF tokenizers (repeatable)")
-    ap.add_argument("--only", choices=["models", "nemotron_h"],
+    ap.add_argument("--only", choices=["models", "nemotron_h", "qwen3_5"],
                     help="only the model comparisons (of every architecture, or of Nemotron-H)")
     args = ap.parse_args()
     # HF matmuls in true fp32, like LibTorch's defaults
@@ -482,11 +561,20 @@ def main():
     table = Table()
     loss_dump = os.path.join(os.path.dirname(os.path.abspath(args.dump)), "ltrun_loss_dump")
     try:
-        decoders = [] if args.only == "nemotron_h" else list(tiny_configs())
-        for i, (name, config) in enumerate(decoders + list(nemotron_h_configs())):
+        decoders = [] if args.only in ("nemotron_h", "qwen3_5") else list(tiny_configs())
+        nemotron = [] if args.only == "qwen3_5" else list(nemotron_h_configs())
+        qwen3_5 = [] if args.only == "nemotron_h" else list(qwen3_5_configs())
+        for i, (name, config) in enumerate(decoders + nemotron + qwen3_5):
             compare_model(name, config, args.dump, work, args.device, table, seed=100 + i, bf16=bf16,
                           loss_dump=loss_dump)
-        if TRANSFORMERS_MAJOR >= 5:
+        if qwen3_5:
+            check_hf_delta_rule(table)
+            for i, (name, config) in enumerate(qwen3_5):
+                compare_long(name, config, args.dump, work, args.device, table, seed=300 + i)
+            # not all linear_attention: transformers 5.12 cannot make a cache without attention layers
+            compare_ltrun_made("qwen3_5_text", args.dump, work, args.device, table,
+                               extra=("--pattern", "LA", "--hidden", "64"))
+        if TRANSFORMERS_MAJOR >= 5 and args.only != "qwen3_5":
             compare_ltrun_made("nemotron_h", args.dump, work, args.device, table,
                                extra=("--pattern", "M*-M", "--hidden", "64"))
         if not args.only:  # tokenizers, sharded checkpoints, `ltrun model new`

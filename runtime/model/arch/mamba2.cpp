@@ -29,11 +29,7 @@ void Mamba2Weights::slots(const Config& c, std::vector<Slot>& out, const std::st
     out.push_back({p + "out_proj.bias", {H}, ParamPart::Mixer, Init::Zeros, false, &out_bias});
 }
 
-namespace {
-
-// a [..., Q] → [..., Q, Q] with out[i][j] = a[j+1] + ... + a[i] for i >= j and -inf above the
-// diagonal: exp(out) is the decay from step j to step i. Sums of a masked copy rather than
-// differences of one cumsum, which would cancel badly.
+// Sums of a masked copy rather than differences of one cumsum, which would cancel badly.
 at::Tensor segsum(const at::Tensor& a) {
   const int64_t Q = a.size(-1);
   std::vector<int64_t> sizes = a.sizes().vec();
@@ -45,6 +41,8 @@ at::Tensor segsum(const at::Tensor& a) {
   return x.masked_fill(at::ones({Q, Q}, bool_opts).tril(0).logical_not(),
                        -std::numeric_limits<double>::infinity());
 }
+
+namespace {
 
 // zero-pads dim 1 by `pad` and splits it into chunks: [b, T, ...] → [b, c, Q, ...]
 at::Tensor chunked(const at::Tensor& t, int64_t pad, int64_t Q) {

@@ -22,6 +22,10 @@ struct Mamba2State : LayerState {
   at::Tensor conv, ssm;
 };
 
+// a [..., Q] → [..., Q, Q] with out[i][j] = a[j+1] + ... + a[i] for i >= j and -inf above the
+// diagonal: exp(out) is the decay from step j to step i (also Gated DeltaNet's chunks).
+at::Tensor segsum(const at::Tensor& a);
+
 // The scan without the D term, fp32. x [b, T, h, p], dt [b, T, h] (after softplus), A [h]
 // (negative), B and C [b, T, h, n] (groups already expanded to heads). initial: [b, h, p, n]
 // or undefined (zeros). Returns y [b, T, h, p]; the state after the last token goes to

@@ -112,7 +112,9 @@ void cmd_forward(const Args& a) {
   at::Tensor norm_weight;
   for (const model::Param& p : m.parameters())
     if (p.layer < 0 && p.part == model::ParamPart::Norm) norm_weight = p.tensor;
-  out.emplace_back("normed", model::rms_norm(r.hidden.back(), norm_weight, m.config().rms_norm_eps)
+  const double eps = m.config().rms_norm_eps;
+  out.emplace_back("normed", (m.config().norm_offset ? model::rms_norm_offset(r.hidden.back(), norm_weight, eps)
+                                                     : model::rms_norm(r.hidden.back(), norm_weight, eps))
                                  .to(at::kCPU, at::kFloat));
   out.emplace_back("logits", r.logits.to(at::kCPU, at::kFloat));
   model::DecodeState state;
