@@ -572,21 +572,15 @@ std::optional<DecodeState> Model::prefix_rows(const DecodeState& shared,
   return out;
 }
 
-at::Tensor Model::lens(const at::Tensor& h) const {
-  const Impl& m = *impl_;
-  LT_CHECK(h.defined() && h.size(-1) == m.config.hidden_size, "lens: expected [..., {}], found {}",
-           m.config.hidden_size, h.defined() ? shape(h.sizes()) : "none");
-  const at::Tensor x = h.to(m.device, m.dtype);
-  const double eps = m.config.rms_norm_eps;
-  return at::linear(m.config.norm_offset ? rms_norm_offset(x, m.norm, eps) : rms_norm(x, m.norm, eps),
-                    m.head());
-}
+at::Tensor Model::lens(const at::Tensor& h) const { return at::linear(lens_norm(h), head()); }
 
 at::Tensor Model::lens_norm(const at::Tensor& h) const {
   const Impl& m = *impl_;
   LT_CHECK(h.defined() && h.size(-1) == m.config.hidden_size, "lens: expected [..., {}], found {}",
            m.config.hidden_size, h.defined() ? shape(h.sizes()) : "none");
-  return rms_norm(h.to(m.device, m.dtype), m.norm, m.config.rms_norm_eps);
+  const at::Tensor x = h.to(m.device, m.dtype);
+  const double eps = m.config.rms_norm_eps;
+  return m.config.norm_offset ? rms_norm_offset(x, m.norm, eps) : rms_norm(x, m.norm, eps);
 }
 
 const at::Tensor& Model::head() const { return impl_->head(); }
