@@ -33,8 +33,9 @@ local charts = require "lt.scan_charts"
 local svg = require "lt.svg"
 
 local cfg = exp.args{
-  model = "", layers = "all", algo = "grpo", data = "", bench = "", bench_limit = 0, steps = 60,
-  lr = 0, warmup = 0.1, seq_len = 96, micro_batch = 0, prompts = 8, group_size = 8, max_response = 24,
+  model = "", layers = "all", algo = "grpo", data = "", bench = "", bench_limit = 0, steps = 50,
+  lr = 0, warmup = 0.1, seq_len = 96, micro_batch = 0, prompts = 16, group_size = 8, max_response = 24,
+  score_samples = 8, score_temperature = 1.0,
   sc = 8, sc_temperature = 0.7, eval_every = 0, workers = 2, devices = "", resume = false,
   shard = "", analyze = false, job = "", scan_key = "", min_gap = 0.02, top_k = 3,
   work = "", pretrain_steps = 600,
@@ -78,7 +79,9 @@ local function scan_key()
     parts[#parts + 1] = k .. "=" .. tostring(cfg[k])
   end
   if rl then
-    for _, k in ipairs{ "prompts", "group_size", "max_response" } do parts[#parts + 1] = k .. "=" .. tostring(cfg[k]) end
+    for _, k in ipairs{ "prompts", "group_size", "max_response", "score_samples", "score_temperature" } do
+      parts[#parts + 1] = k .. "=" .. tostring(cfg[k])
+    end
   end
   return "layer_scan:" .. scan.hash(table.concat(parts, ";"))
 end

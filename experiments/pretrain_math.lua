@@ -10,7 +10,7 @@ local argv = type((...)) == "table" and (...) or nil
 local cfg = exp.args({ out = "models/tiny-math", layers = 4, hidden = 128, heads = 4, kv_heads = 2,
                        vocab = 512, steps = 600, lr = 3e-3, warmup = 0.05, seq_len = 64,
                        micro_batch = 16, docs = 20000, rl_prompts = 2000, test = 200,
-                       eval_every = 200, add_max = 49, sub_max = 99, mul_max = 9, slip = 0, seed = 1 }, argv)
+                       eval_every = 200, add_max = 9, sub_max = 18, mul_max = 9, slip = 0.4, seed = 1 }, argv)
 -- a fixed seed (not the run's fresh one): the default policy is the same wherever it is made
 
 -- a seeded generator (an LCG, so that the problems are the same on every platform)
