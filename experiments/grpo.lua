@@ -1,10 +1,16 @@
 -- experiments/grpo.lua: RL post-training with verifiable rewards (GRPO or Dr. GRPO) on any
 -- freeze plan, scored by held-out accuracy before and after. With its defaults it trains the
 -- embedded default policy (models/tiny-math, made by experiments/pretrain_math.lua when it is
--- missing) on seeded arithmetic word problems with the math answer reward, in a few minutes on
--- 2 CPU cores.
---   ltrun experiments/grpo.lua [--algo=dr_grpo] [--iterations=60] [--train_only=2]
+-- missing) on seeded arithmetic word problems with the math answer reward: 100 batches of 16
+-- prompts x 8 samples at temperature 1, lr 1e-4, a few minutes of CPU time on 2 cores.
+--   ltrun experiments/grpo.lua [--algo=dr_grpo] [--iterations=100] [--train_only=2]
 --     [--model=PATH --data=FILE.jsonl --eval=FILE.jsonl --template=default --chat=true]
+-- Held-out accuracy is measured two ways on the same items before and after: greedy answers,
+-- and --eval_samples answers per item sampled at the training --temperature (avg@k; 0: off).
+-- GRPO maximises the reward of sampled answers: on the tiny model it removes the wrong
+-- operation its pre-training slipped into 40% of the solutions, which sampled answers show,
+-- while greedy answers already took the commoner, right operation (README: RL post-training).
+-- Each comparison is paired: items that went up and down, and the exact sign test (McNemar).
 -- --train_only: "" (all), a block number, "middle:K" (the middle K blocks).
 -- --decontaminate=N: drop training prompts that share a word N-gram with a held-out question
 -- (0: off). Default: 8 for given data; for the embedded default's own train.jsonl, whole
@@ -12,7 +18,9 @@
 -- runs ("... in each box. How many eggs are there in all?"), so 8-grams would drop every
 -- multiplication problem and leave a set much harder than the held-out one (1135 of 2000
 -- prompts removed); pretrain_math.lua already keeps every test question out of train.jsonl.
--- Logs every step's metrics (ltrun sql @grpo), base_accuracy and final_accuracy.
+-- Logs every step's metrics (ltrun sql @grpo), base_accuracy and final_accuracy (greedy),
+-- base_sampled_accuracy and final_sampled_accuracy, and greedy|sampled/items_up, items_down,
+-- sign_test_p.
 local exp = require "lt.experiment"
 local cfg = exp.args{ model = "models/tiny-math", data = "", eval = "", algo = "grpo",
                       iterations = 100, prompts = 16, group_size = 8, max_response = 24,

@@ -1,10 +1,16 @@
 -- experiments/pretrain_math.lua: makes the embedded default policy of experiments/grpo.lua: a
 -- tiny Qwen3 with its own BPE tokenizer (single digits), pre-trained on CPU in a few minutes
 -- on seeded arithmetic word problems whose solutions end "#### N", to a middling accuracy.
+-- The problems: a + b (a, b up to --add_max), a − b (a from 10 to --sub_max), a × b (2 to
+-- --mul_max): single-digit facts by default, few enough (about 270) that pre-training meets
+-- each many times and the RL prompts cover them all. A share --slip of the pre-training
+-- solutions use the wrong operation (a − b for "gets b more", a + b for the others), as a
+-- corpus with careless worked solutions would: the model learns the facts but picks the
+-- operation unreliably, which is what a reward on the answer can correct.
 -- Writes models/tiny-math (the model) with train.jsonl and test.jsonl next to it: prompt
--- sets in the GSM8K layout ({"question", "answer": "... #### N"}) for the RL study; no
--- test question is among the pre-training documents or train.jsonl.
---   ltrun experiments/pretrain_math.lua [--steps=600] [--out=models/tiny-math]
+-- sets in the GSM8K layout ({"question", "answer": "... #### N"}, always the right answer)
+-- for the RL study; no test question is among the pre-training documents or train.jsonl.
+--   ltrun experiments/pretrain_math.lua [--steps=600] [--out=models/tiny-math] [--slip=0.4]
 local exp = require "lt.experiment"
 local argv = type((...)) == "table" and (...) or nil
 local cfg = exp.args({ out = "models/tiny-math", layers = 4, hidden = 128, heads = 4, kv_heads = 2,
