@@ -470,7 +470,8 @@ std::pair<std::string, std::string> prompt_style(lua_State* L, int opts, const M
 }
 
 // lt.rl.accuracy(m, items | path, {template=, chat=, max_response=256, batch=64}) -> fraction
-// of greedy answers equivalent to the items' answers
+// of greedy answers equivalent to the items' answers, and a list with one boolean per item
+// (true: right), for paired comparisons (lt.stats.mcnemar)
 int l_accuracy(lua_State* L) {
   const char* fn = "lt.rl.accuracy";
   const ModelHandle& h = check_model(L, 1, fn);
@@ -479,10 +480,16 @@ int l_accuracy(lua_State* L) {
   else items = read_items(L, 2, fn);
   const auto [tmpl, chat] = prompt_style(L, 3, h, fn);
   const auto prompts = encode_items(h, items, tmpl, chat, fn);
+  std::vector<bool> correct;
   lua_pushnumber(L, rl::heldout_accuracy(*h.m, prompts, items,
                                          opt_integer(L, 3, "max_response", fn).value_or(256),
-                                         decoder(h), opt_integer(L, 3, "batch", fn).value_or(64)));
-  return 1;
+                                         decoder(h), opt_integer(L, 3, "batch", fn).value_or(64), &correct));
+  lua_createtable(L, int(correct.size()), 0);
+  for (size_t i = 0; i < correct.size(); ++i) {
+    lua_pushboolean(L, correct[i]);
+    lua_rawseti(L, -2, int(i + 1));
+  }
+  return 2;
 }
 
 // rewards = {math = w, format = w | {weight = w, form = "boxed"|"hash"|"any"},

@@ -1,5 +1,5 @@
 // bindings/stats.cpp: lt.stats: rank(a), spearman(a, b) and pearson(a, b) (coefficient and
-// two-sided p-value, runtime/stats/correlation.h), jaccard(a, b) of id sets
+// two-sided p-value, runtime/stats/correlation.h), sign_test(up, down), jaccard(a, b) of id sets
 // (runtime/eval/metrics.h). Samples are Lua arrays of numbers or 1-D tensors.
 #include <lua.hpp>
 
@@ -59,6 +59,15 @@ int l_corr(lua_State* L, const char* fn) {
 int l_spearman(lua_State* L) { return l_corr<stats::spearman>(L, "lt.stats.spearman"); }
 int l_pearson(lua_State* L) { return l_corr<stats::pearson>(L, "lt.stats.pearson"); }
 
+// lt.stats.sign_test(up, down) → the exact two-sided sign-test p-value (McNemar's exact test on
+// the discordant pairs of a paired comparison: items that only the second model gets right,
+// items that only the first does)
+int l_sign_test(lua_State* L) {
+  const char* fn = "lt.stats.sign_test";
+  lua_pushnumber(L, stats::sign_test_p(long(check_integer(L, 1, fn)), long(check_integer(L, 2, fn))));
+  return 1;
+}
+
 // lt.stats.jaccard(a, b): a and b are lists of ids (or sets {id = true})
 std::set<std::string> id_set(lua_State* L, int idx, const char* fn) {
   check_table(L, idx, fn);
@@ -83,6 +92,7 @@ void register_stats(lua_State* L) {
   new_module(L, "stats");
   static const luaL_Reg fns[] = {{"rank", LT_FN(l_rank)},         {"spearman", LT_FN(l_spearman)},
                                  {"pearson", LT_FN(l_pearson)},   {"jaccard", LT_FN(l_jaccard)},
+                                 {"sign_test", LT_FN(l_sign_test)},
                                  {nullptr, nullptr}};
   set_funcs(L, fns);
   lua_pop(L, 1);

@@ -36,7 +36,8 @@ for _, k in ipairs{ "model", "algo", "data", "bench", "bench_limit", "steps", "l
   if sp[k] == nil then error(("scan run %d lacks param `%s`"):format(scan_run, k), 0) end
   task_cfg[k] = sp[k]
 end
-for _, k in ipairs{ "prompts", "group_size", "max_response" } do task_cfg[k] = sp[k] end  -- GRPO scans
+-- GRPO scans (score_samples / score_temperature: S from sampled answers, as the scan scored)
+for _, k in ipairs{ "prompts", "group_size", "max_response", "score_samples", "score_temperature" } do task_cfg[k] = sp[k] end
 task_cfg.work = (task_cfg.work ~= "" and task_cfg.work) or (task_cfg.model .. ".layer_scan")
 task_cfg.bench, task_cfg.model = tostring(task_cfg.bench), tostring(task_cfg.model)
 local task = require("lt.scan_task").new(task_cfg)

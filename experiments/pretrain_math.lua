@@ -1,16 +1,22 @@
 -- experiments/pretrain_math.lua: makes the embedded default policy of experiments/grpo.lua: a
 -- tiny Qwen3 with its own BPE tokenizer (single digits), pre-trained on CPU in a few minutes
 -- on seeded arithmetic word problems whose solutions end "#### N", to a middling accuracy.
+-- The problems: a + b (a, b up to --add_max), a − b (a from 10 to --sub_max), a × b (2 to
+-- --mul_max): single-digit facts by default, few enough (about 270) that pre-training meets
+-- each many times and the RL prompts cover them all. A share --slip of the pre-training
+-- solutions use the wrong operation (a − b for "gets b more", a + b for the others), as a
+-- corpus with careless worked solutions would: the model learns the facts but picks the
+-- operation unreliably, which is what a reward on the answer can correct.
 -- Writes models/tiny-math (the model) with train.jsonl and test.jsonl next to it: prompt
--- sets in the GSM8K layout ({"question", "answer": "... #### N"}) for the RL study; no
--- test question is among the pre-training documents or train.jsonl.
---   ltrun experiments/pretrain_math.lua [--steps=600] [--out=models/tiny-math]
+-- sets in the GSM8K layout ({"question", "answer": "... #### N"}, always the right answer)
+-- for the RL study; no test question is among the pre-training documents or train.jsonl.
+--   ltrun experiments/pretrain_math.lua [--steps=600] [--out=models/tiny-math] [--slip=0.4]
 local exp = require "lt.experiment"
 local argv = type((...)) == "table" and (...) or nil
 local cfg = exp.args({ out = "models/tiny-math", layers = 4, hidden = 128, heads = 4, kv_heads = 2,
                        vocab = 512, steps = 600, lr = 3e-3, warmup = 0.05, seq_len = 64,
                        micro_batch = 16, docs = 20000, rl_prompts = 2000, test = 200,
-                       eval_every = 200, seed = 1 }, argv)
+                       eval_every = 200, add_max = 9, sub_max = 18, mul_max = 9, slip = 0.4, seed = 1 }, argv)
 -- a fixed seed (not the run's fresh one): the default policy is the same wherever it is made
 
 -- a seeded generator (an LCG, so that the problems are the same on every platform)
@@ -21,23 +27,25 @@ local function rand(n)  -- 1 .. n
 end
 local names = { "Tom", "Anna", "Ben", "Maria", "Sam", "Lily", "Omar", "Zoe", "Kai", "Ivy" }
 local things = { "apples", "pens", "books", "coins", "stickers", "cards", "eggs", "shells" }
--- one problem: question text, worked solution line, answer
+-- one problem: question text, worked solution line, answer, and the slip: the solution line
+-- and answer of the wrong operation (a − b for "gets b more", a + b for the others)
 local function problem()
   local n, t = names[rand(#names)], things[rand(#things)]
   local kind = rand(3)
   if kind == 1 then
-    local a, b = rand(49), rand(49)
+    local a, b = rand(cfg.add_max), rand(cfg.add_max)
+    local hi, lo = math.max(a, b), math.min(a, b)
     return ("%s has %d %s. %s gets %d more %s. How many %s does %s have now?"):format(n, a, t, n, b, t, t, n),
-           ("%d + %d = %d"):format(a, b, a + b), a + b
+           ("%d + %d = %d"):format(a, b, a + b), a + b, ("%d - %d = %d"):format(hi, lo, hi - lo), hi - lo
   elseif kind == 2 then
-    local a = 9 + rand(90)
+    local a = 9 + rand(cfg.sub_max - 9)
     local b = rand(a)
     return ("%s has %d %s and gives away %d. How many %s are left?"):format(n, a, t, b, t),
-           ("%d - %d = %d"):format(a, b, a - b), a - b
+           ("%d - %d = %d"):format(a, b, a - b), a - b, ("%d + %d = %d"):format(a, b, a + b), a + b
   end
-  local a, b = 1 + rand(8), 1 + rand(8)
+  local a, b = 1 + rand(cfg.mul_max - 1), 1 + rand(cfg.mul_max - 1)
   return ("%s has %d boxes with %d %s in each box. How many %s are there in all?"):format(n, a, b, t, t),
-         ("%d * %d = %d"):format(a, b, a * b), a * b
+         ("%d * %d = %d"):format(a, b, a * b), a * b, ("%d + %d = %d"):format(a, b, a + b), a + b
 end
 
 -- the held-out test set first, then everything else avoids its questions
@@ -55,8 +63,9 @@ lt.fs.mkdir(work)
 local corpus = assert(io.open(work .. "/math.txt", "w"))
 local n_docs = 0
 while n_docs < cfg.docs do
-  local q, sol, ans = problem()
+  local q, sol, ans, slip_sol, slip_ans = problem()
   if not held[q] then
+    if rand(1000) <= cfg.slip * 1000 then sol, ans = slip_sol, slip_ans end
     corpus:write("Question: ", q, "\nAnswer: ", sol, "\n#### ", ans, "\n%\n")
     n_docs = n_docs + 1
   end

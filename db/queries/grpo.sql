@@ -1,4 +1,5 @@
--- grpo: the latest experiments/grpo.lua run: its settings, base and final held-out accuracy,
+-- grpo: the latest experiments/grpo.lua run: its settings, base and final held-out accuracy
+-- (greedy, and sampled avg@k where measured),
 -- and per step reward, accuracy on the rollouts, held-out accuracy where evaluated, response
 -- length, entropy, clip fraction, approximate KL, pg loss, grad norm and rollout tokens/s.
 WITH run AS (SELECT max(run_id) AS id FROM metrics WHERE name = 'final_accuracy'),
@@ -7,6 +8,8 @@ SELECT (SELECT id FROM run) AS run, s.step,
        (SELECT value FROM params WHERE run_id = (SELECT id FROM run) AND key = 'algo') AS algo,
        round((SELECT value FROM metrics WHERE run_id = (SELECT id FROM run) AND name = 'base_accuracy'), 3) AS base_acc,
        round((SELECT value FROM metrics WHERE run_id = (SELECT id FROM run) AND name = 'final_accuracy'), 3) AS final_acc,
+       round((SELECT value FROM metrics WHERE run_id = (SELECT id FROM run) AND name = 'base_sampled_accuracy'), 3) AS base_sampled,
+       round((SELECT value FROM metrics WHERE run_id = (SELECT id FROM run) AND name = 'final_sampled_accuracy'), 3) AS final_sampled,
        round(max(CASE WHEN m.name = 'reward_mean' THEN m.value END), 3) AS reward,
        round(max(CASE WHEN m.name = 'accuracy' THEN m.value END), 3) AS rollout_acc,
        round(max(CASE WHEN m.name = 'heldout_accuracy' THEN m.value END), 3) AS heldout_acc,

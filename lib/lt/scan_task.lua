@@ -5,8 +5,10 @@
 --     letter, seed 2), scored on lt.eval's built-in `antonyms_heldout` (the test side);
 --   grpo | dr_grpo: lt.rl.grpo with the math answer reward on a JSONL prompt set (--data=math:
 --     the model folder's train.jsonl, as experiments/pretrain_math.lua writes it; or a path),
---     scored on `math_heldout` (the model folder's test.jsonl, greedy answers, prompts in the
---     tiny math model's format) or any lt.eval math benchmark (gsm8k:FILE, math:FILE).
+--     scored on `math_heldout` (the model folder's test.jsonl, prompts in the tiny math model's
+--     format: avg@k of cfg.score_samples answers at cfg.score_temperature, or greedy answers
+--     when score_samples is 0; the greedy score is logged either way, as score/math_heldout/greedy)
+--     or any lt.eval math benchmark (gsm8k:FILE, math:FILE).
 -- plus any lt.eval benchmark. S = the mean accuracy over the benchmarks.
 --   local task = require("lt.scan_task").new(cfg)  -- cfg.model, algo, data, bench, bench_limit, work
 --   task.training_data() → packed corpus folder (causal_lm) or prompt items (GRPO);
@@ -138,6 +140,15 @@ function M.new(cfg)
         end
         acc = lt.eval.score(m, items, {}, { protocols = { "generate" }, bench = bench, template = M.math_template,
                                             max_new_tokens = cfg.max_response, batch_size = 64 }).generate.acc
+        if (cfg.score_samples or 0) > 0 then
+          -- S from sampled answers: avg@k at the training temperature (RL raises it where greedy
+          -- answers barely move); the greedy score stays logged, its items feed the ensembles
+          lt.run.log("score/" .. bench .. "/greedy", acc)
+          acc = lt.eval.score(m, items, {}, { protocols = { "generate" }, bench = bench .. "_avg",
+                                              template = M.math_template, samples = cfg.score_samples,
+                                              temperature = cfg.score_temperature or 1.0, seed = 13,
+                                              max_new_tokens = cfg.max_response, batch_size = 64 }).generate.avg_at_k
+        end
       else
         local _, protocol = M.bench_name(bench)
         acc = lt.eval.run(m, bench, { limit = cfg.bench_limit, protocols = { protocol }, seed = seed })[protocol].acc

@@ -53,22 +53,26 @@ int64_t grpo_steps_per_rollout(const GrpoOptions& o) { return o.epochs * o.mini_
 double heldout_accuracy(const model::Model& m, const std::vector<std::vector<int64_t>>& prompts,
                         const std::vector<PromptItem>& items, int64_t max_response,
                         const std::function<std::string(const std::vector<int64_t>&)>& decode,
-                        int64_t batch) {
+                        int64_t batch, std::vector<bool>* correct) {
   LT_CHECK(prompts.size() == items.size() && !items.empty(),
            "rl.heldout_accuracy: {} prompts for {} items", prompts.size(), items.size());
   LT_CHECK(decode, "rl.heldout_accuracy: needs a tokenizer to read the answers");
   model::GenerateOptions go;
   go.max_new_tokens = int(max_response);
   const size_t per = batch > 0 ? size_t(batch) : prompts.size();
-  int64_t correct = 0;
+  int64_t n_correct = 0;
+  if (correct) correct->assign(items.size(), false);
   for (size_t s = 0; s < prompts.size(); s += per) {
     const std::vector<std::vector<int64_t>> part(prompts.begin() + long(s),
                                                  prompts.begin() + long(std::min(prompts.size(), s + per)));
     const auto gens = model::generate(m, part, go);
-    for (size_t i = 0; i < gens.size(); ++i)
-      correct += math_reward(decode(gens[i].tokens), items[s + i].answer) > 0 ? 1 : 0;
+    for (size_t i = 0; i < gens.size(); ++i) {
+      const bool ok = math_reward(decode(gens[i].tokens), items[s + i].answer) > 0;
+      n_correct += ok ? 1 : 0;
+      if (correct) (*correct)[s + i] = ok;
+    }
   }
-  return double(correct) / double(items.size());
+  return double(n_correct) / double(items.size());
 }
 
 GrpoObjective::GrpoObjective(model::Model& m, std::vector<PromptItem> items,

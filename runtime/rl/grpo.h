@@ -51,11 +51,12 @@ struct GrpoOptions {
 int64_t grpo_steps_per_rollout(const GrpoOptions& o);
 
 // Greedy answers of `m` to `prompts`, scored against items[i].answer by math_reward: the
-// fraction correct. batch: prompts per generate call (0: all).
+// fraction correct. batch: prompts per generate call (0: all). correct (when given): set to
+// one entry per item, true where its answer is right (for paired comparisons of two models).
 double heldout_accuracy(const model::Model& m, const std::vector<std::vector<int64_t>>& prompts,
                         const std::vector<PromptItem>& items, int64_t max_response,
                         const std::function<std::string(const std::vector<int64_t>&)>& decode,
-                        int64_t batch = 64);
+                        int64_t batch = 64, std::vector<bool>* correct = nullptr);
 
 class GrpoObjective : public train::Objective {
  public:

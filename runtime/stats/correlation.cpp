@@ -124,4 +124,16 @@ Correlation spearman(const std::vector<double>& a, const std::vector<double>& b,
   return pearson(rank(a, what), rank(b, what), what);
 }
 
+double sign_test_p(long up, long down) {
+  LT_CHECK(up >= 0 && down >= 0, "sign_test_p: counts must be >= 0, got up {} and down {}", up, down);
+  const long n = up + down, k = std::min(up, down);
+  if (n == 0) return 1.0;
+  // P(X <= k) = sum_j C(n, j) / 2^n, each term in log space (n may be in the thousands)
+  double tail = 0;
+  for (long j = 0; j <= k; ++j)
+    tail += std::exp(std::lgamma(double(n) + 1) - std::lgamma(double(j) + 1) - std::lgamma(double(n - j) + 1) -
+                     double(n) * std::log(2.0));
+  return std::min(1.0, 2 * tail);
+}
+
 }  // namespace ltrun::stats

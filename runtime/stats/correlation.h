@@ -33,4 +33,10 @@ double incomplete_beta(double a, double b, double x);
 // P(|T| ≥ |t|) for Student's t with `dof` > 0 degrees of freedom.
 double t_two_sided_p(double t, double dof);
 
+// The exact two-sided sign test (McNemar's exact test when `up` and `down` are the discordant
+// pairs of a paired comparison: items right only after, right only before): with n = up + down
+// and X ~ Binomial(n, 1/2), p = min(1, 2 P(X ≤ min(up, down))); 1 when n = 0. Counts must be
+// >= 0 (an error naming them otherwise).
+double sign_test_p(long up, long down);
+
 }  // namespace ltrun::stats

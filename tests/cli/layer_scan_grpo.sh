@@ -2,7 +2,8 @@
 # seconds: a 2-block math model made by experiments/pretrain_math.lua at a toy size, then the
 # scan's 4 jobs (base, full, layer_0, layer_1) trained by lt.rl.grpo in worker processes.
 # Checked against the store, independently of the script's arithmetic: every training ran
-# GRPO (its metrics, param algo), S = the share of correct held-out eval_items, a block trained
+# GRPO (its metrics, param algo), S = the share of correct sampled held-out eval_items (avg@k;
+# the greedy score beside it = the share of correct greedy ones), a block trained
 # alone leaves every other block unchanged, C_l from the stored scores, and the full model's
 # self-consistency = the majority of its k sampled answers per item, recomputed in SQL.
 root=$(realpath "$(dirname "$0")/../..")
@@ -31,7 +32,7 @@ awk -v a="$common" 'NR % 2 == 1 { sub(/#### [0-9]+/, "#### " a) } { print }' mod
 
 k=5
 opts=(--algo=grpo --model=models/math --layers=0,1 --steps=2 --prompts=2 --group_size=4 --max_response=20
-      --bench_limit=12 --sc=$k --sc_temperature=1 --workers=2 --min_gap=0)
+      --bench_limit=12 --sc=$k --sc_temperature=1 --score_samples=3 --workers=2 --min_gap=0)
 out=$("$LTRUN" --seed 3 "$root/experiments/layer_scan.lua" "${opts[@]}" 2>err.txt); rc=$?
 check "GRPO scan exits 0" equals "$rc" "0"
 [ "$rc" = 0 ] || { cat err.txt >&2; echo "$out" >&2; }
@@ -41,8 +42,13 @@ check "the 3 trainings ran GRPO, 2 steps each" equals "$(sql1 "
   select count(*) from runs r join params p on p.run_id=r.id and p.key='algo' and p.value='grpo'
    where r.name in ('full','layer_0','layer_1') and
      (select count(*) from metrics m where m.run_id=r.id and m.name='reward_mean')=2")" "3"
-check "S = share of correct held-out answers, per job" equals "$(sql1 "
+check "S = share of correct sampled held-out answers (avg@3), per job" equals "$(sql1 "
   select count(*) from runs r join metrics m on m.run_id=r.id and m.name='score'
+   where r.name in ('base','full','layer_0','layer_1') and
+     abs(m.value - (select avg(correct) from eval_items e where e.run_id=r.id and e.bench='math_heldout_avg')) < 1e-9 and
+     (select count(*) from eval_items e where e.run_id=r.id and e.bench='math_heldout_avg')=36")" "4"
+check "the greedy score = share of correct greedy answers, per job" equals "$(sql1 "
+  select count(*) from runs r join metrics m on m.run_id=r.id and m.name='score/math_heldout/greedy'
    where r.name in ('base','full','layer_0','layer_1') and
      abs(m.value - (select avg(correct) from eval_items e where e.run_id=r.id and e.bench='math_heldout')) < 1e-9 and
      (select count(*) from eval_items e where e.run_id=r.id and e.bench='math_heldout')=12")" "4"

@@ -169,6 +169,28 @@ T.case("rollouts, log-probs and the shared-prefix reference on a tiny model", fu
     T.eq(res.items[i].output, want, "templated prompt " .. i)
   end
   T.raises(function() lt.eval.score(m, items, {}, { template = "no placeholder", bench = "tmpl" }) end, "has no {question}")
+
+  -- lt.rl.accuracy's per-item list: item i is right when m:generate's greedy answer to its
+  -- templated prompt, read by lt.eval.extract_math, is its answer; the answers of items 1
+  -- and 3 are set to the model's own greedy answers (so some are right: this random model
+  -- answers "a dog sat" with a digit), 2 and 4 to one it does not give
+  local qs = { "a dog sat", "the red hat", "a dog sat", "the cat" }
+  local acc_items = {}
+  for i, q in ipairs(qs) do
+    local out = m:generate("Q: " .. q .. " =", { max_new_tokens = 12 })
+    local got = lt.eval.extract_math(out)
+    local right = i % 2 == 1 and got and got ~= ""
+    acc_items[i] = { id = "a" .. i, question = q, answer = right and got or "-12345" }
+  end
+  local frac, each = lt.rl.accuracy(m, acc_items, { template = "Q: {question} =", max_response = 12 })
+  local want, n = {}, 0
+  for i, it in ipairs(acc_items) do
+    want[i] = it.answer ~= "-12345"
+    n = n + (want[i] and 1 or 0)
+  end
+  T.same_table(each, want)
+  T.near(frac, n / #qs, 1e-12)
+  T.ok(n >= 1 and n < #qs, "some items right, some wrong")
 end)
 
 T.finish()

@@ -16,6 +16,10 @@ T.case("lt.stats from Lua: rank, spearman, pearson, jaccard", function()
   T.raises(function() lt.stats.spearman({ 1, 2 }, { 1, 2, 3 }) end, "2 and 3")
   T.raises(function() lt.stats.rank{ 1, "x" } end, "element 2")
   T.near(lt.stats.jaccard({ "a", "b", "c" }, { b = true, c = true, d = true }), 0.5, 1e-12)
+  -- sign test: n = 15, k = 2: 2 (1 + 15 + 105) / 2^15
+  T.near(lt.stats.sign_test(2, 13), 2 * 121 / 32768, 1e-12)
+  T.eq(lt.stats.sign_test(0, 0), 1)
+  T.raises(function() lt.stats.sign_test(-1, 2) end, "up %-1")
 end)
 
 T.finish()

@@ -118,3 +118,17 @@ TEST_CASE("undefined cases are NaN; bad input is an error naming it") {
   CHECK_THROWS_WITH(spearman({1, 2, 3}, {1, NAN, 3}, "lt.stats.spearman"),
                     Catch::Contains("lt.stats.spearman: b[2]"));
 }
+
+TEST_CASE("sign test (exact McNemar): two-sided binomial tails by hand") {
+  // n = 15, k = 2: P(X <= 2) = (1 + 15 + 105) / 2^15
+  CHECK(sign_test_p(2, 13) == Approx(2.0 * 121 / 32768).epsilon(1e-12));
+  CHECK(sign_test_p(13, 2) == Approx(2.0 * 121 / 32768).epsilon(1e-12));
+  CHECK(sign_test_p(0, 5) == Approx(2.0 / 32).epsilon(1e-12));   // 2 * (1/2)^5
+  CHECK(sign_test_p(7, 0) == Approx(2.0 / 128).epsilon(1e-12));
+  CHECK(sign_test_p(10, 11) == 1.0);  // P(X <= 10) = 1/2 for n = 21: 2 x 1/2, capped at 1
+  CHECK(sign_test_p(3, 3) == 1.0);
+  CHECK(sign_test_p(0, 0) == 1.0);
+  // n = 10, k = 1: (1 + 10) / 1024
+  CHECK(sign_test_p(1, 9) == Approx(2.0 * 11 / 1024).epsilon(1e-12));
+  CHECK_THROWS_WITH(sign_test_p(-1, 3), Catch::Contains("up -1"));
+}
