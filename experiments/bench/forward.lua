@@ -73,13 +73,11 @@ if cfg.kinds ~= "" then
       print(("%-16s %7d %14.0f %14s %10.2f %10s"):format(kind, len, p_tps, d_tps and ("%.0f"):format(d_tps) or "failed",
             p_tps / first[len][1], (d_tps and first[len][2]) and ("%.2f"):format(d_tps / first[len][2]) or "-"))
       if cfg.hf ~= "" then  -- the same checkpoint and length through HF transformers
-        local cmd = ("%s '%s' '%s' --batches 1 --prompt %d --new-tokens %d --repeats %d --device '%s' --dtype '%s' --attn '%s'")
-          :format(cfg.hf, exp.root .. "/experiments/bench/hf_forward.py", path, len, cfg.new_tokens, cfg.repeats,
-                  m.device, m.dtype, cfg.hf_attn)
-        local p = assert(io.popen(cmd))
-        local out = p:read("*a")
+        local out, ok_run, cmd = exp.capture(cfg.hf, { exp.root .. "/experiments/bench/hf_forward.py", path, "--batches", 1,
+          "--prompt", len, "--new-tokens", cfg.new_tokens, "--repeats", cfg.repeats, "--device", m.device,
+          "--dtype", m.dtype, "--attn", cfg.hf_attn })
         -- the JSON is the last line (transformers may print warnings to stdout before it)
-        local ok_run, last = p:close(), out:match("([^\n]+)%s*$")
+        local last = out:match("([^\n]+)%s*$")
         local ok_json, res = pcall(lt.json.decode, last or "")
         local h = ok_run and ok_json and res.rows and res.rows[1]
         -- (transformers 5.12 runs no Qwen3.5 stack of one layer kind: its cache wants both; logged, not fatal)
@@ -118,15 +116,11 @@ print(tostring(m))
 local function hf_figures()
   if cfg.hf == "" then return nil end
   local script = exp.root .. "/experiments/bench/hf_forward.py"
-  local cmd = ("%s '%s' '%s' --batches '%s' --prompt %d --new-tokens %d --repeats %d " ..
-               "--device '%s' --dtype '%s' --attn '%s'"):format(
-    cfg.hf, script, path, cfg.batches, cfg.prompt, cfg.new_tokens, cfg.repeats, m.device,
-    m.dtype, cfg.hf_attn)
-  local p = assert(io.popen(cmd))
-  local out = p:read("*a")
-  local ok = p:close()
+  local out, ok, cmd = exp.capture(cfg.hf, { script, path, "--batches", cfg.batches, "--prompt", cfg.prompt,
+    "--new-tokens", cfg.new_tokens, "--repeats", cfg.repeats, "--device", m.device, "--dtype", m.dtype,
+    "--attn", cfg.hf_attn })
   if not ok or out == "" then error("forward bench: the HF side failed: " .. cmd, 0) end
-  local res = lt.json.decode(out)
+  local res = lt.json.decode(out:match("([^\n]+)%s*$"))
   lt.run.param("hf_torch", res.torch)
   lt.run.param("hf_transformers", res.transformers)
   local by_batch = {}

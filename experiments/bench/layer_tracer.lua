@@ -102,11 +102,8 @@ if cfg.hf ~= "" then
   local f = assert(io.open(input, "w"))
   f:write(lt.json.encode(rows))
   f:close()
-  local cmd = ("%s '%s' '%s' '%s' --batch %d --topk %d --repeats %d"):format(cfg.hf,
-    exp.root .. "/experiments/bench/hf_layer_tracer.py", path, input, cfg.batch, cfg.topk, cfg.repeats)
-  local p = assert(io.popen(cmd))
-  local out = p:read("*a")
-  local ok = p:close()
+  local out, ok, cmd = exp.capture(cfg.hf, { exp.root .. "/experiments/bench/hf_layer_tracer.py", path, input,
+                                             "--batch", cfg.batch, "--topk", cfg.topk, "--repeats", cfg.repeats })
   os.remove(input)
   if not ok or out == "" then cleanup(); error("layer_tracer bench: the HF side failed: " .. cmd, 0) end
   -- the last line that is a JSON object (libraries may print warnings on stdout first)

@@ -45,6 +45,25 @@ function M.temp_model(spec)
   return s.out, function() lt.fs.remove(dir) end
 end
 
+-- Runs a command without a shell: `command` is a string of words split on whitespace (e.g.
+-- a bench's --hf="scripts/check-torch2 --python"), `args` more words passed as they are
+-- (paths with spaces or quotes stay one argument). Returns its stdout, true when it exited
+-- 0, and the argv as one line for messages. Its stderr goes to ours.
+function M.capture(command, args)
+  local argv = {}
+  for w in command:gmatch("%S+") do argv[#argv + 1] = w end
+  assert(#argv > 0, "exp.capture: empty command")
+  for _, a in ipairs(args or {}) do argv[#argv + 1] = tostring(a) end
+  local out = os.tmpname()
+  local pid = lt.proc.spawn(argv, { stdout = out })
+  local status = lt.proc.wait(pid)
+  local f = io.open(out)
+  local text = f and f:read("*a") or ""
+  if f then f:close() end
+  os.remove(out)
+  return text, status.code == 0 and status.signal == 0, table.concat(argv, " ")
+end
+
 -- for name, v in exp.sorted(t): pairs in key order, so runs happen in a stable order
 function M.sorted(t)
   local keys = {}
