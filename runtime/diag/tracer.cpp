@@ -158,7 +158,7 @@ at::Tensor prefix_last(const model::Model& m, const std::vector<at::Tensor>& hid
     if (!st) return {};
     model::ForwardOptions o;
     o.from_layer = r;
-    o.hidden = zero_context(hidden[r], z).narrow(1, T - Q, Q);
+    o.hidden = zero_context(hidden[r].narrow(1, T - Q, Q), z.narrow(1, T - Q, Q));  // only the rows' own tokens
     o.attention_mask = mask;
     o.state = &*st;
     o.logits = model::Logits::None;
