@@ -38,6 +38,15 @@ void push_item(lua_State* L, const eval::Item& it) {
     lua_rawseti(L, -2, int(i + 1));
   }
   lua_setfield(L, -2, "choices");
+  if (!it.cloze.empty()) set_field(L, "cloze", it.cloze);
+  if (!it.cloze_choices.empty()) {
+    lua_createtable(L, int(it.cloze_choices.size()), 0);
+    for (size_t i = 0; i < it.cloze_choices.size(); i++) {
+      push(L, it.cloze_choices[i]);
+      lua_rawseti(L, -2, int(i + 1));
+    }
+    lua_setfield(L, -2, "cloze_choices");
+  }
 }
 
 std::string field(lua_State* L, int t, const char* k, const char* fn, bool required) {
@@ -62,14 +71,17 @@ eval::Item read_item(lua_State* L, int t, const char* fn) {
   it.split = field(L, t, "split", fn, false);
   it.source = "item " + it.id;
   it.solution = field(L, t, "solution", fn, false);
-  lua_getfield(L, t, "choices");
-  if (lua_istable(L, -1))
-    for (int i = 1; i <= int(lua_objlen(L, -1)); i++) {
-      lua_rawgeti(L, -1, i);
-      it.choices.push_back(check_string(L, lua_gettop(L), fn));
-      lua_pop(L, 1);
-    }
-  lua_pop(L, 1);
+  it.cloze = field(L, t, "cloze", fn, false);
+  for (auto [key, list] : {std::pair{"choices", &it.choices}, std::pair{"cloze_choices", &it.cloze_choices}}) {
+    lua_getfield(L, t, key);
+    if (lua_istable(L, -1))
+      for (int i = 1; i <= int(lua_objlen(L, -1)); i++) {
+        lua_rawgeti(L, -1, i);
+        list->push_back(check_string(L, lua_gettop(L), fn));
+        lua_pop(L, 1);
+      }
+    lua_pop(L, 1);
+  }
   return it;
 }
 
@@ -197,6 +209,14 @@ int l_score(lua_State* L) {
     lua_pushboolean(L, r.correct);
     lua_setfield(L, -2, "correct");
     set_field(L, "sample", r.sample);
+    if (!r.choice_logp.empty()) {  // cloze: the score of each option
+      lua_createtable(L, int(r.choice_logp.size()), 0);
+      for (size_t c = 0; c < r.choice_logp.size(); c++) {
+        lua_pushnumber(L, r.choice_logp[c]);
+        lua_rawseti(L, -2, int(c + 1));
+      }
+      lua_setfield(L, -2, "choice_logp");
+    }
     lua_rawseti(L, -2, int(i + 1));
   }
   lua_setfield(L, -2, "items");

@@ -12,7 +12,13 @@
 --             prediction is the antonym's first token, on --task_probe prompts (0: skip);
 --   accuracy  on each benchmark of --bench (comma-separated; by default the base's task:
 --             antonyms, the pairs it was taught, and antonyms_heldout, pairs it only read
---             as statements; ceval:DIR,cmmlu:DIR on a GPU node), logit and generate protocols.
+--             as statements; ceval:DIR,cmmlu:DIR on a GPU node) under each protocol of
+--             --protocols (lt.eval: cloze, logit, generate); the first one is the table's
+--             headline accuracy and its retention (plan's / base's). The default puts cloze
+--             first: the tiny base does not bind answers to option letters (it gives one
+--             letter to nearly every item, and the study warns when a base does), so the
+--             letter protocols cannot show what a plan costs it; --preset=paper uses the
+--             paper's logit and generate.
 -- Each plan is a child run (trainable parameters, wall time, tokens/s, loss curve, losses,
 -- per-layer weight change, benchmark items); the base is scored the same way in a child run
 -- `base`. `ltrun sql @freeze_deep` gives the table again; two SVG figures are artifacts: the
@@ -32,7 +38,7 @@ local defaults = { model = exp.default_model_path, corpus = "/usr/share/games/fo
                    steps = 300, lr = 1e-3, split = 0.5, seq_len = 64, micro_batch = 8, grad_accum = 1,
                    warmup = 0.1, weight_decay = 0.01, beta1 = 0.9, beta2 = 0.95, clip = 1.0, dtype = "",
                    eval_every = 100, max_bytes = 1000000, val_windows = 64, bench = "antonyms,antonyms_heldout",
-                   bench_limit = 100, shots = 0, task_probe = 200, freeze_embeddings = false, freeze_head = false,
+                   bench_limit = 100, shots = 0, protocols = "cloze,logit,generate", task_probe = 200, freeze_embeddings = false, freeze_head = false,
                    preset = "", plans = "full,train_shallow,train_deep", out = "artifacts/freeze_deep" }
 -- Table 6 of the paper: AdamW betas (0.9, 0.95), lr 3e-5, warmup ratio 0.1, weight decay 0.01,
 -- sequence length 4096, bf16, global batch 64 sequences (micro batch 4 x 16 accumulation steps
@@ -40,7 +46,7 @@ local defaults = { model = exp.default_model_path, corpus = "/usr/share/games/fo
 local presets = {
   paper = { lr = 3e-5, beta1 = 0.9, beta2 = 0.95, warmup = 0.1, weight_decay = 0.01, seq_len = 4096,
             dtype = "bfloat16", micro_batch = 4, grad_accum = 16, max_bytes = 0, bench_limit = 0,
-            eval_every = 0, val_windows = 256 },
+            eval_every = 0, val_windows = 256, protocols = "logit,generate" },
 }
 do
   local given = args.parse(argv or arg or {})
@@ -91,6 +97,21 @@ end
 
 local benches = {}
 for spec in cfg.bench:gmatch("[^,]+") do benches[#benches + 1] = spec end
+local protocols = {}
+for p in cfg.protocols:gmatch("[^,]+") do
+  if p ~= "cloze" and p ~= "logit" and p ~= "generate" then
+    error(("freeze_deep: --protocols: unknown protocol %s (cloze, logit, generate)"):format(p), 0)
+  end
+  protocols[#protocols + 1] = p
+end
+if #protocols == 0 then error("freeze_deep: --protocols is empty (cloze, logit, generate)", 0) end
+local headline = protocols[1]
+-- the summaries each protocol gives (generate: two scoring rules)
+local shown_protocols = {}
+for _, p in ipairs(protocols) do
+  shown_protocols[#shown_protocols + 1] = p
+  if p == "generate" then shown_protocols[#shown_protocols + 1] = "generate_contains" end
+end
 
 -- losses and benchmark scores of a model, logged to the current run
 local tasks = require "lt.tasks"
@@ -109,10 +130,11 @@ local function measure(m, r)
   r.scores = {}
   for _, spec in ipairs(benches) do
     r.scores[spec] = lt.eval.run(m, spec, { limit = cfg.bench_limit > 0 and cfg.bench_limit or nil,
-                                             shots = cfg.shots, protocols = { "logit", "generate" } })
+                                             shots = cfg.shots, protocols = protocols })
   end
-  local first = r.scores[benches[1]]
-  r.acc_logit, r.acc_generate = first.logit.acc, first.generate.acc
+  r.acc = {}  -- the first benchmark's accuracy by protocol
+  for _, p in ipairs(shown_protocols) do r.acc[p] = r.scores[benches[1]][p].acc end
+  r.headline, r.acc_headline = headline, r.acc[headline]
   return r
 end
 
@@ -165,25 +187,37 @@ print(("base model %s: new-domain loss %.4f, old-domain loss %s; %s"):format(cfg
       b.old_loss and ("%.4f"):format(b.old_loss) or "n/a", cfg.bench))
 print("gain = base new-domain loss - plan's (higher: learnt more); old +/- = plan's old-domain loss - base's"
       .. " (higher: forgot more);")
-print(("retention = plan's %s accuracy / base's (logit protocol)"):format(benches[1]))
-print(("%-14s %10s %7s %8s %9s %7s %9s %7s %8s %9s %9s %9s"):format("plan", "trainable", "wall s", "tok/s",
-      "new loss", "gain", "old loss", "old +/-", "task acc", "acc logit", "retention", "acc gen"))
+print(("acc PROTOCOL = %s accuracy under that protocol; retention = plan's / base's (%s protocol)"):format(
+      benches[1], headline))
+local short = { cloze = "cloze", logit = "logit", generate = "gen", generate_contains = "contains" }
+local head = ("%-14s %10s %7s %8s %9s %7s %9s %7s %8s"):format("plan", "trainable", "wall s", "tok/s",
+      "new loss", "gain", "old loss", "old +/-", "task acc")
+for k, p in ipairs(shown_protocols) do
+  head = head .. (" %9s"):format("acc " .. short[p])
+  if k == 1 then head = head .. (" %9s"):format("retention") end
+end
+print(head)
 for name, r in exp.sorted(results) do
-  local retention = b.acc_logit > 0 and r.acc_logit / b.acc_logit or 0
-  print(("%-14s %10d %7.1f %8.0f %9.4f %7.3f %9s %7s %8s %9.3f %9.2f %9.3f"):format(name, r.trainable_params,
+  local line = ("%-14s %10d %7.1f %8.0f %9.4f %7.3f %9s %7s %8s"):format(name, r.trainable_params,
         r.wall_s, r.tokens_per_s, r.new_loss, b.new_loss - r.new_loss,
         r.old_loss and ("%.4f"):format(r.old_loss) or "n/a",
         r.old_loss and ("%+.3f"):format(r.old_loss - b.old_loss) or "n/a",
-        r.task_acc and ("%.3f"):format(r.task_acc) or "n/a", r.acc_logit, retention, r.acc_generate))
+        r.task_acc and ("%.3f"):format(r.task_acc) or "n/a")
+  for k, p in ipairs(shown_protocols) do
+    line = line .. (" %9.3f"):format(r.acc[p])
+    if k == 1 then line = line .. (" %9.2f"):format(b.acc[p] > 0 and r.acc[p] / b.acc[p] or 0) end
+  end
+  print(line)
 end
 for k = 2, #benches do
   local line = {}
   for name, r in exp.sorted(results) do
-    line[#line + 1] = ("%s %.3f"):format(name, r.scores[benches[k]].logit.acc)
+    line[#line + 1] = ("%s %.3f"):format(name, r.scores[benches[k]][headline].acc)
   end
-  print(("%s accuracy (logit): %s"):format(benches[k], table.concat(line, ", ")))
+  print(("%s accuracy (%s): %s"):format(benches[k], headline, table.concat(line, ", ")))
 end
 for _, spec in ipairs(benches) do
+  if not b.scores[spec].logit then break end  -- the letter check is about the logit protocol
   local first = b.scores[spec]
   local answers = {}
   for _, it in ipairs(first.items) do
@@ -195,8 +229,8 @@ for _, spec in ipairs(benches) do
   local most, n_items = 0, 0
   for _, n in pairs(answers) do most, n_items = math.max(most, n), n_items + n end
   if n_items > 0 and most >= 0.9 * n_items then
-    print(("warning: the base gives one letter to %d of %d %s items: that benchmark cannot show what the plans "
-           .. "cost; task_acc and old_loss can"):format(most, n_items, spec))
+    print(("warning: the base gives one letter to %d of %d %s items: the letter protocols cannot show what the "
+           .. "plans cost on that benchmark; task_acc, old_loss and the cloze protocol can"):format(most, n_items, spec))
   end
 end
 
@@ -211,8 +245,7 @@ lt.run.artifact(svg.lines(cfg.out .. "/loss_curves.svg", {
   x_title = "step", y_title = "training loss", series = series, smooth = math.max(1, math.floor(cfg.steps / 30)) }),
   { kind = "figure" })
 for _, spec in ipairs(benches) do
-  for _, protocol in ipairs{ "logit", "generate", "generate_contains" } do
-    if not results.base.scores[spec][protocol] then break end
+  for _, protocol in ipairs(shown_protocols) do
     local groups, cats = {}, {}
     local shown = {}
     for _, name in ipairs{ "base", "full", "train_shallow", "train_deep" } do

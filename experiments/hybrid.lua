@@ -88,10 +88,12 @@ for name, row in exp.sorted(rows) do
 end
 
 -- ---- side by side (Table 7 rows 4-5) -----------------------------------------------------------------
+local headline = "n/a"  -- freeze_deep.lua's headline protocol (its first --protocols)
+for _, res in pairs(results) do headline = res.base.headline; break end
 print(("\nhybrids trained shallow / frozen deep, %d steps of freeze_deep.lua's continued pre-training "
        .. "(Chinese fortunes); new/old loss: held-out loss before -> after; task: the antonym task"):format(cfg.steps))
 print(("%-15s %-28s %9s %10s %7s %7s %17s %17s %13s %9s"):format("model", "layers (shallow | deep)", "params",
-      "trainable", "wall s", "tok/s", "new loss", "old loss", "task acc", "acc logit"))
+      "trainable", "wall s", "tok/s", "new loss", "old loss", "task acc", "acc " .. headline))
 for name, row in exp.sorted(rows) do
   local res = results[name]
   local b, t = res.base, res.train_shallow
@@ -109,7 +111,7 @@ for name, row in exp.sorted(rows) do
   end
   print(("%-15s %-28s %9d %10d %7.1f %7.0f %7.3f -> %6.3f %7.3f -> %6.3f %5.3f -> %5.3f %9.3f"):format(
     name, code, m.parameters, t.trainable_params, t.wall_s, t.tokens_per_s, b.new_loss, t.new_loss,
-    b.old_loss or 0 / 0, t.old_loss or 0 / 0, b.task_acc or 0 / 0, t.task_acc or 0 / 0, t.acc_logit))
+    b.old_loss or 0 / 0, t.old_loss or 0 / 0, b.task_acc or 0 / 0, t.task_acc or 0 / 0, t.acc_headline))
   for key, v in pairs{ trainable_params = t.trainable_params, wall_s = t.wall_s, tokens_per_s = t.tokens_per_s,
                        new_loss = t.new_loss, base_new_loss = b.new_loss, old_loss = t.old_loss,
                        base_old_loss = b.old_loss, task_acc = t.task_acc, base_task_acc = b.task_acc } do

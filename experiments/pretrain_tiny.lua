@@ -207,8 +207,8 @@ local known = tasks.task_accuracy(m, tasks.load("wordnet", { split = "train", wo
 local probe = tasks.task_accuracy(m, tasks.load("wordnet", { split = "test", words = cfg.words, n = cfg.probe, seed = 3 }))
 lt.run.log("task_acc", known.acc)
 lt.run.log("heldout_task_acc", probe.acc)
-local bench = lt.eval.run(m, "antonyms", { protocols = { "logit" } })
-local bench_heldout = lt.eval.run(m, "antonyms_heldout", { protocols = { "logit" } })
+local bench = lt.eval.run(m, "antonyms", { protocols = { "logit", "cloze" } })
+local bench_heldout = lt.eval.run(m, "antonyms_heldout", { protocols = { "logit", "cloze" } })
 print(("pretrain_tiny: %s: %d blocks, %d params, %d steps, %.0f tokens/s, %.1fs, loss %.3f"):format(
   cfg.out, m.n_layers, m:n_params(), r.steps, r.tokens_per_s, r.wall_s, r.final_loss or -1))
 print(("pretrain_tiny: the antonym task on prompts never seen in training (paper's format), top prediction = "
@@ -216,8 +216,11 @@ print(("pretrain_tiny: the antonym task on prompts never seen in training (paper
        .. "\n  held-out pairs (%d test pairs, read only as statements): %d of %d (%.1f%%); e.g. %s"):format(
   #train_pairs, known.correct, known.n, 100 * known.acc, known.example,
   #test_pairs, probe.correct, probe.n, 100 * probe.acc, probe.example))
-print(("pretrain_tiny: built-in benchmarks (4-way, logit, chance 0.25): antonyms (known pairs, fresh items) %.3f, "
-       .. "antonyms_heldout %.3f"):format(bench.logit.acc, bench_heldout.logit.acc))
-r.task_acc, r.heldout_task_acc, r.bench_acc, r.bench_heldout_acc = known.acc, probe.acc, bench.logit.acc,
-  bench_heldout.logit.acc
+print(("pretrain_tiny: built-in benchmarks (4-way, chance 0.25), antonyms (known pairs, fresh items) / "
+       .. "antonyms_heldout:\n  cloze (each option scored as the continuation of 'Opposite of wet:', the statement "
+       .. "form): %.3f / %.3f\n  logit (the option letter after the question and its options): %.3f / %.3f"):format(
+  bench.cloze.acc, bench_heldout.cloze.acc, bench.logit.acc, bench_heldout.logit.acc))
+r.task_acc, r.heldout_task_acc = known.acc, probe.acc
+r.bench_acc, r.bench_heldout_acc = bench.logit.acc, bench_heldout.logit.acc
+r.bench_cloze_acc, r.bench_heldout_cloze_acc = bench.cloze.acc, bench_heldout.cloze.acc
 return r

@@ -128,10 +128,21 @@ if cfg.hf ~= "" then
   lt.run.log("samples_per_s_hf", hf_rate)
   lt.run.log("resume_vs_hf", rates.resume / hf_rate)
   lt.run.log("prefix_vs_hf", rates.prefix / hf_rate)
+  local hf_cpu_rate = hf.cpu_seconds and #samples / hf.cpu_seconds
+  if hf_cpu_rate then
+    lt.run.log("samples_per_cpu_s_hf", hf_cpu_rate)
+    lt.run.log("prefix_vs_hf_cpu", cpu_rates.prefix / hf_cpu_rate)
+    lt.run.param("hf_cpu_capability", hf.cpu_capability or "")
+    lt.run.param("hf_threads", hf.threads or 0)
+  end
   lt.run.log("max_js_diff_hf", js_diff)
   lt.run.log("max_p_target_rel_diff_hf", pt_diff)
   print(("HF batched loop (torch %s, transformers %s): %.2f samples/s; ltrun prefix / HF: %.2fx, resume / HF: %.2fx")
     :format(hf.torch, hf.transformers, hf_rate, rates.prefix / hf_rate, rates.resume / hf_rate))
+  if hf_cpu_rate then
+    print(("by CPU time (each process's own): HF %.2f samples/CPU-s (%s kernels, %d threads); ltrun prefix / HF: %.2fx")
+      :format(hf_cpu_rate, hf.cpu_capability or "?", hf.threads or 0, cpu_rates.prefix / hf_cpu_rate))
+  end
   print(("values against HF: max |JS difference| %.2g, max relative P_t difference %.2g, same argmax in %d of %d")
     :format(js_diff, pt_diff, argmax_same, #samples))
 end

@@ -3,6 +3,7 @@
 -- scatter of two rankings with its fitted line (Figure 3), and contribution bars per layer
 -- with the full-training level at 1 (Figure 2). Every mark carries a <title> with its value.
 local M = {}
+local svg = require "lt.svg"
 
 local function esc(s)
   return (tostring(s):gsub("&", "&amp;"):gsub("<", "&lt;"):gsub(">", "&gt;"):gsub('"', "&quot;"))
@@ -26,19 +27,30 @@ local function frame(width, height, title)
   }
 end
 
--- y axis with 5 ticks from lo to hi; returns the value → pixel function
-local function y_axis(p, lo, hi, left, top, pw, ph, title)
+-- The range [lo, hi] widened to whole steps of its rounded ticks (lt.svg.ticks: 1, 2 or 5
+-- times a power of ten), and those ticks.
+local function nice(lo, hi)
   if hi <= lo then hi = lo + 1 end
+  local t = svg.ticks(lo, hi, 5)
+  local step = #t >= 2 and t[2] - t[1] or (hi - lo)
+  lo, hi = math.floor(lo / step + 1e-9) * step, math.ceil(hi / step - 1e-9) * step
+  return lo, hi, svg.ticks(lo, hi, 5)
+end
+
+-- y axis over [lo, hi] widened to rounded ticks; returns the value → pixel function
+local function y_axis(p, lo, hi, left, top, pw, ph, title)
+  local t
+  lo, hi, t = nice(lo, hi)
   local function Y(v) return top + (1 - (v - lo) / (hi - lo)) * ph end
   p[#p + 1] = ('<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#999"/>'):format(left, top, pw, ph)
-  for i = 0, 4 do
-    local v = lo + (hi - lo) * i / 4
+  for _, v in ipairs(t) do
     p[#p + 1] = ('<line x1="%d" x2="%d" y1="%s" y2="%s" stroke="#eee"/>'):format(left, left + pw, num(Y(v)), num(Y(v)))
     p[#p + 1] = ('<text x="%d" y="%s" text-anchor="end">%s</text>'):format(left - 6, num(Y(v) + 4), num(v))
   end
   if title then
-    p[#p + 1] = ('<text x="14" y="%s" transform="rotate(-90 14 %s)" text-anchor="middle">%s</text>')
-      :format(num(top + ph / 2), num(top + ph / 2), esc(title))
+    local x = math.max(14, left - 46)  -- beside the tick labels
+    p[#p + 1] = ('<text x="%d" y="%s" transform="rotate(-90 %d %s)" text-anchor="middle">%s</text>')
+      :format(x, num(top + ph / 2), x, num(top + ph / 2), esc(title))
   end
   return Y
 end
@@ -57,8 +69,19 @@ end
 -- series; errors draw ± whiskers; ref draws a dashed horizontal line (e.g. the full model).
 function M.bars(path, spec)
   local groups, series = spec.groups, spec.series
-  local width = math.max(480, 90 + #groups * (#series * 18 + 16) + 150)
-  local height, left, right, top, bottom = 340, 60, 150, 40, 70
+  -- group labels are drawn rotated by 35 degrees, ending under their group: room below for
+  -- the longest one's height, and on the left for how far the first one reaches
+  local label_w = 0
+  for _, g in ipairs(groups) do label_w = math.max(label_w, svg.text_width(g, 11)) end
+  local sin, cos = math.sin(math.rad(35)), math.cos(math.rad(35))
+  local gw0 = #series * 18 + 16
+  local legend_w = 0
+  for _, s in ipairs(series) do legend_w = math.max(legend_w, svg.text_width(s.name or "", 11)) end
+  if spec.ref then legend_w = math.max(legend_w, svg.text_width(spec.ref.label or "", 11) - 18) end
+  local left = math.max(60, math.ceil(label_w * cos - gw0 / 2 + 8))
+  local right = math.max(150, math.ceil(legend_w + 40))
+  local height, top, bottom = 270 + math.max(70, math.ceil(label_w * sin + 26)), 40, math.max(70, math.ceil(label_w * sin + 26))
+  local width = math.max(480, left + #groups * gw0 + right, math.ceil(svg.text_width(spec.title or "", 14, true)) + 24)
   local all = {}
   for _, s in ipairs(series) do
     for i, v in ipairs(s.values) do

@@ -214,10 +214,16 @@ function M.choice_items(pairs_, opts)
       end
       local slot = pick(4)  -- move the answer to a random option
       choices[1], choices[slot] = choices[slot], choices[1]
+      -- the cloze protocol's form: 'Opposite of wet:' continued by ' "Dry"' (each option
+      -- capitalised and quoted: the statement form pretrain_tiny.lua writes, whose antonym
+      -- token is the one the task format asks for)
+      local cloze_choices = {}
+      for k, c in ipairs(choices) do cloze_choices[k] = ' "' .. c:gsub("^%l", string.upper) .. '"' end
       items[#items + 1] = {
         id = "antonyms/" .. #items, bench = "mcq", subject = "antonyms", category = "lexical",
         question = ('Which word means the opposite of "%s"?'):format(q),
         choices = choices, answer = string.char(64 + slot),
+        cloze = ("Opposite of %s:"):format(q), cloze_choices = cloze_choices,
       }
     end
   end

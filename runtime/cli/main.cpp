@@ -63,6 +63,7 @@ bool take_value(int& i, int argc, char** argv, const char* name, std::string& ou
 int main(int argc, char** argv) {
   using namespace ltrun;
   using namespace ltrun::cli;
+  tune_allocator();  // before the first tensor: training reuses freed buffers (env.h)
   Globals g;
   const char* env_db = std::getenv("LTRUN_DB");
   g.db = env_db && *env_db ? env_db : "ltrun.db";

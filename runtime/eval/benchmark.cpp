@@ -320,6 +320,17 @@ void read_mcq(const std::string& path, std::vector<Item>& out) {
                item.source, answer->type_name());
       item.answer = check_letter(answer->get<std::string>(), item.choices.size(), item.source);
     }
+    item.cloze = get_text_or(obj, "cloze", "", item.source);
+    if (auto it = obj.find("cloze_choices"); it != obj.end()) {
+      LT_CHECK(it->is_array() && it->size() == item.choices.size(),
+               "{}: \"cloze_choices\" should be an array of {} strings (one per option)", item.source,
+               item.choices.size());
+      for (const json& c : *it) {
+        LT_CHECK(c.is_string(), "{}: each of \"cloze_choices\" should be a string, found {}", item.source,
+                 c.type_name());
+        item.cloze_choices.push_back(c.get<std::string>());
+      }
+    }
     item.subject = get_text_or(obj, "subject", stem, item.source);
     item.category = get_text_or(obj, "category", "", item.source);
     item.split = get_text_or(obj, "split", "test", item.source);

@@ -19,6 +19,11 @@ struct Item {
   std::string question;
   std::vector<std::string> choices;
   std::string answer;
+  // The cloze protocol (harness.h): each option scored as the text that continues `cloze`:
+  // cloze_choices[i] when given (one per option), else " " + choices[i]; an empty `cloze`
+  // is the question followed by "\nAnswer:".
+  std::string cloze;
+  std::vector<std::string> cloze_choices;
   std::string solution;  // GSM8K (calculator annotations <<...>> removed), MATH, C-Eval explanation
   int level = 0;         // MATH difficulty 1-5; 0 elsewhere
   std::string source;    // "file:line" the item was read from
@@ -49,7 +54,9 @@ Format parse_format(std::string_view name);  // error listing the names when unk
 //            "choices": ["...", "..."]  or keys "A", "B", ... (2 to 26 options),
 //            "answer": "B" (a letter) or 1 (0-based index),
 //            "subject": "..." (optional; default: the file's name without .jsonl),
-//            "category": "..." (optional), "split": "..." (optional; default "test")}
+//            "category": "..." (optional), "split": "..." (optional; default "test"),
+//            "cloze": "..." and "cloze_choices": ["...", ...] (optional: the cloze protocol's
+//            context and one continuation per option, see Item)}
 //           id = the "id" field, else subject/split/<0-based line among the items>
 // Multiple-choice answers are trimmed and must be a letter of an option. Malformed input is
 // an error naming file:line: a wrong number of CSV fields, an unterminated quote, an answer

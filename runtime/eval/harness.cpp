@@ -58,6 +58,91 @@ void done(const HarnessOptions& opt, size_t& n, size_t k, size_t total) {
   if (opt.progress) opt.progress(n, total);
 }
 
+// The cloze protocol (harness.h). One row per (item, option): the context's tokens, then the
+// continuation's, encoded apart (so an option's tokens do not depend on what precedes it, as
+// lm-evaluation-harness does). Only the positions that predict continuation tokens get
+// logits (Logits::Positions), so no [rows, length, vocab] buffer exists.
+std::vector<ItemResult> score_cloze(const model::Model& m, const text::Tokenizer& tok,
+                                    const std::vector<Item>& items, const std::vector<Item>& pool,
+                                    const HarnessOptions& opt) {
+  struct Row {
+    size_t item, option;
+    int64_t n_cont;
+  };
+  std::vector<Row> rows;
+  std::vector<std::vector<int64_t>> ids;
+  std::vector<std::vector<double>> logp(items.size());
+  for (size_t i = 0; i < items.size(); i++) {
+    const Item& it = items[i];
+    const auto shots = opt.shots > 0 ? few_shot_examples(pool, it.subject, opt.shots) : std::vector<Item>{};
+    const auto context = to64(tok.encode(cloze_prompt(it, shots), true));
+    const auto conts = cloze_continuations(it);
+    logp[i].assign(conts.size(), 0.0);
+    for (size_t c = 0; c < conts.size(); c++) {
+      const auto cont = to64(tok.encode(conts[c], false));
+      LT_CHECK(!cont.empty(), "{}: item {}: option {} has an empty cloze continuation", it.source, it.id,
+               choice_letter(int(c)));
+      rows.push_back({i, c, int64_t(cont.size())});
+      ids.push_back(context);
+      ids.back().insert(ids.back().end(), cont.begin(), cont.end());
+    }
+  }
+  const int64_t pad = model::pad_token(m.config());
+  size_t rows_done = 0, reported = 0;
+  at::NoGradGuard no_grad;
+  for (const auto& b : buckets(ids, opt.batch_size)) {
+    check_interrupt();
+    int64_t width = 0;
+    for (size_t r : b) width = std::max(width, rows[r].n_cont);
+    std::vector<std::vector<int64_t>> seqs;
+    // position -n-1+j (from the row's end) predicts continuation token j of n; positions past
+    // a row's n read its last position and are masked out
+    at::Tensor pos = at::full({int64_t(b.size()), width}, -1, at::kLong);
+    at::Tensor target = at::zeros({int64_t(b.size()), width}, at::kLong);
+    at::Tensor valid = at::zeros({int64_t(b.size()), width}, at::kDouble);
+    for (size_t k = 0; k < b.size(); k++) {
+      const Row& row = rows[b[k]];
+      const auto& seq = ids[b[k]];
+      seqs.push_back(seq);
+      for (int64_t j = 0; j < row.n_cont; j++) {
+        pos[int64_t(k)][j] = -row.n_cont - 1 + j;
+        target[int64_t(k)][j] = seq[seq.size() - size_t(row.n_cont) + size_t(j)];
+        valid[int64_t(k)][j] = 1.0;
+      }
+    }
+    const model::Padded x = model::left_pad(seqs, pad);
+    model::ForwardOptions fo;
+    fo.attention_mask = x.mask.to(m.device());
+    fo.logits = model::Logits::Positions;
+    fo.logit_positions = pos.to(m.device());
+    const at::Tensor lp = m.forward(x.ids.to(m.device()), fo)
+                              .logits.to(at::kFloat)
+                              .log_softmax(-1)
+                              .gather(-1, target.to(m.device()).unsqueeze(-1))
+                              .squeeze(-1)
+                              .to(at::kDouble)
+                              .cpu();
+    const at::Tensor sums = (lp * valid).sum(1);
+    for (size_t k = 0; k < b.size(); k++) logp[rows[b[k]].item][rows[b[k]].option] = sums[int64_t(k)].item<double>();
+    rows_done += b.size();
+    const size_t items_done = rows_done * items.size() / rows.size();
+    done(opt, reported, items_done - reported, items.size());
+  }
+  std::vector<ItemResult> out(items.size());
+  for (size_t i = 0; i < items.size(); i++) {
+    ItemResult& ir = out[i];
+    ir.item = &items[i];
+    ir.protocol = "cloze";
+    ir.choice_logp = logp[i];
+    size_t best = 0;
+    for (size_t c = 1; c < logp[i].size(); c++)
+      if (logp[i][c] > logp[i][best]) best = c;
+    ir.prediction = choice_letter(int(best));
+    ir.correct = !items[i].answer.empty() && ir.prediction == items[i].answer;
+  }
+  return out;
+}
+
 }  // namespace
 
 double Summary::acc_macro() const {
@@ -139,12 +224,14 @@ HarnessResult evaluate(const model::Model& m, const text::Tokenizer& tok, const 
 
   std::vector<std::string> protocols = math ? std::vector<std::string>{"generate"} : opt.protocols;
   for (const auto& protocol : protocols) {
-    LT_CHECK(protocol == "logit" || protocol == "generate",
-             "eval: unknown protocol '{}' (logit, generate)", protocol);
+    LT_CHECK(protocol == "logit" || protocol == "generate" || protocol == "cloze",
+             "eval: unknown protocol '{}' (logit, generate, cloze)", protocol);
     std::vector<ItemResult> out(items.size() * size_t(math ? opt.samples : 1));
     size_t progress = 0;
     const size_t total = items.size();
-    if (protocol == "logit") {
+    if (protocol == "cloze") {
+      out = score_cloze(m, tok, items, pool, opt);
+    } else if (protocol == "logit") {
       at::NoGradGuard no_grad;
       std::map<int, std::vector<std::vector<int64_t>>> letters_by_n;
       for (const auto& b : batches) {

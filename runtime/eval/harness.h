@@ -1,6 +1,10 @@
-// runtime/eval/harness.h: scoring a model on benchmark items. Multiple choice under two
+// runtime/eval/harness.h: scoring a model on benchmark items. Multiple choice under three
 // protocols: `logit` (the probability of each option letter right after the prompt; " A"
-// and "A" are both counted) and `generate` (greedy text, first valid option letter); math
+// and "A" are both counted), `generate` (greedy text, first valid option letter) and `cloze`
+// (the options are not shown: each is scored by the sum of the log-probabilities of its
+// tokens as the continuation of the item's cloze context, prompt.h's cloze_prompt; the
+// highest sum wins, the earlier option on a tie; a model that cannot yet bind answers to
+// option letters can still be scored on what it knows); math
 // (GSM8K, MATH) by generation with stop strings, answer extraction and equivalence, k samples
 // for avg@k / pass@k. Prompts of similar length are batched together (left padding + mask).
 #pragma once
@@ -18,7 +22,7 @@ namespace ltrun::text { class Tokenizer; }
 namespace ltrun::eval {
 
 struct HarnessOptions {
-  std::vector<std::string> protocols = {"logit", "generate"};  // multiple choice only
+  std::vector<std::string> protocols = {"logit", "generate"};  // multiple choice only; or "cloze"
   int shots = 0;               // k-shot examples from the pool's dev split (same subject)
   int batch_size = 16;
   int max_new_tokens = 0;      // 0: 16 for multiple choice, 256 for math
@@ -39,6 +43,7 @@ struct ItemResult {
   bool correct = false;
   std::string output;        // generated text ("" for logit)
   std::vector<double> choice_probs;  // logit: P(letter) per option
+  std::vector<double> choice_logp;   // cloze: Σ log P(continuation tokens) per option
   int sample = 0;            // math: which of the samples
 };
 

@@ -62,4 +62,31 @@ std::string choice_prompt(const Item& item, const std::vector<Item>& shots) {
   return mmlu_prompt(item, shots);
 }
 
+std::vector<std::string> cloze_continuations(const Item& item) {
+  LT_CHECK(!item.choices.empty(), "{}: item {} has no options to score", item.source, item.id);
+  if (item.cloze_choices.empty()) {
+    std::vector<std::string> out;
+    for (const auto& c : item.choices) out.push_back(" " + c);
+    return out;
+  }
+  LT_CHECK(item.cloze_choices.size() == item.choices.size(),
+           "{}: item {} has {} cloze_choices for {} choices", item.source, item.id,
+           item.cloze_choices.size(), item.choices.size());
+  return item.cloze_choices;
+}
+
+std::string cloze_prompt(const Item& item, const std::vector<Item>& shots) {
+  auto context = [](const Item& it) { return it.cloze.empty() ? it.question + "\nAnswer:" : it.cloze; };
+  std::string p;
+  for (const Item& shot : shots) {
+    const std::string& a = shot_answer(shot);
+    const int k = choice_index(a);
+    const auto cont = cloze_continuations(shot);
+    LT_CHECK(k >= 0 && size_t(k) < cont.size(), "{}: few-shot example {} has answer \"{}\" for {} options",
+             shot.source, shot.id, a, cont.size());
+    p += context(shot) + cont[size_t(k)] + "\n\n";
+  }
+  return p + context(item);
+}
+
 }  // namespace ltrun::eval

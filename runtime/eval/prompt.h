@@ -33,4 +33,14 @@ std::string mmlu_prompt(const Item& item, const std::vector<Item>& shots = {});
 // with as many options as the item has) take the MMLU form.
 std::string choice_prompt(const Item& item, const std::vector<Item>& shots = {});
 
+// The cloze form of a multiple-choice item (the options are not shown; each is scored as a
+// continuation, as lm-evaluation-harness scores ARC or HellaSwag):
+//   {shot's cloze context}{shot's correct continuation}\n\n   (each shot)
+//   {item's cloze context}
+// with the context `item.cloze`, or "{question}\nAnswer:" when that is empty.
+std::string cloze_prompt(const Item& item, const std::vector<Item>& shots = {});
+// The text that continues cloze_prompt for each option: item.cloze_choices, or " " + option.
+// An error when cloze_choices is given with another count than choices.
+std::vector<std::string> cloze_continuations(const Item& item);
+
 }  // namespace ltrun::eval

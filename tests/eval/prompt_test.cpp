@@ -90,3 +90,22 @@ TEST_CASE("MMLU prompt, generic multiple choice, errors") {
   math.question = "1+1?";
   CHECK_THROWS_AS(choice_prompt(math), ltrun::Error);
 }
+
+TEST_CASE("cloze form: the item's own context and continuations, or question + Answer: and ' ' + option") {
+  const Item q = mc("mcq", "trivia", "2+2?", {"3", "4", "5"}, "B");
+  CHECK(cloze_prompt(q) == "2+2?\nAnswer:");
+  CHECK(cloze_continuations(q) == std::vector<std::string>{" 3", " 4", " 5"});
+  Item own = mc("mcq", "antonyms", "Which word means the opposite of \"wet\"?", {"dry", "hot"}, "A");
+  own.cloze = "Opposite of wet:";
+  own.cloze_choices = {" \"Dry\"", " \"Hot\""};
+  CHECK(cloze_prompt(own) == "Opposite of wet:");
+  CHECK(cloze_continuations(own) == own.cloze_choices);
+  // shots: each shot's context continued by its correct option, a blank line, then the item
+  CHECK(cloze_prompt(q, {own, q}) == "Opposite of wet: \"Dry\"\n\n2+2?\nAnswer: 4\n\n2+2?\nAnswer:");
+  Item bad = own;
+  bad.cloze_choices.pop_back();
+  CHECK_THROWS_WITH(cloze_continuations(bad), Catch::Contains("1 cloze_choices for 2 choices"));
+  Item no_answer = q;
+  no_answer.answer.clear();
+  CHECK_THROWS_WITH(cloze_prompt(q, {no_answer}), Catch::Contains("has no answer"));
+}

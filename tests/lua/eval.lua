@@ -209,4 +209,66 @@ T.case("common antonym words: tagsense_cnt of index.adj, both words tagged at le
   T.raises(function() tasks.wordnet_antonyms("all", { words = "rare" }) end, "words 'rare'")
 end)
 
+
+T.case("cloze protocol = the option whose continuation has the highest summed log-prob, from plain forward passes", function()
+  -- one item with its own cloze form (as the built-in antonyms items), two without (the
+  -- default form: "{question}\nAnswer:" continued by " " .. option); batch 4 mixes rows of
+  -- different lengths, so left padding is exercised against the unpadded reference here
+  local items = {
+    { id = "own", question = "unused", choices = { "dry", "hot", "early" }, answer = "A",
+      cloze = "Opposite of wet:", cloze_choices = { ' "Dry"', ' "Hot"', ' "Early"' } },
+    { id = "plain", question = "Which number follows 3?", choices = { "4", "seven hundred", "2" }, answer = "A" },
+    { id = "long", question = "The early bird gets the", choices = { "worm", "cheese", "second mouse", "bus" }, answer = "A" },
+  }
+  local s = lt.eval.score(m, items, {}, { protocols = { "cloze" }, batch_size = 4, bench = "toy_cloze" })
+  local function ref_logp(context, cont)
+    local ctx, c = tok:encode(context), tok:encode(cont, { special = false })
+    local ids = {}
+    for _, x in ipairs(ctx) do ids[#ids + 1] = x end
+    for _, x in ipairs(c) do ids[#ids + 1] = x end
+    local lp = m:forward({ ids }).logits[0]:log_softmax()
+    local sum = 0
+    for j = 1, #c do sum = sum + lp[#ctx + j - 2][c[j]] end  -- 0-based row #ctx+j-2 predicts token #ctx+j
+    return sum
+  end
+  T.eq(#s.items, 3)
+  for k, r in ipairs(s.items) do
+    local it = items[k]
+    T.eq(r.id, it.id)
+    local best, best_lp = nil, -math.huge
+    for c, choice in ipairs(it.choices) do
+      local context = it.cloze or (it.question .. "\nAnswer:")
+      local want = ref_logp(context, it.cloze_choices and it.cloze_choices[c] or (" " .. choice))
+      -- fp32 logits: a few ulps per log-prob, batched (padded) against unpadded rows
+      T.near(r.choice_logp[c], want, 1e-4 * (1 + math.abs(want)), ("%s option %d"):format(it.id, c))
+      if want > best_lp then best, best_lp = string.char(64 + c), want end
+    end
+    T.eq(r.prediction, best, it.id)
+    T.eq(r.correct, best == it.answer, it.id)
+  end
+  T.raises(function()
+    lt.eval.score(m, { { id = "bad", question = "q", choices = { "a", "b" }, answer = "A", cloze_choices = { " a" } } },
+                  {}, { protocols = { "cloze" } })
+  end, "item bad has 1 cloze_choices for 2 choices")
+  T.raises(function() lt.eval.score(m, items, {}, { protocols = { "clozed" } }) end, "unknown protocol 'clozed' %(logit, generate, cloze%)")
+end)
+
+T.case("cloze shots: each shot's context continued by its correct option, then the item's context", function()
+  -- the mc sample's dev item (q: 7, answer E = "11") is the only shot of subject "numbers"
+  local pool = lt.eval.load("mcq", data .. "/mcq/sample.jsonl")
+  local shot
+  for _, it in ipairs(pool) do if it.split == "dev" then shot = it end end
+  local item = { id = "x", subject = "numbers", question = "Which is even?", choices = { "3", "8" }, answer = "B" }
+  local s = lt.eval.score(m, { item }, pool, { protocols = { "cloze" }, shots = 1, bench = "toy_cloze" })
+  local ctx = tok:encode(shot.question .. "\nAnswer: 11\n\nWhich is even?\nAnswer:")
+  local c = tok:encode(" 8", { special = false })
+  local ids = {}
+  for _, x in ipairs(ctx) do ids[#ids + 1] = x end
+  for _, x in ipairs(c) do ids[#ids + 1] = x end
+  local lp = m:forward({ ids }).logits[0]:log_softmax()
+  local want = 0
+  for j = 1, #c do want = want + lp[#ctx + j - 2][c[j]] end
+  T.near(s.items[1].choice_logp[2], want, 1e-4 * (1 + math.abs(want)))
+end)
+
 T.finish()

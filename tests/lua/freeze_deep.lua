@@ -80,9 +80,9 @@ T.case("losses on both domains, two benchmarks without retraining, the named que
     T.ok(metric(child(name).id, "new_loss") and metric(child(name).id, "old_loss"), "losses of " .. name)
   end
   local n = lt.run.query("SELECT count(*) AS n FROM eval_items WHERE run_id = ? AND bench = 'antonyms'", child("full").id)[1].n
-  T.eq(n, 8 * 3)  -- bench_limit items: logit, generate, generate_contains
+  T.eq(n, 8 * 4)  -- bench_limit items: cloze, logit, generate, generate_contains
   n = lt.run.query("SELECT count(*) AS n FROM eval_items WHERE run_id = ? AND bench = 'mc'", child("full").id)[1].n
-  T.eq(n, 3 * 3)  -- the three items of the sample
+  T.eq(n, 3 * 4)  -- the three items of the sample
   local t = lt.run.query(assert(io.open(root .. "/db/queries/freeze_deep.sql")):read("*a"))
   T.eq(#t, 8)  -- 4 plans x 2 benchmarks
   local row = {}
@@ -94,13 +94,19 @@ T.case("losses on both domains, two benchmarks without retraining, the named que
   T.near(full.gain, b_new - f_new, 1e-4)
   T.near(full.old_delta, metric(child("full").id, "old_loss") - metric(child("base").id, "old_loss"), 1e-4)
   T.near(full.acc_logit, metric(child("full").id, "antonyms/logit/acc"), 1e-3)
+  -- the headline protocol is the first of --protocols (cloze by default); retention on it
+  T.eq(full.protocol, "cloze")
+  T.near(full.acc, metric(child("full").id, "antonyms/cloze/acc"), 1e-3)
+  T.near(full.acc_cloze, full.acc, 1e-12)
+  local b_acc = metric(child("base").id, "antonyms/cloze/acc")
+  if b_acc > 0 then T.near(full.retention, metric(child("full").id, "antonyms/cloze/acc") / b_acc, 1e-3) end
   T.ok(full.acc_contains ~= nil and full.acc_generate ~= nil, "both generate rules in the table")
   T.eq(full.trainable, tonumber(lt.run.query("SELECT value FROM params WHERE run_id = ? AND key = 'trainable_params'", child("full").id)[1].value))
 end)
 
 T.case("figures: loss curves and scores by plan, titles inside the picture", function()
   local arts = lt.run.query("SELECT path FROM artifacts WHERE run_id = ? AND kind = 'figure' ORDER BY path", study)
-  T.eq(#arts, 1 + 2 * 3)  -- loss curves; 2 benchmarks x (logit, generate, generate_contains)
+  T.eq(#arts, 1 + 2 * 4)  -- loss curves; 2 benchmarks x (cloze, logit, generate, generate_contains)
   for _, a in ipairs(arts) do
     local svg = T.read(a.path)
     local width = tonumber(svg:match('<svg[^>]- width="(%d+)"'))

@@ -91,6 +91,20 @@ T.case("charts: one mark per value, titles carry the values; the config hash is 
   T.eq(bars, 2)
   T.ok(svg:find("only_best: 0.25 ± 0</title>", 1, true), "bar title")
   T.ok(svg:find("full: 0.5 ± 0.1</title>", 1, true), "error in the title")
+  -- long group labels (drawn at -35 degrees, ending under their group) stay inside the picture
+  local long = T.read(charts.bars(dir .. "/long.svg", { title = "t", groups = { "self-consistency (full, k=8)", "b" },
+    series = { { name = "accuracy", values = { 0.55, 0.5 } } } }))
+  local w, h = long:match('<svg[^>]- width="(%d+)" height="(%d+)"')
+  w, h = tonumber(w), tonumber(h)
+  local n_labels = 0
+  for x, y, label in long:gmatch('<text x="([%d.]+)" y="([%d.]+)" text%-anchor="end" transform="rotate%(%-35[^"]*">([^<]*)<') do
+    local tw = require("lt.svg").text_width(label, 11)
+    T.ok(tonumber(x) - tw * math.cos(math.rad(35)) >= 0, "label reaches past the left edge: " .. label)
+    T.ok(tonumber(y) + tw * math.sin(math.rad(35)) <= h, "label reaches past the bottom: " .. label)
+    n_labels = n_labels + 1
+  end
+  T.eq(n_labels, 2)
+  T.ok(w >= 480, "width")
   local sc = T.read(charts.scatter(dir .. "/s.svg", { points = { { x = 1, y = 2, label = "0" }, { x = 2, y = 3, label = "1" },
                                                                    { x = 3, y = 5, label = "2" } }, fit = true }))
   local _, pts = sc:gsub("<circle", "")
