@@ -57,6 +57,7 @@ if cfg.kinds ~= "" then
     lt.run.param(kind .. "_arch", k[1])
     local m = lt.model.load(path, { dtype = cfg.dtype ~= "" and cfg.dtype or nil })
     local vocab = m.config.vocab_size
+lt.no_grad(function() m:forward(lt.randint(0, vocab, {1, 16}), { logits = "last" }) end)  -- warm-up, untimed
     lt.no_grad(function() m:forward(lt.randint(0, vocab, {1, 16}), { logits = "last" }) end)  -- warm-up, untimed
     for len in cfg.lengths:gmatch("%d+") do
       len = tonumber(len)
