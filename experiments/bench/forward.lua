@@ -14,18 +14,29 @@
 -- kind at that length (measured in the same run): attention's prefill cost grows with the
 -- square of the length and its decode cost with the length, Mamba2's and Gated DeltaNet's
 -- linearly and not. With --hf, HF's figures for the same checkpoint and length are logged
--- beside (KIND_hf_prefill_tokens_per_s, KIND_prefill_vs_hf, and decode alike).
+-- beside (KIND_hf_prefill_tokens_per_s, KIND_prefill_vs_hf, and decode alike; for stacks of
+-- one kind hf_forward.py gives HF's generate a cache that transformers 5.12 lacks, see there).
+-- --clock=cpu times this process's CPU time (os.clock; HF: time.process_time) instead of
+-- wall time: on a shared machine, with OMP_NUM_THREADS=1 on both sides, that is the work
+-- done, where wall time is whatever the other processes leave. The kinds' default is cpu.
 local exp = require "lt.experiment"
 local cfg = exp.args{ model = "", layers = 8, hidden = 256, heads = 8, kv_heads = 4,
                       prompt = 128, new_tokens = 32, batches = "1,16,64", repeats = 2,
-                      dtype = "", hf = "", hf_attn = "sdpa", kinds = "", lengths = "128,512,2048" }
+                      dtype = "", hf = "", hf_attn = "sdpa", kinds = "", lengths = "64,128,256,512,1024,2048",
+                      clock = "" }
+if cfg.clock == "" then cfg.clock = cfg.kinds ~= "" and "cpu" or "wall" end
+if cfg.clock ~= "cpu" and cfg.clock ~= "wall" then
+  error("forward bench: --clock must be cpu or wall, got '" .. cfg.clock .. "'", 0)
+end
+local clock = cfg.clock == "cpu" and os.clock or lt.clock
+lt.run.param("clock", cfg.clock)
 
 local function best_of(fn)  -- best of cfg.repeats, seconds
   local best = math.huge
   for _ = 1, cfg.repeats do
-    local t0 = lt.clock()
+    local t0 = clock()
     fn()
-    best = math.min(best, lt.clock() - t0)
+    best = math.min(best, clock() - t0)
   end
   return best
 end
@@ -46,6 +57,8 @@ if cfg.kinds ~= "" then
     lt.run.param(kind .. "_arch", k[1])
     local m = lt.model.load(path, { dtype = cfg.dtype ~= "" and cfg.dtype or nil })
     local vocab = m.config.vocab_size
+lt.no_grad(function() m:forward(lt.randint(0, vocab, {1, 16}), { logits = "last" }) end)  -- warm-up, untimed
+    lt.no_grad(function() m:forward(lt.randint(0, vocab, {1, 16}), { logits = "last" }) end)  -- warm-up, untimed
     for len in cfg.lengths:gmatch("%d+") do
       len = tonumber(len)
       local ids = lt.randint(0, vocab, {1, len})
@@ -53,11 +66,11 @@ if cfg.kinds ~= "" then
       local rows = ids:totable()
       local dec = math.huge  -- generate of new_tokens minus generate of 1 (same prefill)
       for _ = 1, cfg.repeats do
-        local t0 = lt.clock()
+        local t0 = clock()
         m:generate(rows, { max_new_tokens = 1, stop_ids = {} })
-        local t1 = lt.clock()
+        local t1 = clock()
         m:generate(rows, { max_new_tokens = cfg.new_tokens, stop_ids = {} })
-        local d = (lt.clock() - t1) - (t1 - t0)
+        local d = (clock() - t1) - (t1 - t0)
         if d > 0 then dec = math.min(dec, d) end
       end
       local p_tps, d_tps = len / prefill, dec < math.huge and (cfg.new_tokens - 1) / dec or nil
@@ -75,13 +88,16 @@ if cfg.kinds ~= "" then
       if cfg.hf ~= "" then  -- the same checkpoint and length through HF transformers
         local out, ok_run, cmd = exp.capture(cfg.hf, { exp.root .. "/experiments/bench/hf_forward.py", path, "--batches", 1,
           "--prompt", len, "--new-tokens", cfg.new_tokens, "--repeats", cfg.repeats, "--device", m.device,
-          "--dtype", m.dtype, "--attn", cfg.hf_attn })
+          "--dtype", m.dtype, "--attn", cfg.hf_attn, "--clock", cfg.clock })
         -- the JSON is the last line (transformers may print warnings to stdout before it)
         local last = out:match("([^\n]+)%s*$")
         local ok_json, res = pcall(lt.json.decode, last or "")
         local h = ok_run and ok_json and res.rows and res.rows[1]
-        -- (transformers 5.12 runs no Qwen3.5 stack of one layer kind: its cache wants both; logged, not fatal)
-        if not h then
+        if h then
+          lt.run.param("hf_torch", res.torch)
+          lt.run.param("hf_transformers", res.transformers)
+          lt.run.param(kind .. "_hf_cache", res.cache or "")
+        else
           io.stderr:write(("forward bench: %s, length %d: the HF side failed (%s); logged as %s_hf_failed\n")
             :format(kind, len, cmd, kind))
           lt.run.log(kind .. "_hf_failed", 1, { step = len })
@@ -118,7 +134,7 @@ local function hf_figures()
   local script = exp.root .. "/experiments/bench/hf_forward.py"
   local out, ok, cmd = exp.capture(cfg.hf, { script, path, "--batches", cfg.batches, "--prompt", cfg.prompt,
     "--new-tokens", cfg.new_tokens, "--repeats", cfg.repeats, "--device", m.device, "--dtype", m.dtype,
-    "--attn", cfg.hf_attn })
+    "--attn", cfg.hf_attn, "--clock", cfg.clock })
   if not ok or out == "" then error("forward bench: the HF side failed: " .. cmd, 0) end
   local res = lt.json.decode(out:match("([^\n]+)%s*$"))
   lt.run.param("hf_torch", res.torch)
@@ -139,11 +155,11 @@ local timed = best_of
 local function decode_seconds(rows)
   local best = math.huge
   for _ = 1, cfg.repeats do
-    local t0 = lt.clock()
+    local t0 = clock()
     m:generate(rows, { max_new_tokens = 1, stop_ids = {} })
-    local t1 = lt.clock()
+    local t1 = clock()
     m:generate(rows, { max_new_tokens = cfg.new_tokens, stop_ids = {} })
-    local d = (lt.clock() - t1) - (t1 - t0)
+    local d = (clock() - t1) - (t1 - t0)
     if d > 0 then best = math.min(best, d) end
   end
   return best < math.huge and best or nil

