@@ -290,13 +290,29 @@ int l_reference(lua_State* L) {
   return 1;
 }
 
-// ref:logprobs(m, rollouts, {temperature=1, chunk=1024}) -> [N, R] (no graph)
+// ref:logprobs(m, rollouts, {temperature=1, chunk=1024, entry=}) -> [N, R] (no graph);
+// entry: lt.rl.entry(m, rollouts, ref.from_layer), the hidden state the policy's own pass has
+// at the reference's block (GRPO passes it; without it the reference runs the prefix itself)
 int r_logprobs(lua_State* L) {
   const char* fn = "reference:logprobs";
   const rl::Reference& r = check_ref(L, 1, fn);
   const ModelHandle& h = check_model(L, 2, fn);
+  at::Tensor entry;
+  if (lua_istable(L, 4)) {
+    lua_getfield(L, 4, "entry");
+    if (!lua_isnil(L, -1)) entry = check_tensor(L, lua_gettop(L), fn);
+    lua_pop(L, 1);
+  }
   push_tensor(L, r.logprobs(*h.m, read_seq(L, 3, fn), opt_number(L, 4, "temperature", fn).value_or(1.0),
-                            opt_integer(L, 4, "chunk", fn).value_or(1024)));
+                            opt_integer(L, 4, "chunk", fn).value_or(1024), entry));
+  return 1;
+}
+
+// lt.rl.entry(m, rollouts, from_layer) -> hidden[from_layer] [N, T, H] (no graph), 1 <= from_layer <= n_layers
+int l_entry(lua_State* L) {
+  const char* fn = "lt.rl.entry";
+  const ModelHandle& h = check_model(L, 1, fn);
+  push_tensor(L, rl::prefix_entry(*h.m, read_seq(L, 2, fn), int(check_integer(L, 3, fn))));
   return 1;
 }
 
@@ -732,6 +748,7 @@ void register_rl(lua_State* L) {
       {"prompts", LT_FN(l_prompts)},         {"format_prompt", LT_FN(l_format_prompt)},
       {"chat_prompt", LT_FN(l_chat_prompt)}, {"decontaminate", LT_FN(l_decontaminate)},
       {"accuracy", LT_FN(l_accuracy)},       {"grpo", LT_FN(l_grpo)},
+      {"entry", LT_FN(l_entry)},
       {nullptr, nullptr}};
   set_funcs(L, fns);
   lua_pop(L, 1);

@@ -60,16 +60,25 @@ print(("rollout %.0f tok/s, plain generate %.0f tok/s: rollout at %.2fx of gener
 -- 2. shared-prefix reference (the last block trains) against a copied reference
 m:train_only(m.n_layers - 1)
 local shared, copied = lt.rl.reference(m), lt.rl.reference(m, { copy = true })
-local t_shared = best_of(function() shared:logprobs(m, r, { chunk = cfg.chunk }) end)
+-- as lt.rl.grpo runs it, the shared prefix resumes from the hidden state that the policy's
+-- own pass (old log-probs, or the update) computes at its block anyway; alone, it runs the
+-- frozen blocks below that itself
+local entry = lt.rl.entry(m, r, shared.from_layer)
+local t_shared = best_of(function() shared:logprobs(m, r, { chunk = cfg.chunk, entry = entry }) end)
+local t_alone = best_of(function() shared:logprobs(m, r, { chunk = cfg.chunk }) end)
 local t_copied = best_of(function() copied:logprobs(m, r, { chunk = cfg.chunk }) end)
 lt.run.log("reference_s/shared_prefix", t_shared)
+lt.run.log("reference_s/shared_prefix_alone", t_alone)
 lt.run.log("reference_s/copy", t_copied)
 lt.run.log("ratio/reference_time_shared_vs_copy", t_shared / t_copied)
+lt.run.log("ratio/reference_time_alone_vs_copy", t_alone / t_copied)
 lt.run.log("reference_bytes/shared_prefix", shared.bytes)
 lt.run.log("reference_bytes/copy", copied.bytes)
 lt.run.log("ratio/reference_memory_shared_vs_copy", shared.bytes / copied.bytes)
-print(("reference log-probs: shared prefix %.3fs, copy %.3fs (%.2fx); memory %.1f MB vs %.1f MB (%.3fx)"):format(
-  t_shared, t_copied, t_shared / t_copied, shared.bytes / 1e6, copied.bytes / 1e6, shared.bytes / copied.bytes))
+print(("reference log-probs: shared prefix from the policy's hidden state at block %d %.3fs, copy %.3fs (%.2fx; "
+       .. "the shared prefix running the frozen blocks itself %.3fs, %.2fx); memory %.1f MB vs %.1f MB (%.3fx)"):format(
+  shared.from_layer, t_shared, t_copied, t_shared / t_copied, t_alone, t_alone / t_copied, shared.bytes / 1e6,
+  copied.bytes / 1e6, shared.bytes / copied.bytes))
 copied = nil
 collectgarbage()
 

@@ -3,7 +3,9 @@
 -- "gsm8k:FILE", "math:FILE", "mc:FILE" (generic JSONL multiple choice), or a built-in name:
 -- "antonyms" and "antonyms_heldout" (WordNet adjective antonyms as 4-way multiple choice: no download needed).
 -- opts: split, limit (first N items), shots (k-shot from dev), protocols ({"logit",
--- "generate"}), batch_size, max_new_tokens, samples + temperature (math: avg@k, pass@k), seed.
+-- "generate"} by default; "cloze": each option scored as a continuation, see
+-- runtime/eval/harness.h), batch_size, max_new_tokens, samples + temperature (math: avg@k,
+-- pass@k), seed.
 -- Returns summary[protocol] = {acc, n, correct, by_category, by_subject[, avg_at_k, pass_at_k]}
 -- plus summary.items (every prediction); everything is logged to the current run.
 local M = {}

@@ -46,6 +46,11 @@ struct GrpoObjective::Batch {
   int64_t number = -1;
   SequenceBatch seq;
   at::Tensor resp_mask, adv, old_lp, ref_lp;  // [N, R], [N], [N, R] or undefined, idem
+  // ref_lp is filled by the update's own policy passes (micro_batch): one optimizer step
+  // uses these rollouts, so no old-log-prob pass runs whose hidden state the shared-prefix
+  // reference could start from, and the update's pass gives it instead
+  bool ref_in_update = false;
+  std::string ref_entry;  // GrpoObjective::reference_entry()
 };
 
 int64_t grpo_steps_per_rollout(const GrpoOptions& o) { return o.epochs * o.mini_batches; }
@@ -169,7 +174,14 @@ void GrpoObjective::make_rollouts(const train::StepContext& ctx, int64_t number)
   const int64_t N = P * G, R = r.seq.resp_len;
   double old_s = 0, ref_s = 0;
   const bool need_old = grpo_steps_per_rollout(o_) > 1;
-  if (need_old || ref_) {
+  // a shared-prefix reference that starts above block 0 resumes from the policy's own
+  // hidden state at its block: taken from the old-log-prob pass when there is one, else
+  // from the update's pass (saving a pass over blocks 0 .. from_layer - 1 of every row)
+  b->ref_in_update = ref_ && !need_old && ref_->kind() == Reference::Kind::SharedPrefix &&
+                     ref_->from_layer() > 0 && ref_->from_layer() == ctx.from_layer;
+  if (b->ref_in_update) b->ref_lp = at::zeros({N, R}, at::kFloat);
+  if (ref_) b->ref_entry = b->ref_in_update ? "update" : "own";
+  if (need_old || (ref_ && !b->ref_in_update)) {
     at::NoGradGuard g;
     if (need_old) b->old_lp = at::zeros({N, R}, at::kFloat);
     if (ref_) b->ref_lp = at::zeros({N, R}, at::kFloat);
@@ -182,10 +194,13 @@ void GrpoObjective::make_rollouts(const train::StepContext& ctx, int64_t number)
         t = std::chrono::steady_clock::now();
         const PolicyPass pp = policy_logprobs(m_, sb, ctx.from_layer, o_.rollout.temperature, o_.chunk);
         b->old_lp.narrow(0, s, idx.size(0)).narrow(1, 0, Rs).copy_(pp.logp.to(at::kCPU, at::kFloat));
-        if (ref_ && ref_->from_layer() == ctx.from_layer) entry = pp.entry;
+        if (ref_ && ref_->from_layer() == ctx.from_layer && pp.entry.defined()) {
+          entry = pp.entry;
+          b->ref_entry = "old_logprobs";
+        }
         old_s += since(t);
       }
-      if (ref_) {
+      if (ref_ && !b->ref_in_update) {
         t = std::chrono::steady_clock::now();
         const at::Tensor rl = ref_->logprobs(m_, sb, o_.rollout.temperature, o_.chunk, entry);
         b->ref_lp.narrow(0, s, idx.size(0)).narrow(1, 0, Rs).copy_(rl.to(at::kCPU, at::kFloat));
@@ -240,13 +255,14 @@ void GrpoObjective::make_rollouts(const train::StepContext& ctx, int64_t number)
   step_metrics_.emplace_back("rollout_tokens_per_s", rollout_s > 0 ? double(all_tokens) / rollout_s : 0);
   step_metrics_.emplace_back("time/rollout_s", rollout_s);
   if (need_old) step_metrics_.emplace_back("time/old_logprobs_s", old_s);
-  if (ref_) step_metrics_.emplace_back("time/reference_s", ref_s);
+  if (ref_ && !b->ref_in_update) step_metrics_.emplace_back("time/reference_s", ref_s);
 }
 
 int64_t GrpoObjective::begin_step(const train::StepContext& ctx) {
   const int64_t spr = grpo_steps_per_rollout(o_);
   const int64_t number = ctx.step / spr, pos = ctx.step % spr;
   step_metrics_.clear();
+  ref_update_s_ = 0;
   world_ = ctx.world_size;
   // rollouts of another world size (a resume) are not this rank's share: sampled again
   const int64_t share = o_.prompts / std::max(1, ctx.world_size) * o_.rollout.group_size;
@@ -293,9 +309,20 @@ train::MicroLoss GrpoObjective::micro_batch(const train::StepContext& ctx, int64
   int64_t R = 0;
   const SequenceBatch sb = pick_rows(cur_->seq, cur_->resp_mask, idx, &R);
   const at::Tensor rm = rows(cur_->resp_mask, idx, R);
-  const PolicyPass pp = policy_logprobs(m_, sb, ctx.from_layer, o_.rollout.temperature, o_.chunk, true);
+  at::Tensor ref, entry;
+  if (cur_->ref_in_update) {
+    // before the policy's pass: the reference swaps its saved values into the trainable
+    // parameters for its pass, which must not happen between a forward and its backward
+    entry = prefix_entry(m_, sb, ctx.from_layer);  // the policy's pass below starts from it too
+    const auto t = std::chrono::steady_clock::now();
+    ref = ref_->logprobs(m_, sb, o_.rollout.temperature, o_.chunk, entry).to(at::kCPU, at::kFloat);
+    cur_->ref_lp.narrow(1, 0, R).index_copy_(0, idx, ref);  // kept with the rollouts (checkpoints)
+    ref_update_s_ += since(t);
+  } else if (cur_->ref_lp.defined()) {
+    ref = rows(cur_->ref_lp, idx, R);
+  }
+  const PolicyPass pp = policy_logprobs(m_, sb, ctx.from_layer, o_.rollout.temperature, o_.chunk, true, entry);
   const at::Tensor old = cur_->old_lp.defined() ? rows(cur_->old_lp, idx, R) : pp.logp.detach();
-  const at::Tensor ref = cur_->ref_lp.defined() ? rows(cur_->ref_lp, idx, R) : at::Tensor();
   LossOptions lo = lo_;
   lo.denom = denom_;
   const PolicyLoss pl = policy_loss(pp.logp, old.to(pp.logp.device()), ref.defined() ? ref.to(pp.logp.device()) : ref,
@@ -324,6 +351,7 @@ train::Metrics GrpoObjective::end_step(const train::StepContext& ctx) {
     sum_pg_ = v[3].item<double>() / w, sum_kl_ = v[4].item<double>() / w, sum_tok_ = v[5].item<double>();
   }
   train::Metrics out = step_metrics_;
+  if (cur_ && cur_->ref_in_update) out.emplace_back("time/reference_s", ref_update_s_);
   const double n = std::max(sum_tok_, 1.0);
   out.emplace_back("pg_loss", sum_pg_);
   out.emplace_back("kl", sum_kl_);
@@ -342,6 +370,8 @@ train::Metrics GrpoObjective::evaluate(int64_t) {
 }
 
 at::Tensor GrpoObjective::rollout_advantages() const { return cur_ ? cur_->adv : at::Tensor(); }
+
+std::string GrpoObjective::reference_entry() const { return cur_ ? cur_->ref_entry : ""; }
 
 train::ObjectiveState GrpoObjective::state() const {
   train::ObjectiveState s;

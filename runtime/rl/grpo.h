@@ -5,7 +5,9 @@
 // aggregation). Old log-probs are captured right after the rollouts when more than one
 // optimizer step uses them (else the ratio is 1 by construction), reference log-probs come
 // from the shared-prefix reference (or a full copy), and backward stops at the lowest
-// trainable block (ctx.from_layer).
+// trainable block (ctx.from_layer). The shared-prefix reference never runs the frozen blocks
+// below it itself: it resumes from the hidden state that the old-log-prob pass, or (one
+// optimizer step per batch) the update's own pass, computes there.
 #pragma once
 #include <ATen/core/Tensor.h>
 
@@ -77,6 +79,11 @@ class GrpoObjective : public train::Objective {
   const Reference* reference() const { return ref_.get(); }
   // The advantages of the rollouts in flight ([rows], this rank's share; undefined before any).
   at::Tensor rollout_advantages() const;
+  // Where the reference's pass over the rollouts in flight starts: "update" (the hidden state
+  // of the update's own pass at the reference's block), "old_logprobs" (that of the
+  // old-log-prob pass), "own" (the reference runs every block itself: a copy, or block 0),
+  // "" (no reference, or no rollouts yet).
+  std::string reference_entry() const;
 
  private:
   struct Batch;  // the rollouts in flight
@@ -97,6 +104,7 @@ class GrpoObjective : public train::Objective {
   train::Metrics step_metrics_; // rollout metrics of a step that made rollouts
   int world_ = 1;               // ranks sharing the batch (each holds its share of the rows)
   double sum_clip_ = 0, sum_akl_ = 0, sum_ent_ = 0, sum_pg_ = 0, sum_kl_ = 0, sum_tok_ = 0;
+  double ref_update_s_ = 0;     // reference log-probs computed inside this step's update
 };
 
 }  // namespace ltrun::rl

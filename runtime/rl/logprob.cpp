@@ -126,6 +126,17 @@ TokenLogprobs token_logprobs(const model::Model& m, const at::Tensor& h, const a
   return out;
 }
 
+at::Tensor prefix_entry(const model::Model& m, const SequenceBatch& b, int from_layer) {
+  LT_CHECK(from_layer > 0 && from_layer <= m.n_layers(), "rl.prefix_entry: block {} is not in 1..{}", from_layer,
+           m.n_layers());
+  at::NoGradGuard no_grad;
+  model::ForwardOptions pre;
+  pre.attention_mask = b.attention_mask.to(m.device(), at::kLong);
+  pre.logits = model::Logits::None;
+  pre.to_layer = from_layer - 1;
+  return m.forward(b.ids.to(m.device(), at::kLong), pre).residual.detach();
+}
+
 PolicyPass policy_logprobs(const model::Model& m, const SequenceBatch& b, int from_layer,
                            double temperature, int64_t chunk, bool entropy, const at::Tensor& entry) {
   LT_CHECK(b.ids.dim() == 2 && b.attention_mask.sizes() == b.ids.sizes(),
@@ -143,14 +154,7 @@ PolicyPass policy_logprobs(const model::Model& m, const SequenceBatch& b, int fr
   fo.logits = model::Logits::None;
   at::Tensor input = ids;
   if (from_layer > 0) {
-    if (entry.defined()) {
-      out.entry = entry;
-    } else {
-      at::NoGradGuard no_grad;
-      model::ForwardOptions pre = fo;
-      pre.to_layer = from_layer - 1;
-      out.entry = m.forward(ids, pre).residual.detach();
-    }
+    out.entry = entry.defined() ? entry : prefix_entry(m, b, from_layer);
     fo.from_layer = from_layer;
     fo.hidden = out.entry;
     input = at::Tensor();

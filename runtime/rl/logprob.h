@@ -43,6 +43,10 @@ struct PolicyPass {
 // autograd and their output is returned as `entry` (for the shared-prefix reference), so
 // backward stops at block k. `entry` given (from an earlier pass over the same batch with the
 // same frozen prefix): the prefix is not run again.
+// hidden[from_layer] of the batch (the residual before block from_layer, 1 <= from_layer <=
+// n_layers), without a graph: the entry that policy_logprobs and Reference::logprobs share.
+at::Tensor prefix_entry(const model::Model& m, const SequenceBatch& batch, int from_layer);
+
 PolicyPass policy_logprobs(const model::Model& m, const SequenceBatch& batch, int from_layer,
                            double temperature = 1.0, int64_t chunk = 1024, bool entropy = false,
                            const at::Tensor& entry = {});

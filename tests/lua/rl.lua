@@ -157,6 +157,12 @@ T.case("rollouts, log-probs and the shared-prefix reference on a tiny model", fu
   T.ok(shared.bytes < copied.bytes / 2, "the reference keeps one block")
   local a, b = shared:logprobs(m, r), copied:logprobs(m, r)
   T.ok(((a - b) * r.response_mask):abs():max() < 1e-5, "shared prefix = copy")
+  -- from the policy's own hidden state at block 2 (as GRPO runs it): the same values
+  local e = lt.rl.entry(m, r, 2)
+  T.same_table(e:size(), { r.ids:size(0), r.ids:size(1), m.config.hidden_size })
+  local c = shared:logprobs(m, r, { entry = e })
+  T.ok(((c - a) * r.response_mask):abs():max() < 1e-6, "shared prefix from the given entry = running the prefix")
+  T.raises(function() lt.rl.entry(m, r, 0) end, "block 0 is not in 1")
 
   -- the eval harness's math prompt template (the layer scan's math_heldout): its greedy
   -- output is m:generate's on the template with the question put in

@@ -63,6 +63,7 @@ TEST_CASE("grpo on the shared loop: steps, metrics, frozen prefix", "[rl][grpo]"
   for (size_t i = 0; i < 8; ++i) CHECK(has(r.log[i], "reward_mean") == (i == 0 || i == 4));
   CHECK(has(r.log[0], "time/old_logprobs_s"));  // more than one step uses them: captured
   CHECK(has(r.log[0], "time/reference_s"));
+  CHECK(obj.reference_entry() == "old_logprobs");  // block 1: the old-log-prob pass's state
   for (const auto& s : r.log) {
     CHECK(s.grad_norm > 0);
     CHECK(get(s, "entropy") > 0);
@@ -116,4 +117,51 @@ TEST_CASE("grpo resume is exact, the rollouts in flight included", "[rl][grpo]")
     INFO(p[i].name);
     CHECK(at::equal(p[i].tensor, q[i].tensor));
   }
+}
+
+TEST_CASE("one step per batch: the shared-prefix reference resumes from the update's own pass, "
+          "equal to a copied reference", "[rl][grpo]") {
+  // epochs = mini_batches = 1: no old-log-prob pass; block 2 of 3 trains, so the reference
+  // starts at block 2 from the hidden state the update's pass computes there
+  struct Out {
+    std::vector<train::StepLog> log;
+    std::vector<at::Tensor> weights;
+  };
+  auto run = [](bool copy) {
+    model::Model m = policy();
+    train::train_only(m, train::Spec::blocks({2}));
+    GrpoOptions o = options();
+    o.epochs = 1;
+    o.mini_batches = 1;
+    o.kl = 0.5;  // large, so that the reference's log-probs move the weights visibly
+    o.copy_reference = copy;
+    GrpoObjective obj(m, items(), prompt_ids(), o);
+    REQUIRE(obj.reference() != nullptr);
+    CHECK(obj.reference()->from_layer() == (copy ? 0 : 2));
+    Out out;
+    out.log = train::run_loop(m, obj, ltrun_test::grpo::loop_options(3)).log;
+    CHECK(obj.reference_entry() == (copy ? "own" : "update"));
+    for (const auto& p : m.parameters()) out.weights.push_back(p.tensor.clone());
+    return out;
+  };
+  const Out shared = run(false), copied = run(true);
+  auto get = [](const train::StepLog& s, const std::string& k) {
+    for (const auto& [n, v] : s.metrics)
+      if (n == k) return v;
+    return -1.0;
+  };
+  REQUIRE(shared.log.size() == 3);
+  for (size_t i = 0; i < 3; ++i) {
+    INFO("step " << i + 1);
+    CHECK(get(shared.log[i], "time/old_logprobs_s") == -1.0);  // no old-log-prob pass
+    CHECK(get(shared.log[i], "time/reference_s") >= 0);        // timed inside the update
+    // the KL term, after the policy moved from the reference (step 1: they are equal).
+    // Both references compute the same function on the same rows, but in other batches (the
+    // copy at rollout time, the shared prefix in the update's micro-batches): a few fp32 ulps
+    const double a = get(shared.log[i], "kl"), b = get(copied.log[i], "kl");
+    if (i > 0) CHECK(b > 0);
+    CHECK(std::abs(a - b) <= 1e-5 * std::max(1.0, std::abs(b)) + 1e-9);
+  }
+  for (size_t i = 0; i < shared.weights.size(); ++i)
+    CHECK(at::allclose(shared.weights[i], copied.weights[i], 1e-4, 1e-6));
 }
