@@ -251,24 +251,24 @@ TEST_CASE("hybrid: a Qwen3 + Nemotron-H stack computes the donors' layers compos
   const std::string A = donor("mix_q", qwen3()), B = donor("mix_nh", nemotron("M*-M-"));
   const Model a = Model::load(A), b = Model::load(B);
   const at::Tensor ids = model_test::random_ids(2, 10, 61, 12);
+  // a stack assembled in a scratch folder and loaded
+  auto stack = [](const char* name, const std::string& embed, const std::string& head,
+                  std::vector<HybridLayerSpec> layers) {
+    HybridSpec s;
+    s.out_dir = model_test::scratch(name);
+    s.embed = embed;
+    s.head = head;
+    s.layers = std::move(layers);
+    assemble_hybrid(s);
+    return Model::load(s.out_dir);
+  };
   // Qwen3 layers shallow, Nemotron-H deep; embeddings from A, final norm and head from B
-  HybridSpec s;
-  s.out_dir = model_test::scratch("hybrid_mix_qn");
-  s.embed = A;
-  s.head = B;
-  s.layers = {from(A, 0), from(A, 1), from(B, 2), from(B, 3), from(B, 4)};
-  assemble_hybrid(s);
-  const Model h = Model::load(s.out_dir);
+  const Model h = stack("hybrid_mix_qn", A, B, {from(A, 0), from(A, 1), from(B, 2), from(B, 3), from(B, 4)});
   const at::Tensor ref = b.lens(run_layers(b, embed_then(a, ids, 1), 2, 4));
   CHECK(at::equal(logits(h, ids), ref));
 
   // the reverse: Nemotron-H shallow, Qwen3 deep
-  s.out_dir = model_test::scratch("hybrid_mix_nq");
-  s.embed = B;
-  s.head = A;
-  s.layers = {from(B, 0), from(B, 1), from(A, 2), from(A, 3)};
-  assemble_hybrid(s);
-  const Model h2 = Model::load(s.out_dir);
+  const Model h2 = stack("hybrid_mix_nq", B, A, {from(B, 0), from(B, 1), from(A, 2), from(A, 3)});
   const at::Tensor ref2 = a.lens(run_layers(a, embed_then(b, ids, 1), 2, 3));
   CHECK(at::equal(logits(h2, ids), ref2));
 
