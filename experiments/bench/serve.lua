@@ -3,17 +3,13 @@
 -- against two baselines measured in the same run: a trivial API request (/api/info: the
 -- HTTP + JSON floor) and a bare SQLite scan of the same rows in this process (the floor of
 -- any server that reads the series). Requests go through curl; the median of --requests.
+-- The server and curl run from argv arrays (lt.proc), never through a shell.
 -- ltrun experiments/bench/serve.lua [--rows=1000000] [--requests=15]
 local exp = require "lt.experiment"
 local cfg = exp.args{ rows = 1000000, requests = 15 }
 
-local function sh(cmd)
-  local h = assert(io.popen(cmd))
-  local out = h:read("*a")
-  h:close()
-  return out
-end
-assert(sh("command -v curl") ~= "", "experiments/bench/serve.lua: needs curl (apt-get install curl)")
+local ok_curl, _, curl_ok = pcall(exp.capture, "curl", { "--version" })
+assert(ok_curl and curl_ok, "experiments/bench/serve.lua: needs curl (apt-get install curl)")
 
 local series_run
 local t0 = lt.clock()
@@ -25,10 +21,18 @@ end)
 io.stderr:write(("serve bench: %d rows written in %.1f s\n"):format(cfg.rows, lt.clock() - t0))
 
 local db = lt.run.query("PRAGMA database_list")[1].file
-local exe = sh("readlink /proc/$PPID/exe"):gsub("%s+$", "")  -- $PPID of this shell: ltrun
-local server = assert(io.popen(("sh -c 'echo $$; exec \"%s\" --db \"%s\" serve --port 0 2>&1'"):format(exe, db)))
-local pid = server:read("*l")
-local url = assert((server:read("*l") or ""):match("(http://%S+)/"), "ltrun serve did not start")
+local log = os.tmpname()
+local pid = lt.proc.spawn({ lt.proc.exe, "--db", db, "serve", "--port", "0" }, { stdout = log, stderr = log })
+local url
+for _ = 1, 200 do  -- its first line names the address (10 s at most)
+  local f = io.open(log)
+  local text = f and f:read("*a") or ""
+  if f then f:close() end
+  url = text:match("(http://%S+)/")
+  if url or lt.proc.wait(pid, 0) then break end
+  lt.proc.sleep(0.05)
+end
+if not url then lt.proc.kill(pid); error("experiments/bench/serve.lua: ltrun serve did not start (" .. log .. ")", 0) end
 
 local function median(xs)
   table.sort(xs)
@@ -36,11 +40,12 @@ local function median(xs)
 end
 -- median wall time (ms) and bytes of GET path
 local function request(path)
-  local out = sh(("for i in $(seq %d); do curl -s -o /dev/null -w '%%{http_code} %%{time_total} %%{size_download}\\n' '%s%s'; done")
-                   :format(cfg.requests, url, path))
   local times, bytes = {}, 0
-  for code, t, b in out:gmatch("(%d+) ([%d.]+) (%d+)") do
-    assert(code == "200", path .. ": HTTP " .. code)
+  for _ = 1, cfg.requests do
+    local out = exp.capture("curl", { "-s", "-o", "/dev/null", "-w", "%{http_code} %{time_total} %{size_download}",
+                                      url .. path })
+    local code, t, b = out:match("(%d+) ([%d.]+) (%d+)")
+    assert(code == "200", path .. ": HTTP " .. tostring(code))
     times[#times + 1] = tonumber(t) * 1000
     bytes = tonumber(b)
   end
@@ -64,8 +69,9 @@ local cases = {
   { "series_100000", "/api/runs/" .. series_run .. "/metrics?name=loss&points=100000" },
 }
 for _, c in ipairs(cases) do c.ms, c.bytes = request(c[2]) end
-os.execute("kill -INT " .. pid)
-server:close()
+lt.proc.kill(pid, "INT")
+lt.proc.wait(pid, 10)
+os.remove(log)
 
 lt.run.param("rows", cfg.rows)
 lt.run.log("info_ms", info_ms)

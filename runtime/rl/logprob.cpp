@@ -7,6 +7,8 @@
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 
 #include "runtime/core/error.h"
@@ -154,6 +156,11 @@ PolicyPass policy_logprobs(const model::Model& m, const SequenceBatch& b, int fr
   fo.logits = model::Logits::None;
   at::Tensor input = ids;
   if (from_layer > 0) {
+    if (entry.defined())
+      LT_CHECK(entry.dim() == 3 && entry.size(0) == b.ids.size(0) && entry.size(1) == b.ids.size(1) &&
+                   entry.size(2) == m.config().hidden_size,
+               "rl.policy_logprobs: entry must be the hidden state [{}, {}, {}] of this batch at block {}, got [{}]",
+               b.ids.size(0), b.ids.size(1), m.config().hidden_size, from_layer, fmt::join(entry.sizes(), ", "));
     out.entry = entry.defined() ? entry : prefix_entry(m, b, from_layer);
     fo.from_layer = from_layer;
     fo.hidden = out.entry;

@@ -158,6 +158,15 @@ TEST_CASE("generic JSONL multiple choice") {
   CHECK(items[2].split == "dev");
 }
 
+TEST_CASE("generic JSONL multiple choice with its own cloze form") {
+  const auto items = load_benchmark(Format::mcq, data("cloze/antonyms.jsonl"));
+  REQUIRE(items.size() == 1);
+  CHECK(items[0].cloze == "Opposite of wet:");
+  CHECK(items[0].cloze_choices == Strings{" \"Dry\"", " \"Hot\""});
+  // the other files' items have none
+  CHECK(load_benchmark(Format::mcq, data("mcq/sample.jsonl"))[0].cloze_choices.empty());
+}
+
 TEST_CASE("malformed files: errors name file:line") {
   auto err = [](Format f, const std::string& rel) { return [=] { load_benchmark(f, data(rel)); }; };
   CHECK_THROWS_WITH(err(Format::ceval, "bad/ceval_fields")(),
@@ -179,6 +188,8 @@ TEST_CASE("malformed files: errors name file:line") {
                     Catch::Contains("sample.jsonl:1: answer index 3 is not in 0..2"));
   CHECK_THROWS_WITH(err(Format::mcq, "bad/mcq_dup")(),
                     Catch::Contains("sample.jsonl:2: duplicate item id \"q1\""));
+  CHECK_THROWS_WITH(err(Format::mcq, "bad/mcq_cloze")(),
+                    Catch::Contains("sample.jsonl:1: \"cloze_choices\" should be an array of 2 strings"));
   // a C-Eval file must be named {subject}_{split}.csv
   CHECK_THROWS_WITH(err(Format::ceval, "cmmlu/test/agronomy.csv")(),
                     Catch::Contains("{subject}_{dev,val,test}.csv"));

@@ -163,6 +163,7 @@ T.case("rollouts, log-probs and the shared-prefix reference on a tiny model", fu
   local c = shared:logprobs(m, r, { entry = e })
   T.ok(((c - a) * r.response_mask):abs():max() < 1e-6, "shared prefix from the given entry = running the prefix")
   T.raises(function() lt.rl.entry(m, r, 0) end, "block 0 is not in 1")
+  T.raises(function() shared:logprobs(m, r, { entry = e:narrow(1, 0, 3) }) end, "entry must be the hidden state")
 
   -- the eval harness's math prompt template (the layer scan's math_heldout): its greedy
   -- output is m:generate's on the template with the question put in

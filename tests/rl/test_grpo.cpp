@@ -162,6 +162,10 @@ TEST_CASE("one step per batch: the shared-prefix reference resumes from the upda
     if (i > 0) CHECK(b > 0);
     CHECK(std::abs(a - b) <= 1e-5 * std::max(1.0, std::abs(b)) + 1e-9);
   }
+  // the runs differ only in those reference log-probs (~1e-6 relative), which enter the
+  // gradient through beta * k3 and, after AdamW's normalisation, move each of the 3 updates of
+  // size lr = 3e-3 by far less than 1e-6 of a weight: 1e-6 absolute + 1e-4 relative is loose
+  // on both (no test here depends on a tight bound: the equality of the KL is the check)
   for (size_t i = 0; i < shared.weights.size(); ++i)
     CHECK(at::allclose(shared.weights[i], copied.weights[i], 1e-4, 1e-6));
 }
