@@ -5,7 +5,9 @@
 -- "Example:hot->Cold, big->Small; Query:cold->"; or a JSONL file of {context, query[, target]}.
 local M = {}
 
-M.wordnet_dir = "/usr/share/wordnet"  -- Debian's wordnet-base
+-- Debian's wordnet-base; LTRUN_SHARE_DIR stands for /usr/share where it is unpacked elsewhere
+local share = os.getenv("LTRUN_SHARE_DIR")
+M.wordnet_dir = (share and share ~= "" and share or "/usr/share") .. "/wordnet"
 
 local function fail(fmt, ...) error(fmt:format(...), 0) end
 

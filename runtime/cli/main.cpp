@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "runtime/cli/cli.h"
+#include "runtime/core/crash.h"
 #include "runtime/core/device.h"
 #include "runtime/core/env.h"
 #include "runtime/core/error.h"
@@ -63,6 +64,7 @@ bool take_value(int& i, int argc, char** argv, const char* name, std::string& ou
 int main(int argc, char** argv) {
   using namespace ltrun;
   using namespace ltrun::cli;
+  install_crash_handler();  // a crash names where (crash.h)
   tune_allocator();  // before the first tensor: training reuses freed buffers (env.h)
   Globals g;
   const char* env_db = std::getenv("LTRUN_DB");

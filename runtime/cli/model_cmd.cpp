@@ -15,7 +15,8 @@ namespace {
 const char kModelUsage[] = R"(usage:
   ltrun model new [options] OUT   write a new random model folder (HF layout) with a tokenizer
       --arch qwen3|qwen2|llama|nemotron_h|qwen3_5_text (qwen3)   --layers N (4)   --hidden N (64)
-      --heads N (4)   --kv-heads N (2)   --intermediate N (3*hidden)   --tie (tie embeddings and head)
+      --heads N (4)   --kv-heads N (2)   --head-dim N (hidden/heads)   --intermediate N (3*hidden)
+      --tie (tie embeddings and head)
       --pattern M*- (nemotron_h: each layer's kind, M Mamba2, * attention, - MLP;
           qwen3_5_text: L Gated DeltaNet, A attention; default every fourth layer A)
       --vocab N (1024): size of the BPE tokenizer trained on --corpus PATH (repeatable;
@@ -85,6 +86,7 @@ int cmd_model(const Globals& g, const std::vector<std::string>& args) {
     else if (k == "--heads") s.tiny.heads = a.integer();
     else if (k == "--kv-heads") s.tiny.kv_heads = a.integer();
     else if (k == "--intermediate") s.tiny.intermediate = a.integer();
+    else if (k == "--head-dim") s.tiny.head_dim = a.integer();
     else if (k == "--vocab") s.vocab = int(a.integer());
     else if (k == "--corpus") s.corpus.push_back(a.value());
     else if (k == "--tokenizer") s.tokenizer = a.value();

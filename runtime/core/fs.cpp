@@ -3,7 +3,8 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "runtime/core/error.h"
 
@@ -48,8 +49,10 @@ bool make_dirs(const std::string& path) {
       if (ec) fail("lt.fs.mkdir {}: cannot create {}: {}", path, p.string(), ec.message());
       continue;  // made meanwhile by someone else: theirs, not marked
     }
-    std::ofstream marker(p / kOwnedMarker);
-    LT_CHECK(marker.good(), "lt.fs.mkdir {}: cannot write {}", path, (p / kOwnedMarker).string());
+    const std::string marker = (p / kOwnedMarker).string();
+    const int fd = ::open(marker.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    LT_CHECK(fd >= 0, "lt.fs.mkdir {}: cannot write {}", path, marker);
+    ::close(fd);
   }
   return !missing.empty() && missing.back() == target;
 }

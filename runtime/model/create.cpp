@@ -2,6 +2,7 @@
 #include "runtime/model/create.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -49,7 +50,10 @@ void split_documents(const std::string& text, std::vector<std::string>& out) {
 
 std::vector<std::string> default_corpus() {
   std::vector<std::string> files;
-  const fs::path dir = "/usr/share/games/fortunes";
+  // LTRUN_SHARE_DIR stands for /usr/share where Debian's data packages are unpacked
+  // elsewhere (a GPU node without them: scripts/gpu-check, ../shared/gpu-node)
+  const char* share = std::getenv("LTRUN_SHARE_DIR");
+  const fs::path dir = fs::path(share && *share ? share : "/usr/share") / "games/fortunes";
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     if (!e.is_regular_file() || e.path().has_extension()) continue;  // skip .dat, .u8

@@ -31,7 +31,32 @@ at::Tensor next_tokens(const at::Tensor& logits, const GenerateOptions& o, at::G
     drop.narrow(-1, V - 1, 1).fill_(false);
     s = s.masked_fill(drop.scatter(1, order, drop), -inf);
   }
-  return at::multinomial(s.softmax(-1).to(at::kCPU), 1, /*replacement=*/false, gen).squeeze(-1);
+  // Inverse-CDF sampling on the logits' device, in two levels: one uniform draw per row
+  // from the CPU generator (so a seed gives the same draws on every device) picks a block of
+  // kBlock tokens by the blocks' cumulative mass, then the token inside that block. Two passes
+  // over [B, V] (softmax, block sums) instead of at::multinomial on the CPU, which cost 0.33 s
+  // per step at batch 64 over the Qwen3 vocabulary (151,669) and needed the whole
+  // distribution copied to the CPU on a GPU node. Cumulative sums are fp64 (no drift).
+  constexpr int64_t kBlock = 1024;
+  const int64_t B = logits.size(0), nb = (V + kBlock - 1) / kBlock;
+  if (nb * kBlock != V) s = at::constant_pad_nd(s, {0, nb * kBlock - V}, -inf);
+  const at::Tensor p = s.softmax(-1).view({B, nb, kBlock});
+  const at::Tensor bcdf = p.sum(-1).to(at::kDouble).cumsum(-1);  // [B, nb]
+  const at::Tensor u = at::rand({B, 1}, gen, at::kDouble).to(bcdf.device()) * bcdf.narrow(1, nb - 1, 1);
+  // right = true: the first i with cdf[i] > u, so p[i] > 0 (a flat stretch of a CDF, masked
+  // tokens or padding, is never chosen); u can round up to the total: then the last i with mass
+  auto first_above = [](const at::Tensor& cdf, const at::Tensor& x) {
+    const int64_t n = cdf.size(1);
+    const at::Tensor i = at::searchsorted(cdf, x, /*out_int32=*/false, /*right=*/true);
+    const at::Tensor last = (cdf < cdf.narrow(1, n - 1, 1)).sum(-1, /*keepdim=*/true).clamp_max(n - 1);
+    return at::minimum(i, last);  // [B, 1]
+  };
+  const at::Tensor blk = first_above(bcdf, u);
+  const at::Tensor below = at::where(blk > 0, bcdf.gather(1, (blk - 1).clamp_min(0)), at::zeros_like(u));
+  const at::Tensor inner = p.gather(1, blk.unsqueeze(-1).expand({B, 1, kBlock})).squeeze(1)
+                               .to(at::kDouble).cumsum(-1);  // [B, kBlock]
+  const at::Tensor tok = blk * kBlock + first_above(inner, u - below);
+  return tok.squeeze(-1).to(at::kCPU);
 }
 
 Padded left_pad(const std::vector<std::vector<int64_t>>& rows, int64_t pad) {

@@ -9,7 +9,7 @@ local tok = m.tokenizer
 
 T.case("new, load, info", function()
   T.eq(info.vocab, 300)
-  T.eq(m.n_layers, 3); T.eq(m.arch, "qwen3"); T.eq(m.dtype, "float32"); T.eq(m.device, "cpu")
+  T.eq(m.n_layers, 3); T.eq(m.arch, "qwen3"); T.eq(m.dtype, "float32"); T.eq(m.device, lt.device)
   T.eq(m.config.hidden_size, 32)
   local i = lt.model.info(tmp .. "/m")
   T.eq(i.n_layers, 3); T.eq(i.parameters, m:n_params())

@@ -69,7 +69,7 @@ end)
 
 T.case("the root run describes this script", function()
   local r = q("SELECT name, status, script_sha256, length(script_text) AS n, device FROM runs WHERE id = ?", me)[1]
-  T.eq(r.name, "run"); T.eq(r.status, "running"); T.eq(r.device, "cpu")
+  T.eq(r.name, "run"); T.eq(r.status, "running"); T.eq(r.device, lt.device)  -- the session device (cuda:0 on a GPU node)
   T.ok(r.n > 1000, "script text stored")
   T.eq(#r.script_sha256, 64)
 end)

@@ -88,7 +88,11 @@ void read(const ConfigReader& r, Config& c) {
     r.fail_key("hybrid_override_pattern", "missing (or layers_block_type): the kind of each layer");
   }
   for (size_t l = 0; l < c.layer_types.size(); ++l) {
-    const std::string& t = c.layer_types[l];
+    std::string& t = c.layer_types[l];
+    // transformers 5.17 writes the generic names of its hybrid caches: a Nemotron-H layer of
+    // "linear_attention" is its Mamba2 layer (seen on a GPU node's save_pretrained)
+    if (t == "linear_attention") t = "mamba";
+    if (t == "full_attention") t = "attention";
     if (t == "moe") r.fail_key("layers_block_type", fmt::format("layer {}: mixture-of-experts layers are not supported", l));
     if (t != "mamba" && t != "attention" && t != "mlp")
       r.fail_key("layers_block_type", fmt::format("layer {}: unknown kind \"{}\" (M/mamba, */attention, -/mlp)", l, t));

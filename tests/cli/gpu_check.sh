@@ -1,0 +1,37 @@
+# tests/cli/gpu_check.sh: scripts/gpu-check --quick --device cpu runs the GPU node's list
+# (smoke check, benches, report) with tiny shapes on this machine's build, and its report
+# lists every figure with the baseline measured in the same run.
+root=$(cd "$(dirname "$0")/../.." && pwd)
+source "$root/tests/cli/common.bash"
+build=$(dirname "$LTRUN")
+out=$SCRATCH/report
+"$root/scripts/gpu-check" --quick --device cpu --build "$build" --no-build --hf none --out "$out" \
+  > "$SCRATCH/gpu-check.log" 2>&1
+rc=$?
+check "gpu-check --quick --device cpu exits 0 (log: $SCRATCH/gpu-check.log)" equals "$rc" 0
+[ "$rc" = 0 ] || tail -n 40 "$SCRATCH/gpu-check.log" >&2
+check "report.md written" test -s "$out/report.md"
+check "report.json written" test -s "$out/report.json"
+json=$(cat "$out/report.json" 2>/dev/null)
+# every step ran (ok or skipped with its reason), none failed
+for s in device_smoke make_model bench_train bench_grpo bench_forward bench_eval bench_layer_tracer; do
+  check "step $s ok" contains "$(grep -P "^$s\t" "$out/steps.tsv")" "$s	0	"
+done
+check "tests skipped with the reason" contains "$(cat "$out/steps.tsv")" "tests	skipped	0	--tests none"
+check "parity skipped with the reason" contains "$(cat "$out/steps.tsv")" "parity	skipped"
+# the figures, each with its same-run baseline and a ratio
+for f in '"figure":"full training"' '"figure":"rollout (sampling, log-probs, packing)"' \
+         '"baseline":"plain generate, same rows and sampling"' '"baseline":"full training"' \
+         '"baseline":"ltrun at batch 1"' '"baseline":"naive, batched"' '"baseline":"the same at batch 1"' \
+         '"failed_steps":0'; do
+  check "report.json has $f" contains "$json" "$f"
+done
+n_ratio=$(grep -o '"ratio":' <<<"$json" | wc -l)
+check "at least 8 figures carry a ratio to their baseline (got $n_ratio)" test "$n_ratio" -ge 8
+# a bad option is refused, naming it
+msg=$("$root/scripts/gpu-check" --out "$out" --no-such 2>&1); rc=$?
+check "unknown option refused" equals "$rc" 2
+check "... naming it" contains "$msg" "--no-such"
+msg=$("$root/scripts/gpu-check" --out "$out" --device tpu 2>&1); rc=$?
+check "unknown device refused" contains "$msg" "'tpu'"
+finish
