@@ -51,6 +51,13 @@ std::string file_uri(const std::string& path, const std::string& query) {
   return uri + "?" + query;
 }
 
+// an SQL identifier, quoted (table and column names come from the input)
+std::string quoted(const std::string& name) {
+  std::string q = "\"";
+  for (char c : name) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
 struct Stamp {
   dev_t dev = 0;
   ino_t ino = 0;
@@ -224,7 +231,7 @@ struct Db {
   }
   std::vector<std::string> columns(const std::string& schema, const std::string& table) {
     std::vector<std::string> cols;
-    sqlite3_stmt* st = prepare(fmt::format("PRAGMA \"{}\".table_info(\"{}\")", schema, table));
+    sqlite3_stmt* st = prepare(fmt::format("PRAGMA {}.table_info({})", schema, quoted(table)));
     while (sqlite3_step(st) == SQLITE_ROW) cols.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(st, 1)));
     sqlite3_finalize(st);
     return cols;
@@ -235,7 +242,7 @@ struct Db {
     std::vector<std::string> out;
     for (const auto& c : columns("src", table))
       if (std::find(dst.begin(), dst.end(), c) != dst.end() && std::find(skip.begin(), skip.end(), c) == skip.end())
-        out.push_back("\"" + c + "\"");
+        out.push_back(quoted(c));
     return out;
   }
 };
@@ -249,11 +256,6 @@ std::optional<std::string> opt_text(sqlite3_stmt* st, int col) {
   return p ? std::optional<std::string>(reinterpret_cast<const char*>(p)) : std::nullopt;
 }
 std::string text(sqlite3_stmt* st, int col) { return opt_text(st, col).value_or(""); }
-std::string quoted(const std::string& name) {
-  std::string q = "\"";
-  for (char c : name) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
-}
 
 // The input is attached as `src` and readable: its schema is one this merge can read.
 void check_schema(Db& out, const std::string& in) {
@@ -390,17 +392,23 @@ MergeInput merge_one(Db& out, const Source& src, const MergeOptions& opt) {
       if (held.count(s.id)) {
         r.running++;
         if (is_live(s) && !(s.parent && held.count(*s.parent))) {
-          int64_t under = 0;
+          std::set<int64_t> seen{s.id};
           std::vector<int64_t> stack(children[s.id]);
           while (!stack.empty()) {
-            under++;
             const int64_t c = stack.back();
             stack.pop_back();
+            if (!seen.insert(c).second) continue;
             for (int64_t cc : children[c]) stack.push_back(cc);
           }
+          const size_t under = seen.size() - 1;
           r.still_running.push_back(fmt::format("run {} ({}): {}{}", s.id, s.name, s.live->why,
                                                 under ? fmt::format("; with the {} run(s) under it", under) : ""));
         }
+        continue;
+      }
+      if (s.uuid.empty()) {  // only a writer that dropped the trigger of 0003 leaves one so
+        r.notes.push_back(fmt::format("run {} ({}) has no uuid, so a later merge could not recognise it: "
+                                      "not copied", s.id, s.name));
         continue;
       }
       const std::string status = is_dead(s) ? "crashed" : s.status;
@@ -415,9 +423,10 @@ MergeInput merge_one(Db& out, const Source& src, const MergeOptions& opt) {
       bool replace = false;
       if (dst) {
         id_map[s.id] = *dst;
-        // an unfinished copy (taken while the run ran) whose run has moved on since
+        // an unfinished copy (taken while the run ran) whose run has moved on since: it ended
+        // (another status), or it is still running or crashed with more rows than the copy
         replace = (have == "running" || have == "crashed") &&
-                  (have != status || run_rows("src", s.id) != run_rows("main", *dst));
+                  ((have != status && status != "running") || run_rows("src", s.id) > run_rows("main", *dst));
         if (!replace) {
           r.already++;
           if (have != status)
