@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -296,7 +297,8 @@ MergeInput merge_one(Db& out, const Source& src, const MergeOptions& opt) {
     const int rc = sqlite3_step(st);
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE)
-      throw CannotReadInPlace(fmt::format("{}: cannot open it read-only: {}", in, sqlite3_errmsg(out.db)));
+      throw CannotReadInPlace(fmt::format("{}: cannot open it as a run store, read-only (is it complete and "
+                                          "undamaged?): SQLite says: {}", in, sqlite3_errmsg(out.db)));
   }
   // BEGIN IMMEDIATE gives a read-only input a read transaction: one snapshot for the merge.
   // Reading its schema is the first read: what fails here fails on opening the input.
@@ -305,7 +307,8 @@ MergeInput merge_one(Db& out, const Source& src, const MergeOptions& opt) {
     const std::string msg = sqlite3_errmsg(out.db);
     sqlite3_exec(out.db, "ROLLBACK", nullptr, nullptr, nullptr);
     sqlite3_exec(out.db, "DETACH DATABASE src", nullptr, nullptr, nullptr);
-    throw CannotReadInPlace(fmt::format("{}: cannot read it read-only: {}", in, msg));
+    throw CannotReadInPlace(fmt::format("{}: cannot read it as a run store, read-only (is it complete and "
+                                        "undamaged?): SQLite says: {}", in, msg));
   }
   try {
     check_schema(out, in);
@@ -462,6 +465,9 @@ MergeInput merge_one(Db& out, const Source& src, const MergeOptions& opt) {
     }
     sqlite3_finalize(find);
     sqlite3_finalize(copy);
+    if (r.running && r.still_running.empty())  // live runs only under each other (a parent cycle)
+      for (const auto& s : runs)
+        if (is_live(s)) r.still_running.push_back(fmt::format("run {} ({}): {}", s.id, s.name, s.live->why));
 
     // what Store::open would have marked in the input; a partial copy says so in its error
     const std::string now = utc_timestamp();
@@ -588,11 +594,18 @@ std::vector<MergeInput> merge_stores(const std::string& out, const std::vector<s
     LT_CHECK(!(file_exists(out) && std::filesystem::equivalent(in, out, ec)),
              "db merge: input {} is the output store {} itself", in, out);
   }
+  const bool created = !file_exists(out);
   Store::open(out);  // create or migrate OUT (then closed: the merge writes through its own connection)
   std::vector<MergeInput> report;
-  for (size_t i = 0; i < inputs.size(); i++) {
-    report.push_back(merge_input(out, inputs[i], options));
-    if (progress) progress(i + 1, inputs.size());
+  try {
+    for (size_t i = 0; i < inputs.size(); i++) {
+      report.push_back(merge_input(out, inputs[i], options));
+      if (progress) progress(i + 1, inputs.size());
+    }
+  } catch (...) {
+    if (created && report.empty())  // nothing merged: no empty store left behind
+      for (const char* suffix : {"", "-wal", "-shm"}) std::remove((out + suffix).c_str());
+    throw;
   }
   return report;
 }
