@@ -60,6 +60,8 @@ echo "not a db" > junk.db
 out=$("$LTRUN" db merge all.db junk.db 2>&1); rc=$?
 check "not a store is an error naming it" equals "$rc|$(contains "$out" "junk.db" && echo y)" "2|y"
 check "failed merges left all.db as it was" equals "$(q 'select count(*) from runs')" "10"
+"$LTRUN" db merge fresh.db junk.db >/dev/null 2>&1
+check "a failed merge into a new OUT leaves no file" equals "$(ls fresh.db* 2>/dev/null)" ""
 out=$("$LTRUN" db merge 2>&1); rc=$?
 check "usage without arguments" equals "$rc|$(contains "$out" "db merge OUT.db" && echo y)" "2|y"
 
@@ -123,6 +125,22 @@ check "a -wal without -shm in a read-only folder: merged from a private copy" eq
   "$rc|$(sqlite3 pub/noshm_out.db "select count(*) from metrics where name='loss'")|$(contains "$out" "private copy" && echo y)" "0|300|y"
 check "a -wal without -shm: unchanged" equals "$(snap noshm)" "$before"
 chmod 755 noshm
+
+if command -v python3 >/dev/null; then  # a rollback-journal writer that died mid-transaction: a hot journal
+  mkdir hot && cp src/del.db hot/h.db
+  python3 -c '
+import sqlite3, os, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("PRAGMA cache_size=1")
+db.execute("BEGIN")
+for i in range(3000): db.execute("INSERT INTO params(run_id, key, value) VALUES (1, ?, randomblob(300))", ("k%d" % i,))
+os._exit(0)' hot/h.db
+  before=$(snap hot)
+  out=$("$LTRUN" db merge pub/hot_out.db hot/h.db 2>&1); rc=$?
+  check "a hot journal: read from a private copy, rolled back there" equals \
+    "$rc|$(contains "$out" "private copy" && echo y)|$(sqlite3 pub/hot_out.db "select count(*) from params where key like 'k%'")" "0|y|0"
+  check "a hot journal: input and journal unchanged" equals "$(snap hot)" "$before"
+fi
 
 # --- a run still running: held back (with its child), copied partially on request, completed later
 mkdir live
