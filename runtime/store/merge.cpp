@@ -1,23 +1,197 @@
-// runtime/store/merge.cpp: `ltrun db merge` (see merge.h): each input is attached to OUT's
-// connection and copied in one transaction, through a map of input run id → OUT run id.
+// runtime/store/merge.cpp: `ltrun db merge` (see merge.h): each input is attached read-only
+// to OUT's connection and copied in one transaction, through a map of input run id → OUT id.
 #include "runtime/store/merge.h"
 
+#include <fcntl.h>
 #include <fmt/ranges.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "runtime/core/env.h"
 #include "runtime/core/error.h"
+#include "runtime/store/embedded.h"
 #include "runtime/store/store.h"
 
 namespace ltrun::store {
 namespace {
 
+namespace fs = std::filesystem;
+
 constexpr int kBusyTimeoutMs = 120000;
+constexpr int kAttempts = 3;      // an input that changed while read immutable is read again
+constexpr int kUuidSchema = 3;    // db/migrations/0003_run_uuid.sql
+constexpr off_t kShmDmsByte = 128;  // SQLite's "dead man switch" lock byte in -shm (os_unix.c)
+
+int latest_schema() {
+  int latest = 0;
+  for (const auto& f : embedded_sql()) {
+    const std::string p = f.path;
+    if (p.rfind("db/migrations/", 0) == 0) latest = std::max(latest, std::stoi(p.substr(14, 4)));
+  }
+  return latest;
+}
+
+// `path` as an SQLite URI with `query` (the name ATTACH gets)
+std::string file_uri(const std::string& path, const std::string& query) {
+  std::string uri = "file:";
+  for (unsigned char c : path) {
+    if (c == '?' || c == '#' || c == '%' || c < 0x20 || c >= 0x7f) uri += fmt::format("%{:02X}", c);
+    else uri += char(c);
+  }
+  return uri + "?" + query;
+}
+
+// an SQL identifier, quoted (table and column names come from the input)
+std::string quoted(const std::string& name) {
+  std::string q = "\"";
+  for (char c : name) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+struct Stamp {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  off_t size = 0;
+  long long mtime_s = 0, mtime_ns = 0;
+  bool operator==(const Stamp& o) const {
+    return dev == o.dev && ino == o.ino && size == o.size && mtime_s == o.mtime_s && mtime_ns == o.mtime_ns;
+  }
+  bool operator!=(const Stamp& o) const { return !(*this == o); }
+};
+std::optional<Stamp> stamp(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return Stamp{st.st_dev, st.st_ino, st.st_size, (long long)st.st_mtim.tv_sec, (long long)st.st_mtim.tv_nsec};
+}
+
+// Whether another process holds SQLite's connection lock on a -shm file: some connection has
+// the WAL store open (a live writer, or a reader). F_GETLK only tests; it takes nothing.
+bool shm_in_use(const std::string& shm) {
+  const int fd = ::open(shm.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct flock l {};
+  l.l_type = F_WRLCK;
+  l.l_whence = SEEK_SET;
+  l.l_start = kShmDmsByte;
+  l.l_len = 1;
+  const bool used = ::fcntl(fd, F_GETLK, &l) == 0 && l.l_type != F_UNLCK;
+  ::close(fd);  // this process holds no lock on it (nothing of ours has the input open yet)
+  return used;
+}
+
+// The input changed while it was read as an immutable file or copied: read it again.
+struct Changed : Error {
+  using Error::Error;
+};
+// SQLite could not open or start reading the input where it is: read a private copy.
+struct CannotReadInPlace : Error {
+  using Error::Error;
+};
+
+// How one input is read without being changed (merge.h).
+struct Source {
+  std::string path;        // as given
+  std::string file;        // absolute, symbolic links resolved (where SQLite looks for -wal)
+  std::string attach;      // the name given to ATTACH
+  std::string how;         // for the report
+  std::vector<std::pair<std::string, std::optional<Stamp>>> fixed;  // read immutable or copied:
+                                                                    // these must not change meanwhile
+  bool in_use = false;     // another process has the store open
+  fs::path tmp;            // the private copy's folder, removed with the Source
+
+  Source() = default;
+  Source(const Source&) = delete;
+  Source& operator=(const Source&) = delete;
+  ~Source() {
+    std::error_code ec;
+    if (!tmp.empty()) fs::remove_all(tmp, ec);
+  }
+
+  bool unchanged() const {
+    for (const auto& [f, st] : fixed)
+      if (stamp(f) != st) return false;
+    return true;
+  }
+
+  void open(const std::string& in, bool copy) {
+    path = in;
+    file = absolute_path(in);
+    check_regular_file(file, ~0ull);
+    char head[100] = {};
+    size_t got = 0;
+    {
+      std::ifstream f(file, std::ios::binary);
+      if (!f) fail("{}: cannot read the input: {}", in, std::strerror(errno));
+      f.read(head, sizeof head);
+      got = size_t(f.gcount());
+    }
+    if (got == 0) fail("{}: an empty file, not an ltrun run store (no run has been stored in it)", in);
+    if (got < sizeof head || std::memcmp(head, "SQLite format 3", 16) != 0)
+      fail("{}: not an ltrun run store (not a SQLite database)", in);
+    const bool wal = head[18] == 2 || head[19] == 2;
+    const std::string wal_file = file + "-wal", shm = file + "-shm";
+    const auto wal_stamp = stamp(wal_file);
+    const bool has_shm = file_exists(shm);
+    if (!copy && !wal) {
+      attach = file_uri(file, "mode=ro");
+      how = "read-only (rollback journal)";
+    } else if (!copy && (!wal_stamp || (wal_stamp->size == 0 && !has_shm))) {
+      // No -wal: no connection has it open (SQLite keeps the -wal while one has). A plain
+      // read-only open would create -wal and -shm beside it; an immutable one does not. A
+      // writer that starts meanwhile writes its -wal, not this file, until a checkpoint:
+      // the file's stamp is compared after the read.
+      attach = file_uri(file, "mode=ro&immutable=1");
+      fixed = {{file, stamp(file)}};
+      how = "read-only, immutable (WAL, no -wal file: not open anywhere)";
+    } else if (!copy && has_shm) {
+      // A live connection: read beside it (SQLite's WAL protocol gives one snapshot; the
+      // shared index, which the writer changes anyway, gets this reader's read mark). None
+      // (a writer that died): the -wal's frames are read with the -shm opened read-only, so
+      // SQLite rebuilds its index in memory and leaves every file as it was.
+      in_use = shm_in_use(shm);
+      attach = file_uri(file, in_use ? "mode=ro" : "mode=ro&readonly_shm=1");
+      how = in_use ? "read-only beside its writer (WAL, open in another process)"
+                   : "read-only with its -wal and -shm untouched (WAL, left by a writer that did not close it)";
+    } else {
+      copy_privately(in, wal_stamp.has_value());
+    }
+  }
+
+  // db (+ -wal, + -journal) into a fresh temporary folder; no -shm there: nobody is writing it
+  void copy_privately(const std::string& in, bool with_wal) {
+    char tmpl[] = "ltrun-merge-XXXXXX";
+    const std::string base = (fs::temp_directory_path() / tmpl).string();
+    std::vector<char> buf(base.begin(), base.end());
+    buf.push_back('\0');
+    LT_CHECK(::mkdtemp(buf.data()), "{}: cannot make a temporary folder for a private copy: {}", in,
+             std::strerror(errno));
+    tmp = buf.data();
+    for (const char* suffix : {"", "-wal", "-journal"}) fixed.emplace_back(file + suffix, stamp(file + suffix));
+    const fs::path copy = tmp / "input.db";
+    for (const char* suffix : {"", "-wal", "-journal"}) {
+      if (!file_exists(file + suffix)) continue;
+      std::error_code ec;
+      fs::copy_file(file + suffix, copy.string() + suffix, ec);
+      LT_CHECK(!ec, "{}: cannot copy {}{} to {} (to read it without changing it): {}", in, file, suffix,
+               tmp.string(), ec.message());
+    }
+    if (!unchanged()) throw Changed(fmt::format("{}: changed while it was copied", in));
+    attach = copy.string();
+    how = fmt::format("from a private copy in {}, removed after ({})", tmp.string(),
+                      with_wal ? "WAL with a -wal file but no -shm" : "it could not be read in place");
+  }
+};
 
 // A raw connection to OUT with the few helpers the merge needs; errors name OUT and the input.
 struct Db {
@@ -25,7 +199,7 @@ struct Db {
   std::string path, input;
 
   explicit Db(const std::string& p) : path(p) {
-    if (sqlite3_open_v2(p.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK)
+    if (sqlite3_open_v2(p.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI, nullptr) != SQLITE_OK)
       fail("{}: cannot open for merging: {}", p, db ? sqlite3_errmsg(db) : "out of memory");
     sqlite3_busy_timeout(db, kBusyTimeoutMs);
     exec("PRAGMA foreign_keys=ON");
@@ -47,9 +221,18 @@ struct Db {
     sqlite3_reset(st);
     if (rc != SQLITE_DONE && rc != SQLITE_ROW) fail_sql(what);
   }
+  int64_t int_query(const std::string& sql, std::optional<int64_t> bind = {}) {
+    sqlite3_stmt* st = prepare(sql);
+    if (bind) sqlite3_bind_int64(st, 1, *bind);
+    const int rc = sqlite3_step(st);
+    const int64_t v = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) fail_sql("`" + sql + "`");
+    return v;
+  }
   std::vector<std::string> columns(const std::string& schema, const std::string& table) {
     std::vector<std::string> cols;
-    sqlite3_stmt* st = prepare(fmt::format("PRAGMA \"{}\".table_info(\"{}\")", schema, table));
+    sqlite3_stmt* st = prepare(fmt::format("PRAGMA {}.table_info({})", schema, quoted(table)));
     while (sqlite3_step(st) == SQLITE_ROW) cols.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(st, 1)));
     sqlite3_finalize(st);
     return cols;
@@ -60,7 +243,7 @@ struct Db {
     std::vector<std::string> out;
     for (const auto& c : columns("src", table))
       if (std::find(dst.begin(), dst.end(), c) != dst.end() && std::find(skip.begin(), skip.end(), c) == skip.end())
-        out.push_back("\"" + c + "\"");
+        out.push_back(quoted(c));
     return out;
   }
 };
@@ -69,111 +252,294 @@ std::optional<int64_t> opt_int(sqlite3_stmt* st, int col) {
   if (sqlite3_column_type(st, col) == SQLITE_NULL) return std::nullopt;
   return sqlite3_column_int64(st, col);
 }
-std::string text(sqlite3_stmt* st, int col) {
+std::optional<std::string> opt_text(sqlite3_stmt* st, int col) {
   const auto* p = sqlite3_column_text(st, col);
-  return p ? reinterpret_cast<const char*>(p) : "";
+  return p ? std::optional<std::string>(reinterpret_cast<const char*>(p)) : std::nullopt;
+}
+std::string text(sqlite3_stmt* st, int col) { return opt_text(st, col).value_or(""); }
+
+// The input is attached as `src` and readable: its schema is one this merge can read.
+void check_schema(Db& out, const std::string& in) {
+  const int64_t v = out.int_query("PRAGMA src.user_version");
+  const int latest = latest_schema();
+  if (v == 0) {
+    std::vector<std::string> tables;
+    sqlite3_stmt* st = out.prepare("SELECT name FROM src.sqlite_master WHERE type='table' ORDER BY name");
+    while (sqlite3_step(st) == SQLITE_ROW) tables.push_back(text(st, 0));
+    sqlite3_finalize(st);
+    if (tables.empty()) fail("{}: an empty SQLite file, not yet an ltrun run store", in);
+    fail("{}: a SQLite database but not an ltrun run store (user_version 0, tables: {})", in, fmt::join(tables, ", "));
+  }
+  if (v > latest)
+    fail("{}: run store schema version {} is newer than this ltrun knows ({}); update ltrun", in, v, latest);
+  if (v < kUuidSchema)
+    fail("{}: run store schema version {} has no run uuids (db/migrations/0003), so a merge could not "
+         "recognise its runs later; db merge never writes its inputs: upgrade it first with "
+         "`ltrun --db {} sql --write 'SELECT 1'` (which migrates it), then merge", in, v, in);
 }
 
-MergeInput merge_one(Db& out, const std::string& in) {
+struct SrcRun {
+  int64_t id;
+  std::string uuid, status, name;
+  std::optional<int64_t> parent, rerun;
+  std::optional<Liveness> live;  // for rows left `running`
+};
+
+MergeInput merge_one(Db& out, const Source& src, const MergeOptions& opt) {
+  const std::string& in = src.path;
   MergeInput r;
   r.path = in;
+  r.read_as = src.how;
   out.input = in;
   {
     sqlite3_stmt* st = out.prepare("ATTACH DATABASE ? AS src");
-    sqlite3_bind_text(st, 1, in.c_str(), -1, SQLITE_TRANSIENT);
-    out.done(st, "attaching the input");
+    sqlite3_bind_text(st, 1, src.attach.c_str(), -1, SQLITE_TRANSIENT);
+    const int rc = sqlite3_step(st);
     sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+      throw CannotReadInPlace(fmt::format("{}: cannot open it as a run store, read-only (is it complete and "
+                                          "undamaged?): SQLite says: {}", in, sqlite3_errmsg(out.db)));
   }
-  out.exec("BEGIN IMMEDIATE");
+  // BEGIN IMMEDIATE gives a read-only input a read transaction: one snapshot for the merge.
+  // Reading its schema is the first read: what fails here fails on opening the input.
+  if (sqlite3_exec(out.db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK ||
+      sqlite3_exec(out.db, "SELECT count(*) FROM src.sqlite_master", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    const std::string msg = sqlite3_errmsg(out.db);
+    sqlite3_exec(out.db, "ROLLBACK", nullptr, nullptr, nullptr);
+    sqlite3_exec(out.db, "DETACH DATABASE src", nullptr, nullptr, nullptr);
+    throw CannotReadInPlace(fmt::format("{}: cannot read it as a run store, read-only (is it complete and "
+                                        "undamaged?): SQLite says: {}", in, msg));
+  }
   try {
+    check_schema(out, in);
     const auto run_cols = out.common("runs", {"id", "parent_id", "rerun_of"});
     LT_CHECK(std::find(run_cols.begin(), run_cols.end(), "\"uuid\"") != run_cols.end(),
              "{}: runs have no uuid column (schema older than db/migrations/0003)", in);
     const std::string cols = fmt::format("{}", fmt::join(run_cols, ", "));
+
+    // the input's runs, and the liveness of those left `running`
+    std::vector<SrcRun> runs;
+    std::map<int64_t, std::vector<int64_t>> children;
+    {
+      sqlite3_stmt* list = out.prepare(
+          "SELECT id, uuid, status, parent_id, rerun_of, name, host, pid, boot_id, machine_id, process_start "
+          "FROM src.runs ORDER BY id");
+      while (sqlite3_step(list) == SQLITE_ROW) {
+        SrcRun s{sqlite3_column_int64(list, 0), text(list, 1), text(list, 2), text(list, 5),
+                 opt_int(list, 3), opt_int(list, 4), std::nullopt};
+        if (s.status == "running") {
+          RunProcess p{text(list, 6), sqlite3_column_int64(list, 7), opt_text(list, 8), opt_text(list, 9),
+                       opt_int(list, 10)};
+          Liveness l = judge_running(p);
+          if (l.state == Liveness::unknown) {
+            // not judged from here: the input's own lock says whether anyone has it open
+            l = src.in_use ? Liveness{Liveness::alive, l.why + ", and another process has the store open"}
+                           : Liveness{Liveness::dead, fmt::format("process {} on {} ended without closing the "
+                                                                  "run (no process has the store open)", p.pid, p.host)};
+          }
+          s.live = l;
+        }
+        if (s.parent) children[*s.parent].push_back(s.id);
+        runs.push_back(std::move(s));
+      }
+      sqlite3_finalize(list);
+    }
+    r.runs = int64_t(runs.size());
+    auto is_live = [](const SrcRun& s) { return s.live && s.live->state == Liveness::alive; };
+    auto is_dead = [](const SrcRun& s) { return s.live && s.live->state == Liveness::dead; };
+    // live runs and every run under them (a scan's root while its workers still write)
+    std::set<int64_t> held;
+    if (!opt.include_running) {
+      std::vector<int64_t> stack;
+      for (const auto& s : runs)
+        if (is_live(s)) stack.push_back(s.id);
+      while (!stack.empty()) {
+        const int64_t id = stack.back();
+        stack.pop_back();
+        if (!held.insert(id).second) continue;
+        for (int64_t c : children[id]) stack.push_back(c);
+      }
+    }
+
+    // rows of one run in the tables with a run_id (to tell a partial copy from a complete one)
+    std::vector<std::string> row_tables;
+    {
+      sqlite3_stmt* tl = out.prepare("SELECT name FROM src.sqlite_master WHERE type = 'table' AND name <> 'runs' "
+                                     "AND name NOT LIKE 'sqlite_%' ORDER BY name");
+      while (sqlite3_step(tl) == SQLITE_ROW) row_tables.push_back(text(tl, 0));
+      sqlite3_finalize(tl);
+      std::vector<std::string> keep;
+      for (const auto& t : row_tables) {
+        const auto src_cols = out.columns("src", t), dst_cols = out.columns("main", t);
+        if (std::find(src_cols.begin(), src_cols.end(), "run_id") == src_cols.end()) continue;
+        LT_CHECK(std::find(dst_cols.begin(), dst_cols.end(), "run_id") != dst_cols.end(),
+                 "{}: table {} (with run_id) is missing from {}, or has no run_id there", in, t, out.path);
+        keep.push_back(t);
+      }
+      row_tables = keep;
+    }
+    auto run_rows = [&](const char* schema, int64_t id) {
+      int64_t n = 0;
+      for (const auto& t : row_tables)
+        n += out.int_query(fmt::format("SELECT count(*) FROM {}.{} WHERE run_id = ?", schema, quoted(t)), id);
+      return n;
+    };
+
     sqlite3_stmt* find = out.prepare("SELECT id, status FROM main.runs WHERE uuid = ?");
     sqlite3_stmt* copy = out.prepare(fmt::format("INSERT INTO main.runs({0}) SELECT {0} FROM src.runs WHERE id = ?", cols));
-    sqlite3_stmt* list = out.prepare("SELECT id, uuid, status, parent_id, rerun_of, name FROM src.runs ORDER BY id");
-    struct Links { int64_t dst; std::optional<int64_t> parent, rerun; };
-    std::map<int64_t, int64_t> id_map;   // input id → OUT id, for every input run
-    std::map<int64_t, Links> fresh;      // runs copied now
-    while (sqlite3_step(list) == SQLITE_ROW) {
-      r.runs++;
-      const int64_t src_id = sqlite3_column_int64(list, 0);
-      const std::string uuid = text(list, 1), status = text(list, 2), name = text(list, 5);
-      sqlite3_bind_text(find, 1, uuid.c_str(), -1, SQLITE_TRANSIENT);
-      if (sqlite3_step(find) == SQLITE_ROW) {
-        const int64_t dst = sqlite3_column_int64(find, 0);
-        const std::string have = text(find, 1);
-        sqlite3_reset(find);
-        id_map[src_id] = dst;
-        r.already++;
-        if (have != status)
-          r.notes.push_back(fmt::format("run {} ({}, uuid {}) is already in {} as run {} with status {}; "
-                                        "kept that one, not this copy's status {}",
-                                        src_id, name, uuid, out.path, dst, have, status));
+    struct Links { int64_t dst; std::optional<int64_t> parent, rerun; bool replaced; };
+    std::map<int64_t, int64_t> id_map;   // input id → OUT id, for every input run OUT holds
+    std::map<int64_t, Links> moved;      // runs copied now (new, or replacing an unfinished copy)
+    std::vector<std::pair<int64_t, std::string>> mark_crashed, mark_partial;  // OUT id, why
+    for (const auto& s : runs) {
+      if (held.count(s.id)) {
+        r.running++;
+        if (is_live(s) && !(s.parent && held.count(*s.parent))) {
+          std::set<int64_t> seen{s.id};
+          std::vector<int64_t> stack(children[s.id]);
+          while (!stack.empty()) {
+            const int64_t c = stack.back();
+            stack.pop_back();
+            if (!seen.insert(c).second) continue;
+            for (int64_t cc : children[c]) stack.push_back(cc);
+          }
+          const size_t under = seen.size() - 1;
+          r.still_running.push_back(fmt::format("run {} ({}): {}{}", s.id, s.name, s.live->why,
+                                                under ? fmt::format("; with the {} run(s) under it", under) : ""));
+        }
         continue;
       }
+      if (s.uuid.empty()) {  // only a writer that dropped the trigger of 0003 leaves one so
+        r.notes.push_back(fmt::format("run {} ({}) has no uuid, so a later merge could not recognise it: "
+                                      "not copied", s.id, s.name));
+        continue;
+      }
+      const std::string status = is_dead(s) ? "crashed" : s.status;
+      sqlite3_bind_text(find, 1, s.uuid.c_str(), -1, SQLITE_TRANSIENT);
+      std::optional<int64_t> dst;
+      std::string have;
+      if (sqlite3_step(find) == SQLITE_ROW) {
+        dst = sqlite3_column_int64(find, 0);
+        have = text(find, 1);
+      }
       sqlite3_reset(find);
-      sqlite3_bind_int64(copy, 1, src_id);
-      out.done(copy, fmt::format("copying run {}", src_id));
-      const int64_t dst = sqlite3_last_insert_rowid(out.db);
-      id_map[src_id] = dst;
-      fresh[src_id] = {dst, opt_int(list, 3), opt_int(list, 4)};
-      if (!r.first_id) r.first_id = dst;
-      r.last_id = dst;
-      r.added++;
+      bool replace = false;
+      if (dst) {
+        id_map[s.id] = *dst;
+        // an unfinished copy (taken while the run ran) whose run has moved on since: it ended
+        // (another status), or it is still running or crashed with more rows than the copy
+        replace = (have == "running" || have == "crashed") &&
+                  ((have != status && status != "running") || run_rows("src", s.id) > run_rows("main", *dst));
+        if (!replace) {
+          r.already++;
+          if (have != status)
+            r.notes.push_back(fmt::format("run {} ({}, uuid {}) is already in {} as run {} with status {}; "
+                                          "kept that one, not this copy's status {}",
+                                          s.id, s.name, s.uuid, out.path, *dst, have, status));
+          continue;
+        }
+        sqlite3_stmt* up = out.prepare(fmt::format(
+            "UPDATE main.runs SET ({0}) = (SELECT {0} FROM src.runs WHERE id = ?) WHERE id = ?", cols));
+        sqlite3_bind_int64(up, 1, s.id);
+        sqlite3_bind_int64(up, 2, *dst);
+        out.done(up, fmt::format("completing run {}", *dst));
+        sqlite3_finalize(up);
+        r.completed++;
+      } else {
+        sqlite3_bind_int64(copy, 1, s.id);
+        out.done(copy, fmt::format("copying run {}", s.id));
+        dst = sqlite3_last_insert_rowid(out.db);
+        id_map[s.id] = *dst;
+        if (!r.first_id) r.first_id = *dst;
+        r.last_id = *dst;
+        r.added++;
+      }
+      moved[s.id] = {*dst, s.parent, s.rerun, replace};
+      if (is_dead(s)) {
+        mark_crashed.emplace_back(*dst, s.live->why);
+        r.crashed++;
+      } else if (is_live(s)) {
+        mark_partial.emplace_back(*dst, s.live->why);
+        r.partial++;
+      }
     }
-    sqlite3_finalize(list);
     sqlite3_finalize(find);
     sqlite3_finalize(copy);
+    if (r.running && r.still_running.empty())  // live runs only under each other (a parent cycle)
+      for (const auto& s : runs)
+        if (is_live(s)) r.still_running.push_back(fmt::format("run {} ({}): {}", s.id, s.name, s.live->why));
 
-    // parent and rerun links, through the map (a parent may itself have been merged before)
-    sqlite3_stmt* link = out.prepare("UPDATE main.runs SET parent_id = ?, rerun_of = ? WHERE id = ?");
-    for (const auto& [src_id, l] : fresh) {
+    // what Store::open would have marked in the input; a partial copy says so in its error
+    const std::string now = utc_timestamp();
+    sqlite3_stmt* crash = out.prepare(
+        "UPDATE main.runs SET status = 'crashed', error = coalesce(error, ?), finished_at = coalesce(finished_at, ?) "
+        "WHERE id = ?");
+    for (const auto& [dst, why] : mark_crashed) {
+      sqlite3_bind_text(crash, 1, why.c_str(), -1, SQLITE_TRANSIENT);
+      sqlite3_bind_text(crash, 2, now.c_str(), -1, SQLITE_TRANSIENT);
+      sqlite3_bind_int64(crash, 3, dst);
+      out.done(crash, fmt::format("marking run {} crashed", dst));
+    }
+    sqlite3_finalize(crash);
+    sqlite3_stmt* partial = out.prepare("UPDATE main.runs SET error = ? WHERE id = ? AND error IS NULL");
+    for (const auto& [dst, why] : mark_partial) {
+      const std::string note = fmt::format(
+          "partial copy: ltrun db merge copied this run from {} at {} while it was still running ({}); "
+          "merging {} again after the run has ended completes it", in, now, why, in);
+      sqlite3_bind_text(partial, 1, note.c_str(), -1, SQLITE_TRANSIENT);
+      sqlite3_bind_int64(partial, 2, dst);
+      out.done(partial, fmt::format("noting run {} as a partial copy", dst));
+    }
+    sqlite3_finalize(partial);
+
+    // parent and rerun links, through the map (a parent may itself have been merged before);
+    // a completed copy keeps the link it has when its input's parent is not in OUT
+    sqlite3_stmt* link = out.prepare(
+        "UPDATE main.runs SET parent_id = coalesce(?1, CASE WHEN ?4 THEN parent_id END), "
+        "rerun_of = coalesce(?2, CASE WHEN ?4 THEN rerun_of END) WHERE id = ?3");
+    for (const auto& [src_id, l] : moved) {
       auto mapped = [&](const std::optional<int64_t>& v, const char* what) -> std::optional<int64_t> {
         if (!v) return std::nullopt;
         auto it = id_map.find(*v);
         if (it != id_map.end()) return it->second;
-        r.notes.push_back(fmt::format("run {}: its {} {} is not in {}; the link is dropped", src_id, what, *v, in));
+        r.notes.push_back(fmt::format("run {}: its {} {} is not in {}{}", src_id, what, *v, out.path,
+                                      held.count(*v) ? " (still running, not copied)" : "; the link is dropped"));
         return std::nullopt;
       };
       const auto parent = mapped(l.parent, "parent"), rerun = mapped(l.rerun, "rerun_of run");
       if (parent) sqlite3_bind_int64(link, 1, *parent); else sqlite3_bind_null(link, 1);
       if (rerun) sqlite3_bind_int64(link, 2, *rerun); else sqlite3_bind_null(link, 2);
       sqlite3_bind_int64(link, 3, l.dst);
+      sqlite3_bind_int(link, 4, l.replaced ? 1 : 0);
       out.done(link, fmt::format("linking run {}", l.dst));
     }
     sqlite3_finalize(link);
 
-    // every other table with a run_id: rows of the runs copied now, run_id mapped
-    out.exec("CREATE TEMP TABLE IF NOT EXISTS merge_ids(src INTEGER PRIMARY KEY, dst INTEGER NOT NULL)");
+    // every other table with a run_id: rows of the runs copied now, run_id mapped; a completed
+    // copy's old rows go first
+    out.exec("CREATE TEMP TABLE IF NOT EXISTS merge_ids(src INTEGER PRIMARY KEY, dst INTEGER NOT NULL, "
+             "replaced INTEGER NOT NULL)");
     out.exec("DELETE FROM temp.merge_ids");
-    sqlite3_stmt* ins = out.prepare("INSERT INTO temp.merge_ids(src, dst) VALUES (?, ?)");
-    for (const auto& [src_id, l] : fresh) {
+    sqlite3_stmt* ins = out.prepare("INSERT INTO temp.merge_ids(src, dst, replaced) VALUES (?, ?, ?)");
+    for (const auto& [src_id, l] : moved) {
       sqlite3_bind_int64(ins, 1, src_id);
       sqlite3_bind_int64(ins, 2, l.dst);
+      sqlite3_bind_int(ins, 3, l.replaced ? 1 : 0);
       out.done(ins, "mapping run ids");
     }
     sqlite3_finalize(ins);
-    std::vector<std::string> tables;
-    sqlite3_stmt* tl = out.prepare("SELECT name FROM src.sqlite_master WHERE type = 'table' AND name <> 'runs' "
-                                   "AND name NOT LIKE 'sqlite_%' ORDER BY name");
-    while (sqlite3_step(tl) == SQLITE_ROW) tables.push_back(text(tl, 0));
-    sqlite3_finalize(tl);
-    for (const auto& t : tables) {
-      const auto src_cols = out.columns("src", t), dst_cols = out.columns("main", t);
-      const bool has_run = std::find(src_cols.begin(), src_cols.end(), "run_id") != src_cols.end();
-      if (!has_run) continue;
-      LT_CHECK(std::find(dst_cols.begin(), dst_cols.end(), "run_id") != dst_cols.end(),
-               "{}: table {} (with run_id) is missing from {}, or has no run_id there", in, t, out.path);
+    for (const auto& t : row_tables) {
+      out.exec(fmt::format("DELETE FROM main.{} WHERE run_id IN (SELECT dst FROM temp.merge_ids WHERE replaced)",
+                           quoted(t)));
       const auto c = out.common(t, {"run_id"});
       std::vector<std::string> sel;
       for (const auto& x : c) sel.push_back("s." + x);
-      out.exec(fmt::format("INSERT INTO main.\"{0}\"(run_id{1}{2}) SELECT m.dst{1}{3} FROM src.\"{0}\" s "
+      out.exec(fmt::format("INSERT INTO main.{0}(run_id{1}{2}) SELECT m.dst{1}{3} FROM src.{0} s "
                            "JOIN temp.merge_ids m ON m.src = s.run_id",
-                           t, c.empty() ? "" : ", ", fmt::join(c, ", "), fmt::join(sel, ", ")));
+                           quoted(t), c.empty() ? "" : ", ", fmt::join(c, ", "), fmt::join(sel, ", ")));
       r.rows += sqlite3_changes(out.db);
     }
+    if (!src.unchanged()) throw Changed(fmt::format("{}: changed while it was read", in));
     out.exec("COMMIT");
   } catch (...) {
     sqlite3_exec(out.db, "ROLLBACK", nullptr, nullptr, nullptr);
@@ -184,9 +550,42 @@ MergeInput merge_one(Db& out, const std::string& in) {
   return r;
 }
 
+// One input: in place (as Source decides), or from a private copy when SQLite cannot open
+// or read it in place; again when it changed while read immutable or copied.
+MergeInput merge_input(const std::string& out, const std::string& in, const MergeOptions& opt) {
+  for (int attempt = 1;; attempt++) {
+    try {
+      std::exception_ptr in_place;
+      {
+        Source src;
+        src.open(in, false);
+        Db db(out);
+        try {
+          return merge_one(db, src, opt);
+        } catch (const CannotReadInPlace&) {
+          // a read-only -shm that needs recovery, a hot journal in a read-only folder, ...
+          in_place = std::current_exception();
+        }
+      }
+      Source src;
+      src.open(in, true);
+      Db db(out);
+      try {
+        return merge_one(db, src, opt);
+      } catch (const CannotReadInPlace&) {
+        std::rethrow_exception(in_place);  // the copy fails too: the first error says more
+      }
+    } catch (const Changed& e) {
+      if (attempt >= kAttempts)
+        fail("{} ({} times; is a writer checkpointing it? merge it when the writer is done)", e.what(), attempt);
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<MergeInput> merge_stores(const std::string& out, const std::vector<std::string>& inputs,
+                                     const MergeOptions& options,
                                      const std::function<void(size_t, size_t)>& progress) {
   LT_CHECK(!inputs.empty(), "db merge: no input stores given (ltrun db merge OUT.db IN.db ...)");
   for (const auto& in : inputs) {
@@ -195,13 +594,18 @@ std::vector<MergeInput> merge_stores(const std::string& out, const std::vector<s
     LT_CHECK(!(file_exists(out) && std::filesystem::equivalent(in, out, ec)),
              "db merge: input {} is the output store {} itself", in, out);
   }
+  const bool created = !file_exists(out);
   Store::open(out);  // create or migrate OUT (then closed: the merge writes through its own connection)
   std::vector<MergeInput> report;
-  for (size_t i = 0; i < inputs.size(); i++) {
-    Store::open(inputs[i]);  // migrate: older stores get the uuid column, kept in the input
-    Db db(out);
-    report.push_back(merge_one(db, inputs[i]));
-    if (progress) progress(i + 1, inputs.size());
+  try {
+    for (size_t i = 0; i < inputs.size(); i++) {
+      report.push_back(merge_input(out, inputs[i], options));
+      if (progress) progress(i + 1, inputs.size());
+    }
+  } catch (...) {
+    if (created && report.empty())  // nothing merged: no empty store left behind
+      for (const char* suffix : {"", "-wal", "-shm"}) std::remove((out + suffix).c_str());
+    throw;
   }
   return report;
 }

@@ -170,13 +170,9 @@ struct Store::Impl {
     }
   }
 
-  // Rows left `running` by a process of this machine that no longer exists. A row is judged
-  // only when it is known to come from this machine: same boot (boot id) → its pid must be
-  // alive with the recorded start time (else the pid was reused); same machine id but another
-  // boot → the machine rebooted since; rows from before migration 0002 (no boot id) → pid
-  // liveness, as before. A row of another machine with the same host name is left alone.
+  // Rows left `running` by a process of this machine that no longer exists (judge_running).
   void recover_crashed() {
-    const std::string host = host_name(), boot = boot_id(), machine = machine_id();
+    const std::string host = host_name();
     std::vector<std::pair<int64_t, std::string>> dead;  // id, why
     sqlite3_stmt* st = prepare(
         "SELECT id, pid, boot_id, machine_id, process_start FROM runs WHERE status='running' AND host=?");
@@ -186,27 +182,10 @@ struct Store::Impl {
       return p ? std::optional<std::string>(reinterpret_cast<const char*>(p)) : std::nullopt;
     };
     while (sqlite3_step(st) == SQLITE_ROW) {
-      const int64_t id = sqlite3_column_int64(st, 0), pid = sqlite3_column_int64(st, 1);
-      const auto row_boot = text(2), row_machine = text(3);
-      const bool has_start = sqlite3_column_type(st, 4) != SQLITE_NULL;
-      const long long start = sqlite3_column_int64(st, 4);
-      const std::string who = fmt::format("process {} on {}", pid, host);
-      if (!row_boot || row_boot->empty()) {  // written before boot ids were recorded
-        if (pid != getpid() && !process_alive(pid)) dead.emplace_back(id, who + " ended without closing the run");
-      } else if (!boot.empty() && *row_boot == boot) {
-        if (pid == getpid()) continue;
-        if (!process_alive(pid)) {
-          dead.emplace_back(id, who + " ended without closing the run");
-        } else if (has_start && start >= 0) {
-          const long long now = process_start_time(pid);
-          if (now >= 0 && now != start)
-            dead.emplace_back(id, fmt::format("{} ended without closing the run (pid {} now belongs to "
-                                              "another process)", who, pid));
-        }
-      } else if (!machine.empty() && row_machine && *row_machine == machine) {
-        dead.emplace_back(id, fmt::format("{} ended without closing the run (the machine has rebooted "
-                                          "since)", who));
-      }
+      RunProcess p{host, sqlite3_column_int64(st, 1), text(2), text(3), std::nullopt};
+      if (sqlite3_column_type(st, 4) != SQLITE_NULL) p.process_start = sqlite3_column_int64(st, 4);
+      Liveness l = judge_running(p);
+      if (l.state == Liveness::dead) dead.emplace_back(sqlite3_column_int64(st, 0), std::move(l.why));
     }
     sqlite3_finalize(st);
     if (dead.empty()) return;
@@ -333,6 +312,30 @@ Store::~Store() {
   } catch (const std::exception& e) {
     fmt::print(stderr, "ltrun: could not write the last rows to {}: {}\n", impl_->path, e.what());
   }
+}
+
+Liveness judge_running(const RunProcess& p) {
+  static const std::string host = host_name(), boot = boot_id(), machine = machine_id();
+  const std::string who = fmt::format("process {} on {}", p.pid, p.host);
+  if (p.host != host) return {Liveness::unknown, who + " (another host: not checked from here)"};
+  const std::string gone = who + " ended without closing the run";
+  if (!p.boot_id || p.boot_id->empty()) {  // written before boot ids were recorded
+    if (p.pid == getpid() || process_alive(p.pid)) return {Liveness::alive, who + " is alive"};
+    return {Liveness::dead, gone};
+  }
+  if (!boot.empty() && *p.boot_id == boot) {
+    if (p.pid == getpid()) return {Liveness::alive, who + " is this process"};
+    if (!process_alive(p.pid)) return {Liveness::dead, gone};
+    if (p.process_start && *p.process_start >= 0) {
+      const long long now = process_start_time(p.pid);
+      if (now >= 0 && now != *p.process_start)
+        return {Liveness::dead, fmt::format("{} (pid {} now belongs to another process)", gone, p.pid)};
+    }
+    return {Liveness::alive, who + " is alive"};
+  }
+  if (!machine.empty() && p.machine_id && *p.machine_id == machine)
+    return {Liveness::dead, gone + " (the machine has rebooted since)"};
+  return {Liveness::unknown, who + " (another machine with the same host name: not checked from here)"};
 }
 
 std::shared_ptr<Store> Store::open(const std::string& path) {

@@ -86,6 +86,24 @@ class Store {
   std::unique_ptr<Impl> impl_;
 };
 
+// Whether the process that left a run `running` still runs, judged the way Store::open judges
+// rows before marking them `crashed`, and only when the row is known to come from this
+// machine: same boot (boot id) → its pid must be alive with the recorded start time (else the
+// pid was reused); same machine id but another boot → the machine rebooted since; rows from
+// before migration 0002 (no boot id) → pid liveness. A row of another host, or of another
+// machine with the same host name, is `unknown`. `why` says what was found, for a message.
+struct RunProcess {
+  std::string host;
+  int64_t pid = 0;
+  std::optional<std::string> boot_id, machine_id;
+  std::optional<int64_t> process_start;
+};
+struct Liveness {
+  enum State { alive, dead, unknown } state;
+  std::string why;
+};
+Liveness judge_running(const RunProcess& p);
+
 constexpr size_t kMaxErrorBytes = 64 * 1024;  // a run's stored error text at most
 // `text` cut to at most max_bytes: its head and tail with a note of how many bytes were cut
 std::string bound_error(const std::string& text, size_t max_bytes = kMaxErrorBytes);
