@@ -148,7 +148,9 @@ at::Tensor new_tensor(const char* fn, const std::vector<int64_t>& shape, const a
   } catch (const c10::Error& e) {
     std::string msg = e.what_without_backtrace();
     if (auto nl = msg.find('\n'); nl != std::string::npos) msg.resize(nl);
-    fail("{} needs {} bytes ({}) and could not be made: {}", what, bytes, human_bytes(double(bytes)), msg);
+    if (msg.find("alloc") != std::string::npos || msg.find("out of memory") != std::string::npos)
+      fail("{} needs {} bytes ({}) and could not be allocated: {}", what, bytes, human_bytes(double(bytes)), msg);
+    fail("{}: {}", fn, msg);  // an argument LibTorch refused (randint's bounds, ...)
   }
 }
 
@@ -818,6 +820,7 @@ int l_arange(lua_State* L) {  // arange(stop) | arange(start, stop[, step]) [, o
   LT_CHECK(std::isfinite(start) && std::isfinite(stop) && std::isfinite(step) && step != 0,
            "lt.arange: start {}, stop {}, step {}: expected finite numbers and a step other than 0", start, stop, step);
   const double n = std::ceil((stop - start) / step);
+  LT_CHECK(n >= 0, "lt.arange: start {}, stop {}, step {}: the step leads away from stop", start, stop, step);
   LT_CHECK(n < 9.2e18, "lt.arange: start {}, stop {}, step {}: {} elements is too many", start, stop, step, n);
   const std::vector<int64_t> shape{n > 0 ? int64_t(n) : 0};
   push_tensor(L, new_tensor("lt.arange", shape, o, [&] { return at::arange(start, stop, step, o); }));

@@ -65,6 +65,7 @@ train::Spec read_spec(lua_State* L, int idx, const char* fn) {
   lua_getfield(L, idx, "layers");
   if (!lua_isnil(L, -1)) {
     const int t = lua_gettop(L);
+    check_options(L, idx, fn, {"layers", "part"});  // {layers = {...}, part = "mlp"}
     check_table(L, t, fn);
     std::set<int> layers;
     for (int i = 1; i <= int(lua_objlen(L, t)); ++i) {

@@ -109,6 +109,8 @@ T.case("tensor constructors: too large, negative and non-integer sizes are one-l
   one_line(function() lt.eye(-1) end, "^lt%.eye: argument 1: %-1 is out of range 0%.%.")
   one_line(function() lt.linspace(0, 1, -2) end, "^lt%.linspace: argument 3: %-2 is out of range 0%.%.")
   one_line(function() lt.arange(0, 1, 0) end, "^lt%.arange: start 0, stop 1, step 0: expected finite numbers and a step other than 0")
+  one_line(function() lt.arange(1, 0) end, "^lt%.arange: start 1, stop 0, step 1: the step leads away from stop")
+  one_line(function() lt.randint(5, 0, { 3 }) end, "^lt%.randint: random_ expects 'from' to be less than 'to'")
   -- LibTorch's own errors keep their message and lose the backtrace
   one_line(function() return lt.zeros({ 2, 3 }):matmul(lt.zeros({ 4, 5 })) end, "cannot be multiplied")
   -- what still works
@@ -158,6 +160,7 @@ T.case("option tables: a misspelled key is an error naming it", function()
     { function() lt.diag.js(lt.tensor{ 0.5, 0.5 }, lt.tensor{ 0.5, 0.5 }, { top = 1 }) end, "lt%.diag%.js: unknown option 'top'" },
     { function() lt.data.windows(tmp, { seqlen = 4 }) end, "lt%.data%.windows: unknown option 'seqlen'" },
     { function() require("lt.tasks").load("wordnet", { nn = 3 }) end, "tasks%.load: unknown option 'nn'" },
+    { function() m:train_only({ layers = { 0 }, prat = "mlp" }) end, "unknown option 'prat' %(known: layers, part%)" },
     { function() require("lt.tasks").build(m.tokenizer, {}, { group = 2 }) end, "tasks%.build: unknown option 'group'" },
   }
   for i, c in ipairs(calls) do
