@@ -94,8 +94,10 @@ class Progress {
   void set(uint64_t seq) {
     if (slots_) __atomic_store_n(&slots_[rank_], seq, __ATOMIC_RELEASE);
   }
-  // "ranks 1, 3 did not reach it (rank 1 entered 2, rank 3 never joined the group; this is
-  // collective 3 of rank 0, ...)" or "" when every rank got there (or nothing is known)
+  // Who is behind this rank at its collective number `seq` (the rendezvous counts as 1):
+  //   "rank 1 never joined the group" (seq 1), or "ranks 1, 3 did not reach it (rank 1
+  //   entered 2 collectives, rank 3 never joined the group, rank 0 3, counting the
+  //   rendezvous)"; "" when every rank got there (or nothing is known)
   std::string late(uint64_t seq) const {
     if (!slots_) return "";
     std::string who, where;
@@ -105,14 +107,14 @@ class Progress {
       const uint64_t c = __atomic_load_n(&slots_[r], __ATOMIC_ACQUIRE);
       if (c >= seq) continue;
       who += fmt::format("{}{}", n ? ", " : "", r);
-      where += fmt::format("{}rank {} {}", n ? ", " : "", r,
-                           c == 0 ? std::string("never joined the group") : fmt::format("entered {}", c));
+      where += c == 0 ? fmt::format("rank {} never joined the group, ", r)
+                      : fmt::format("rank {} entered {} collective{}, ", r, c, c == 1 ? "" : "s");
       ++n;
     }
     if (!n) return "";
-    return fmt::format("rank{} {} did not reach it ({}; this is collective {} of rank {}, the group's "
-                       "rendezvous being 1)",
-                       n > 1 ? "s" : "", who, where, seq, rank_);
+    if (seq == 1) return fmt::format("rank{} {} never joined the group", n > 1 ? "s" : "", who);
+    return fmt::format("rank{} {} did not reach it ({}rank {} {}, counting the rendezvous)", n > 1 ? "s" : "", who,
+                       where, rank_, seq);
   }
 
  private:

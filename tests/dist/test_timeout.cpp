@@ -74,7 +74,44 @@ TEST_CASE("dist: a hung rank ends the others' collective after LTRUN_DIST_TIMEOU
   INFO(msg);
   CHECK(msg.find("dist: all_reduce on rank 0 of 2 failed (timeout 3 s)") != std::string::npos);
   // the barrier was collective 2 (the rendezvous 1): rank 1 entered 2, the all_reduce is 3
-  CHECK(msg.find("rank 1 did not reach it (rank 1 entered 2; this is collective 3 of rank 0") != std::string::npos);
+  CHECK(msg.find("rank 1 did not reach it (rank 1 entered 2 collectives, rank 0 3, counting the rendezvous)") !=
+        std::string::npos);
+}
+
+// A rank 0 alone: its rendezvous must time out naming rank 1, which never came.
+TEST_CASE("lone worker", "[.lone_worker]") {
+  std::string msg = "no error";
+  try {
+    dist::Group::create(dist::env_from_environment(), "gloo", "cpu");
+  } catch (const std::exception& x) {
+    msg = x.what();
+  }
+  std::ofstream(std::getenv("LTRUN_HANG_OUT")) << msg << "\n";
+}
+
+TEST_CASE("dist: a rank that never joins fails the rendezvous after the timeout and is named") {
+  const std::string dir = ltrun_test::scratch_dir("dist", "lone");
+  const std::string out = dir + "/rank0.txt";
+  // as `ltrun launch` on one node: the rendezvous file in the launch folder
+  const std::vector<std::string> env = {"LTRUN_DIST_TIMEOUT=2", "LTRUN_LAUNCH_DIR=" + dir,
+                                        "LTRUN_RENDEZVOUS_FILE=" + dir + "/rendezvous", "LTRUN_HANG_OUT=" + out};
+  const auto t0 = std::chrono::steady_clock::now();
+  const pid_t p0 = ltrun_test::spawn_rank("[.lone_worker]", 0, ltrun_test::free_port(), env);
+  int s0 = 0;
+  pid_t done = 0;
+  while ((done = waitpid(p0, &s0, WNOHANG)) == 0 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(45))
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (done == 0) {
+    kill(p0, SIGKILL);
+    waitpid(p0, &s0, 0);
+    FAIL("rank 0 still waited 45 s after start with a 2 s timeout");
+  }
+  std::ifstream f(out);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string msg = ss.str();
+  INFO(msg);
+  CHECK(msg.find("(rank 0 of 2) failed (timeout 2 s): rank 1 never joined the group") != std::string::npos);
 }
 
 TEST_CASE("dist: LTRUN_DIST_TIMEOUT is read and checked") {

@@ -167,7 +167,7 @@ lt.dist.all_reduce(lt.tensor{ 1.0 }, "sum")
   T.ok(took < 60, ("ended within 60 s (took %d s)"):format(took))
   T.ok(rc ~= 0, out)
   -- the rendezvous is collective 1, the first all_reduce 2: rank 1 never entered the second
-  T.ok(out:find("all_reduce on rank 0 of 2 failed %(timeout 5 s%): rank 1 did not reach it %(rank 1 entered 2; this is collective 3 of rank 0"),
+  T.ok(out:find("all_reduce on rank 0 of 2 failed %(timeout 5 s%): rank 1 did not reach it %(rank 1 entered 2 collectives, rank 0 3, counting the rendezvous%)"),
        out)
   local st = sql(db, "select status, error from runs")
   T.ok(st:find("failed") and st:find("rank 1 did not reach it"), "the run's error names rank 1: " .. st)
