@@ -223,6 +223,17 @@ T.case("math answers: a worked solution without its final-answer marker is refus
   T.raises(function() lt.rl.prompts(empty) end, "emptybox%.jsonl:1: field 'answer': its \\boxed{} is empty")
 end)
 
+T.case("lt.model.hybrid: an embedding donor without tokenizer.json gives a warning, kept in the result", function()
+  local notok = tmp .. "/m23_notok"
+  os.execute(("rm -rf '%s' && cp -r '%s' '%s' && rm '%s/tokenizer.json'"):format(notok, m23, notok, notok))
+  local r = lt.model.hybrid{ out = tmp .. "/h23", embed = notok, head = m23, layers = { { from = notok, layer = 0 } } }
+  T.eq(#r.warnings, 1)
+  T.ok(r.warnings[1]:find("the embedding donor " .. notok .. " has no tokenizer.json", 1, true), r.warnings[1])
+  T.ok(r.warnings[1]:find("donor " .. m23 .. " has one, but it is not copied", 1, true), r.warnings[1])
+  T.ok(not io.open(tmp .. "/h23/tokenizer.json"), "written without one")
+  T.eq(#lt.model.hybrid{ out = tmp .. "/h23b", embed = m23, layers = { { from = m23, layer = 0 } } }.warnings, 0)
+end)
+
 T.case("math benchmark (MATH-500 layout): the same rule on its answer field", function()
   local m5 = write("math_bad.jsonl", lt.json.encode{ problem = "p1", answer = "\\frac{1}{2}" } .. "\n" ..
                    lt.json.encode{ problem = "p2", answer = "We compute 3/6.\nIt is 1/2." } .. "\n")
