@@ -137,8 +137,8 @@ at::Tensor new_tensor(const char* fn, const std::vector<int64_t>& shape, const a
   const std::string what = fmt::format("{}: a {} tensor of shape [{}]", fn, dtype_name(dtype), fmt::join(shape, ", "));
   if (overflow) fail("{} needs more than 2^63 bytes", what);
   const bool cpu = !o.device_opt() || o.device_opt()->is_cpu();
-  if (cpu) {
-    const int64_t have = machine_bytes();
+  if (cpu && bytes > (int64_t(1) << 28)) {  // small tensors: no look at the machine
+    static const int64_t have = machine_bytes();  // RAM + swap: read once
     if (have > 0 && bytes > have)
       fail("{} needs {} bytes ({}), more than this machine's memory ({})", what, bytes, human_bytes(double(bytes)),
            human_bytes(double(have)));
