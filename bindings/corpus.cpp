@@ -33,6 +33,8 @@ std::vector<std::string> read_strings(lua_State* L, int t, const char* key, cons
 int l_pack(lua_State* L) {
   const char* fn = "lt.data.pack";
   check_table(L, 1, fn);
+  check_options(L, 1, fn, {"tokenizer", "inputs", "input", "out", "field", "val", "seed", "eos", "max_bytes",
+                           "shard_tokens", "progress"});
   corpus::PackOptions o;
   o.tokenizer = opt_string(L, 1, "tokenizer", fn).value_or("");
   LT_CHECK(!o.tokenizer.empty(), "{}: option tokenizer (a tokenizer.json or model folder) is required", fn);
@@ -76,6 +78,7 @@ int l_info(lua_State* L) {
 //                       shuffle = true}) → int64 tensor [n, seq_len + 1]
 int l_windows(lua_State* L) {
   const char* fn = "lt.data.windows";
+  check_options(L, 2, fn, {"split", "seq_len", "n", "seed", "cursor", "shuffle"});
   const corpus::Corpus c = corpus::Corpus::open(check_string(L, 1, fn));
   const std::string split = opt_string(L, 2, "split", fn).value_or("train");
   corpus::Windows w(c, split, opt_integer(L, 2, "seq_len", fn).value_or(128),

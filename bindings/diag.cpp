@@ -136,6 +136,7 @@ std::vector<double> read_ratios(lua_State* L, int opts, const char* fn) {
 int l_js(lua_State* L) {
   const char* fn = "lt.diag.js";
   const at::Tensor p = to_tensor(L, 1, fn, at::kDouble), q = to_tensor(L, 2, fn, at::kDouble);
+  check_options(L, 3, fn, {"topk"});
   const at::Tensor js = diag::js_divergence(p, q, opt_integer(L, 3, "topk", fn).value_or(0));
   if (js.dim() == 0) lua_pushnumber(L, js.item<double>());
   else push_tensor(L, js);
@@ -151,6 +152,7 @@ int l_tp_ratio(lua_State* L) {
 // unless final = true
 int l_delta_js(lua_State* L) {
   const char* fn = "lt.diag.delta_js";
+  check_options(L, 2, fn, {"final"});
   push_series(L, diag::delta_js(read_series(L, 1, fn, "js"), opt_bool(L, 2, "final", fn).value_or(false)));
   return 1;
 }
@@ -179,6 +181,7 @@ int l_split_score(lua_State* L) {
 // recommendation by the sign of S(b). ls may leave out the final block (#ls = #tp - 1).
 int l_splits(lua_State* L) {
   const char* fn = "lt.diag.splits";
+  check_options(L, 3, fn, {"ratios"});
   const std::vector<double> tp = read_series(L, 1, fn, "tp");
   auto splits = diag::split_scores(tp, read_series(L, 2, fn, "ls"), read_ratios(L, 3, fn));
   push_splits(L, splits);
@@ -202,6 +205,7 @@ int l_trace(lua_State* L) {
   const char* fn = "lt.diag.trace";
   const model::Model& m = *check_model(L, 1, fn).m;
   check_table(L, 2, fn);
+  check_options(L, 3, fn, {"topk", "candidates", "batch", "tau", "final_djs", "method", "ratios"});
   diag::TraceOptions o;
   o.topk = opt_integer(L, 3, "topk", fn).value_or(o.topk);
   o.candidates = opt_integer(L, 3, "candidates", fn).value_or(o.candidates);

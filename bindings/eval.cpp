@@ -119,6 +119,8 @@ int l_score(lua_State* L) {
   const auto pool = lua_istable(L, 3) ? read_items(L, 3, fn) : std::vector<eval::Item>{};
   eval::HarnessOptions o;
   const int opts = 4;
+  check_options(L, opts, fn, {"protocols", "shots", "batch_size", "max_new_tokens", "samples", "temperature",
+                              "top_p", "seed", "template", "bench"});
   if (lua_istable(L, opts)) {
     lua_getfield(L, opts, "protocols");
     if (lua_istable(L, -1)) {
@@ -261,6 +263,7 @@ int l_equivalent(lua_State* L) {
 }
 
 eval::Compare compare_opt(lua_State* L, int idx, const char* fn) {
+  check_options(L, idx, fn, {"compare"});
   const std::string c = opt_string(L, idx, "compare", fn).value_or("exact");
   LT_CHECK(c == "exact" || c == "math", "{}: compare = '{}': expected \"exact\" or \"math\"", fn, c);
   return c == "math" ? eval::Compare::math : eval::Compare::exact;

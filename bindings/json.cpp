@@ -96,6 +96,7 @@ nlohmann::json convert(lua_State* L, int idx, std::vector<const void*>& path) {
 }
 
 int l_encode(lua_State* L) {
+  check_options(L, 2, "lt.json.encode", {"pretty"});
   bool pretty = opt_bool(L, 2, "pretty", "lt.json.encode").value_or(false);
   push(L, json_encode(L, 1, pretty));
   return 1;

@@ -1,7 +1,9 @@
 // bindings/luat.cpp: argument checks and pushers shared by the binding files.
 #include "bindings/luat.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "bindings/json.h"
 
@@ -76,6 +78,34 @@ bool get_field(lua_State* L, int idx, const char* key) {
   return true;
 }
 }  // namespace
+
+void check_options(lua_State* L, int idx, const char* fn, std::initializer_list<const char*> known) {
+  if (lua_isnoneornil(L, idx)) return;
+  if (!lua_istable(L, idx)) fail("{}: argument {} (options): expected a table, got {}", fn, idx, type_name(L, idx));
+  idx = abs_index(L, idx);
+  check_stack(L, 3, fn);
+  std::vector<std::string> unknown;
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pop(L, 1);
+    if (lua_type(L, -1) != LUA_TSTRING) {
+      const std::string what = lua_type(L, -1) == LUA_TNUMBER ? fmt::format("{}", lua_tonumber(L, -1))
+                                                              : std::string(type_name(L, -1));
+      lua_pop(L, 1);
+      fail("{}: options: keys must be option names, found the key {}", fn, what);
+    }
+    const char* k = lua_tostring(L, -1);
+    if (std::none_of(known.begin(), known.end(), [&](const char* x) { return std::strcmp(x, k) == 0; }))
+      unknown.push_back(k);
+  }
+  if (unknown.empty()) return;
+  std::sort(unknown.begin(), unknown.end());
+  std::vector<std::string> names(known.begin(), known.end());
+  std::sort(names.begin(), names.end());
+  std::string list;
+  for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+  fail("{}: unknown option '{}' (known: {})", fn, unknown.front(), list);
+}
 
 std::optional<double> opt_number(lua_State* L, int idx, const char* key, const char* fn) {
   if (!get_field(L, idx, key)) return std::nullopt;

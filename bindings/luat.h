@@ -1,10 +1,12 @@
 // bindings/luat.h: the thin helper every binding file uses (after Torch7's luaT): the
 // exception trampoline, argument checks that name the function and argument, and pushers.
 #pragma once
+#include <c10/util/Exception.h>
 #include <lua.hpp>
 
 #include <cstdint>
 #include <climits>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +25,8 @@ int wrap(lua_State* L) {
     try {
       check_interrupt();  // Ctrl-C stops even JIT-compiled loops at their next call into C++
       return F(L);
+    } catch (const c10::Error& e) {  // LibTorch's: its message, not its C++ backtrace
+      msg = e.what_without_backtrace();
     } catch (const std::exception& e) {
       msg = e.what();
     }
@@ -58,7 +62,11 @@ void check_function(lua_State* L, int idx, const char* fn);
 // level); an error naming fn instead of writing past the stack.
 void check_stack(lua_State* L, int n, const char* fn);
 
-// Option tables: opt_*(L, idx, key) reads t[key] when idx holds a table (nil/none → nullopt).
+// Option tables: check_options first (a misspelled key must not be ignored silently), then
+// opt_*(L, idx, key) reads t[key] when idx holds a table (nil/none → nullopt).
+// check_options: idx holds nil, none or a table whose keys are all names among `known`; an
+// error "fn: unknown option 'KEY' (known: ...)" names the first unknown key in sorted order.
+void check_options(lua_State* L, int idx, const char* fn, std::initializer_list<const char*> known);
 std::optional<double> opt_number(lua_State* L, int idx, const char* key, const char* fn);
 std::optional<int64_t> opt_integer(lua_State* L, int idx, const char* key, const char* fn,
                                    int64_t lo = -kMaxExactInteger, int64_t hi = kMaxExactInteger);

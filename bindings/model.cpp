@@ -161,6 +161,7 @@ void push_config(lua_State* L, const model::Config& c) {
 
 int l_load(lua_State* L) {
   const std::string path = check_string(L, 1, "lt.model.load");
+  check_options(L, 2, "lt.model.load", {"device", "dtype"});
   const std::string dev = opt_string(L, 2, "device", "lt.model.load").value_or(default_device(L));
   std::optional<c10::ScalarType> dtype;
   if (auto d = opt_string(L, 2, "dtype", "lt.model.load")) dtype = parse_dtype(*d);
@@ -181,6 +182,8 @@ int l_load(lua_State* L) {
 int l_new(lua_State* L) {
   const char* fn = "lt.model.new";
   check_table(L, 1, fn);
+  check_options(L, 1, fn, {"out", "arch", "layers", "hidden", "heads", "kv_heads", "intermediate", "vocab",
+                           "corpus", "tokenizer", "seed", "tie", "pattern", "chunk"});
   model::NewModelSpec s;
   s.out_dir = opt_string(L, 1, "out", fn).value_or("");
   LT_CHECK(!s.out_dir.empty(), "{}: option out (the folder to write) is required", fn);
@@ -225,6 +228,7 @@ int l_new(lua_State* L) {
 int l_hybrid(lua_State* L) {
   const char* fn = "lt.model.hybrid";
   check_table(L, 1, fn);
+  check_options(L, 1, fn, {"out", "embed", "head", "seed", "native", "layers"});
   model::HybridSpec s;
   s.out_dir = opt_string(L, 1, "out", fn).value_or("");
   LT_CHECK(!s.out_dir.empty(), "{}: option out (the folder to write) is required", fn);
@@ -246,6 +250,7 @@ int l_hybrid(lua_State* L) {
       const std::string what = fmt::format("{}: layers[{}]", fn, i);
       LT_CHECK(lua_istable(L, e), "{}: expected a table {{from=DIR, layer=I}} or {{kind=KIND}}, got {}", what,
                type_name(L, e));
+      check_options(L, e, what.c_str(), {"from", "layer", "kind", "like", "init", "config"});
       model::HybridLayerSpec l;
       l.from = opt_string(L, e, "from", what.c_str()).value_or("");
       l.layer = opt_integer(L, e, "layer", what.c_str(), 0, 1 << 20).value_or(-1);
@@ -290,6 +295,12 @@ int l_hybrid(lua_State* L) {
     lua_rawseti(L, -2, int(i + 1));
   }
   lua_setfield(L, -2, "copied");
+  lua_createtable(L, int(r.warnings.size()), 0);
+  for (size_t i = 0; i < r.warnings.size(); i++) {
+    push(L, r.warnings[i]);
+    lua_rawseti(L, -2, int(i + 1));
+  }
+  lua_setfield(L, -2, "warnings");
   return 1;
 }
 
@@ -339,6 +350,7 @@ int m_forward(lua_State* L) {
   at::Tensor ids;
   if (!lua_isnil(L, 2)) ids = read_ids(L, 2, fn, model::pad_token(m.config()), &mask).to(m.device());
   const int opts = 3;
+  check_options(L, opts, fn, {"attention_mask", "capture", "from_layer", "to_layer", "hidden", "logits", "intervene"});
   if (lua_istable(L, opts)) {
     lua_getfield(L, opts, "attention_mask");
     if (!lua_isnil(L, -1)) mask = to_tensor(L, lua_gettop(L), fn, at::kLong).to(at::kLong);
@@ -503,6 +515,16 @@ int m_generate(lua_State* L) {
     if (!b.tok) fail("{}: {} has no tokenizer.json: pass token ids instead of text", fn, b.path);
     return *b.tok;
   };
+  // intervene belongs to m:forward: generation's decode steps run with a cache that
+  // m:forward's interventions do not reach, so it is refused rather than ignored
+  if (lua_istable(L, 3)) {
+    lua_getfield(L, 3, "intervene");
+    const bool has = !lua_isnil(L, -1);
+    lua_pop(L, 1);
+    LT_CHECK(!has, "{}: option intervene is not supported by generate (it would not reach the decode "
+             "steps); intervene with m:forward and pick tokens from its logits", fn);
+  }
+  check_options(L, 3, fn, {"special", "max_new_tokens", "temperature", "top_k", "top_p", "seed", "stop", "stop_ids"});
   const bool special = opt_bool(L, 3, "special", fn).value_or(true);
   auto encode = [&](const std::string& s) {
     auto ids = need_tok().encode(s, special);

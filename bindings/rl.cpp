@@ -78,6 +78,7 @@ at::Tensor field_tensor(lua_State* L, int t, const char* key, const char* fn, bo
 // lt.rl.advantages(rewards, group_size, {norm = "std" | "none", eps = 1e-6}) -> Lua array
 int l_advantages(lua_State* L) {
   const char* fn = "lt.rl.advantages";
+  check_options(L, 3, fn, {"norm", "eps"});
   const auto r = read_numbers(L, 1, fn);
   const int64_t G = check_integer(L, 2, fn);
   const rl::AdvNorm norm = rl::parse_adv_norm(opt_string(L, 3, "norm", fn).value_or("std"));
@@ -91,6 +92,7 @@ int l_advantages(lua_State* L) {
 int l_policy_loss(lua_State* L) {
   const char* fn = "lt.rl.policy_loss";
   check_table(L, 1, fn);
+  check_options(L, 1, fn, {"logp", "old_logp", "ref_logp", "adv", "mask", "clip", "clip_high", "kl", "agg", "max_len"});
   const at::Tensor logp = field_tensor(L, 1, "logp", fn);
   const at::Tensor old = field_tensor(L, 1, "old_logp", fn);
   const at::Tensor ref = field_tensor(L, 1, "ref_logp", fn, false);
@@ -166,8 +168,40 @@ rl::RolloutOptions read_rollout_options(lua_State* L, int o, const char* fn) {
   return r;
 }
 
+// The longest prompt (in tokens) a rollout takes: max_prompt_tokens when given, and never more
+// than the model's positions leave after max_response (prompt + response <= max_position_embeddings).
+// Checked on every prompt before anything is generated: a 50,000-character question would
+// otherwise reach the attention of the whole group at once (tens of GB) before failing.
+struct PromptLimit {
+  int64_t tokens = 0;  // 0: no limit
+  std::string why;
+};
+PromptLimit prompt_limit(lua_State* L, int opts, const ModelHandle& h, int64_t max_response, const char* fn) {
+  PromptLimit p;
+  const int64_t max_pos = h.m->config().max_position_embeddings;
+  if (max_pos > 0) {
+    LT_CHECK(max_response < max_pos, "{}: max_response {} leaves no room for a prompt within the model's "
+             "max_position_embeddings {}", fn, max_response, max_pos);
+    p.tokens = max_pos - max_response;
+    p.why = fmt::format("the model's max_position_embeddings {} less max_response {}", max_pos, max_response);
+  }
+  if (auto m = opt_integer(L, opts, "max_prompt_tokens", fn, 1)) {
+    if (p.tokens == 0 || *m < p.tokens) {
+      p.tokens = *m;
+      p.why = "max_prompt_tokens";
+    }
+  }
+  return p;
+}
+
+void check_prompt_length(const PromptLimit& lim, size_t n, const std::string& what, const char* fn) {
+  if (lim.tokens > 0 && int64_t(n) > lim.tokens)
+    fail("{}: {}: the prompt is {} tokens, longer than {} ({}); shorten it or drop the item", fn, what, n,
+         lim.tokens, lim.why);
+}
+
 std::vector<std::vector<int64_t>> read_prompt_ids(lua_State* L, int idx, const ModelHandle& h,
-                                                  const char* fn) {
+                                                  const PromptLimit& lim, const char* fn) {
   check_table(L, idx, fn);
   std::vector<std::vector<int64_t>> out;
   for (int i = 1; i <= int(lua_objlen(L, idx)); ++i) {
@@ -175,10 +209,12 @@ std::vector<std::vector<int64_t>> read_prompt_ids(lua_State* L, int idx, const M
     if (lua_type(L, -1) == LUA_TSTRING) {
       if (!h.tok) fail("{}: {} has no tokenizer.json: pass token ids instead of text", fn, h.path);
       const auto ids = h.tok->encode(lua_tostring(L, -1), true);
+      check_prompt_length(lim, ids.size(), fmt::format("prompt {}", i), fn);
       out.emplace_back(ids.begin(), ids.end());
     } else if (lua_istable(L, -1)) {
       std::vector<int64_t> row;
       for (double d : read_numbers(L, lua_gettop(L), fn)) row.push_back(int64_t(d));
+      check_prompt_length(lim, row.size(), fmt::format("prompt {}", i), fn);
       out.push_back(row);
     } else {
       fail("{}: prompt {} must be a string or a list of ids, got {}", fn, i, type_name(L, -1));
@@ -248,8 +284,10 @@ rl::SequenceBatch read_seq(lua_State* L, int t, const char* fn) {
 int l_rollout(lua_State* L) {
   const char* fn = "lt.rl.rollout";
   const ModelHandle& h = check_model(L, 1, fn);
-  const auto prompts = read_prompt_ids(L, 2, h, fn);
+  check_options(L, 3, fn, {"group_size", "max_response", "temperature", "top_k", "top_p", "seed", "stop",
+                           "stop_ids", "batch", "max_prompt_tokens"});
   rl::RolloutOptions o = read_rollout_options(L, 3, fn);
+  const auto prompts = read_prompt_ids(L, 2, h, prompt_limit(L, 3, h, o.max_response, fn), fn);
   o.decode = decoder(h);
   push_rollouts(L, rl::rollout(*h.m, prompts, o));
   return 1;
@@ -260,6 +298,7 @@ int l_rollout(lua_State* L) {
 int l_logprobs(lua_State* L) {
   const char* fn = "lt.rl.logprobs";
   const ModelHandle& h = check_model(L, 1, fn);
+  check_options(L, 3, fn, {"from_layer", "temperature", "chunk", "entropy"});
   const rl::SequenceBatch b = read_seq(L, 2, fn);
   const rl::PolicyPass p = rl::policy_logprobs(
       *h.m, b, int(opt_integer(L, 3, "from_layer", fn).value_or(0)),
@@ -282,6 +321,7 @@ rl::Reference& check_ref(lua_State* L, int idx, const char* fn) {
 int l_reference(lua_State* L) {
   const char* fn = "lt.rl.reference";
   const ModelHandle& h = check_model(L, 1, fn);
+  check_options(L, 2, fn, {"copy"});
   const bool copy = opt_bool(L, 2, "copy", fn).value_or(false);
   rl::Reference r = copy ? rl::Reference::copy(*h.m) : rl::Reference::shared_prefix(*h.m);
   new (lua_newuserdata(L, sizeof(rl::Reference))) rl::Reference(std::move(r));
@@ -297,6 +337,7 @@ int r_logprobs(lua_State* L) {
   const char* fn = "reference:logprobs";
   const rl::Reference& r = check_ref(L, 1, fn);
   const ModelHandle& h = check_model(L, 2, fn);
+  check_options(L, 4, fn, {"entry", "temperature", "chunk"});
   at::Tensor entry;
   if (lua_istable(L, 4)) {
     lua_getfield(L, 4, "entry");
@@ -385,6 +426,7 @@ std::vector<rl::PromptItem> read_items(lua_State* L, int idx, const char* fn) {
 // lt.rl.prompts(path, {question=, answer=, n=, seed=}) -> items {id, question, answer, source}
 int l_prompts(lua_State* L) {
   const char* fn = "lt.rl.prompts";
+  check_options(L, 2, fn, {"question", "answer", "n", "seed"});
   rl::PromptFields f;
   f.question = opt_string(L, 2, "question", fn).value_or("");
   f.answer = opt_string(L, 2, "answer", fn).value_or("");
@@ -416,6 +458,7 @@ int l_chat_prompt(lua_State* L) {
 // lt.rl.decontaminate(items, eval_texts, {n = 8}) -> kept items, number removed, removed ids
 int l_decontaminate(lua_State* L) {
   const char* fn = "lt.rl.decontaminate";
+  check_options(L, 3, fn, {"n"});
   const auto items = read_items(L, 1, fn);
   const auto texts = read_strings(L, 2, fn);
   const rl::Decontamination d = rl::decontaminate(items, texts, int(opt_integer(L, 3, "n", fn).value_or(8)));
@@ -463,13 +506,16 @@ std::vector<rl::PromptItem> items_arg(lua_State* L, int opts, const char* key, c
 
 std::vector<std::vector<int64_t>> encode_items(const ModelHandle& h, const std::vector<rl::PromptItem>& items,
                                                const std::string& tmpl, const std::string& chat,
-                                               const char* fn) {
+                                               const PromptLimit& lim, const char* fn) {
   if (!h.tok) fail("{}: {} has no tokenizer.json", fn, h.path);
   std::vector<std::vector<int64_t>> out;
-  for (const auto& it : items) {
+  for (size_t i = 0; i < items.size(); ++i) {
+    const rl::PromptItem& it = items[i];
     std::string p = rl::format_prompt(it.question, tmpl);
     if (!chat.empty()) p = rl::chat_prompt(p, chat);
     const auto ids = h.tok->encode(p, true);
+    check_prompt_length(lim, ids.size(),
+                        it.source.empty() ? fmt::format("item {} (id {})", i + 1, it.id) : it.source, fn);
     out.emplace_back(ids.begin(), ids.end());
   }
   return out;
@@ -491,14 +537,15 @@ std::pair<std::string, std::string> prompt_style(lua_State* L, int opts, const M
 int l_accuracy(lua_State* L) {
   const char* fn = "lt.rl.accuracy";
   const ModelHandle& h = check_model(L, 1, fn);
+  check_options(L, 3, fn, {"template", "chat", "max_response", "batch", "max_prompt_tokens"});
   std::vector<rl::PromptItem> items;
   if (lua_type(L, 2) == LUA_TSTRING) items = rl::load_prompts(lua_tostring(L, 2));
   else items = read_items(L, 2, fn);
   const auto [tmpl, chat] = prompt_style(L, 3, h, fn);
-  const auto prompts = encode_items(h, items, tmpl, chat, fn);
+  const int64_t max_response = opt_integer(L, 3, "max_response", fn).value_or(256);
+  const auto prompts = encode_items(h, items, tmpl, chat, prompt_limit(L, 3, h, max_response, fn), fn);
   std::vector<bool> correct;
-  lua_pushnumber(L, rl::heldout_accuracy(*h.m, prompts, items,
-                                         opt_integer(L, 3, "max_response", fn).value_or(256),
+  lua_pushnumber(L, rl::heldout_accuracy(*h.m, prompts, items, max_response,
                                          decoder(h), opt_integer(L, 3, "batch", fn).value_or(64), &correct));
   lua_createtable(L, int(correct.size()), 0);
   for (size_t i = 0; i < correct.size(); ++i) {
@@ -543,6 +590,7 @@ std::vector<rl::Reward> read_rewards(lua_State* L, int opts, std::vector<std::un
     } else if (lua_isfunction(L, v)) {
       fidx = v;
     } else if (lua_istable(L, v)) {
+      check_options(L, v, fmt::format("{}: rewards.{}", fn, name).c_str(), {"weight", "form", "fn"});
       r.weight = opt_number(L, v, "weight", fn).value_or(1.0);
       form = opt_string(L, v, "form", fn).value_or("any");
       lua_getfield(L, v, "fn");
@@ -609,6 +657,14 @@ int l_grpo(lua_State* L) {
   const char* fn = "lt.rl.grpo";
   const ModelHandle& h = check_model(L, 1, fn);
   check_table(L, 2, fn);
+  check_options(L, 2, fn, {"data", "eval", "question_field", "answer_field", "n", "eval_n", "decontaminate",
+                           "template", "chat", "algo", "norm", "agg", "kl", "clip", "clip_high", "prompts",
+                           "group_size", "max_response", "max_prompt_tokens", "temperature", "top_k", "top_p",
+                           "stop", "stop_ids", "rollout_batch", "epochs", "mini_batches", "micro_batch", "chunk",
+                           "copy_reference", "rewards", "accuracy", "iterations", "lr", "warmup", "decay",
+                           "min_lr_ratio", "weight_decay", "betas", "eps", "clip_grad", "lr_mult", "eval_every",
+                           "eval_max_response", "checkpoint_dir", "checkpoint_every", "keep_checkpoints",
+                           "resume", "stop_after", "seed", "log", "progress"});
   std::vector<rl::PromptItem> items = items_arg(L, 2, "data", fn, true);
   std::vector<rl::PromptItem> evals = items_arg(L, 2, "eval", fn, false);
   const uint64_t seed = uint64_t(opt_integer(L, 2, "seed", fn).value_or(int64_t(lt_seed(L))));
@@ -649,10 +705,12 @@ int l_grpo(lua_State* L) {
   go.rewards = read_rewards(L, 2, keep, fn);
   if (!evals.empty()) {
     go.eval_items = evals;
-    go.eval_prompts = encode_items(h, evals, tmpl, chat, fn);
     go.eval_max_response = opt_integer(L, 2, "eval_max_response", fn).value_or(0);
+    go.eval_prompts = encode_items(
+        h, evals, tmpl, chat,
+        prompt_limit(L, 2, h, go.eval_max_response > 0 ? go.eval_max_response : go.rollout.max_response, fn), fn);
   }
-  const auto prompt_ids = encode_items(h, items, tmpl, chat, fn);
+  const auto prompt_ids = encode_items(h, items, tmpl, chat, prompt_limit(L, 2, h, go.rollout.max_response, fn), fn);
 
   train::LoopOptions lo;
   const int64_t iterations = opt_integer(L, 2, "iterations", fn).value_or(10);

@@ -10,6 +10,10 @@
 
 #include <ATen/ATen.h>
 
+#include <fmt/ranges.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
 #include <new>
 #include <ATen/core/grad_mode.h>
@@ -71,30 +75,89 @@ int64_t norm_dim(const at::Tensor& t, int64_t d) {
   return d < 0 ? d + n : d;
 }
 
-// shape from varargs numbers at [from, ...] or one table at `from`; returns the index after it
-std::vector<int64_t> read_shape(lua_State* L, int from, const char* fn, int* next) {
+// shape from varargs numbers at [from, ...] or one table at `from`; returns the index after it.
+// lo: the smallest entry (-1 where view/reshape infer a size; 0 for a new tensor)
+std::vector<int64_t> read_shape(lua_State* L, int from, const char* fn, int* next, int64_t lo = -1) {
   std::vector<int64_t> shape;
   if (lua_istable(L, from) && !is_tensor(L, from)) {
     const int n = int(lua_objlen(L, from));
     for (int i = 1; i <= n; i++) {
       lua_rawgeti(L, from, i);
       if (lua_type(L, -1) != LUA_TNUMBER) fail("{}: shape entries must be numbers", fn);
-      shape.push_back(to_integer(L, -1, fmt::format("{}: shape[{}]", fn, i), -1));
+      shape.push_back(to_integer(L, -1, fmt::format("{}: shape[{}]", fn, i), lo));
       lua_pop(L, 1);
     }
     if (next) *next = from + 1;
     return shape;
   }
   int i = from;
-  while (lua_type(L, i) == LUA_TNUMBER) shape.push_back(check_integer(L, i++, fn));
+  while (lua_type(L, i) == LUA_TNUMBER) {
+    shape.push_back(lo >= 0 ? to_integer(L, i, fmt::format("{}: size {}", fn, i - from + 1), lo)
+                            : check_integer(L, i, fn));
+    ++i;
+  }
   if (next) *next = i;
   return shape;
+}
+
+// The memory of this machine (RAM + swap): a CPU tensor larger than that cannot be held, and
+// with overcommit its allocation may even succeed until the pages are touched (OOM killer).
+int64_t machine_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  int64_t total = pages > 0 && page > 0 ? int64_t(pages) * int64_t(page) : 0;
+  FILE* f = std::fopen("/proc/meminfo", "r");
+  if (f) {
+    char line[256];
+    long long kb = 0;
+    while (std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, "SwapTotal: %lld kB", &kb) == 1) total += int64_t(kb) * 1024;
+    std::fclose(f);
+  }
+  return total;
+}
+
+std::string human_bytes(double b) {
+  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int u = 0;
+  while (b >= 1024 && u < 6) b /= 1024, u++;
+  return u == 0 ? fmt::format("{} B", int64_t(b)) : fmt::format("{:.1f} {}", b, units[u]);
+}
+
+// A new tensor of `shape`: its bytes are counted first (an int64 overflow, or a CPU tensor
+// larger than the machine's memory, is refused before anything is allocated) and a failed
+// allocation becomes one line naming the shape and the bytes wanted (LibTorch's own error
+// carries a 25-line C++ backtrace).
+template <class F>
+at::Tensor new_tensor(const char* fn, const std::vector<int64_t>& shape, const at::TensorOptions& o, F make) {
+  const c10::ScalarType dtype = o.dtype().toScalarType();
+  int64_t bytes = int64_t(c10::elementSize(dtype));
+  bool overflow = false;
+  if (std::find(shape.begin(), shape.end(), int64_t(0)) != shape.end()) bytes = 0;
+  else for (int64_t s : shape) overflow = overflow || __builtin_mul_overflow(bytes, s, &bytes);
+  const std::string what = fmt::format("{}: a {} tensor of shape [{}]", fn, dtype_name(dtype), fmt::join(shape, ", "));
+  if (overflow) fail("{} needs more than 2^63 bytes", what);
+  const bool cpu = !o.device_opt() || o.device_opt()->is_cpu();
+  if (cpu && bytes > (int64_t(1) << 28)) {  // small tensors: no look at the machine
+    static const int64_t have = machine_bytes();  // RAM + swap: read once
+    if (have > 0 && bytes > have)
+      fail("{} needs {} bytes ({}), more than this machine's memory ({})", what, bytes, human_bytes(double(bytes)),
+           human_bytes(double(have)));
+  }
+  try {
+    return make();
+  } catch (const c10::Error& e) {
+    std::string msg = e.what_without_backtrace();
+    if (auto nl = msg.find('\n'); nl != std::string::npos) msg.resize(nl);
+    if (msg.find("alloc") != std::string::npos || msg.find("out of memory") != std::string::npos)
+      fail("{} needs {} bytes ({}) and could not be allocated: {}", what, bytes, human_bytes(double(bytes)), msg);
+    fail("{}: {}", fn, msg);  // an argument LibTorch refused (randint's bounds, ...)
+  }
 }
 
 at::TensorOptions read_options(lua_State* L, int idx, const char* fn, c10::ScalarType dflt) {
   at::TensorOptions o = at::TensorOptions().dtype(dflt);
   if (lua_isnoneornil(L, idx)) return o;
-  check_table(L, idx, fn);
+  check_options(L, idx, fn, {"dtype", "device", "requires_grad"});
   if (auto d = opt_string(L, idx, "dtype", fn)) o = o.dtype(parse_dtype(*d));
   if (auto d = opt_string(L, idx, "device", fn)) o = o.device(parse_device(*d));
   if (auto r = opt_bool(L, idx, "requires_grad", fn)) o = o.requires_grad(*r);
@@ -700,8 +763,9 @@ int l_tensor(lua_State* L) {
   }
   if (lua_type(L, 1) == LUA_TNUMBER) {
     int next = 0;
-    auto shape = read_shape(L, 1, "lt.tensor", &next);
-    push_tensor(L, at::zeros(shape, read_options(L, next, "lt.tensor", at::kFloat)));
+    auto shape = read_shape(L, 1, "lt.tensor", &next, 0);
+    const at::TensorOptions o = read_options(L, next, "lt.tensor", at::kFloat);
+    push_tensor(L, new_tensor("lt.tensor", shape, o, [&] { return at::zeros(shape, o); }));
     return 1;
   }
   check_table(L, 1, "lt.tensor");
@@ -720,20 +784,23 @@ template <int Kind>  // 0 zeros, 1 ones, 2 randn, 3 rand
 int l_filled(lua_State* L) {
   static const char* names[] = {"lt.zeros", "lt.ones", "lt.randn", "lt.rand"};
   int next = 0;
-  auto shape = read_shape(L, 1, names[Kind], &next);
+  auto shape = read_shape(L, 1, names[Kind], &next, 0);
   at::TensorOptions o = read_options(L, next, names[Kind], at::kFloat);
   at::TensorOptions plain = o.requires_grad(false);
-  at::Tensor t = Kind == 0 ? at::zeros(shape, plain) : Kind == 1 ? at::ones(shape, plain)
-               : Kind == 2 ? at::randn(shape, plain) : at::rand(shape, plain);
+  at::Tensor t = new_tensor(names[Kind], shape, plain, [&] {
+    return Kind == 0 ? at::zeros(shape, plain) : Kind == 1 ? at::ones(shape, plain)
+         : Kind == 2 ? at::randn(shape, plain) : at::rand(shape, plain);
+  });
   push_tensor(L, t.set_requires_grad(o.requires_grad()));
   return 1;
 }
 
 int l_full(lua_State* L) {
   int next = 0;
-  auto shape = read_shape(L, 1, "lt.full", &next);
+  auto shape = read_shape(L, 1, "lt.full", &next, 0);
   const double v = check_number(L, next, "lt.full");
-  push_tensor(L, at::full(shape, v, read_options(L, next + 1, "lt.full", at::kFloat)));
+  const at::TensorOptions o = read_options(L, next + 1, "lt.full", at::kFloat);
+  push_tensor(L, new_tensor("lt.full", shape, o, [&] { return at::full(shape, v, o); }));
   return 1;
 }
 
@@ -749,26 +816,38 @@ int l_arange(lua_State* L) {  // arange(stop) | arange(start, stop[, step]) [, o
     stop = check_number(L, 1, "lt.arange");
   }
   const bool ints = start == std::floor(start) && stop == std::floor(stop) && step == std::floor(step);
-  push_tensor(L, at::arange(start, stop, step, read_options(L, opts, "lt.arange", ints ? at::kLong : at::kFloat)));
+  const at::TensorOptions o = read_options(L, opts, "lt.arange", ints ? at::kLong : at::kFloat);
+  LT_CHECK(std::isfinite(start) && std::isfinite(stop) && std::isfinite(step) && step != 0,
+           "lt.arange: start {}, stop {}, step {}: expected finite numbers and a step other than 0", start, stop, step);
+  const double n = std::ceil((stop - start) / step);
+  LT_CHECK(n >= 0, "lt.arange: start {}, stop {}, step {}: the step leads away from stop", start, stop, step);
+  LT_CHECK(n < 9.2e18, "lt.arange: start {}, stop {}, step {}: {} elements is too many", start, stop, step, n);
+  const std::vector<int64_t> shape{n > 0 ? int64_t(n) : 0};
+  push_tensor(L, new_tensor("lt.arange", shape, o, [&] { return at::arange(start, stop, step, o); }));
   return 1;
 }
 
 int l_linspace(lua_State* L) {
-  push_tensor(L, at::linspace(check_number(L, 1, "lt.linspace"), check_number(L, 2, "lt.linspace"),
-                              check_integer(L, 3, "lt.linspace"), read_options(L, 4, "lt.linspace", at::kFloat)));
+  const double a = check_number(L, 1, "lt.linspace"), b = check_number(L, 2, "lt.linspace");
+  const int64_t n = check_integer(L, 3, "lt.linspace", 0);
+  const at::TensorOptions o = read_options(L, 4, "lt.linspace", at::kFloat);
+  push_tensor(L, new_tensor("lt.linspace", {n}, o, [&] { return at::linspace(a, b, n, o); }));
   return 1;
 }
 
 int l_eye(lua_State* L) {
-  push_tensor(L, at::eye(check_integer(L, 1, "lt.eye"), read_options(L, 2, "lt.eye", at::kFloat)));
+  const int64_t n = check_integer(L, 1, "lt.eye", 0);
+  const at::TensorOptions o = read_options(L, 2, "lt.eye", at::kFloat);
+  push_tensor(L, new_tensor("lt.eye", {n, n}, o, [&] { return at::eye(n, o); }));
   return 1;
 }
 
 int l_randint(lua_State* L) {  // randint(low, high, shape[, opts]); high excluded
   const int64_t lo = check_integer(L, 1, "lt.randint"), hi = check_integer(L, 2, "lt.randint");
   int next = 0;
-  auto shape = read_shape(L, 3, "lt.randint", &next);
-  push_tensor(L, at::randint(lo, hi, shape, read_options(L, next, "lt.randint", at::kLong)));
+  auto shape = read_shape(L, 3, "lt.randint", &next, 0);
+  const at::TensorOptions o = read_options(L, next, "lt.randint", at::kLong);
+  push_tensor(L, new_tensor("lt.randint", shape, o, [&] { return at::randint(lo, hi, shape, o); }));
   return 1;
 }
 

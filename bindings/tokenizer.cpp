@@ -13,6 +13,7 @@ namespace {
 const char kMeta[] = "lt.Tokenizer";
 
 bool add_special(lua_State* L, int opts, const char* fn) {
+  check_options(L, opts, fn, {"special"});
   return opt_bool(L, opts, "special", fn).value_or(true);
 }
 
@@ -86,6 +87,7 @@ int t_encode_with_offsets(lua_State* L) {
 
 int t_decode(lua_State* L) {
   const auto& t = check_tokenizer(L, 1, "tokenizer:decode");
+  check_options(L, 3, "tokenizer:decode", {"skip_special"});
   const bool skip = opt_bool(L, 3, "skip_special", "tokenizer:decode").value_or(false);
   push(L, t.decode(read_ids(L, 2, "tokenizer:decode"), skip));
   return 1;

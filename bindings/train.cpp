@@ -65,6 +65,7 @@ train::Spec read_spec(lua_State* L, int idx, const char* fn) {
   lua_getfield(L, idx, "layers");
   if (!lua_isnil(L, -1)) {
     const int t = lua_gettop(L);
+    check_options(L, idx, fn, {"layers", "part"});  // {layers = {...}, part = "mlp"}
     check_table(L, t, fn);
     std::set<int> layers;
     for (int i = 1; i <= int(lua_objlen(L, t)); ++i) {
@@ -237,6 +238,12 @@ int l_causal_lm(lua_State* L) {
   const ModelHandle& box = check_model_box(L, 1, fn);
   model::Model& m = *box.m;
   check_table(L, 2, fn);
+  check_options(L, 2, fn, {"data", "val", "seq_len", "steps", "lr", "warmup", "decay", "min_lr_ratio",
+                           "weight_decay", "betas", "eps", "micro_batch", "grad_accum", "clip", "lr_mult",
+                           "eval_every", "eval_batches", "checkpoint_dir", "checkpoint_every", "resume",
+                           "stop_after", "seed", "log", "progress", "force_full_backward",
+                           "activation_checkpointing", "on_step", "shard_optimizer", "overlap_all_reduce",
+                           "bucket_bytes"});
   train::TrainOptions o;
   o.steps = opt_integer(L, 2, "steps", fn).value_or(o.steps);
   o.lr = opt_number(L, 2, "lr", fn).value_or(o.lr);
@@ -394,6 +401,7 @@ int l_causal_lm(lua_State* L) {
 int l_param_groups(lua_State* L) {
   const char* fn = "lt.train.param_groups";
   const model::Model& m = model_of(L, 1, fn);
+  check_options(L, 2, fn, {"weight_decay", "lr_mult"});
   const double wd = opt_number(L, 2, "weight_decay", fn).value_or(0.01);
   const auto groups = train::param_groups(m, wd, read_lr_mult(L, 2, fn));
   lua_createtable(L, int(groups.size()), 0);
@@ -421,6 +429,7 @@ int l_weight_change(lua_State* L) {
   const char* fn = "lt.train.weight_change";
   const train::WeightChange w =
       train::weight_change(model_of(L, 1, fn), model_of(L, 2, fn));
+  check_options(L, 3, fn, {"log"});
   if (auto name = opt_string(L, 3, "log", fn)) {
     store::Session* s = store::Session::active();
     LT_CHECK(s, "{}: log needs a run (ltrun SCRIPT)", fn);

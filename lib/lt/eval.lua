@@ -39,6 +39,7 @@ end
 
 -- The items of a built-in benchmark (antonyms, antonyms_heldout), as lt.eval.run asks them.
 function M.items(name, opts)
+  lt.check_options(opts, "lt.eval.items", { "n", "seed" })
   local make = builtins[name]
   if not make then error(("lt.eval.items: unknown built-in benchmark '%s' (antonyms, antonyms_heldout)"):format(tostring(name)), 2) end
   return make(opts or {})
@@ -70,7 +71,7 @@ function M.run(model, spec, opts)
     end
     bench = kind
   elseif builtins[spec] then
-    items, bench = builtins[spec](opts), spec
+    items, bench = builtins[spec]({ n = opts.n, seed = opts.seed }), spec
     pool = {}
   else
     error(("lt.eval.run: unknown benchmark '%s' (KIND:PATH with KIND one of ceval, cmmlu, mmlu, gsm8k, math, mc; or a built-in: antonyms, antonyms_heldout)"):format(spec), 2)
@@ -80,8 +81,12 @@ function M.run(model, spec, opts)
     for i = 1, opts.limit do cut[i] = items[i] end
     items = cut
   end
+  -- the rest goes to lt.eval.score, which refuses keys it does not know (a misspelled option
+  -- is an error, not ignored); limit and split are this function's, n the built-ins'
   local o = {}
-  for k, v in pairs(opts) do o[k] = v end
+  for k, v in pairs(opts) do
+    if k ~= "limit" and k ~= "split" and not (k == "n" and builtins[spec]) then o[k] = v end
+  end
   o.bench = bench
   return lt.eval.score(model, items, pool, o)
 end
@@ -109,6 +114,7 @@ end
 -- compare = "math"} → {acc, n, items = {id = answer}}. Ties go to the earliest run in
 -- `runs` among the tied answers; empty predictions abstain.
 function M.vote_runs(o)
+  lt.check_options(o, "lt.eval.vote_runs", { "runs", "bench", "protocol", "compare" })
   assert(type(o) == "table" and type(o.runs) == "table" and #o.runs > 0, "lt.eval.vote_runs: runs = {run ids} is required")
   local protocol = o.protocol or "logit"
   local per_item, answers, order = {}, {}, {}

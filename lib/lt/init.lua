@@ -20,6 +20,26 @@ function lt.run.child(name, fn, ...)
   return finish(xpcall(fn, debug.traceback, ...))
 end
 
+-- lt.check_options(opts, fn, known): the Lua side of the bindings' check_options
+-- (bindings/luat.h): opts is nil or a table whose keys are all names in the list `known`;
+-- else an error "fn: unknown option 'KEY' (known: ...)" at the caller's caller (level 3).
+function lt.check_options(opts, fn, known)
+  if opts == nil then return end
+  if type(opts) ~= "table" then error(("%s: options: expected a table, got %s"):format(fn, type(opts)), 3) end
+  local ok, unknown = {}, {}
+  for _, k in ipairs(known) do ok[k] = true end
+  for k in pairs(opts) do
+    if type(k) ~= "string" then error(("%s: options: keys must be option names, found the key %s"):format(fn, tostring(k)), 3) end
+    if not ok[k] then unknown[#unknown + 1] = k end
+  end
+  if #unknown == 0 then return end
+  table.sort(unknown)
+  local names = {}
+  for i, k in ipairs(known) do names[i] = k end
+  table.sort(names)
+  error(("%s: unknown option '%s' (known: %s)"):format(fn, unknown[1], table.concat(names, ", ")), 3)
+end
+
 require "lt.eval"  -- lt.eval.run
 
 return lt

@@ -136,6 +136,7 @@ end
 -- values. opts: runs = {ids} (default: every run that logged ls_djs), labels = {[id] = text}
 -- (default: the run's model_path or model param, else "run N"), title.
 function M.grid(path, opts)
+  lt.check_options(opts, "layer_tracer.grid", { "runs", "labels", "title" })
   opts = opts or {}
   local ids = opts.runs
   if not ids or #ids == 0 then

@@ -120,6 +120,8 @@ end
 
 function M.run(o)
   assert(type(o) == "table", "lt.scan.run: expected an options table")
+  lt.check_options(o, "lt.scan.run", { "jobs", "argv", "devices", "device", "workers", "threads", "shard", "resume",
+                                       "key", "log_dir", "quiet", "seed", "on_start", "on_end" })
   assert(type(o.jobs) == "table", "lt.scan.run: jobs = {names} is required")
   assert(type(o.argv) == "function", "lt.scan.run: argv = function(job) → script and its arguments is required")
   local devices = M.parse_devices(o.devices)

@@ -43,6 +43,7 @@ end
 -- ("big(p)") are dropped, "_" becomes a space. opts.plain (default true) keeps only pairs of
 -- single lower-case words. Each pair appears once, in file order.
 function M.wordnet_pairs(path, opts)
+  lt.check_options(opts, "tasks.wordnet_pairs", { "plain" })
   opts = opts or {}
   local plain = opts.plain ~= false
   local synsets, pointers = {}, {}
@@ -133,6 +134,7 @@ function M.pair_hash(a, b)
 end
 
 function M.split_pairs(pairs_, opts)
+  lt.check_options(opts, "tasks.split_pairs", { "test" })
   local share = (opts and opts.test) or 0.2
   if share < 0 or share > 1 then fail("split_pairs: test share %s is not in [0, 1]", tostring(share)) end
   local train, test = {}, {}
@@ -173,6 +175,7 @@ end
 M.antonym_words = { everyday = { tagged = 1, letters = 7 }, common = { tagged = 1 }, all = {} }
 
 function M.wordnet_antonyms(split, opts)
+  lt.check_options(opts, "tasks.wordnet_antonyms", { "words" })
   local words = opts and opts.words or "everyday"
   local rule = M.antonym_words[words]
   if not rule then fail("tasks: words '%s': expected everyday, common or all", tostring(words)) end
@@ -198,6 +201,7 @@ end
 -- 'Which word means the opposite of "hot"?' with the antonym and three words of other pairs,
 -- the answer at a random option. opts: n (default 200, at most #pairs), seed = 1.
 function M.choice_items(pairs_, opts)
+  lt.check_options(opts, "tasks.choice_items", { "n", "seed" })
   opts = opts or {}
   if #pairs_ < 4 then fail("choice_items: %d pairs are too few for 4 options", #pairs_) end
   local pick = M.generator(opts.seed or 1)
@@ -267,6 +271,7 @@ local function capital(w) return (w:gsub("^%l", string.upper)) end
 -- other pairs, each pair in a random direction. opts: n = 500, examples = 2, seed = 1,
 -- capitalize = true, format = M.format.
 function M.antonym_items(pairs_, opts)
+  lt.check_options(opts, "tasks.antonym_items", { "n", "examples", "format", "capitalize", "seed" })
   opts = opts or {}
   local n, k = opts.n or 500, opts.examples or 2
   local fmt, cap = opts.format or M.format, opts.capitalize ~= false and capital or function(w) return w end
@@ -305,11 +310,14 @@ end
 -- "all"), a .tsv of pairs or a .jsonl of items. opts as for antonym_items (n also caps a
 -- JSONL file's items).
 function M.load(source, opts)
+  lt.check_options(opts, "tasks.load", { "split", "words", "n", "examples", "format", "capitalize", "seed" })
   opts = opts or {}
+  local items_opts = { n = opts.n, examples = opts.examples, format = opts.format, capitalize = opts.capitalize,
+                       seed = opts.seed }
   if source == "wordnet" then
-    return M.antonym_items(M.wordnet_antonyms(opts.split, opts), opts)
+    return M.antonym_items(M.wordnet_antonyms(opts.split, { words = opts.words }), items_opts)
   elseif source:match("%.tsv$") then
-    return M.antonym_items(M.tsv_pairs(source), opts)
+    return M.antonym_items(M.tsv_pairs(source), items_opts)
   elseif source:match("%.jsonl$") then
     local items = M.jsonl_items(source)
     for i = #items, (opts.n or #items) + 1, -1 do items[i] = nil end
@@ -350,6 +358,7 @@ end
 -- sizes differing by at most one). opts.target: "model" (default; t* = the model's argmax)
 -- or "given" (t* = the first token of the item's target text, tokenized alone).
 function M.build(tok, items, opts)
+  lt.check_options(opts, "tasks.build", { "groups", "target" })
   opts = opts or {}
   local G, n = opts.groups or 1, #items
   if n == 0 then fail("tasks.build: no items") end

@@ -1,8 +1,12 @@
-// runtime/cli/launch.cpp: `ltrun launch --nproc-per-node N [--nnodes M --node-rank R
-// --master-addr A --master-port P] SCRIPT.lua [--key=value ...]`: starts N ranks of this
+// runtime/cli/launch.cpp: `ltrun launch --nproc-per-node N [--timeout SECONDS] [--nnodes M
+// --node-rank R --master-addr A --master-port P] SCRIPT.lua [--key=value ...]`: starts N ranks of this
 // ltrun on SCRIPT with a torchrun-style environment (RANK, LOCAL_RANK, WORLD_SIZE,
 // LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT) and the same --db, --device and --seed (a fresh
 // seed is drawn once for all ranks when none is given). Rank 0 writes the run to the store.
+// --timeout (LTRUN_DIST_TIMEOUT, default 300 s): how long the rendezvous and each collective
+// wait for a rank; the rank that times out names the ranks that never reached the collective
+// (runtime/dist/dist.h). One node (--nnodes 1): the ranks meet in a file of the private launch
+// folder (LTRUN_RENDEZVOUS_FILE), so nothing listens on a network interface.
 //
 // A rank that ends with an error or a signal is named on stderr and in LTRUN_LAUNCH_DIR/failed
 // (the other ranks' failing collectives quote it); the others get kGrace to end by themselves
@@ -99,7 +103,7 @@ int exit_code(int status) {
 
 int cmd_launch(const Globals& g, const std::vector<std::string>& args) {
   int nproc = 1, nnodes = 1, node_rank = 0, port = 0;
-  std::string addr = "127.0.0.1";
+  std::string addr = "127.0.0.1", timeout;
   size_t i = 0;
   // launch options come before the script; everything after it is the script's
   for (; i < args.size(); ++i) {
@@ -130,12 +134,18 @@ int cmd_launch(const Globals& g, const std::vector<std::string>& args) {
     else if (key == "--node-rank") node_rank = num(0, 65535);
     else if (key == "--master-addr") addr = val;
     else if (key == "--master-port") port = num(1, 65535);
-    else fail("launch: unknown option {} (expected --nproc-per-node, --nnodes, --node-rank, "
-              "--master-addr, --master-port before the script)", key);
+    else if (key == "--timeout") {
+      char* end = nullptr;
+      const double s = std::strtod(val.c_str(), &end);
+      LT_CHECK(!val.empty() && end && *end == 0 && s > 0 && s <= 7 * 86400,
+               "launch: --timeout {}: expected seconds in (0, 604800]", val);
+      timeout = val;
+    } else fail("launch: unknown option {} (expected --nproc-per-node, --timeout, --nnodes, --node-rank, "
+                "--master-addr, --master-port before the script)", key);
   }
   LT_CHECK(i < args.size(),
-           "usage: ltrun launch --nproc-per-node N [--nnodes M --node-rank R --master-addr A "
-           "--master-port P] SCRIPT.lua [--key=value ...]");
+           "usage: ltrun launch --nproc-per-node N [--timeout SECONDS] [--nnodes M --node-rank R "
+           "--master-addr A --master-port P] SCRIPT.lua [--key=value ...]");
   LT_CHECK(node_rank < nnodes, "launch: --node-rank {} but --nnodes {}", node_rank, nnodes);
   LT_CHECK(nnodes == 1 || port > 0, "launch: several nodes need --master-port (and --master-addr)");
   if (port == 0) port = free_port();
@@ -176,6 +186,9 @@ int cmd_launch(const Globals& g, const std::vector<std::string>& args) {
       setenv("MASTER_ADDR", addr.c_str(), 1);
       setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
       setenv("LTRUN_LAUNCH_DIR", launch_dir.c_str(), 1);
+      if (nnodes == 1) setenv("LTRUN_RENDEZVOUS_FILE", (launch_dir + "/rendezvous").c_str(), 1);
+      else unsetenv("LTRUN_RENDEZVOUS_FILE");
+      if (!timeout.empty()) setenv("LTRUN_DIST_TIMEOUT", timeout.c_str(), 1);
       std::vector<char*> argv;
       argv.push_back(const_cast<char*>(self.c_str()));
       for (auto& a : child_args) argv.push_back(const_cast<char*>(a.c_str()));

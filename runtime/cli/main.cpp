@@ -31,8 +31,9 @@ usage:
   ltrun data info DIR                  describe a packed corpus
   ltrun serve [--port 8080] [--host H] web view of the run store (read-only; loopback unless --host)
   ltrun db merge OUT.db IN.db ...      merge run stores (shards of a scan) into one
-  ltrun launch --nproc-per-node N [--nnodes M --node-rank R --master-addr A --master-port P]
-               SCRIPT.lua [--key=value ...]   run SCRIPT on N ranks (lt.dist, data parallel)
+  ltrun launch --nproc-per-node N [--timeout S] [--nnodes M --node-rank R --master-addr A
+               --master-port P] SCRIPT.lua [--key=value ...]   run SCRIPT on N ranks (lt.dist,
+               data parallel; --timeout: seconds a collective waits for a rank, default 300)
 
 global options (anywhere on the line):
   --db PATH        run store (default $LTRUN_DB, else ./ltrun.db)

@@ -3,6 +3,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
+#include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -11,8 +12,12 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
@@ -64,6 +69,64 @@ std::string launcher_note(std::chrono::milliseconds wait) {
   }
 }
 
+// The collectives each rank has entered, one uint64 per rank in LTRUN_LAUNCH_DIR/progress
+// (mapped shared; every rank writes only its own slot). A rank's count lagging behind this
+// rank's at a failed collective means it never reached it.
+class Progress {
+ public:
+  Progress(const std::string& dir, int world, int rank) : world_(world), rank_(rank) {
+    const std::string path = dir + "/progress";
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) return;  // no naming of late ranks, nothing worse
+    const size_t bytes = size_t(world) * sizeof(uint64_t);
+    struct stat st {};
+    // every rank grows the file to the same size (zeros): no rank can shrink it
+    if (::fstat(fd, &st) == 0 && (size_t(st.st_size) >= bytes || ::ftruncate(fd, off_t(bytes)) == 0)) {
+      void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      if (p != MAP_FAILED) slots_ = static_cast<uint64_t*>(p);
+    }
+    ::close(fd);
+  }
+  ~Progress() {
+    if (slots_) ::munmap(slots_, size_t(world_) * sizeof(uint64_t));
+  }
+  bool active() const { return slots_ != nullptr; }
+  void set(uint64_t seq) {
+    if (slots_) __atomic_store_n(&slots_[rank_], seq, __ATOMIC_RELEASE);
+  }
+  // Who is behind this rank at its collective number `seq` (the rendezvous counts as 1):
+  //   "rank 1 never joined the group" (seq 1), or "ranks 1, 3 did not reach it (rank 1
+  //   entered 2 collectives, rank 3 never joined the group, rank 0 3, counting the
+  //   rendezvous)"; "" when every rank got there (or nothing is known)
+  std::string late(uint64_t seq) const {
+    if (!slots_) return "";
+    std::string who, where;
+    int n = 0;
+    for (int r = 0; r < world_; ++r) {
+      if (r == rank_) continue;
+      const uint64_t c = __atomic_load_n(&slots_[r], __ATOMIC_ACQUIRE);
+      if (c >= seq) continue;
+      who += fmt::format("{}{}", n ? ", " : "", r);
+      where += c == 0 ? fmt::format("rank {} never joined the group, ", r)
+                      : fmt::format("rank {} entered {} collective{}, ", r, c, c == 1 ? "" : "s");
+      ++n;
+    }
+    if (!n) return "";
+    if (seq == 1) return fmt::format("rank{} {} never joined the group", n > 1 ? "s" : "", who);
+    return fmt::format("rank{} {} did not reach it ({}rank {} {}, counting the rendezvous)", n > 1 ? "s" : "", who,
+                       where, rank_, seq);
+  }
+
+ private:
+  int world_, rank_;
+  uint64_t* slots_ = nullptr;
+};
+
+std::string seconds_text(std::chrono::milliseconds t) {
+  return t.count() % 1000 ? fmt::format("{:.3g} s", double(t.count()) / 1000.0)
+                          : fmt::format("{} s", t.count() / 1000);
+}
+
 }  // namespace
 
 Env env_from_environment() {
@@ -88,6 +151,14 @@ Env env_from_environment() {
   }
   if (auto a = env("MASTER_ADDR")) e.master_addr = *a;
   if (auto p = env("MASTER_PORT")) e.master_port = env_int("MASTER_PORT", *p, 1, 65535);
+  if (auto t = env("LTRUN_DIST_TIMEOUT")) {
+    char* end = nullptr;
+    const double s = std::strtod(t->c_str(), &end);
+    LT_CHECK(end && *end == 0 && s > 0 && s <= 7 * 86400, "LTRUN_DIST_TIMEOUT={}: expected seconds in (0, 604800]",
+             *t);
+    e.timeout = std::chrono::milliseconds(int64_t(std::ceil(s * 1000)));
+  }
+  if (auto f = env("LTRUN_RENDEZVOUS_FILE")) e.rendezvous_file = *f;
   return e;
 }
 
@@ -113,6 +184,9 @@ struct Group::Impl {
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<ProcessGroupBase> pg;
   c10::Device device{c10::kCPU};
+  std::unique_ptr<Progress> progress;
+  uint64_t seq = 1;  // collectives entered (the rendezvous is the first)
+  std::chrono::milliseconds timeout{0};
 };
 
 Group::Group(Env e, std::string backend, std::unique_ptr<Impl> impl)
@@ -121,10 +195,22 @@ Group::Group(Env e, std::string backend, std::unique_ptr<Impl> impl)
 Group::~Group() = default;
 
 std::unique_ptr<Group> Group::create(const Env& e, const std::string& backend_in,
-                                     const std::string& device, std::chrono::milliseconds timeout) {
+                                     const std::string& device,
+                                     std::optional<std::chrono::milliseconds> timeout_in) {
   LT_CHECK(e.world_size >= 1 && e.rank >= 0 && e.rank < e.world_size,
            "dist: rank {} outside 0..{}", e.rank, e.world_size - 1);
+  const std::chrono::milliseconds timeout = timeout_in.value_or(e.timeout);
   auto impl = std::make_unique<Impl>();
+  impl->timeout = timeout;
+  if (auto dir = env("LTRUN_LAUNCH_DIR")) {
+    impl->progress = std::make_unique<Progress>(*dir, e.world_size, e.rank);
+    impl->progress->set(1);  // arrived at the rendezvous
+  }
+  // what a failed rendezvous says about the ranks that never came
+  auto late = [&] {
+    const std::string l = impl->progress ? impl->progress->late(1) : "";
+    return fmt::format("(timeout {}){}{}", seconds_text(timeout), l.empty() ? "" : ": ", l);
+  };
   impl->device = c10::Device(device);
   std::string backend = backend_in;
   if (backend == "auto") backend = impl->device.is_cuda() ? "nccl" : "gloo";
@@ -136,25 +222,35 @@ std::unique_ptr<Group> Group::create(const Env& e, const std::string& backend_in
     backend = "gloo";  // CUDA tensors go through host copies
   }
 #endif
-  c10d::TCPStoreOptions so;
-  so.port = uint16_t(e.master_port);
-  so.isServer = e.rank == 0;
-  so.numWorkers = size_t(e.world_size);
-  so.waitWorkers = true;
-  so.timeout = timeout;
   try {
-    auto tcp = c10::make_intrusive<c10d::TCPStore>(e.master_addr, so);
-    impl->store = c10::make_intrusive<c10d::PrefixStore>("ltrun", tcp);
+    if (!e.rendezvous_file.empty()) {  // one node: a file, no port (see dist.h)
+      auto file = c10::make_intrusive<c10d::FileStore>(e.rendezvous_file, e.world_size);
+      file->setTimeout(timeout);
+      impl->store = c10::make_intrusive<c10d::PrefixStore>("ltrun", file);
+    } else {
+      c10d::TCPStoreOptions so;
+      so.port = uint16_t(e.master_port);
+      so.isServer = e.rank == 0;
+      so.numWorkers = size_t(e.world_size);
+      so.waitWorkers = true;
+      so.timeout = timeout;
+      auto tcp = c10::make_intrusive<c10d::TCPStore>(e.master_addr, so);
+      impl->store = c10::make_intrusive<c10d::PrefixStore>("ltrun", tcp);
+    }
   } catch (const std::exception& x) {
-    fail("dist: rendezvous at {}:{} (rank {} of {}) failed: {}", e.master_addr, e.master_port,
-         e.rank, e.world_size, x.what());
+    std::string msg = x.what();
+    if (auto nl = msg.find('\n'); nl != std::string::npos) msg.resize(nl);
+    fail("dist: rendezvous at {} (rank {} of {}) failed {}: {}",
+         e.rendezvous_file.empty() ? fmt::format("{}:{}", e.master_addr, e.master_port) : e.rendezvous_file,
+         e.rank, e.world_size, late(), msg);
   }
   try {
     if (backend == "gloo") {
       auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
       // one node (a loopback master): loopback; GLOO_SOCKET_IFNAME: that interface; else the
       // address this host's name resolves to
-      const bool loopback = e.master_addr == "localhost" || e.master_addr.rfind("127.", 0) == 0;
+      const bool loopback = !e.rendezvous_file.empty() || e.master_addr == "localhost" ||
+                            e.master_addr.rfind("127.", 0) == 0;
       if (auto ifname = env("GLOO_SOCKET_IFNAME"))
         opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(*ifname));
       else if (loopback)
@@ -170,20 +266,29 @@ std::unique_ptr<Group> Group::create(const Env& e, const std::string& backend_in
 #endif
     }
   } catch (const std::exception& x) {
-    fail("dist: {} process group (rank {} of {}) failed: {}", backend, e.rank, e.world_size, x.what());
+    std::string msg = x.what();
+    if (auto nl = msg.find('\n'); nl != std::string::npos) msg.resize(nl);
+    fail("dist: {} process group (rank {} of {}) failed {}: {}", backend, e.rank, e.world_size, late(), msg);
   }
   return std::unique_ptr<Group>(new Group(e, backend, std::move(impl)));
 }
 
-void Group::wait(const char* what, std::function<void()> op) {
+uint64_t Group::enter() {
+  const uint64_t seq = ++impl_->seq;
+  if (impl_->progress) impl_->progress->set(seq);
+  return seq;
+}
+
+void Group::wait(const char* what, uint64_t seq, std::function<void()> op) {
   try {
     op();
   } catch (const std::exception& x) {
     std::string msg = x.what();
     if (auto nl = msg.find('\n'); nl != std::string::npos) msg.resize(nl);
     const std::string note = launcher_note(std::chrono::seconds(3));
-    fail("dist: {} on rank {} of {} failed: {}{}", what, env_.rank, env_.world_size,
-         note.empty() ? "" : note + "; ", msg);
+    const std::string late = impl_->progress ? impl_->progress->late(seq) : "";
+    fail("dist: {} on rank {} of {} failed (timeout {}): {}{}{}", what, env_.rank, env_.world_size,
+         seconds_text(impl_->timeout), note.empty() ? "" : note + "; ", late.empty() ? "" : late + "; ", msg);
   }
 }
 
@@ -199,7 +304,8 @@ void from_comm(at::Tensor& t, const at::Tensor& c) {
 }  // namespace
 
 void Group::barrier() {
-  wait("barrier", [&] { impl_->pg->barrier()->wait(); });
+  const uint64_t seq = enter();
+  wait("barrier", seq, [&] { impl_->pg->barrier()->wait(); });
 }
 
 void Group::all_reduce(at::Tensor& t, ReduceOp op) {
@@ -210,7 +316,8 @@ void Group::all_reduce(at::Tensor& t, ReduceOp op) {
                : op == ReduceOp::min ? c10d::ReduceOp::MIN
                                      : c10d::ReduceOp::SUM;
   std::vector<at::Tensor> v{c};
-  wait("all_reduce", [&] { impl_->pg->allreduce(v, o)->wait(); });
+  const uint64_t seq = enter();
+  wait("all_reduce", seq, [&] { impl_->pg->allreduce(v, o)->wait(); });
   bytes_all_reduced_ += uint64_t(c.numel()) * uint64_t(c.element_size());
   if (op == ReduceOp::avg) {
     if (c.is_floating_point()) c.div_(double(env_.world_size));
@@ -223,6 +330,7 @@ struct Group::Pending::State {
   Group* g = nullptr;
   at::Tensor t, comm;
   c10::intrusive_ptr<c10d::Work> work;
+  uint64_t seq = 0;
   bool done = false;
 };
 
@@ -231,7 +339,7 @@ Group::Pending::~Pending() = default;
 void Group::Pending::wait() {
   if (s_->done) return;
   s_->done = true;
-  s_->g->wait("all_reduce", [&] { s_->work->wait(); });
+  s_->g->wait("all_reduce", s_->seq, [&] { s_->work->wait(); });
   from_comm(s_->t, s_->comm);
 }
 
@@ -245,7 +353,8 @@ std::unique_ptr<Group::Pending> Group::all_reduce_start(at::Tensor t) {
   c10d::AllreduceOptions o;
   o.reduceOp = c10d::ReduceOp::SUM;
   std::vector<at::Tensor> v{p->s_->comm};
-  wait("all_reduce", [&] { p->s_->work = impl_->pg->allreduce(v, o); });
+  p->s_->seq = enter();
+  wait("all_reduce", p->s_->seq, [&] { p->s_->work = impl_->pg->allreduce(v, o); });
   bytes_all_reduced_ += uint64_t(t.numel()) * uint64_t(t.element_size());
   return p;
 }
@@ -258,7 +367,8 @@ void Group::broadcast(at::Tensor& t, int src) {
   c10d::BroadcastOptions o;
   o.rootRank = src;
   std::vector<at::Tensor> v{c};
-  wait("broadcast", [&] { impl_->pg->broadcast(v, o)->wait(); });
+  const uint64_t seq = enter();
+  wait("broadcast", seq, [&] { impl_->pg->broadcast(v, o)->wait(); });
   from_comm(t, c);
 }
 
@@ -268,7 +378,8 @@ std::vector<at::Tensor> Group::all_gather(const at::Tensor& t) {
   std::vector<std::vector<at::Tensor>> out(1);
   for (int r = 0; r < env_.world_size; ++r) out[0].push_back(at::empty_like(c));
   std::vector<at::Tensor> in{c};
-  wait("all_gather", [&] { impl_->pg->allgather(out, in)->wait(); });
+  const uint64_t seq = enter();
+  wait("all_gather", seq, [&] { impl_->pg->allgather(out, in)->wait(); });
   std::vector<at::Tensor> res;
   for (auto& x : out[0]) res.push_back(x.to(t.device()));
   return res;

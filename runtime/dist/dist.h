@@ -8,6 +8,15 @@
 // Collectives block until every rank has joined them. A rank that dies makes the others'
 // collectives fail (Gloo sees the closed connection at once; otherwise after `timeout`) with
 // an error that names the dead rank when `ltrun launch` reported it (LTRUN_LAUNCH_DIR).
+// Under `ltrun launch` each rank also counts the collectives it has entered in a shared file
+// (LTRUN_LAUNCH_DIR/progress), so a collective that times out names the ranks that never
+// reached it (a hung rank), and so does a rendezvous that times out.
+//
+// The timeout (rendezvous and every collective) is LTRUN_DIST_TIMEOUT seconds (`ltrun launch
+// --timeout`), else 300. A single-node `ltrun launch` meets in a file of its private
+// LTRUN_LAUNCH_DIR (LTRUN_RENDEZVOUS_FILE, c10d's FileStore) instead of a TCP port: LibTorch
+// 1.13's TCPStore can only listen on every interface, and one host needs no port at all;
+// Gloo's own connections then bind 127.0.0.1.
 #pragma once
 #include <ATen/core/Tensor.h>
 
@@ -15,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +35,8 @@ struct Env {
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
   std::string source = "none";  // "torchrun" | "slurm" | "none"
+  std::chrono::milliseconds timeout = std::chrono::minutes(5);  // LTRUN_DIST_TIMEOUT (seconds)
+  std::string rendezvous_file;  // LTRUN_RENDEZVOUS_FILE: one node, a FileStore instead of TCP
 };
 
 // The environment of this process (world_size 1, rank 0 when nothing is set). Errors name
@@ -38,9 +50,10 @@ class Group {
  public:
   // Joins the group of `e` (world_size > 1); backend "auto" (NCCL for a CUDA device when
   // built with it, else Gloo), "gloo" or "nccl". `device`: where the collectives' tensors live.
+  // timeout: of the rendezvous and of every collective; nullopt: e.timeout.
   static std::unique_ptr<Group> create(const Env& e, const std::string& backend,
                                        const std::string& device = "cpu",
-                                       std::chrono::milliseconds timeout = std::chrono::minutes(5));
+                                       std::optional<std::chrono::milliseconds> timeout = std::nullopt);
   ~Group();
 
   int rank() const { return env_.rank; }
@@ -77,7 +90,8 @@ class Group {
  private:
   struct Impl;
   Group(Env e, std::string backend, std::unique_ptr<Impl> impl);
-  void wait(const char* what, std::function<void()> op);
+  uint64_t enter();  // this rank's next collective number (counted in the progress file)
+  void wait(const char* what, uint64_t seq, std::function<void()> op);
 
   Env env_;
   std::string backend_;

@@ -14,6 +14,7 @@
 #include "runtime/core/error.h"
 #include "runtime/eval/categories.h"
 #include "runtime/eval/csv.h"
+#include "runtime/eval/math_answer.h"
 #include "runtime/text/utf8.h"
 
 namespace fs = std::filesystem;
@@ -268,7 +269,9 @@ void read_math500(const std::string& path, std::vector<Item>& out) {
     item.split = split;
     item.question = get_text(obj, "problem", item.source);
     item.solution = get_text_or(obj, "solution", "", item.source);
-    item.answer = trim(get_text(obj, "answer", item.source));
+    // the bare final answer as MATH-500 writes it ("\\frac{14}{3}"); a worked solution in its
+    // place must carry its marker ("#### N" or \\boxed{N}): refused otherwise, by file:line
+    item.answer = reference_answer(get_text(obj, "answer", item.source), item.source, "answer");
     item.subject = get_text_or(obj, "subject", "", item.source);
     item.category = item.subject;
     item.id = get_text_or(obj, "unique_id", fmt::format("{}/{}", split, index), item.source);

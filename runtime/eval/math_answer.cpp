@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include "runtime/core/error.h"
+
 namespace ltrun::eval {
 namespace {
 
@@ -261,6 +263,33 @@ bool is_integer_text(std::string_view t) {
 }
 
 }  // namespace
+
+std::string reference_answer(std::string_view text, const std::string& where, const std::string& field) {
+  auto trimmed = [](std::string_view s) {
+    const auto sp = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+    while (!s.empty() && sp(s.front())) s.remove_prefix(1);
+    while (!s.empty() && sp(s.back())) s.remove_suffix(1);
+    return std::string(s);
+  };
+  if (const size_t h = text.rfind("####"); h != std::string_view::npos) {
+    const std::string a = trimmed(text.substr(h + 4));
+    LT_CHECK(!a.empty(), "{}: field '{}': nothing after its \"####\"", where, field);
+    return a;
+  }
+  if (text.find("\\boxed") != std::string_view::npos || text.find("\\fbox") != std::string_view::npos) {
+    const auto b = last_boxed(text);
+    LT_CHECK(b && !trimmed(*b).empty(), "{}: field '{}': its \\boxed{{}} is empty or not closed", where, field);
+    return trimmed(*b);
+  }
+  const std::string a = trimmed(text);
+  LT_CHECK(!a.empty(), "{}: field '{}' holds no answer", where, field);
+  const size_t lines = size_t(std::count(a.begin(), a.end(), '\n')) + 1;
+  LT_CHECK(lines == 1 && a.find("<<") == std::string::npos,
+           "{}: field '{}' is a worked solution ({} line{}) without its final-answer marker: expected "
+           "\"#### ANSWER\" at its end, a \\boxed{{ANSWER}}, or the bare final answer",
+           where, field, lines, lines == 1 ? "" : "s");
+  return a;
+}
 
 std::optional<std::string> last_boxed(std::string_view text) {
   size_t best = std::string_view::npos, cmd_len = 0;

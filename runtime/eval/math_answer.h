@@ -20,6 +20,14 @@ std::optional<std::string> extract_math_answer(std::string_view text);
 // not closed).
 std::optional<std::string> last_boxed(std::string_view text);
 
+// The reference answer a dataset's answer field holds, by the marker it carries:
+//   "... #### 42" (GSM8K: the text after the last "####")  |  "... \boxed{42} ..." (MATH
+//   solutions: the last \boxed{})  |  a bare final answer ("42", "\frac{14}{3}": one line).
+// A worked solution with neither marker (several lines, or GSM8K's "<<48/2=24>>" calculator
+// notes) is an error naming `where` (file:line) and `field`: its whole text taken as the
+// answer would match no model output. An empty answer is an error too.
+std::string reference_answer(std::string_view text, const std::string& where, const std::string& field);
+
 // A canonical text for comparing answers: unwraps \boxed; drops $, \left \right, LaTeX
 // spacing (\, \! \; \: ~), \displaystyle, degree marks (^\circ, °), % and \%, trailing
 // \text{...} units and plain-word units after a number ("18 dollars"), a leading

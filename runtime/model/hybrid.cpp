@@ -398,6 +398,24 @@ HybridResult assemble_hybrid(const HybridSpec& spec) {
     const fs::path src = fs::path(E.dir) / f;
     if (fs::exists(src)) fs::copy_file(src, fs::path(spec.out_dir) / f, fs::copy_options::overwrite_existing);
   }
+  // A warning, not an error: a stack of donors without tokenizer files is a real case (weights
+  // from elsewhere, token-id studies) and the hybrid works on ids. But a hybrid silently without
+  // the tokenizer its ids mean is a trap (lt.model.load gives it none, text prompts fail later).
+  // No other donor's tokenizer is copied in: the ids are the embedding donor's.
+  if (!fs::exists(fs::path(E.dir) / "tokenizer.json")) {
+    std::string other = fs::exists(fs::path(H.dir) / "tokenizer.json") ? H.dir : "";
+    for (const Planned& p : plan)
+      if (other.empty() && p.donor && fs::exists(fs::path(p.donor->dir) / "tokenizer.json")) other = p.donor->dir;
+    r.warnings.push_back(fmt::format(
+        "hybrid: warning: the embedding donor {} has no tokenizer.json, so {} is written without one "
+        "(lt.model.load gives it no tokenizer: text prompts are refused, token ids work){}",
+        E.dir, spec.out_dir,
+        other.empty() ? std::string()
+                      : fmt::format("; donor {} has one, but it is not copied: the token ids are the "
+                                    "embedding donor's (copy it in by hand if the vocabularies are one)",
+                                    other)));
+  }
+  for (const std::string& w : r.warnings) fmt::print(stderr, "{}\n", w);
   r.dir = spec.out_dir;
   r.model_type = hc.model_type;
   r.dtype = dtype_name(dtype);

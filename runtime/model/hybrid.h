@@ -79,6 +79,8 @@ struct HybridResult {
   std::vector<std::string> layer_types;
   std::vector<int> fresh_layers;
   std::vector<HybridCopy> copied;
+  // Said on stderr too: the embedding donor had no tokenizer.json, so the hybrid has none.
+  std::vector<std::string> warnings;
 };
 
 HybridResult assemble_hybrid(const HybridSpec& spec);

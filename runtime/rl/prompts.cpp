@@ -64,14 +64,9 @@ std::string question_of(const json& j, const PromptFields& f, const std::string&
 }
 
 std::string answer_of(const json& j, const PromptFields& f, const std::string& where) {
-  auto from_answer = [&](const json& v, const char* k) {
-    std::string a = text_of(v);
-    const size_t h = a.rfind("####");
-    if (h != std::string::npos) a = a.substr(h + 4);  // GSM8K: reasoning, then "#### N"
-    a = trim(a);
-    LT_CHECK(!a.empty(), "{}: field '{}' holds no answer", where, k);
-    return a;
-  };
+  // "reasoning #### N" (GSM8K), a \boxed{N}, or the bare N; a worked solution without a
+  // marker is refused (eval::reference_answer)
+  auto from_answer = [&](const json& v, const char* k) { return eval::reference_answer(text_of(v), where, k); };
   if (!f.answer.empty()) {
     LT_CHECK(j.contains(f.answer), "{}: no field '{}' (the answer field asked for)", where, f.answer);
     if (f.answer == "solution") {

@@ -39,4 +39,16 @@ check "names both donors" contains "$out" "donors q (vocab_size 300) and far (vo
 check "nothing written" [ ! -e bad/config.json ]
 out=$("$LTRUN" model hybrid h --embed q --layers q:0 2>&1)
 check "existing folder refused" contains "$out" "h exists and is not empty"
+
+# an embedding donor without tokenizer.json (issue 23, 12e): written, with a warning on stderr
+# that names the donor and the output and the donor that has one (its tokenizer is not copied)
+cp -r nh notok && rm notok/tokenizer.json
+"$LTRUN" model hybrid nt --embed notok --head q --layers notok:0-1,q:2 >nt.out 2>nt.err
+check "written without a tokenizer" [ -e nt/config.json ] && check "no tokenizer.json" [ ! -e nt/tokenizer.json ]
+warn=$(cat nt.err)
+check "warns on stderr" contains "$warn" "hybrid: warning: the embedding donor notok has no tokenizer.json, so nt is written without one"
+check "names the donor that has one" contains "$warn" "donor q has one, but it is not copied"
+check "stdout keeps the summary" contains "$(cat nt.out)" "wrote nt:"
+out=$("$LTRUN" model hybrid ok2 --embed nh --layers nh:0 2>&1 >/dev/null)
+check "no warning when the embedding donor has one" equals "$out" ""
 finish

@@ -1,7 +1,9 @@
 -- tests/lua/dist.lua: `ltrun launch` with 2 ranks on Gloo (child processes of this ltrun, with
 -- a store of their own): lt.dist's collectives against values computed by hand, one run per
 -- launch written by rank 0 with world_size and backend, and a rank killed with SIGKILL ending
--- the launch within 30 s with the run failed and the dead rank named.
+-- the launch within 30 s with the run failed and the dead rank named. Issue 23: a hung rank
+-- with --timeout 5 ends the launch well under 60 s, named; a single-node launch listens on no
+-- interface but loopback.
 local T = require "lt.test"
 local tmp = os.getenv("LTRUN_TEST_TMP") .. "/lua_dist"
 os.execute("rm -rf '" .. tmp .. "' && mkdir -p '" .. tmp .. "'")
@@ -140,12 +142,66 @@ end
   T.eq(rc, 137, out)
   T.ok(out:find("rank 0 %(pid %d+%) was killed by signal 9"), out)
   -- rank 1's failing collective quotes the launcher's note about rank 0
-  T.ok(out:find("all_reduce on rank 1 of 2 failed: rank 0 %(pid %d+%) was killed"), out)
+  T.ok(out:find("all_reduce on rank 1 of 2 failed %(timeout 300 s%): rank 0 %(pid %d+%) was killed"), out)
   local st = sql(db, "select status, error from runs where parent_id is null")
   T.ok(st:find("failed"), st)
   T.ok(st:find("rank 0 %(pid %d+%) was killed by signal 9"), "the run's error names rank 0: " .. st)
   local kept = sql(db, "select count(*) as n, sum(value) as s from metrics where name = 'before_kill'")
   T.ok(kept:find("5,150"), "the 5 metrics logged before the kill are kept: " .. kept)
+end)
+
+T.case("launch --timeout: a hung rank ends the launch well under 60 s, named by the rank that waited", function()
+  -- rank 1 stops taking part after one all_reduce (it loops on a C++ call, so SIGTERM reaches it)
+  write(tmp .. "/hang.lua", [[
+lt.dist.all_reduce(lt.tensor{ 1.0 }, "sum")
+if lt.dist.rank() == 1 then
+  local t0 = lt.clock()
+  while lt.clock() - t0 < 600 do end
+end
+lt.dist.all_reduce(lt.tensor{ 1.0 }, "sum")
+]])
+  local db = tmp .. "/hang.db"
+  local t0 = os.time()
+  local out, rc = sh(("%q --db %q launch --timeout=5 --nproc-per-node 2 %q"):format(ltrun, db, tmp .. "/hang.lua"))
+  local took = os.time() - t0
+  T.ok(took < 60, ("ended within 60 s (took %d s)"):format(took))
+  T.ok(rc ~= 0, out)
+  -- the rendezvous is collective 1, the first all_reduce 2: rank 1 never entered the second
+  T.ok(out:find("all_reduce on rank 0 of 2 failed %(timeout 5 s%): rank 1 did not reach it %(rank 1 entered 2 collectives, rank 0 3, counting the rendezvous%)"),
+       out)
+  local st = sql(db, "select status, error from runs")
+  T.ok(st:find("failed") and st:find("rank 1 did not reach it"), "the run's error names rank 1: " .. st)
+  local bad = sh(("%q launch --timeout=0 --nproc-per-node 2 %q"):format(ltrun, tmp .. "/hang.lua"))
+  T.ok(bad:find("launch: %-%-timeout 0: expected seconds in"), bad)
+end)
+
+T.case("launch: a single-node job listens on no interface but loopback", function()
+  -- each rank lists its own listening TCP sockets (from /proc/net/tcp{,6} by socket inode)
+  -- while both are in the group; rank 0's rendezvous port used to listen on every interface
+  write(tmp .. "/listen.lua", [[
+lt.dist.barrier()
+local p = io.popen("for f in /proc/$PPID/fd/*; do readlink $f; done 2>/dev/null")
+local mine = {}
+for l in p:lines() do local i = l:match("^socket:%[(%d+)%]$"); if i then mine[i] = true end end
+p:close()
+local n = 0
+for _, file in ipairs{ "/proc/net/tcp", "/proc/net/tcp6" } do
+  for line in io.lines(file) do
+    local addr, st, inode = line:match("^%s*%d+: (%x+):%x+ %x+:%x+ (%x+) %x+:%x+ %x+:%x+ %x+%s+%d+%s+%d+%s+(%d+)")
+    if st == "0A" and mine[inode] then
+      n = n + 1
+      local loop = addr == "0100007F" or addr == "00000000000000000000000001000000" or addr == "0000000000000000FFFF00000100007F"
+      print(("LISTEN rank %d %s %s"):format(lt.dist.rank(), addr, loop and "loopback" or "NOT-LOOPBACK"))
+    end
+  end
+end
+print(("LISTEN_DONE rank %d %d"):format(lt.dist.rank(), n))
+lt.dist.barrier()
+]])
+  local out, rc = sh(("%q --db %q launch --nproc-per-node 2 %q"):format(ltrun, tmp .. "/listen.db", tmp .. "/listen.lua"))
+  T.eq(rc, 0, out)
+  T.ok(out:find("LISTEN_DONE rank 0") and out:find("LISTEN_DONE rank 1"), out)
+  T.ok(not out:find("NOT%-LOOPBACK"), "every listening socket of the ranks is on loopback: " .. out)
 end)
 
 T.finish()
