@@ -1,5 +1,6 @@
 // bindings/proc.cpp: lt.proc, child processes from argv arrays (runtime/core/process.h):
-// spawn(argv, {env = {K = V}, stdout = PATH, stderr = PATH}) → pid; wait(pid[, timeout_s])
+// spawn(argv, {env = {K = V}, stdout = PATH, stderr = PATH, death_signal = "TERM"}) → pid
+// (death_signal: the child gets it when this process ends, however it ends); wait(pid[, timeout_s])
 // → nil while running, else {code =, signal =}; kill(pid[, "TERM"]) → false when gone;
 // sleep(s); exe (this ltrun binary); cpus() (CPUs we may use); pid() (ours);
 // stderr_is_terminal (for progress lines).
@@ -45,6 +46,12 @@ int l_spawn(lua_State* L) {
     lua_pop(L, 1);
     o.stdout_path = opt_string(L, 2, "stdout", fn).value_or("");
     o.stderr_path = opt_string(L, 2, "stderr", fn).value_or("");
+    lua_getfield(L, 2, "death_signal");
+    if (lua_type(L, -1) == LUA_TNUMBER) o.death_signal = int(check_integer(L, -1, fn));
+    else if (lua_type(L, -1) == LUA_TSTRING) o.death_signal = signal_number(lua_tostring(L, -1));
+    else if (!lua_isnil(L, -1)) fail("{}: death_signal is {}; expected a signal name (\"TERM\") or number", fn, type_name(L, -1));
+    lua_pop(L, 1);
+    LT_CHECK(o.death_signal >= 0 && o.death_signal < 65, "{}: death_signal {} is not a signal", fn, o.death_signal);
   }
   lua_pushnumber(L, double(spawn_process(argv, o)));
   return 1;

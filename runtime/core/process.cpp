@@ -1,15 +1,18 @@
-// runtime/core/process.cpp: posix_spawn, waitpid and kill (see process.h).
+// runtime/core/process.cpp: posix_spawn (or fork + execve), waitpid and kill (see process.h).
 #include "runtime/core/process.h"
 
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <fcntl.h>
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -18,6 +21,91 @@
 extern char** environ;
 
 namespace ltrun {
+
+namespace {
+
+// argv[0] as execve needs it: with a '/', as given; else the first executable file of that
+// name in PATH (as posix_spawnp searches; done here, before fork, where allocating is safe).
+std::string find_program(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  for (;;) {
+    const size_t end = dirs.find(':', start);
+    std::string dir = dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (dir.empty()) dir = ".";
+    const std::string p = dir + "/" + name;
+    struct stat st {};
+    if (stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(p.c_str(), X_OK) == 0) return p;
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  fail("spawn {}: {} (not found in PATH)", name, std::strerror(ENOENT));
+}
+
+// fork + execve with PR_SET_PDEATHSIG in the child. Between fork and execve the child calls
+// only async-signal-safe functions (this process has other threads: the store's flusher,
+// LibTorch's pools). An exec failure comes back as errno through a close-on-exec pipe.
+long spawn_with_death_signal(const std::vector<std::string>& argv, std::vector<char*>& args,
+                             std::vector<char*>& envp, const SpawnOptions& o) {
+  const std::string program = find_program(argv[0]);
+  int pipe_fd[2];
+  if (pipe2(pipe_fd, O_CLOEXEC) != 0) fail("spawn {}: pipe: {}", argv[0], std::strerror(errno));
+  const int flags = O_WRONLY | O_CREAT | O_TRUNC;
+  const char* out = o.stdout_path.empty() ? nullptr : o.stdout_path.c_str();
+  const char* err = o.stderr_path.empty() ? nullptr : o.stderr_path.c_str();
+  const int sig = o.death_signal;
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    const int e = errno;
+    close(pipe_fd[0]);
+    close(pipe_fd[1]);
+    fail("spawn {}: fork: {}", argv[0], std::strerror(e));
+  }
+  if (pid == 0) {  // the child
+    int e = 0;
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);  // (the starting thread may block some)
+    if (prctl(PR_SET_PDEATHSIG, sig) != 0) {
+      e = errno;
+    } else if (getppid() != parent) {  // the parent died before prctl took effect
+      signal(sig, SIG_DFL);  // (a handler of ours, inherited by fork, would catch it)
+      raise(sig);
+      _exit(128 + sig);
+    }
+    for (int k = 0; e == 0 && k < 2; k++) {
+      const char* path = k == 0 ? out : err;
+      if (!path) continue;
+      const int fd = open(path, flags, 0644);
+      if (fd < 0 || dup2(fd, k + 1) < 0) e = errno;
+      if (fd >= 0 && fd != k + 1) close(fd);
+    }
+    if (e == 0) {
+      execve(program.c_str(), args.data(), envp.data());
+      e = errno;
+    }
+    ssize_t w = write(pipe_fd[1], &e, sizeof e);
+    (void)w;
+    _exit(127);
+  }
+  close(pipe_fd[1]);
+  int child_errno = 0;
+  ssize_t n;
+  do n = read(pipe_fd[0], &child_errno, sizeof child_errno);
+  while (n < 0 && errno == EINTR);
+  close(pipe_fd[0]);
+  if (n == ssize_t(sizeof child_errno)) {  // exec (or its set-up) failed: reap the child
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+    fail("spawn {}: {}", argv[0], std::strerror(child_errno));
+  }
+  return long(pid);
+}
+
+}  // namespace
 
 long spawn_process(const std::vector<std::string>& argv, const SpawnOptions& o) {
   LT_CHECK(!argv.empty() && !argv[0].empty(), "spawn: an empty argv (expected the program first)");
@@ -40,6 +128,8 @@ long spawn_process(const std::vector<std::string>& argv, const SpawnOptions& o) 
   std::vector<char*> envp;
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
+
+  if (o.death_signal != 0) return spawn_with_death_signal(argv, args, envp, o);
 
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);

@@ -170,43 +170,61 @@ struct Store::Impl {
     }
   }
 
-  // Rows left `running` by a process of this machine that no longer exists. A row is judged
-  // only when it is known to come from this machine: same boot (boot id) → its pid must be
-  // alive with the recorded start time (else the pid was reused); same machine id but another
-  // boot → the machine rebooted since; rows from before migration 0002 (no boot id) → pid
-  // liveness, as before. A row of another machine with the same host name is left alone.
+  // Whether the process a row records (host, machine id, boot id, pid, start time) is gone,
+  // judged from here: only a row known to come from this machine is judged. Same boot (boot
+  // id) → its pid must be alive with the recorded start time (else the pid was reused); same
+  // machine id but another boot → the machine rebooted since; rows from before migration 0002
+  // (no boot id) → pid liveness. A row of another machine with the same host name, or of
+  // another host, is not judged (nullopt). Returns why it is gone, "" when it is alive.
+  struct Recorded {
+    std::string host;
+    std::optional<std::string> machine, boot;
+    int64_t pid = 0;
+    std::optional<long long> start;
+  };
+  static std::optional<std::string> gone(const Recorded& r) {
+    static const std::string host = host_name(), boot = boot_id(), machine = machine_id();
+    if (r.host != host) return std::nullopt;
+    const std::string who = fmt::format("process {} on {}", r.pid, host);
+    if (!r.boot || r.boot->empty()) {  // written before boot ids were recorded
+      if (r.pid != getpid() && !process_alive(r.pid)) return who + " ended without closing the run";
+      return "";
+    }
+    if (!boot.empty() && *r.boot == boot) {
+      if (r.pid == getpid()) return "";
+      if (!process_alive(r.pid)) return who + " ended without closing the run";
+      if (r.start && *r.start >= 0) {
+        const long long now = process_start_time(r.pid);
+        if (now >= 0 && now != *r.start)
+          return fmt::format("{} ended without closing the run (pid {} now belongs to another process)", who, r.pid);
+      }
+      return "";
+    }
+    if (!machine.empty() && r.machine && *r.machine == machine)
+      return fmt::format("{} ended without closing the run (the machine has rebooted since)", who);
+    return std::nullopt;
+  }
+  static std::optional<std::string> column_text(sqlite3_stmt* st, int c) {
+    const unsigned char* p = sqlite3_column_text(st, c);
+    return p ? std::optional<std::string>(reinterpret_cast<const char*>(p)) : std::nullopt;
+  }
+
+  // Rows left `running` by a process of this machine that no longer exists (see gone()).
   void recover_crashed() {
-    const std::string host = host_name(), boot = boot_id(), machine = machine_id();
+    const std::string host = host_name();
     std::vector<std::pair<int64_t, std::string>> dead;  // id, why
     sqlite3_stmt* st = prepare(
         "SELECT id, pid, boot_id, machine_id, process_start FROM runs WHERE status='running' AND host=?");
     sqlite3_bind_text(st, 1, host.c_str(), -1, SQLITE_TRANSIENT);
-    auto text = [&](int c) {
-      const unsigned char* p = sqlite3_column_text(st, c);
-      return p ? std::optional<std::string>(reinterpret_cast<const char*>(p)) : std::nullopt;
-    };
     while (sqlite3_step(st) == SQLITE_ROW) {
-      const int64_t id = sqlite3_column_int64(st, 0), pid = sqlite3_column_int64(st, 1);
-      const auto row_boot = text(2), row_machine = text(3);
-      const bool has_start = sqlite3_column_type(st, 4) != SQLITE_NULL;
-      const long long start = sqlite3_column_int64(st, 4);
-      const std::string who = fmt::format("process {} on {}", pid, host);
-      if (!row_boot || row_boot->empty()) {  // written before boot ids were recorded
-        if (pid != getpid() && !process_alive(pid)) dead.emplace_back(id, who + " ended without closing the run");
-      } else if (!boot.empty() && *row_boot == boot) {
-        if (pid == getpid()) continue;
-        if (!process_alive(pid)) {
-          dead.emplace_back(id, who + " ended without closing the run");
-        } else if (has_start && start >= 0) {
-          const long long now = process_start_time(pid);
-          if (now >= 0 && now != start)
-            dead.emplace_back(id, fmt::format("{} ended without closing the run (pid {} now belongs to "
-                                              "another process)", who, pid));
-        }
-      } else if (!machine.empty() && row_machine && *row_machine == machine) {
-        dead.emplace_back(id, fmt::format("{} ended without closing the run (the machine has rebooted "
-                                          "since)", who));
-      }
+      Recorded r;
+      r.host = host;
+      r.pid = sqlite3_column_int64(st, 1);
+      r.boot = column_text(st, 2);
+      r.machine = column_text(st, 3);
+      if (sqlite3_column_type(st, 4) != SQLITE_NULL) r.start = sqlite3_column_int64(st, 4);
+      const auto why = gone(r);
+      if (why && !why->empty()) dead.emplace_back(sqlite3_column_int64(st, 0), *why);
     }
     sqlite3_finalize(st);
     if (dead.empty()) return;
@@ -477,6 +495,76 @@ Status Store::run_status(int64_t run) {
   for (Status x : {Status::running, Status::ok, Status::failed, Status::interrupted, Status::crashed})
     if (s == status_name(x)) return x;
   fail("{}: run {} has unknown status '{}'", impl_->path, run, s);
+}
+
+std::optional<Lease> Store::take_lease(const std::string& key, const std::string& job, int64_t pid,
+                                       std::optional<int64_t> holder_run) {
+  LT_CHECK(pid > 0, "take_lease {} / {}: bad process id {}", key, job, pid);
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Impl& d = *impl_;
+  d.exec("BEGIN IMMEDIATE", "locking to take a lease");
+  try {
+    sqlite3_stmt* st = d.prepare(
+        "SELECT host, pid, machine_id, boot_id, process_start, holder_run, taken_at FROM leases "
+        "WHERE key=? AND job=?");
+    Impl::bind_text(st, 1, key);
+    Impl::bind_text(st, 2, job);
+    std::optional<Lease> held;
+    if (sqlite3_step(st) == SQLITE_ROW) {
+      Impl::Recorded r;
+      r.host = Impl::column_text(st, 0).value_or("");
+      r.pid = sqlite3_column_int64(st, 1);
+      r.machine = Impl::column_text(st, 2);
+      r.boot = Impl::column_text(st, 3);
+      if (sqlite3_column_type(st, 4) != SQLITE_NULL) r.start = sqlite3_column_int64(st, 4);
+      // this process re-takes its own lease (to hand it to the worker it started)
+      const bool ours = r.host == host_name() && r.pid == getpid() && r.boot == std::optional(boot_id());
+      const auto why = Impl::gone(r);
+      if (!ours && !(why && !why->empty())) {  // alive, or on a machine we cannot judge
+        held = Lease{key, job, r.host, r.pid, std::nullopt, Impl::column_text(st, 6).value_or("")};
+        if (sqlite3_column_type(st, 5) != SQLITE_NULL) held->holder_run = sqlite3_column_int64(st, 5);
+      }
+    }
+    sqlite3_finalize(st);
+    if (held) {
+      d.exec("ROLLBACK", "ending a lease check");
+      return held;
+    }
+    st = d.prepare(
+        "INSERT OR REPLACE INTO leases(key, job, holder_run, host, pid, machine_id, boot_id, process_start, "
+        "taken_at) VALUES (?,?,?,?,?,?,?,?,?)");
+    Impl::bind_text(st, 1, key);
+    Impl::bind_text(st, 2, job);
+    Impl::bind_opt(st, 3, holder_run);
+    Impl::bind_text(st, 4, host_name());
+    sqlite3_bind_int64(st, 5, pid);
+    const std::string machine = machine_id(), boot = boot_id();
+    if (machine.empty()) sqlite3_bind_null(st, 6); else Impl::bind_text(st, 6, machine);
+    if (boot.empty()) sqlite3_bind_null(st, 7); else Impl::bind_text(st, 7, boot);
+    const long long started = process_start_time(pid);
+    if (started < 0) sqlite3_bind_null(st, 8); else sqlite3_bind_int64(st, 8, started);
+    Impl::bind_text(st, 9, utc_timestamp());
+    const int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) d.fail_sql(rc, fmt::format("taking the lease of {} / {}", key, job));
+    d.exec("COMMIT", "committing a lease");
+  } catch (...) {
+    sqlite3_exec(d.db, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+  return std::nullopt;
+}
+
+void Store::release_lease(const std::string& key, const std::string& job, int64_t pid) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  sqlite3_stmt* st = impl_->prepare("DELETE FROM leases WHERE key=? AND job=? AND pid=? AND host=?");
+  Impl::bind_text(st, 1, key);
+  Impl::bind_text(st, 2, job);
+  sqlite3_bind_int64(st, 3, pid);
+  Impl::bind_text(st, 4, host_name());
+  const int rc = sqlite3_step(st);
+  sqlite3_finalize(st);
+  if (rc != SQLITE_DONE) impl_->fail_sql(rc, fmt::format("releasing the lease of {} / {}", key, job));
 }
 
 void Store::param(int64_t run, const std::string& key, const std::string& value) {
