@@ -58,7 +58,7 @@ int l_spawn(lua_State* L) {
 }
 
 int l_wait(lua_State* L) {
-  const long pid = long(check_integer(L, 1, "lt.proc.wait"));
+  const long pid = long(check_integer(L, 1, "lt.proc.wait", 1, INT32_MAX));
   const double timeout = lua_isnoneornil(L, 2) ? -1 : check_number(L, 2, "lt.proc.wait");
   const auto s = wait_process(pid, timeout);
   if (!s) {
@@ -72,7 +72,7 @@ int l_wait(lua_State* L) {
 }
 
 int l_kill(lua_State* L) {
-  const long pid = long(check_integer(L, 1, "lt.proc.kill"));
+  const long pid = long(check_integer(L, 1, "lt.proc.kill", 1, INT32_MAX));
   int sig = SIGTERM;
   if (lua_type(L, 2) == LUA_TNUMBER) sig = int(lua_tointeger(L, 2));
   else if (lua_isstring(L, 2)) sig = signal_number(lua_tostring(L, 2));

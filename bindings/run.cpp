@@ -218,7 +218,7 @@ int l_take_lease(lua_State* L) {
   const char* fn = "lt.run.take_lease";
   auto& s = session(fn);
   const std::string key = check_string(L, 1, fn), job = check_string(L, 2, fn);
-  const int64_t pid = check_integer(L, 3, fn, 1);
+  const int64_t pid = check_integer(L, 3, fn, 1, INT32_MAX);
   const auto held = s.store().take_lease(key, job, pid, s.current());
   if (!held) return 0;
   lua_createtable(L, 0, 4);
@@ -232,7 +232,7 @@ int l_take_lease(lua_State* L) {
 int l_release_lease(lua_State* L) {
   const char* fn = "lt.run.release_lease";
   const std::string key = check_string(L, 1, fn), job = check_string(L, 2, fn);
-  session(fn).store().release_lease(key, job, check_integer(L, 3, fn, 1));
+  session(fn).store().release_lease(key, job, check_integer(L, 3, fn, 1, INT32_MAX));
   return 0;
 }
 

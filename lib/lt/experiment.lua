@@ -30,6 +30,9 @@ function M.checkpoints(cfg, names)
     end
     return function() return {} end
   end
+  if lt.fs.exists(dir) and not lt.fs.is_dir(dir) then
+    error(("--checkpoint_dir=%s is a file, not a folder"):format(dir), 0)
+  end
   local function sub(name) return name and (dir .. "/" .. name) or dir end
   if cfg.resume then
     local any = false

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <sstream>
 
 #include "runtime/core/error.h"
@@ -30,7 +31,8 @@ std::string host_name() {
 }
 
 bool process_alive(long pid) {
-  if (pid <= 0) return false;
+  // (beyond pid_t, a pid would wrap: 2^32 as 0 would ask about our own process group)
+  if (pid <= 0 || pid > long(std::numeric_limits<pid_t>::max())) return false;
   if (kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM) return false;  // EPERM: someone else's
   // A zombie (ended, not yet reaped) is gone: where PID 1 does not reap orphans (some
   // containers), a killed orphan stays a zombie for good.

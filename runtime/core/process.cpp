@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <thread>
 
 #include "runtime/core/error.h"
@@ -65,7 +66,7 @@ long spawn_with_death_signal(const std::vector<std::string>& argv, std::vector<c
     fail("spawn {}: fork: {}", argv[0], std::strerror(e));
   }
   if (pid == 0) {  // the child
-    int e = 0;
+    int e = 0, stage = 0;  // what failed: 0 prctl, 1 stdout, 2 stderr, 3 exec
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);  // (the starting thread may block some)
@@ -80,27 +81,31 @@ long spawn_with_death_signal(const std::vector<std::string>& argv, std::vector<c
       const char* path = k == 0 ? out : err;
       if (!path) continue;
       const int fd = open(path, flags, 0644);
-      if (fd < 0 || dup2(fd, k + 1) < 0) e = errno;
+      if (fd < 0 || dup2(fd, k + 1) < 0) e = errno, stage = k + 1;
       if (fd >= 0 && fd != k + 1) close(fd);
     }
     if (e == 0) {
       execve(program.c_str(), args.data(), envp.data());
-      e = errno;
+      e = errno, stage = 3;
     }
-    ssize_t w = write(pipe_fd[1], &e, sizeof e);
+    const int report[2] = {stage, e};
+    ssize_t w = write(pipe_fd[1], report, sizeof report);
     (void)w;
     _exit(127);
   }
   close(pipe_fd[1]);
-  int child_errno = 0;
+  int report[2] = {0, 0};
   ssize_t n;
-  do n = read(pipe_fd[0], &child_errno, sizeof child_errno);
+  do n = read(pipe_fd[0], report, sizeof report);
   while (n < 0 && errno == EINTR);
   close(pipe_fd[0]);
-  if (n == ssize_t(sizeof child_errno)) {  // exec (or its set-up) failed: reap the child
+  if (n == ssize_t(sizeof report)) {  // exec (or its set-up) failed: reap the child
     int st = 0;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
-    fail("spawn {}: {}", argv[0], std::strerror(child_errno));
+    const char* what[] = {"setting its parent-death signal", "opening its stdout file", "opening its stderr file", ""};
+    const std::string file = report[0] == 1 ? " " + o.stdout_path : report[0] == 2 ? " " + o.stderr_path : "";
+    if (report[0] == 3) fail("spawn {}: {}", argv[0], std::strerror(report[1]));
+    fail("spawn {}: {}{}: {}", argv[0], what[report[0] & 3], file, std::strerror(report[1]));
   }
   return long(pid);
 }
@@ -144,6 +149,8 @@ long spawn_process(const std::vector<std::string>& argv, const SpawnOptions& o) 
 }
 
 std::optional<ExitStatus> wait_process(long pid, double timeout_s) {
+  // (0 or a wrapped pid would wait for any child of our process group)
+  LT_CHECK(pid > 0 && pid <= long(std::numeric_limits<pid_t>::max()), "wait: bad process id {}", pid);
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration<double>(timeout_s > 0 ? timeout_s : 0);
   for (;;) {
@@ -165,7 +172,8 @@ std::optional<ExitStatus> wait_process(long pid, double timeout_s) {
 }
 
 bool signal_process(long pid, int signal) {
-  LT_CHECK(pid > 0, "signal: bad process id {}", pid);
+  // beyond pid_t a pid would wrap (2^32 → 0: our whole process group)
+  LT_CHECK(pid > 0 && pid <= long(std::numeric_limits<pid_t>::max()), "signal: bad process id {}", pid);
   if (kill(pid_t(pid), signal) == 0) return true;
   if (errno == ESRCH) return false;
   fail("signal {} to process {}: {}", signal, pid, std::strerror(errno));

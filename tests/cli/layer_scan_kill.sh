@@ -1,7 +1,8 @@
 # tests/cli/layer_scan_kill.sh: experiments/layer_scan.lua when processes die.
-# 1. kill -9 of the scheduler: its workers end with it (none keeps training, adopted by PID 1),
-#    and --resume=true right after runs each job that has no ok run once: no job has two ok
-#    runs, and no run is left `running`.
+# 1. kill -9 of the scheduler: its workers end with it (none keeps training, adopted by PID 1);
+#    --resume=true right after waits for a worker that is still alive (one stopped with
+#    SIGSTOP) instead of starting its job beside it, and runs each job that has no ok run
+#    once: no job has two ok runs, and no run is left `running`.
 # 2. a worker killed mid-job: the scan finishes the other jobs, then exits non-zero, its run
 #    `failed` with an error naming the job; the jobs that ended ok keep their runs and scores.
 # Jobs train for 10^6 steps, so a job ends only when it is killed; everything waits on polled
@@ -36,12 +37,24 @@ scan=$!
 check "two jobs training" wait_for 300 two_running "$scan"
 workers=($(running_jobs "$scan"))
 leftovers+=("${workers[@]}")
+# full's worker is stopped first, so that it cannot act on its parent-death signal yet: it
+# stands for a worker still winding down when the resume starts
+stopped=$(sql1 "select pid from runs where name='full' and status='running'")
+other=$(sql1 "select pid from runs where name='layer_0' and status='running'")
+kill -STOP "$stopped"
 kill -9 "$scan"
 wait "$scan" 2>/dev/null
-check "the workers ended with their scheduler (pids ${workers[*]})" wait_for 120 none_alive "${workers[@]}"
+check "the running worker ended with its scheduler (pid $other)" wait_for 120 none_alive "$other"
 
-out=$("$LTRUN" --seed 5 "$root/experiments/layer_scan.lua" "${opts[@]}" --steps=3 --scan_key=kill1 --resume=true \
-      2>resume.err); rc=$?
+"$LTRUN" --seed 5 "$root/experiments/layer_scan.lua" "${opts[@]}" --steps=3 --scan_key=kill1 --resume=true \
+  >resume.out 2>resume.err &
+resume=$!
+held() { grep -qF "full is held by process $stopped" resume.err; }
+check "the resume waits for the live holder of full" wait_for 300 held
+check "and starts no second full meanwhile" equals "$(sql1 "select count(*) from runs where name='full'")" "1"
+kill -CONT "$stopped"
+check "the stopped worker ends once it runs again" wait_for 120 none_alive "$stopped"
+wait "$resume"; rc=$?
 check "resume exits 0" equals "$rc" "0"
 [ "$rc" = 0 ] || cat resume.err >&2
 check "resume skipped base (ok before the kill)" contains "$(cat resume.err)" "1 job(s) already have an ok run, skipped: base"
@@ -51,7 +64,7 @@ check "each job has exactly one ok run" equals \
 check "no run left running" equals "$(sql1 "select count(*) from runs where status='running'")" "0"
 check "the killed workers' runs ended interrupted or crashed" equals \
   "$(sql1 "select count(*) from runs where pid in (${workers[0]}, ${workers[1]}) and status in ('interrupted','crashed')")" "2"
-check "the analysis found every job's ok run" contains "$out" "S_base = "
+check "the analysis found every job's ok run" contains "$(cat resume.out)" "S_base = "
 
 # ---- 2. a worker killed: the scan fails naming it, the ok jobs are kept ------------------------
 "$LTRUN" --seed 5 "$root/experiments/layer_scan.lua" "${opts[@]}" --steps=1000000 --scan_key=kill2 \

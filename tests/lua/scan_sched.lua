@@ -185,6 +185,10 @@ T.case("lt.proc.spawn death_signal: the child ends when the process that started
   T.raises(function() lt.proc.spawn({ "no-such-program-ltrun" }, { death_signal = "TERM" }) end,
            "no%-such%-program%-ltrun")
   T.raises(function() lt.proc.spawn({ "sleep", "1" }, { death_signal = "NOPE" }) end, "unknown signal")
+  T.raises(function() lt.proc.spawn({ "sleep", "1" }, { death_signal = "TERM", stdout = tmp .. "/no/such/dir/x" }) end,
+           "opening its stdout file")
+  -- a pid beyond pid_t is refused, not wrapped (2^32 would be 0: any child, our process group)
+  T.raises(function() lt.proc.wait(2 ^ 32) end, "out of range")
 end)
 
 T.case("a shard runs its own subset only", function()
