@@ -1,5 +1,6 @@
 // bindings/proc.cpp: lt.proc, child processes from argv arrays (runtime/core/process.h):
-// spawn(argv, {env = {K = V}, stdout = PATH, stderr = PATH}) → pid; wait(pid[, timeout_s])
+// spawn(argv, {env = {K = V}, stdout = PATH, stderr = PATH, death_signal = "TERM"}) → pid
+// (death_signal: the child gets it when this process ends, however it ends); wait(pid[, timeout_s])
 // → nil while running, else {code =, signal =}; kill(pid[, "TERM"]) → false when gone;
 // sleep(s); exe (this ltrun binary); cpus() (CPUs we may use); pid() (ours);
 // stderr_is_terminal (for progress lines).
@@ -45,13 +46,19 @@ int l_spawn(lua_State* L) {
     lua_pop(L, 1);
     o.stdout_path = opt_string(L, 2, "stdout", fn).value_or("");
     o.stderr_path = opt_string(L, 2, "stderr", fn).value_or("");
+    lua_getfield(L, 2, "death_signal");
+    if (lua_type(L, -1) == LUA_TNUMBER) o.death_signal = int(check_integer(L, -1, fn));
+    else if (lua_type(L, -1) == LUA_TSTRING) o.death_signal = signal_number(lua_tostring(L, -1));
+    else if (!lua_isnil(L, -1)) fail("{}: death_signal is {}; expected a signal name (\"TERM\") or number", fn, type_name(L, -1));
+    lua_pop(L, 1);
+    LT_CHECK(o.death_signal >= 0 && o.death_signal < 65, "{}: death_signal {} is not a signal", fn, o.death_signal);
   }
   lua_pushnumber(L, double(spawn_process(argv, o)));
   return 1;
 }
 
 int l_wait(lua_State* L) {
-  const long pid = long(check_integer(L, 1, "lt.proc.wait"));
+  const long pid = long(check_integer(L, 1, "lt.proc.wait", 1, INT32_MAX));
   const double timeout = lua_isnoneornil(L, 2) ? -1 : check_number(L, 2, "lt.proc.wait");
   const auto s = wait_process(pid, timeout);
   if (!s) {
@@ -65,7 +72,7 @@ int l_wait(lua_State* L) {
 }
 
 int l_kill(lua_State* L) {
-  const long pid = long(check_integer(L, 1, "lt.proc.kill"));
+  const long pid = long(check_integer(L, 1, "lt.proc.kill", 1, INT32_MAX));
   int sig = SIGTERM;
   if (lua_type(L, 2) == LUA_TNUMBER) sig = int(lua_tointeger(L, 2));
   else if (lua_isstring(L, 2)) sig = signal_number(lua_tostring(L, 2));

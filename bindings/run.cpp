@@ -1,5 +1,5 @@
 // bindings/run.cpp: lt.run, the current run in the store: param, log, log_layers, artifact,
-// query; child runs are built in Lua (lib/lt/init.lua) on _begin_child/_end. Also os.exit,
+// query, take_lease / release_lease (a scan's jobs); child runs are built in Lua (lib/lt/init.lua) on _begin_child/_end. Also os.exit,
 // which closes the runs before the process ends.
 #include <lua.hpp>
 
@@ -211,6 +211,31 @@ int l_exit(lua_State* L) {
   std::exit(code);
 }
 
+// lt.run.take_lease(key, job, pid) → nil when process `pid` now holds job `job` of `key`,
+// else the live holder {host =, pid =, holder_run =, taken_at =} (Store::take_lease);
+// lt.run.release_lease(key, job, pid)
+int l_take_lease(lua_State* L) {
+  const char* fn = "lt.run.take_lease";
+  auto& s = session(fn);
+  const std::string key = check_string(L, 1, fn), job = check_string(L, 2, fn);
+  const int64_t pid = check_integer(L, 3, fn, 1, INT32_MAX);
+  const auto held = s.store().take_lease(key, job, pid, s.current());
+  if (!held) return 0;
+  lua_createtable(L, 0, 4);
+  set_field(L, "host", held->host);
+  set_field(L, "pid", double(held->pid));
+  if (held->holder_run) set_field(L, "holder_run", double(*held->holder_run));
+  set_field(L, "taken_at", held->taken_at);
+  return 1;
+}
+
+int l_release_lease(lua_State* L) {
+  const char* fn = "lt.run.release_lease";
+  const std::string key = check_string(L, 1, fn), job = check_string(L, 2, fn);
+  session(fn).store().release_lease(key, job, check_integer(L, 3, fn, 1, INT32_MAX));
+  return 0;
+}
+
 }  // namespace
 
 void register_run(lua_State* L) {
@@ -219,6 +244,7 @@ void register_run(lua_State* L) {
       {"id", LT_FN(l_id)}, {"root", LT_FN(l_root)}, {"param", LT_FN(l_param)}, {"log", LT_FN(l_log)},
       {"log_layers", LT_FN(l_log_layers)}, {"artifact", LT_FN(l_artifact)}, {"query", LT_FN(l_query)},
       {"flush", LT_FN(l_flush)}, {"_begin_child", LT_FN(l_begin_child)}, {"_end", LT_FN(l_end)},
+      {"take_lease", LT_FN(l_take_lease)}, {"release_lease", LT_FN(l_release_lease)},
       {nullptr, nullptr}};
   set_funcs(L, fns);
   lua_pop(L, 1);

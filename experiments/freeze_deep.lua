@@ -39,7 +39,8 @@ local defaults = { model = exp.default_model_path, corpus = "/usr/share/games/fo
                    warmup = 0.1, weight_decay = 0.01, beta1 = 0.9, beta2 = 0.95, clip = 1.0, dtype = "",
                    eval_every = 100, max_bytes = 1000000, val_windows = 64, bench = "antonyms,antonyms_heldout",
                    bench_limit = 100, shots = 0, protocols = "cloze,logit,generate", task_probe = 200, freeze_embeddings = false, freeze_head = false,
-                   preset = "", plans = "full,train_shallow,train_deep", out = "artifacts/freeze_deep" }
+                   preset = "", plans = "full,train_shallow,train_deep", out = "artifacts/freeze_deep",
+                   checkpoint_dir = "", checkpoint_every = 100, resume = false }
 -- Table 6 of the paper: AdamW betas (0.9, 0.95), lr 3e-5, warmup ratio 0.1, weight decay 0.01,
 -- sequence length 4096, bf16, global batch 64 sequences (micro batch 4 x 16 accumulation steps
 -- on one GPU). Explicit --key=value options still win over the preset.
@@ -57,6 +58,12 @@ do
   end
 end
 local cfg = exp.args(defaults, argv)
+-- --checkpoint_dir=DIR: each plan checkpoints into DIR/<plan> every --checkpoint_every steps;
+-- --resume=true continues each plan from its latest checkpoint (a plan with none starts at
+-- step 0; no checkpoint in any plan's folder is an error naming DIR)
+local plan_names = {}
+for name in cfg.plans:gmatch("[^,]+") do plan_names[#plan_names + 1] = name end
+local checkpoints = exp.checkpoints(cfg, plan_names)
 
 local load_opts = cfg.dtype ~= "" and { dtype = cfg.dtype } or nil
 local base = lt.model.load(cfg.model == exp.default_model_path and exp.default_model() or cfg.model, load_opts)
@@ -167,11 +174,14 @@ for name, spec in exp.sorted(plans) do
     lt.run.param{ plan = name, freeze = lt.layers.describe(spec), freeze_embeddings = cfg.freeze_embeddings,
                   freeze_head = cfg.freeze_head }
     local m = base:clone():freeze(spec)
+    local ck = checkpoints(name)
     local r = lt.train.causal_lm(m, { data = packed, steps = cfg.steps, lr = cfg.lr, warmup = cfg.warmup,
                                       weight_decay = cfg.weight_decay, betas = { cfg.beta1, cfg.beta2 },
                                       seq_len = cfg.seq_len, micro_batch = cfg.micro_batch,
                                       grad_accum = cfg.grad_accum, clip = cfg.clip,
-                                      eval_every = cfg.eval_every > 0 and cfg.eval_every or nil, seed = 7 })
+                                      eval_every = cfg.eval_every > 0 and cfg.eval_every or nil, seed = 7,
+                                      checkpoint_dir = ck.checkpoint_dir, checkpoint_every = ck.checkpoint_every,
+                                      resume = ck.resume })
     curves[name] = r.losses
     lt.run.log("wall_s_total", r.wall_s)
     lt.train.weight_change(m, base, { log = "weight_change" })

@@ -12,6 +12,8 @@
 -- while greedy answers already took the commoner, right operation (README: RL post-training).
 -- Each comparison is paired: items that went up and down, and the exact sign test (McNemar).
 -- --train_only: "" (all), a block number, "middle:K" (the middle K blocks).
+-- --checkpoint_dir=DIR: a checkpoint every --checkpoint_every=25 steps and at the end;
+-- --resume=true continues from DIR's latest one (an error when DIR has none).
 -- --decontaminate=N: drop training prompts that share a word N-gram with a held-out question
 -- (0: off). Default: 8 for given data; for the embedded default's own train.jsonl, whole
 -- questions (exact match): its problems come from a few templates that share long word
@@ -27,7 +29,10 @@ local cfg = exp.args{ model = "models/tiny-math", data = "", eval = "", algo = "
                       temperature = 1.0, lr = 1e-4, kl = -1, epochs = 1, mini_batches = 1,
                       micro_batch = 32, eval_n = 200, eval_every = 25, eval_samples = 8, n = 0,
                       template = "Question: {question}\nAnswer:", chat = false, train_only = "",
-                      decontaminate = -1, checkpoint_dir = "", resume = false, seed = 1 }
+                      decontaminate = -1, checkpoint_dir = "", checkpoint_every = 25, resume = false,
+                      seed = 1 }
+-- checked first: --resume=true with nothing to resume from is an error naming the folder
+local checkpoints = exp.checkpoints(cfg)()
 
 local model = cfg.model
 if not io.open(model .. "/config.json") then
@@ -95,8 +100,8 @@ local r = lt.rl.grpo(m, {
   max_response = cfg.max_response, temperature = cfg.temperature, epochs = cfg.epochs,
   mini_batches = cfg.mini_batches, micro_batch = cfg.micro_batch, iterations = cfg.iterations,
   lr = cfg.lr, eval_every = cfg.eval_every, seed = cfg.seed,
-  checkpoint_dir = cfg.checkpoint_dir ~= "" and cfg.checkpoint_dir or nil, resume = cfg.resume,
-  rewards = { math = 1.0 },
+  checkpoint_dir = checkpoints.checkpoint_dir, checkpoint_every = checkpoints.checkpoint_every,
+  resume = checkpoints.resume, rewards = { math = 1.0 },
 })
 local final, final_ok = lt.rl.accuracy(m, evals, style)
 lt.run.log("final_accuracy", final, { step = r.steps })

@@ -23,7 +23,26 @@ local exp = require "lt.experiment"
 local argv = type((...)) == "table" and (...) or nil
 local cfg = exp.args({ qwen3 = exp.default_model_path, nemotron = "models/tiny-nemotron-h", pattern = "M*M-M*M-",
                        nemotron_steps = 300, chunk = 16, split = 0.5, steps = 300, donors = false, models = "models/hybrid",
-                       bench = "antonyms,antonyms_heldout", out = "artifacts/hybrid", seed = 1 }, argv)
+                       bench = "antonyms,antonyms_heldout", out = "artifacts/hybrid", seed = 1,
+                       checkpoint_dir = "", checkpoint_every = 100, resume = false }, argv)
+-- checkpoints: each row's training in DIR/<row>/train_shallow (freeze_deep's folder per plan)
+-- every --checkpoint_every steps; on --resume=true a row with a checkpoint continues from it,
+-- one without starts afresh, and no checkpoint in any row is an error naming DIR (checked
+-- here, before any donor is made)
+do
+  local names = { "nemotron_qwen3/train_shallow", "qwen3_nemotron/train_shallow" }
+  if cfg.donors then
+    names[#names + 1] = "donor_nemotron/train_shallow"
+    names[#names + 1] = "donor_qwen3/train_shallow"
+  end
+  exp.checkpoints(cfg, names)
+end
+local function ck_args(name)
+  if cfg.checkpoint_dir == "" then return {} end
+  local dir = cfg.checkpoint_dir .. "/" .. name
+  return { "--checkpoint_dir=" .. dir, "--checkpoint_every=" .. cfg.checkpoint_every,
+           "--resume=" .. tostring(cfg.resume and lt.train.latest_checkpoint(dir .. "/train_shallow") ~= nil) }
+end
 
 local function exists(path)
   local f = io.open(path)
@@ -81,10 +100,11 @@ end
 local freeze_deep = assert(loadfile(exp.root .. "/experiments/freeze_deep.lua"))
 local results = {}
 for name, row in exp.sorted(rows) do
-  results[name] = lt.run.child(name, freeze_deep, {
-    "--model=" .. row.dir, "--plans=train_shallow", "--split=" .. row.shallow / row.n_layers,
-    "--old=" .. qwen3 .. "/heldout.txt", "--steps=" .. cfg.steps, "--bench=" .. cfg.bench,
-    "--out=" .. cfg.out .. "/" .. name })
+  local a = { "--model=" .. row.dir, "--plans=train_shallow", "--split=" .. row.shallow / row.n_layers,
+              "--old=" .. qwen3 .. "/heldout.txt", "--steps=" .. cfg.steps, "--bench=" .. cfg.bench,
+              "--out=" .. cfg.out .. "/" .. name }
+  for _, x in ipairs(ck_args(name)) do a[#a + 1] = x end
+  results[name] = lt.run.child(name, freeze_deep, a)
 end
 
 -- ---- side by side (Table 7 rows 4-5) -----------------------------------------------------------------

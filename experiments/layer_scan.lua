@@ -8,8 +8,9 @@
 -- 8) and the weight change of §5.2 (Figure 9) as SVG artifacts. `ltrun sql @layer_scan`.
 --
 -- The N + 1 trainings are worker processes (lt.scan): --workers=K on CPU (threads split),
--- --devices=0,1 one job per GPU; a crashed worker leaves its run `crashed` and the scan goes
--- on; --resume=true runs only jobs with no ok run of this scan (same scan key: model, data,
+-- --devices=0,1 one job per GPU; a crashed worker leaves its run `crashed`, the scan runs the
+-- other jobs and then fails naming it (exit code 1; the ok jobs' runs are kept); workers end
+-- with the scan however it ends; --resume=true runs only jobs with no ok run of this scan (same scan key: model, data,
 -- benchmarks, algorithm and hyper-parameters); --shard=i/n (or a SLURM job array) runs a
 -- fixed subset into its own DB; after `ltrun db merge all.db shard*.db`,
 -- `ltrun --db all.db experiments/layer_scan.lua --analyze=true [same options]` does the rest.
@@ -42,7 +43,7 @@ local cfg = exp.args{
   score_samples = 8, score_temperature = 1.0,
   sc = 8, sc_temperature = 0.7, eval_every = 0, workers = 2, devices = "", resume = false,
   shard = "", analyze = false, job = "", scan_key = "", min_gap = 0.02, top_k = 3,
-  work = "", pretrain_steps = 600,
+  work = "", pretrain_steps = 600, checkpoint_every = 0, checkpoint_dir = "",
 }
 local scan_task = require "lt.scan_task"
 local rl = scan_task.is_rl(cfg.algo)
@@ -52,6 +53,28 @@ cfg.work = cfg.work ~= "" and cfg.work or (cfg.model .. ".layer_scan")
 local task = scan_task.new(cfg)
 
 -- ---- one job, in a worker process (the run is already the child base/full/layer_<l>) -----
+-- The job's checkpoints (--checkpoint_every=N or --checkpoint_dir=DIR; default folder
+-- WORK/ckpt): DIR/<scan key>/<job>, so that a job run again (--resume=true after a crash or a
+-- kill) continues from its last checkpoint instead of step 0.
+local checkpointing = cfg.checkpoint_every > 0 or cfg.checkpoint_dir ~= ""
+if cfg.checkpoint_every < 0 then error(("--checkpoint_every=%d: expected 0 (off) or more"):format(cfg.checkpoint_every), 0) end
+if checkpointing and cfg.eval_every > 0 then
+  error("--eval_every with --checkpoint_every / --checkpoint_dir: not supported together (the scores of the "
+        .. "evaluations before a resume would be lost); leave one of them off", 0)
+end
+local function job_checkpoints(job, key)
+  if not checkpointing then return {} end
+  local root = cfg.checkpoint_dir ~= "" and cfg.checkpoint_dir or (cfg.work .. "/ckpt")
+  local dir = ("%s/%s/%s"):format(root, (key:gsub("[^%w_.-]", "_")), job)
+  local latest = lt.train.latest_checkpoint(dir)
+  if latest then
+    lt.run.param("resumed_from", latest)
+    io.stderr:write(("%s: continuing from %s\n"):format(job, latest))
+  end
+  return { checkpoint_dir = dir, checkpoint_every = cfg.checkpoint_every > 0 and cfg.checkpoint_every or nil,
+           resume = latest ~= nil }
+end
+
 local function run_job(job, key)
   lt.run.param("scan_key", key)
   local base = lt.model.load(cfg.model)
@@ -68,7 +91,7 @@ local function run_job(job, key)
     error(("--job=%s: expected base, full or layer_<l>"):format(job), 0)
   end
   lt.run.param("trainable", l and ("block " .. l) or "all")
-  local s = task.train_and_score(m)
+  local s = task.train_and_score(m, job_checkpoints(job, key))
   if job == "full" and rl and cfg.sc > 0 then task.self_consistency(m, cfg.sc, cfg.sc_temperature) end
   lt.train.weight_change(m, base, { log = "weight_change" })
   m:free()
@@ -136,6 +159,7 @@ if not cfg.analyze then
   print("scan: " .. scan.report(res))
   lt.run.log{ jobs_run = #res.jobs, jobs_skipped = #res.skipped, jobs_crashed = #res.crashed,
               jobs_failed = #res.failed, scan_wall_s = res.wall_s }
+  scan.check(res)  -- a crashed or failed job fails the scan (its run, its exit code), naming the job
 end
 
 -- ---- analysis: from the store (all shards merged, resumed scans included) -----------------

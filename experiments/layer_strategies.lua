@@ -106,3 +106,4 @@ lt.run.artifact(charts.bars(("%s/layer_strategies_%d.svg"):format(out, lt.run.id
   title = ("Layer strategies (k = %d, boost × %g), mean ± std of %d evaluations"):format(k, cfg.factor, cfg.repeats),
   y_title = "score", groups = groups, series = { { name = "score", values = means, errors = stds } },
   ref = full_mean and { value = full_mean, label = "full" } or nil }), { kind = "figure7" })
+scan.check(res)  -- a crashed or failed strategy fails this run (exit code 1), after the others are shown

@@ -16,7 +16,11 @@ local argv = type((...)) == "table" and (...) or nil
 local cfg = exp.args({ out = "models/tiny-math", layers = 4, hidden = 128, heads = 4, kv_heads = 2,
                        vocab = 512, steps = 600, lr = 3e-3, warmup = 0.05, seq_len = 64,
                        micro_batch = 16, docs = 20000, rl_prompts = 2000, test = 200,
-                       eval_every = 200, add_max = 9, sub_max = 18, mul_max = 9, slip = 0.4, seed = 1 }, argv)
+                       eval_every = 200, add_max = 9, sub_max = 18, mul_max = 9, slip = 0.4, seed = 1,
+                       checkpoint_dir = "", checkpoint_every = 100, resume = false }, argv)
+-- --checkpoint_dir=DIR: a checkpoint every --checkpoint_every steps; --resume=true continues
+-- from DIR's latest (an error when there is none)
+local checkpoints = exp.checkpoints(cfg)()
 -- a fixed seed (not the run's fresh one): the default policy is the same wherever it is made
 
 -- a seeded generator (an LCG, so that the problems are the same on every platform)
@@ -89,7 +93,8 @@ local r = lt.train.causal_lm(m, { data = work .. "/packed", steps = cfg.steps, l
                                   warmup = cfg.warmup, decay = "cosine", weight_decay = 0.01,
                                   betas = { 0.9, 0.95 }, micro_batch = cfg.micro_batch,
                                   seq_len = cfg.seq_len, clip = 1.0, eval_every = cfg.eval_every,
-                                  seed = cfg.seed })
+                                  seed = cfg.seed, checkpoint_dir = checkpoints.checkpoint_dir,
+                                  checkpoint_every = checkpoints.checkpoint_every, resume = checkpoints.resume })
 lt.fs.remove(cfg.out)  -- refused when --out names a folder that ltrun did not make
 lt.fs.mkdir(cfg.out)   -- marked as ltrun's, so that a later run may replace it
 m:save(cfg.out)

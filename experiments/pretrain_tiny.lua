@@ -35,7 +35,11 @@ local cfg = exp.args({ out = "models/tiny-qwen3", layers = 8, hidden = 128, head
                        micro_batch = 16, english_bytes = 150000, heldout_every = 50,
                        statement_rounds = 8, task_rounds = 8, choice_rounds = 6,
                        eval_every = 0, probe = 200, words = "everyday", seed = 1, arch = "qwen3",
-                       pattern = "", chunk = 0, tokenizer = "" }, argv)
+                       pattern = "", chunk = 0, tokenizer = "", checkpoint_dir = "", checkpoint_every = 100,
+                       resume = false }, argv)
+-- --checkpoint_dir=DIR: a checkpoint every --checkpoint_every steps; --resume=true continues
+-- from DIR's latest (an error when there is none)
+local checkpoints = exp.checkpoints(cfg)()
 -- a fixed seed (not the run's fresh one): the embedded default base model is the same
 -- model wherever it is made
 
@@ -192,7 +196,8 @@ local r = lt.train.causal_lm(m, { data = work .. "/packed", steps = cfg.steps, l
                                   betas = { 0.9, 0.95 }, micro_batch = cfg.micro_batch,
                                   seq_len = cfg.seq_len, clip = 1.0,
                                   eval_every = cfg.eval_every > 0 and cfg.eval_every or nil,
-                                  seed = cfg.seed })
+                                  seed = cfg.seed, checkpoint_dir = checkpoints.checkpoint_dir,
+                                  checkpoint_every = checkpoints.checkpoint_every, resume = checkpoints.resume })
 lt.fs.remove(cfg.out)  -- refused when --out names a folder that ltrun did not make
 lt.fs.mkdir(cfg.out)   -- marked as ltrun's, so that a later run may replace it
 m:save(cfg.out)

@@ -14,6 +14,47 @@ function M.args(defaults, argv)
   return cfg
 end
 
+-- Checkpointing of a study's trainings from its options checkpoint_dir, checkpoint_every and
+-- resume (each study that trains declares them). `names`: one sub-folder of checkpoint_dir
+-- per training (freeze_deep's plans); nil for a study with one training, which uses the
+-- folder itself. --resume=true without --checkpoint_dir, or with no checkpoint in the folder
+-- (in none of the sub-folders), is an error naming the folder: it never starts afresh
+-- silently. With names, a training whose sub-folder has no checkpoint yet (the run ended
+-- before it began) starts from step 0. Returns function(name) → the options to merge into
+-- that training's lt.train.causal_lm / lt.rl.grpo options (empty without a folder).
+function M.checkpoints(cfg, names)
+  local dir = cfg.checkpoint_dir or ""
+  if dir == "" then
+    if cfg.resume then
+      error("--resume=true needs --checkpoint_dir=DIR (the folder the run to resume wrote its checkpoints to)", 0)
+    end
+    return function() return {} end
+  end
+  if lt.fs.exists(dir) and not lt.fs.is_dir(dir) then
+    error(("--checkpoint_dir=%s is a file, not a folder"):format(dir), 0)
+  end
+  local function sub(name) return name and (dir .. "/" .. name) or dir end
+  if cfg.resume then
+    local any = false
+    for _, n in ipairs(names or { false }) do
+      if lt.train.latest_checkpoint(sub(n or nil)) then any = true end
+    end
+    if not any then
+      local where = names and ("none of its folders " .. table.concat(names, ", ") .. " has a checkpoint")
+                    or ("no " .. dir .. "/latest")
+      error(("--resume=true: no checkpoint to resume from in %s (%s); to start afresh, leave --resume off"):format(
+        dir, where), 0)
+    end
+  end
+  local every = tonumber(cfg.checkpoint_every) or 0
+  if every < 0 then error(("--checkpoint_every=%s: expected 0 (only at the end) or more"):format(cfg.checkpoint_every), 0) end
+  return function(name)
+    local d = sub(name)
+    return { checkpoint_dir = d, checkpoint_every = every > 0 and every or nil,
+             resume = (cfg.resume and lt.train.latest_checkpoint(d) ~= nil) or nil }
+  end
+end
+
 -- The embedded default base model of the studies (models/tiny-qwen3, relative to the
 -- current folder): made by experiments/pretrain_tiny.lua, as a child run, when it is missing.
 M.default_model_path = "models/tiny-qwen3"

@@ -11,11 +11,17 @@
 --                         shard = "0/4", log_dir = "scan_logs" }
 --
 -- resume: jobs that already have an `ok` run carrying param scan_key = KEY are skipped.
+-- Workers die with the scheduler (SIGTERM when it ends, however it ends: lt.proc.spawn's
+-- death_signal), and with a key each job is leased in the store (lt.run.take_lease) to the
+-- worker that runs it: a job whose lease a live process holds (the worker of an earlier
+-- scheduler still winding down, or another scan of the same store) is not started; the scan
+-- waits for that holder to end and then runs the job (skips it on resume when it ended ok).
 -- shard "i/n" (0 <= i < n; or SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN and
 -- SLURM_ARRAY_TASK_COUNT when set): job number j (1-based, in the given order) belongs to
 -- shard (j - 1) % n, so every shard of a job array picks a fixed, disjoint subset.
 -- Returns {jobs = {names run here}, skipped = {names with an ok run}, results = {per job:
--- {job, run, status, code, signal, log}}, crashed = {...}, failed = {...}}.
+-- {job, run, status, code, signal, log}}, crashed = {...}, failed = {...}}; M.check(res)
+-- raises an error naming the crashed and failed jobs.
 local M = {}
 
 local function fail(fmt, ...) error(fmt:format(...), 0) end
@@ -138,8 +144,10 @@ function M.run(o)
   for _, job in ipairs(jobs) do
     if done[job] then skipped[#skipped + 1] = job else todo[#todo + 1] = job end
   end
+  local planned = #todo
 
   local parent = lt.run.id()
+  local me = lt.proc.pid()
   local db = db_path()
   local log_dir = o.log_dir or (db .. ".scan-logs/" .. math.floor(parent))
   mkdir(log_dir)
@@ -150,7 +158,8 @@ function M.run(o)
 
   local free = {}  -- worker slots (a device each, when devices are given)
   for w = workers, 1, -1 do free[#free + 1] = w end
-  local running, next_job, finished = {}, 1, 0
+  local running, finished = {}, 0
+  local waiting, said = {}, {}  -- jobs not started yet (in order); holders already named
   -- every job gets the same seed: the scan's, folded to 31 bits (a double holds it exactly)
   local seed = o.seed or (lt.seed % 2147483647)
   local t0 = lt.clock()
@@ -168,16 +177,60 @@ function M.run(o)
     for _, a in ipairs(o.argv(job)) do argv[#argv + 1] = a end
     local log = log_dir .. "/" .. job .. ".log"
     local env = devices and {} or { OMP_NUM_THREADS = threads, MKL_NUM_THREADS = threads }
-    local pid = lt.proc.spawn(argv, { env = env, stdout = log, stderr = log .. ".err" })
+    local ok_spawn, pid = pcall(lt.proc.spawn, argv, { env = env, stdout = log, stderr = log .. ".err",
+                                                      death_signal = "TERM" })
+    if not ok_spawn then
+      if o.key then lt.run.release_lease(o.key, job, me) end
+      error(pid, 0)
+    end
+    if o.key then lt.run.take_lease(o.key, job, pid) end  -- handed from this process to its worker
     running[pid] = { job = job, slot = slot, log = log, t = lt.clock() }
     if o.on_start then o.on_start(job, pid) end
   end
 
+  -- the next job that may start now: the first waiting one whose lease this process could
+  -- take (nil when none; a held job is asked again every half second); a job found done
+  -- meanwhile (on resume) moves to `skipped`
+  local recheck = {}
+  local function next_startable()
+    if not o.key then return table.remove(waiting, 1) end
+    local now, i = lt.clock(), 1
+    while i <= #waiting do
+      local job = waiting[i]
+      if (recheck[job] or -math.huge) <= now then
+        local holder = lt.run.take_lease(o.key, job, me)
+        if not holder then
+          table.remove(waiting, i)
+          if said[job] and o.resume and M.done_jobs(o.key)[job] then  -- its earlier worker ended ok
+            lt.run.release_lease(o.key, job, me)
+            skipped[#skipped + 1] = job
+            say("%s: the process that held it ended and left an ok run; skipped", job)
+          else
+            return job
+          end
+        else
+          recheck[job] = now + 0.5
+          if not said[job] then
+            said[job] = true
+            say("%s is held by process %d on %s (scan run %s, since %s): waiting for it to end", job, holder.pid,
+                holder.host, holder.holder_run and math.floor(holder.holder_run) or "?", holder.taken_at)
+          end
+          i = i + 1
+        end
+      else
+        i = i + 1
+      end
+    end
+    return nil
+  end
+  for _, job in ipairs(todo) do waiting[#waiting + 1] = job end
+
   local interrupted = false
-  while next_job <= #todo or next(running) do
-    while not interrupted and next_job <= #todo and #free > 0 do
-      start(todo[next_job], table.remove(free))
-      next_job = next_job + 1
+  while #waiting > 0 or next(running) do
+    while not interrupted and #free > 0 do
+      local job = next_startable()
+      if not job then break end
+      start(job, table.remove(free))
     end
     local ended = false
     for pid, w in pairs(running) do
@@ -185,6 +238,7 @@ function M.run(o)
       if s then
         ended = true
         running[pid] = nil
+        if o.key then lt.run.release_lease(o.key, w.job, pid) end
         free[#free + 1] = w.slot
         finished = finished + 1
         local run, status = settle(parent, w.job, pid, s)
@@ -195,22 +249,44 @@ function M.run(o)
         elseif status ~= "ok" then res.failed[#res.failed + 1] = r end
         say("%s %s (run %s, %.0f s)%s  [%d/%d]", w.job, status, run and math.floor(run) or "none", r.wall_s,
             s.signal ~= 0 and (" signal " .. s.signal) or (s.code ~= 0 and (" exit " .. s.code) or ""),
-            finished, #todo)
+            finished, planned)
         if o.on_end then o.on_end(r) end
       end
     end
-    if not ended and next(running) then
-      if not lt.proc.sleep(0.05) or lt.interrupted() then
+    if not ended and (next(running) or #waiting > 0) then
+      if not lt.proc.sleep(next(running) and 0.05 or 0.5) or lt.interrupted() then
         if not interrupted then
           interrupted = true
           for pid in pairs(running) do lt.proc.kill(pid, "INT") end
         end
       end
+      if interrupted and not next(running) then break end  -- (jobs still waiting are not started)
     end
   end
+  -- the jobs run here (a job found done while it waited is in `skipped` instead)
+  local ran, started = {}, {}
+  for _, r in ipairs(res.results) do started[r.job] = true end
+  for _, job in ipairs(todo) do if started[job] then ran[#ran + 1] = job end end
+  res.jobs = ran
   res.wall_s = lt.clock() - t0
   if interrupted or lt.interrupted() then error("interrupted (Ctrl-C): the scan's workers were stopped", 0) end
   return res
+end
+
+-- Raises an error naming the jobs that crashed or failed (with their logs), so that the
+-- scan's own run ends failed and its process exits non-zero; the jobs' runs stay as they are.
+function M.check(res)
+  local bad = {}
+  for _, kind in ipairs{ "crashed", "failed" } do
+    for _, r in ipairs(res[kind]) do
+      bad[#bad + 1] = ("job %s %s (run %s%s; log %s)"):format(r.job, kind, r.run and math.floor(r.run) or "none",
+        r.signal ~= 0 and (", signal " .. r.signal) or (r.code ~= 0 and (", exit " .. r.code) or ""), r.log)
+    end
+  end
+  if #bad > 0 then
+    error(("scan: %d of %d job(s) did not end ok: %s; the other jobs' runs are kept (run again with "
+           .. "--resume=true to run only what is missing)"):format(#bad, #res.results, table.concat(bad, "; ")), 0)
+  end
 end
 
 -- A one-line account of a finished scan, naming crashed and failed jobs.

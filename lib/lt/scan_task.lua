@@ -161,13 +161,13 @@ function M.new(cfg)
     return sum / n
   end
 
-  -- the causal-LM trainer on the task's texts; o: lr_mult, checkpoint_dir, resume, stop_after
+  -- the causal-LM trainer on the task's texts; o: lr_mult, checkpoint_dir, checkpoint_every,
+  -- resume, stop_after
   function t.train_causal_lm(m, o)
     return lt.train.causal_lm(m, { data = t.training_data(), steps = cfg.steps, lr = cfg.lr, warmup = cfg.warmup,
                                    seq_len = cfg.seq_len, micro_batch = cfg.micro_batch, weight_decay = 0.01,
                                    betas = { 0.9, 0.95 }, clip = 1.0, seed = 7, lr_mult = o.lr_mult,
-                                   checkpoint_dir = o.checkpoint_dir,
-                                   checkpoint_every = o.checkpoint_dir and cfg.eval_every or nil,
+                                   checkpoint_dir = o.checkpoint_dir, checkpoint_every = o.checkpoint_every,
                                    resume = o.resume, stop_after = o.stop_after })
   end
 
@@ -178,8 +178,7 @@ function M.new(cfg)
                            prompts = cfg.prompts, group_size = cfg.group_size, max_response = cfg.max_response,
                            temperature = 1.0, iterations = cfg.steps, lr = cfg.lr, warmup = cfg.warmup,
                            micro_batch = cfg.micro_batch, rewards = { math = 1.0 }, seed = 7, lr_mult = o.lr_mult,
-                           checkpoint_dir = o.checkpoint_dir,
-                           checkpoint_every = o.checkpoint_dir and cfg.eval_every or nil,
+                           checkpoint_dir = o.checkpoint_dir, checkpoint_every = o.checkpoint_every,
                            resume = o.resume, stop_after = o.stop_after, decontaminate = 0 })
   end
 
@@ -226,8 +225,9 @@ function M.new(cfg)
     return t.train_causal_lm
   end
 
-  -- trains m with `o` (lr_mult); with cfg.eval_every > 0 scores it every so many steps and
-  -- logs the best score as S (best checkpoint by score), else scores it once at the end
+  -- trains m with `o` (lr_mult; checkpoint_dir, checkpoint_every, resume: the job's own
+  -- checkpoints, see exp.checkpoints); with cfg.eval_every > 0 scores it every so many steps
+  -- and logs the best score as S (best checkpoint by score), else scores it once at the end
   function t.train_and_score(m, o)
     o = o or {}
     local fn = t.trainer()
@@ -235,12 +235,20 @@ function M.new(cfg)
       fn(m, o)
       return t.score(m)
     end
+    if o.checkpoint_dir then
+      -- the scores of the evaluations before a resume would be lost with the process
+      error("--eval_every with checkpoints of the jobs (--checkpoint_every / --checkpoint_dir): "
+            .. "not supported together; leave one of them off", 0)
+    end
     local dir = ("%s/ckpt/%d"):format(cfg.work, lt.run.id())
     mkdir(dir)  -- marked as ltrun's, so that remove_tree below may delete it
     local best, best_step = -math.huge, 0
     for stop = cfg.eval_every, cfg.steps + cfg.eval_every - 1, cfg.eval_every do
       local at = math.min(stop, cfg.steps)
-      fn(m, { lr_mult = o.lr_mult, checkpoint_dir = dir, resume = true, stop_after = at })
+      -- the first stretch starts afresh (resume with no checkpoint is an error), the others
+      -- continue from the checkpoint the one before wrote at its stop_after
+      fn(m, { lr_mult = o.lr_mult, checkpoint_dir = dir, checkpoint_every = cfg.eval_every,
+              resume = lt.train.latest_checkpoint(dir) ~= nil, stop_after = at })
       local s = t.score(m)
       lt.run.log("score_at", s, { step = at })
       if s > best then best, best_step = s, at end

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <sstream>
 
 #include "runtime/core/error.h"
@@ -30,9 +31,17 @@ std::string host_name() {
 }
 
 bool process_alive(long pid) {
-  if (pid <= 0) return false;
-  if (kill(static_cast<pid_t>(pid), 0) == 0) return true;
-  return errno == EPERM;  // exists, owned by someone else
+  // (beyond pid_t, a pid would wrap: 2^32 as 0 would ask about our own process group)
+  if (pid <= 0 || pid > long(std::numeric_limits<pid_t>::max())) return false;
+  if (kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM) return false;  // EPERM: someone else's
+  // A zombie (ended, not yet reaped) is gone: where PID 1 does not reap orphans (some
+  // containers), a killed orphan stays a zombie for good.
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const auto close = stat.rfind(')');
+  if (close == std::string::npos || close + 2 >= stat.size()) return true;  // no /proc: trust kill()
+  const char state = stat[close + 2];
+  return state != 'Z' && state != 'X' && state != 'x';
 }
 
 namespace {

@@ -6,7 +6,7 @@
 namespace ltrun {
 
 std::string host_name();
-bool process_alive(long pid);
+bool process_alive(long pid);  // exists and has not ended (a zombie has)
 // Identify a process beyond host + pid (generic host names, reused pids): the kernel's boot id
 // (/proc/sys/kernel/random/boot_id), the machine id (/etc/machine-id), and a process's start
 // time in clock ticks after boot (field 22 of /proc/PID/stat). "" or -1 when unavailable.

@@ -1,16 +1,20 @@
-// runtime/core/process.cpp: posix_spawn, waitpid and kill (see process.h).
+// runtime/core/process.cpp: posix_spawn (or fork + execve), waitpid and kill (see process.h).
 #include "runtime/core/process.h"
 
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <fcntl.h>
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <thread>
 
 #include "runtime/core/error.h"
@@ -18,6 +22,95 @@
 extern char** environ;
 
 namespace ltrun {
+
+namespace {
+
+// argv[0] as execve needs it: with a '/', as given; else the first executable file of that
+// name in PATH (as posix_spawnp searches; done here, before fork, where allocating is safe).
+std::string find_program(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  for (;;) {
+    const size_t end = dirs.find(':', start);
+    std::string dir = dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (dir.empty()) dir = ".";
+    const std::string p = dir + "/" + name;
+    struct stat st {};
+    if (stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(p.c_str(), X_OK) == 0) return p;
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  fail("spawn {}: {} (not found in PATH)", name, std::strerror(ENOENT));
+}
+
+// fork + execve with PR_SET_PDEATHSIG in the child. Between fork and execve the child calls
+// only async-signal-safe functions (this process has other threads: the store's flusher,
+// LibTorch's pools). An exec failure comes back as errno through a close-on-exec pipe.
+long spawn_with_death_signal(const std::vector<std::string>& argv, std::vector<char*>& args,
+                             std::vector<char*>& envp, const SpawnOptions& o) {
+  const std::string program = find_program(argv[0]);
+  int pipe_fd[2];
+  if (pipe2(pipe_fd, O_CLOEXEC) != 0) fail("spawn {}: pipe: {}", argv[0], std::strerror(errno));
+  const int flags = O_WRONLY | O_CREAT | O_TRUNC;
+  const char* out = o.stdout_path.empty() ? nullptr : o.stdout_path.c_str();
+  const char* err = o.stderr_path.empty() ? nullptr : o.stderr_path.c_str();
+  const int sig = o.death_signal;
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    const int e = errno;
+    close(pipe_fd[0]);
+    close(pipe_fd[1]);
+    fail("spawn {}: fork: {}", argv[0], std::strerror(e));
+  }
+  if (pid == 0) {  // the child
+    int e = 0, stage = 0;  // what failed: 0 prctl, 1 stdout, 2 stderr, 3 exec
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);  // (the starting thread may block some)
+    if (prctl(PR_SET_PDEATHSIG, sig) != 0) {
+      e = errno;
+    } else if (getppid() != parent) {  // the parent died before prctl took effect
+      signal(sig, SIG_DFL);  // (a handler of ours, inherited by fork, would catch it)
+      raise(sig);
+      _exit(128 + sig);
+    }
+    for (int k = 0; e == 0 && k < 2; k++) {
+      const char* path = k == 0 ? out : err;
+      if (!path) continue;
+      const int fd = open(path, flags, 0644);
+      if (fd < 0 || dup2(fd, k + 1) < 0) e = errno, stage = k + 1;
+      if (fd >= 0 && fd != k + 1) close(fd);
+    }
+    if (e == 0) {
+      execve(program.c_str(), args.data(), envp.data());
+      e = errno, stage = 3;
+    }
+    const int report[2] = {stage, e};
+    ssize_t w = write(pipe_fd[1], report, sizeof report);
+    (void)w;
+    _exit(127);
+  }
+  close(pipe_fd[1]);
+  int report[2] = {0, 0};
+  ssize_t n;
+  do n = read(pipe_fd[0], report, sizeof report);
+  while (n < 0 && errno == EINTR);
+  close(pipe_fd[0]);
+  if (n == ssize_t(sizeof report)) {  // exec (or its set-up) failed: reap the child
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+    const char* what[] = {"setting its parent-death signal", "opening its stdout file", "opening its stderr file", ""};
+    const std::string file = report[0] == 1 ? " " + o.stdout_path : report[0] == 2 ? " " + o.stderr_path : "";
+    if (report[0] == 3) fail("spawn {}: {}", argv[0], std::strerror(report[1]));
+    fail("spawn {}: {}{}: {}", argv[0], what[report[0] & 3], file, std::strerror(report[1]));
+  }
+  return long(pid);
+}
+
+}  // namespace
 
 long spawn_process(const std::vector<std::string>& argv, const SpawnOptions& o) {
   LT_CHECK(!argv.empty() && !argv[0].empty(), "spawn: an empty argv (expected the program first)");
@@ -41,6 +134,8 @@ long spawn_process(const std::vector<std::string>& argv, const SpawnOptions& o) 
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
 
+  if (o.death_signal != 0) return spawn_with_death_signal(argv, args, envp, o);
+
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   const int flags = O_WRONLY | O_CREAT | O_TRUNC;  // (no O_CLOEXEC: the fd becomes the child's 1 or 2)
@@ -54,6 +149,8 @@ long spawn_process(const std::vector<std::string>& argv, const SpawnOptions& o) 
 }
 
 std::optional<ExitStatus> wait_process(long pid, double timeout_s) {
+  // (0 or a wrapped pid would wait for any child of our process group)
+  LT_CHECK(pid > 0 && pid <= long(std::numeric_limits<pid_t>::max()), "wait: bad process id {}", pid);
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration<double>(timeout_s > 0 ? timeout_s : 0);
   for (;;) {
@@ -75,7 +172,8 @@ std::optional<ExitStatus> wait_process(long pid, double timeout_s) {
 }
 
 bool signal_process(long pid, int signal) {
-  LT_CHECK(pid > 0, "signal: bad process id {}", pid);
+  // beyond pid_t a pid would wrap (2^32 → 0: our whole process group)
+  LT_CHECK(pid > 0 && pid <= long(std::numeric_limits<pid_t>::max()), "signal: bad process id {}", pid);
   if (kill(pid_t(pid), signal) == 0) return true;
   if (errno == ESRCH) return false;
   fail("signal {} to process {}: {}", signal, pid, std::strerror(errno));

@@ -1,5 +1,6 @@
-// runtime/core/process.h: child processes from an argv array (posix_spawn; never a shell, so
-// no argument is ever parsed as shell syntax): start, poll or wait, signal. Used by the
+// runtime/core/process.h: child processes from an argv array (posix_spawn, or fork + execve
+// with a parent-death signal; never a shell, so no argument is ever parsed as shell syntax):
+// start, poll or wait, signal. Used by the
 // layer-scan scheduler (lib/lt/scan.lua) to run one worker process per job.
 #pragma once
 #include <map>
@@ -12,6 +13,10 @@ namespace ltrun {
 struct SpawnOptions {
   std::map<std::string, std::string> env;  // set (or override) in the child's environment
   std::string stdout_path, stderr_path;    // "" inherits; else the file is created/truncated
+  // Not 0: the child gets this signal when the thread that started it ends (the process
+  // exiting or killed, even by SIGKILL): PR_SET_PDEATHSIG, set between fork and exec, with a
+  // check that we had not died already. So a scheduler's workers never outlive it.
+  int death_signal = 0;
 };
 
 // Starts argv[0] (searched in PATH when it has no '/') with arguments argv[1..]. Returns the

@@ -170,6 +170,11 @@ struct Store::Impl {
     }
   }
 
+  static std::optional<std::string> column_text(sqlite3_stmt* st, int c) {
+    const unsigned char* p = sqlite3_column_text(st, c);
+    return p ? std::optional<std::string>(reinterpret_cast<const char*>(p)) : std::nullopt;
+  }
+
   // Rows left `running` by a process of this machine that no longer exists (judge_running).
   void recover_crashed() {
     const std::string host = host_name();
@@ -177,12 +182,8 @@ struct Store::Impl {
     sqlite3_stmt* st = prepare(
         "SELECT id, pid, boot_id, machine_id, process_start FROM runs WHERE status='running' AND host=?");
     sqlite3_bind_text(st, 1, host.c_str(), -1, SQLITE_TRANSIENT);
-    auto text = [&](int c) {
-      const unsigned char* p = sqlite3_column_text(st, c);
-      return p ? std::optional<std::string>(reinterpret_cast<const char*>(p)) : std::nullopt;
-    };
     while (sqlite3_step(st) == SQLITE_ROW) {
-      RunProcess p{host, sqlite3_column_int64(st, 1), text(2), text(3), std::nullopt};
+      RunProcess p{host, sqlite3_column_int64(st, 1), column_text(st, 2), column_text(st, 3), std::nullopt};
       if (sqlite3_column_type(st, 4) != SQLITE_NULL) p.process_start = sqlite3_column_int64(st, 4);
       Liveness l = judge_running(p);
       if (l.state == Liveness::dead) dead.emplace_back(sqlite3_column_int64(st, 0), std::move(l.why));
@@ -480,6 +481,72 @@ Status Store::run_status(int64_t run) {
   for (Status x : {Status::running, Status::ok, Status::failed, Status::interrupted, Status::crashed})
     if (s == status_name(x)) return x;
   fail("{}: run {} has unknown status '{}'", impl_->path, run, s);
+}
+
+std::optional<Lease> Store::take_lease(const std::string& key, const std::string& job, int64_t pid,
+                                       std::optional<int64_t> holder_run) {
+  LT_CHECK(pid > 0, "take_lease {} / {}: bad process id {}", key, job, pid);
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Impl& d = *impl_;
+  d.exec("BEGIN IMMEDIATE", "locking to take a lease");
+  try {
+    sqlite3_stmt* st = d.prepare(
+        "SELECT host, pid, machine_id, boot_id, process_start, holder_run, taken_at FROM leases "
+        "WHERE key=? AND job=?");
+    Impl::bind_text(st, 1, key);
+    Impl::bind_text(st, 2, job);
+    std::optional<Lease> held;
+    if (sqlite3_step(st) == SQLITE_ROW) {
+      RunProcess r{Impl::column_text(st, 0).value_or(""), sqlite3_column_int64(st, 1),
+                   Impl::column_text(st, 3), Impl::column_text(st, 2), std::nullopt};
+      if (sqlite3_column_type(st, 4) != SQLITE_NULL) r.process_start = sqlite3_column_int64(st, 4);
+      // this process re-takes its own lease (to hand it to the worker it started)
+      const bool ours = r.host == host_name() && r.pid == getpid() && r.boot_id == std::optional(boot_id());
+      if (!ours && judge_running(r).state != Liveness::dead) {  // alive, or on a machine we cannot judge
+        held = Lease{key, job, r.host, r.pid, std::nullopt, Impl::column_text(st, 6).value_or("")};
+        if (sqlite3_column_type(st, 5) != SQLITE_NULL) held->holder_run = sqlite3_column_int64(st, 5);
+      }
+    }
+    sqlite3_finalize(st);
+    if (held) {
+      d.exec("ROLLBACK", "ending a lease check");
+      return held;
+    }
+    st = d.prepare(
+        "INSERT OR REPLACE INTO leases(key, job, holder_run, host, pid, machine_id, boot_id, process_start, "
+        "taken_at) VALUES (?,?,?,?,?,?,?,?,?)");
+    Impl::bind_text(st, 1, key);
+    Impl::bind_text(st, 2, job);
+    Impl::bind_opt(st, 3, holder_run);
+    Impl::bind_text(st, 4, host_name());
+    sqlite3_bind_int64(st, 5, pid);
+    const std::string machine = machine_id(), boot = boot_id();
+    if (machine.empty()) sqlite3_bind_null(st, 6); else Impl::bind_text(st, 6, machine);
+    if (boot.empty()) sqlite3_bind_null(st, 7); else Impl::bind_text(st, 7, boot);
+    const long long started = process_start_time(pid);
+    if (started < 0) sqlite3_bind_null(st, 8); else sqlite3_bind_int64(st, 8, started);
+    Impl::bind_text(st, 9, utc_timestamp());
+    const int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) d.fail_sql(rc, fmt::format("taking the lease of {} / {}", key, job));
+    d.exec("COMMIT", "committing a lease");
+  } catch (...) {
+    sqlite3_exec(d.db, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+  return std::nullopt;
+}
+
+void Store::release_lease(const std::string& key, const std::string& job, int64_t pid) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  sqlite3_stmt* st = impl_->prepare("DELETE FROM leases WHERE key=? AND job=? AND pid=? AND host=?");
+  Impl::bind_text(st, 1, key);
+  Impl::bind_text(st, 2, job);
+  sqlite3_bind_int64(st, 3, pid);
+  Impl::bind_text(st, 4, host_name());
+  const int rc = sqlite3_step(st);
+  sqlite3_finalize(st);
+  if (rc != SQLITE_DONE) impl_->fail_sql(rc, fmt::format("releasing the lease of {} / {}", key, job));
 }
 
 void Store::param(int64_t run, const std::string& key, const std::string& value) {

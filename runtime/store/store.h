@@ -28,6 +28,13 @@ struct EvalItem {
   std::optional<bool> correct;
 };
 
+struct Lease {
+  std::string key, job, host;
+  int64_t pid = 0;
+  std::optional<int64_t> holder_run;  // the run that took it
+  std::string taken_at;
+};
+
 using Value = std::variant<std::monostate, int64_t, double, std::string>;
 struct Table {
   std::vector<std::string> columns;
@@ -75,6 +82,17 @@ class Store {
   // the rows stay buffered (a later flush may succeed) and the error names the row count.
   void flush();
   size_t pending() const;
+
+  // Leases (db/migrations/0005): job `job` of the keyed set `key` (a layer scan's job under its
+  // scan key) held by one process of this machine, so that no two processes run it at once.
+  // take_lease records process `pid` (with its boot id and start time) as the holder, unless
+  // another process holds it and is alive, as judged for `running` runs (same boot: pid alive
+  // with the recorded start time; a lease of another host is never judged, so it holds); then
+  // that holder is returned and nothing changes. A lease this process holds may be taken
+  // again, e.g. for the worker it started. release_lease drops it when `pid` still holds it.
+  std::optional<Lease> take_lease(const std::string& key, const std::string& job, int64_t pid,
+                                         std::optional<int64_t> holder_run = {});
+  void release_lease(const std::string& key, const std::string& job, int64_t pid);
 
   // Runs one or more statements; the table is the last one that returns columns.
   Table query(const std::string& sql, const std::vector<Value>& binds = {});

@@ -122,7 +122,11 @@ struct Resumed {
 Resumed load_checkpoint(model::Model& m, AdamW& opt, Objective& obj, const std::string& dir) {
   const std::string cdir = latest_checkpoint(dir);
   Resumed r;
-  if (cdir.empty()) return r;
+  // nothing to resume from is an error, never a silent start from step 0 (which would
+  // overwrite the folder's purpose and lose the steps the caller believes done)
+  if (cdir.empty())
+    fail("resume: no checkpoint in {} ({} does not exist); to start afresh, leave resume off",
+         dir, (fs::path(dir) / "latest").string());
   std::ifstream f(fs::path(cdir) / "trainer_state.json");
   LT_CHECK(f.good(), "resume: cannot read {}/trainer_state.json", cdir);
   nlohmann::json j;

@@ -115,7 +115,7 @@ struct LoopOptions {
   int64_t checkpoint_every = 0;   // 0: only at the end (when checkpoint_dir is set)
   int64_t keep_checkpoints = 2;
   std::vector<std::string> checkpoint_files;  // copied into every checkpoint (tokenizer.json)
-  bool resume = false;            // continue from checkpoint_dir/latest when it exists
+  bool resume = false;            // continue from checkpoint_dir/latest (an error when it is missing)
   // Ctrl-C / SIGTERM: between steps, or between the micro-batches of a step (which is then
   // dropped), the loop writes a checkpoint of the last finished step into checkpoint_dir and
   // throws ltrun::Interrupted.

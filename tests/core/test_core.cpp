@@ -1,11 +1,16 @@
-// tests/core: sha256 against FIPS 180-4 vectors, device/dtype parsing, tensor printing.
+// tests/core: sha256 against FIPS 180-4 vectors, device/dtype parsing, tensor printing,
+// process liveness (a zombie has ended; a pid beyond pid_t is no process).
 #include <ATen/ATen.h>
 
 #include <catch2/catch.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <csignal>
 
 #include "runtime/core/device.h"
+#include "runtime/core/env.h"
 #include "runtime/core/error.h"
 #include "runtime/core/interrupt.h"
 #include "runtime/core/sha256.h"
@@ -67,4 +72,26 @@ TEST_CASE("check_interrupt raises once per Ctrl-C and the flag stays for the sta
   CHECK(interrupt_requested());      // but remembered, so the run is marked interrupted
   clear_interrupt();
   CHECK(!interrupt_requested());
+}
+
+TEST_CASE("process_alive: a process that ended but is not reaped yet (a zombie) has ended") {
+  // where PID 1 does not reap orphans, a killed worker stays a zombie for good: a run or
+  // lease it held must still count as the process gone
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) _exit(0);
+  CHECK(process_alive(long(getpid())));
+  bool zombie = false;
+  for (int i = 0; i < 6000 && !zombie; i++) {  // until the child has exited (up to 60 s)
+    siginfo_t info{};
+    // WNOWAIT: look without reaping, so the child stays a zombie
+    zombie = waitid(P_PID, id_t(child), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == child;
+    if (!zombie) usleep(10000);
+  }
+  REQUIRE(zombie);
+  CHECK_FALSE(process_alive(long(child)));
+  waitpid(child, nullptr, 0);
+  CHECK_FALSE(process_alive(long(child)));
+  CHECK_FALSE(process_alive(1L << 32));  // would wrap to 0 (our process group) as a pid_t
+  CHECK_FALSE(process_alive(0));
 }

@@ -1,7 +1,8 @@
 -- tests/lua/scan_sched.lua: the layer-scan scheduler (lt.scan) with real worker processes:
 -- each job a child run of this run; a worker killed mid-run leaves its run `crashed` and
 -- the scan goes on and reports it; a failing worker is `failed`; --resume runs only the
--- jobs without an ok run; shards pick disjoint, covering, fixed subsets.
+-- jobs without an ok run; a job leased to a live process waits for it; workers die with the
+-- process that started them; shards pick disjoint, covering, fixed subsets.
 local T = require "lt.test"
 local scan = require "lt.scan"
 local exp = require "lt.experiment"
@@ -96,6 +97,98 @@ T.case("resume runs only the jobs with no ok run; a failing worker is failed", f
   T.eq(status_of("dddd"), "ok")
   -- another scan key sees none of them as done
   T.eq(next(scan.done_jobs("other-key")), nil)
+end)
+
+T.case("a job leased to a live process is not started until that process has ended", function()
+  local lkey = key .. "-lease"
+  -- the holder: a process of ours that has the job `held` (as the worker of a scheduler that
+  -- was killed would: alive, with its lease in the store)
+  local holder = lt.proc.spawn({ "sleep", "120" })
+  T.eq(lt.run.take_lease(lkey, "held", holder), nil, "a fresh lease is taken")
+  local other = lt.run.take_lease(lkey, "held", lt.proc.pid())
+  T.ok(other and other.pid == holder, "a live holder keeps it")
+  local started, holder_alive_at, holder_reaped = {}, {}, false
+  local res = scan.run{
+    jobs = { "held", "free" }, workers = 2, key = lkey, quiet = true, log_dir = tmp .. "/logs5", argv = argv{},
+    on_start = function(job)
+      started[#started + 1] = job
+      holder_alive_at[job] = not holder_reaped and lt.proc.wait(holder, 0) == nil
+    end,
+    on_end = function(r)
+      if r.job == "free" then  -- only now does the holder go
+        T.ok(lt.proc.kill(holder, "KILL"), "the holder was alive until `free` ended")
+        lt.proc.wait(holder)
+        holder_reaped = true
+      end
+    end,
+  }
+  T.same_table(started, { "free", "held" }, "held waited for its holder")
+  T.eq(holder_alive_at.held, false, "held started only after its holder ended")
+  T.eq(#res.results, 2)
+  T.eq(status_of("held"), "ok")
+  T.same_table(res.jobs, { "held", "free" })
+  -- the scan's workers released their leases: a third process may take them now
+  T.eq(lt.run.take_lease(lkey, "held", lt.proc.pid()), nil)
+  lt.run.release_lease(lkey, "held", lt.proc.pid())
+  T.eq(#lt.run.query("SELECT * FROM leases WHERE key = ?", lkey), 0)
+end)
+
+T.case("resume: a job whose holder ends with an ok run meanwhile is skipped, not run again", function()
+  local lkey = key .. "-lease2"
+  local holder = lt.proc.spawn({ "sleep", "120" })
+  T.eq(lt.run.take_lease(lkey, "late", holder), nil)
+  local res = scan.run{
+    jobs = { "late", "first" }, workers = 1, key = lkey, quiet = true, resume = true, log_dir = tmp .. "/logs6",
+    argv = argv{},
+    on_end = function(r)
+      if r.job == "first" then
+        -- the holder's own ok run of `late` (as its worker would have left it), then it ends
+        local c = lt.run.child("late", function() lt.run.param("scan_key", lkey) end)
+        lt.proc.kill(holder, "KILL")
+        lt.proc.wait(holder)
+      end
+    end,
+  }
+  T.same_table(res.jobs, { "first" })
+  T.same_table(res.skipped, { "late" })
+  T.eq(#lt.run.query("SELECT id FROM runs WHERE name = 'late' AND status = 'ok'"), 1, "late ran once")
+end)
+
+T.case("lt.proc.spawn death_signal: the child ends when the process that started it is killed", function()
+  -- an ltrun that starts `sleep` with death_signal, writes its pid, then waits to be killed
+  local pidfile = tmp .. "_sleeper"
+  os.remove(pidfile)
+  local mid = lt.proc.spawn({ lt.proc.exe, "--db", tmp .. "_mid.db", "-e", ([[
+    local p = lt.proc.spawn({ "sleep", "300" }, { death_signal = "KILL" })
+    local f = assert(io.open(%q, "w")); f:write(p); f:close()
+    lt.proc.sleep(300)]]):format(pidfile) })
+  local sleeper
+  for _ = 1, 2400 do  -- up to 120 s on a loaded machine
+    local f = io.open(pidfile)
+    if f then sleeper = tonumber(f:read("*a")); f:close() end
+    if sleeper then break end
+    lt.proc.sleep(0.05)
+  end
+  T.ok(sleeper, "the middle process started its child")
+  T.ok(lt.proc.kill(mid, "KILL"))
+  lt.proc.wait(mid)
+  local gone = false
+  for _ = 1, 2400 do
+    local f = io.open("/proc/" .. sleeper .. "/stat")
+    local st = f and f:read("*l")
+    if f then f:close() end
+    if not st or st:match("^%d+ %b() ([ZX])") then gone = true; break end
+    lt.proc.sleep(0.05)
+  end
+  T.ok(gone, "sleep " .. tostring(sleeper) .. " ended with its parent")
+  if not gone then lt.proc.kill(sleeper, "KILL") end
+  T.raises(function() lt.proc.spawn({ "no-such-program-ltrun" }, { death_signal = "TERM" }) end,
+           "no%-such%-program%-ltrun")
+  T.raises(function() lt.proc.spawn({ "sleep", "1" }, { death_signal = "NOPE" }) end, "unknown signal")
+  T.raises(function() lt.proc.spawn({ "sleep", "1" }, { death_signal = "TERM", stdout = tmp .. "/no/such/dir/x" }) end,
+           "opening its stdout file")
+  -- a pid beyond pid_t is refused, not wrapped (2^32 would be 0: any child, our process group)
+  T.raises(function() lt.proc.wait(2 ^ 32) end, "out of range")
 end)
 
 T.case("a shard runs its own subset only", function()

@@ -1,6 +1,6 @@
 -- tests/lua/train_resume.lua: a training run killed with SIGKILL right after a checkpoint and
 -- resumed by a second process leaves no hole in the loss curve (the checkpoint flushes the
--- buffered metrics before it is published). Both runs are child processes of this ltrun,
+-- buffered metrics before it is published); resume = true with no checkpoint is an error. Both runs are child processes of this ltrun,
 -- writing to a store of their own.
 local T = require "lt.test"
 local tmp = os.getenv("LTRUN_TEST_TMP") .. "/lua_train_resume"
@@ -60,6 +60,24 @@ T.case("kill -9 after a checkpoint, then resume: every step's loss is in the sto
   local want = {}
   for i = 1, 12 do want[i] = i end
   T.same_table(steps, want, "loss steps over both runs")
+end)
+
+T.case("resume = true with no checkpoint in the folder is an error naming it, not a fresh start", function()
+  local m = lt.model.load(tmp .. "/m"):train_only("all")
+  local before = m:parameters()["model.norm.weight"]:clone()
+  local empty = tmp .. "/no_ck"
+  for _, o in ipairs{ { data = tmp .. "/packed", seq_len = 8, steps = 2, micro_batch = 2, progress = false } } do
+    o.checkpoint_dir, o.resume = empty, true
+    T.raises(function() lt.train.causal_lm(m, o) end, "no checkpoint in " .. empty:gsub("%p", "%%%0"))
+  end
+  T.ok(m:parameters()["model.norm.weight"]:equal(before), "no step was trained")
+  T.eq(lt.train.latest_checkpoint(empty), nil, "and no checkpoint written")
+  -- lt.rl.grpo runs on the same loop
+  local items = { { question = "1 + 1?", answer = "2" }, { question = "2 + 1?", answer = "3" } }
+  T.raises(function()
+    lt.rl.grpo(m, { data = items, prompts = 2, group_size = 2, max_response = 4, iterations = 1, log = false,
+                    progress = false, checkpoint_dir = empty, resume = true })
+  end, "no checkpoint in " .. empty:gsub("%p", "%%%0"))
 end)
 
 T.finish()
