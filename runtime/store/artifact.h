@@ -1,0 +1,48 @@
+// runtime/store/artifact.h: which files are a run's artifacts, for registering one
+// (lt.run.artifact) and for reading one back (ltrun serve). An artifact is a regular file
+// that lies, symlinks resolved, under one of the run's folders: the folder the run started in
+// (runs.workdir, recorded by Store::begin_run) or the folder of its run store. Its absolute
+// resolved path and sha256 are stored; a reader serves it only while the file still lies
+// under those folders and still has that sha256.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ltrun::store {
+
+class Store;
+
+// The run's folders, resolved (realpath): `workdir` (empty for runs stored before
+// db/migrations/0004) and the folder holding the store file `db_path`. A folder that does not
+// exist (any more) is left out.
+std::vector<std::string> artifact_roots(const std::string& workdir, const std::string& db_path);
+
+// An artifact file opened for reading, or why not. Opening never blocks (a FIFO, a device)
+// and never follows a path out of the roots: the check is on the path of the opened file.
+struct ArtifactFile {
+  enum class Problem { none, missing, unreadable, not_regular, outside };
+  Problem problem = Problem::none;
+  std::string error;     // names the path; empty when problem == none
+  int fd = -1;           // open for reading when problem == none
+  std::string resolved;  // absolute, symlinks resolved
+  uint64_t size = 0;
+
+  ArtifactFile() = default;
+  ArtifactFile(ArtifactFile&& o) noexcept;
+  ArtifactFile& operator=(ArtifactFile&&) = delete;
+  ~ArtifactFile();
+  std::string sha256() const;      // of the opened file, read in chunks
+  std::string read_all() const;    // its bytes (the caller bounds `size` first)
+};
+
+// `what` starts the error messages ("lt.run.artifact", "artifact 0 of run 3").
+ArtifactFile open_artifact(const std::string& path, const std::vector<std::string>& roots,
+                           const std::string& what);
+
+// Registers `path` as an artifact of `run`: a regular file under the run's folders (else an
+// ltrun::Error naming the path, its resolved path and the folders). kind defaults to the file
+// extension. Returns the path stored (absolute, resolved).
+std::string register_artifact(Store& store, int64_t run, const std::string& path, std::string kind = "");
+
+}  // namespace ltrun::store
