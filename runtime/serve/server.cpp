@@ -216,13 +216,16 @@ class RequestStream : public httplib::Stream {
  public:
   RequestStream(int fd, Clock::time_point deadline) : fd_(fd), deadline_(deadline) {}
   void head_read() { head_read_ = true; }
+  bool cut_off() const { return cut_off_; }  // a read hit the deadline or the head's size limit
 
   bool is_readable() const override { return pos_ < len_ || wait_for(fd_, POLLIN, deadline_); }
   bool is_writable() const override { return wait_for(fd_, POLLOUT, Clock::now() + kWriteWait); }
   ssize_t read(char* ptr, size_t size) override {
     if (pos_ == len_) {
-      if (!head_read_ && head_bytes_ >= kMaxHeadBytes) return -1;
-      if (!wait_for(fd_, POLLIN, deadline_)) return -1;
+      if ((!head_read_ && head_bytes_ >= kMaxHeadBytes) || !wait_for(fd_, POLLIN, deadline_)) {
+        cut_off_ = true;
+        return -1;
+      }
       ssize_t n;
       do n = ::recv(fd_, buf_, sizeof buf_, 0);
       while (n < 0 && errno == EINTR);
@@ -250,7 +253,7 @@ class RequestStream : public httplib::Stream {
  private:
   int fd_;
   Clock::time_point deadline_;
-  bool head_read_ = false;
+  bool head_read_ = false, cut_off_ = false;
   size_t head_bytes_ = 0;
   char buf_[4096];
   size_t pos_ = 0, len_ = 0;
@@ -278,7 +281,7 @@ class Server : public httplib::Server {
           conns_.set_waiting(*conn, false);
           strm.head_read();
         });
-        if (!ret || closed) break;
+        if (!ret || closed || strm.cut_off()) break;  // after a 400 for a request cut off: no more
       }
       conns_.remove(conn);
     }
