@@ -10,6 +10,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <cstdio>
 #include <filesystem>
 
 #include "runtime/core/error.h"
@@ -130,15 +131,22 @@ ArtifactFile open_artifact(const std::string& path, const std::vector<std::strin
 std::string register_artifact(Store& store, int64_t run, const std::string& path, std::string kind) {
   const Table t = store.query("SELECT workdir FROM runs WHERE id = ?", {Value(run)});
   LT_CHECK(!t.rows.empty(), "lt.run.artifact: no run with id {} in {}", run, store.path());
-  const auto roots = artifact_roots(to_text(t.rows[0][0]), store.path());
-  ArtifactFile f = open_artifact(path, roots, "lt.run.artifact");
-  if (f.problem != ArtifactFile::Problem::none) throw Error(f.error);
   if (kind.empty()) {
     const std::string ext = std::filesystem::path(path).extension().string();
     kind = ext.size() > 1 ? ext.substr(1) : "file";
   }
-  store.artifact(run, kind, f.resolved, f.sha256());
-  return f.resolved;
+  auto record = [&](const ArtifactFile& f) {
+    if (f.problem != ArtifactFile::Problem::none) throw Error(f.error);
+    store.artifact(run, kind, f.resolved, f.sha256());
+    return f.resolved;
+  };
+  const ArtifactFile f = open_artifact(path, artifact_roots(to_text(t.rows[0][0]), store.path()), "lt.run.artifact");
+  if (f.problem != ArtifactFile::Problem::outside) return record(f);
+  // A study given --out=/scratch/... should not fail at its last line: the file is recorded,
+  // and said to be one that ltrun serve will not serve.
+  fmt::print(stderr, "ltrun: warning: {}; it is recorded, but ltrun serve will not serve it\n", f.error);
+  std::fflush(stderr);
+  return record(open_artifact(path, {"/"}, "lt.run.artifact"));
 }
 
 }  // namespace ltrun::store

@@ -3,7 +3,8 @@
 // that lies, symlinks resolved, under one of the run's folders: the folder the run started in
 // (runs.workdir, recorded by Store::begin_run) or the folder of its run store. Its absolute
 // resolved path and sha256 are stored; a reader serves it only while the file still lies
-// under those folders and still has that sha256.
+// under those folders and still has that sha256. (A file registered from elsewhere is
+// recorded with a warning, and never served.)
 #pragma once
 #include <cstdint>
 #include <string>
@@ -40,9 +41,11 @@ struct ArtifactFile {
 ArtifactFile open_artifact(const std::string& path, const std::vector<std::string>& roots,
                            const std::string& what);
 
-// Registers `path` as an artifact of `run`: a regular file under the run's folders (else an
-// ltrun::Error naming the path, its resolved path and the folders). kind defaults to the file
-// extension. Returns the path stored (absolute, resolved).
+// Registers `path` as an artifact of `run` with its sha256; kind defaults to the file
+// extension. Returns the path stored (absolute, resolved). A path that is not a regular file
+// (missing, a folder, a FIFO, a device) is an ltrun::Error naming it. A regular file outside
+// the run's folders is recorded with a warning on stderr naming it, its resolved path and the
+// folders: ltrun serve will not serve it (a study that writes to --out=/elsewhere still ends).
 std::string register_artifact(Store& store, int64_t run, const std::string& path, std::string kind = "");
 
 }  // namespace ltrun::store
