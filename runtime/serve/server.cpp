@@ -209,12 +209,21 @@ class ConnectionThreads : public httplib::TaskQueue {
   size_t running_ = 0;
 };
 
-// One request's side of a connection: every read shares one deadline, and the request line
-// with its headers is at most kMaxHeadBytes, so a client that sends a byte at a time (or an
-// endless header) cannot hold its thread.
+// The reading side of a connection, one request at a time: the reads of a request share one
+// deadline, and its request line with headers is at most kMaxHeadBytes, so a client that sends
+// a byte at a time (or an endless header) cannot hold its thread. Bytes read past a request
+// (the next one, pipelined) stay for the next.
 class RequestStream : public httplib::Stream {
  public:
-  RequestStream(int fd, Clock::time_point deadline) : fd_(fd), deadline_(deadline) {}
+  explicit RequestStream(int fd) : fd_(fd) {}
+  // false: nothing of a next request came within `idle`
+  bool next_request(Clock::duration idle) {
+    if (pos_ == len_ && !wait_for(fd_, POLLIN, Clock::now() + idle)) return false;
+    deadline_ = Clock::now() + kRequestRead;
+    head_read_ = false;
+    head_bytes_ = len_ - pos_;
+    return true;
+  }
   void head_read() { head_read_ = true; }
   bool cut_off() const { return cut_off_; }  // a read hit the deadline or the head's size limit
 
@@ -252,7 +261,7 @@ class RequestStream : public httplib::Stream {
 
  private:
   int fd_;
-  Clock::time_point deadline_;
+  Clock::time_point deadline_{};
   bool head_read_ = false, cut_off_ = false;
   size_t head_bytes_ = 0;
   char buf_[4096];
@@ -272,10 +281,10 @@ class Server : public httplib::Server {
   bool process_and_close_socket(socket_t sock) override {
     bool ret = false;
     if (auto conn = conns_.open(sock, address(sock, true))) {
+      RequestStream strm(sock);
       for (size_t left = keep_alive_max_count_; left > 0 && svr_sock_ != INVALID_SOCKET; left--) {
         conns_.set_waiting(*conn, true);
-        if (conns_.closed(*conn) || !wait_for(sock, POLLIN, Clock::now() + kIdleWait)) break;
-        RequestStream strm(sock, Clock::now() + kRequestRead);
+        if (conns_.closed(*conn) || !strm.next_request(kIdleWait)) break;
         bool closed = false;
         ret = process_request(strm, left == 1, closed, [&](httplib::Request&) {
           conns_.set_waiting(*conn, false);

@@ -43,6 +43,10 @@ check "no Host header: refused" equals "$(code -H 'Host:' "${url}api/runs")" "40
 check "Host localhost.evil.example: refused" equals "$(code -H 'Host: localhost.evil.example' "${url}api/runs")" "403"
 
 check "slow clients hold up no one" node "$here/serve/slow_clients.js" "$url"
+exec 3<>"/dev/tcp/127.0.0.1/$port"
+printf 'GET /api/info HTTP/1.1\r\nHost: localhost\r\n\r\nGET /api/queries HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n' >&3
+check "two pipelined requests: two answers" equals "$(timeout 20 cat <&3 | grep -ao 'HTTP/1.1 200 OK' | wc -l)" "2"
+exec 3<&-
 
 # live: a run keeps writing; the server sees its series grow; a second writer is not blocked
 "$LTRUN" "$here/serve/live.lua" --ready="$SCRATCH/live_ready" --seconds=120 2>live.err & writer=$!

@@ -31,6 +31,8 @@ refused "a FIFO" fifo "fifo is a FIFO, not a regular file"
 mkdir folder
 refused "a folder" folder "folder is a folder, not a regular file"
 refused "a missing file" nothing.svg "nothing.svg does not exist"
+err=$("$LTRUN" -e 'lt.run.artifact("fig.svg", {knd = "svg"})' 2>&1)
+check "an unknown option: named" contains "$err" "lt.run.artifact: unknown option 'knd' (known: kind)"
 check "nothing refused was stored" equals "$(sql1 "select count(*) from artifacts")" "2"
 
 ln -s /etc/passwd link.svg
