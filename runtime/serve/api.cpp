@@ -312,14 +312,17 @@ class Handler {
                           : json(nullptr);
 
     json artifacts = objects(q("SELECT kind, path, sha256, t FROM artifacts WHERE run_id = ? ORDER BY rowid", {Value(id)}));
+    const auto roots = store::artifact_roots(run_workdir(id), db_.path());
     for (size_t k = 0; k < artifacts.size(); k++) {
       auto& a = artifacts[k];
       a["index"] = k;
       a["url"] = fmt::format("/api/runs/{}/artifacts/{}", id, k);
-      std::error_code ec;
-      const auto size = std::filesystem::file_size(a["path"].get<std::string>(), ec);
-      a["exists"] = !ec;
-      if (!ec) a["bytes"] = size;
+      // where it lies, not its sha256: that is checked when the file is asked for
+      const auto f = store::open_artifact(a["path"].is_string() ? a["path"].get<std::string>() : "", roots,
+                                          fmt::format("artifact {}", k));
+      a["exists"] = f.problem != store::ArtifactFile::Problem::missing;
+      if (f.problem == store::ArtifactFile::Problem::none) a["bytes"] = f.size;
+      else if (a["exists"]) a["refused"] = f.error;
     }
     json children = objects(q(
         "SELECT id, name, status, started_at, finished_at, "
@@ -414,14 +417,19 @@ class Handler {
   // only a file registered in `artifacts` is ever read: the path comes from the store, never
   // from the request; and only while it lies under the run's folders and still has the sha256
   // recorded when it was registered (runtime/store/artifact.h)
+  // the folder the run started in; "" before db/migrations/0004
+  std::string run_workdir(int64_t id) {
+    if (db_.schema_version() < 4) return "";
+    const auto t = q("SELECT workdir FROM runs WHERE id = ?", {Value(id)});
+    return t.rows.empty() ? "" : store::to_text(t.rows[0][0]);
+  }
+
   Response artifact(int64_t id, int64_t k) {
-    const std::string workdir = db_.schema_version() >= 4 ? "r.workdir" : "NULL";  // db/migrations/0004
-    auto t = q("SELECT a.path, a.sha256, " + workdir + " FROM artifacts a JOIN runs r ON r.id = a.run_id "
-               "WHERE a.run_id = ? ORDER BY a.rowid LIMIT 1 OFFSET ?", {Value(id), Value(k)});
+    auto t = q("SELECT path, sha256 FROM artifacts WHERE run_id = ? ORDER BY rowid LIMIT 1 OFFSET ?", {Value(id), Value(k)});
     if (t.rows.empty()) http_fail(404, "run {} has no artifact {}", id, k);
     const std::string path = store::to_text(t.rows[0][0]), sha = store::to_text(t.rows[0][1]);
     const std::string what = fmt::format("artifact {} of run {}", k, id);
-    const auto f = store::open_artifact(path, store::artifact_roots(store::to_text(t.rows[0][2]), db_.path()), what);
+    const auto f = store::open_artifact(path, store::artifact_roots(run_workdir(id), db_.path()), what);
     using P = store::ArtifactFile::Problem;
     if (f.problem == P::missing) http_fail(404, "{}: {} is not there any more", what, path);
     if (f.problem != P::none) http_fail(403, "{}; not served", f.error);

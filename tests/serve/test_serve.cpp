@@ -211,6 +211,11 @@ TEST_CASE("api: an artifact is served only under the run's folders, with the sha
   }
   Api api(std::make_shared<Reader>(path), 500);
   const std::string url = "/api/runs/" + std::to_string(run) + "/artifacts/0";
+  const auto listed = body(api.get("/api/runs/" + std::to_string(run), {}))["artifacts"];
+  REQUIRE(listed.size() == 2);
+  CHECK(listed[0]["bytes"] == 14);
+  CHECK(!listed[0].contains("refused"));
+  CHECK(listed[1]["refused"].get<std::string>().find("lies outside the run's folders") != std::string::npos);
   auto r = api.get("/api/runs/" + std::to_string(run) + "/artifacts/1", {});
   CHECK(r.status == 403);
   CHECK(body(r)["error"].get<std::string>().find("x.svg lies outside the run's folders") != std::string::npos);
