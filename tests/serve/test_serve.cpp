@@ -241,6 +241,14 @@ TEST_CASE("api: an artifact is served only under the run's folders, with the sha
   CHECK(api.get(url, {}).status == 403);
   edit("UPDATE artifacts SET path = '" + dir + "/gone.svg' WHERE rowid = 1");
   CHECK(api.get(url, {}).status == 404);
+
+  // a store from before db/migrations/0004 (no runs.workdir): the store's folder still counts
+  edit("UPDATE artifacts SET path = '" + fs::canonical(fig).string() + "', sha256 = '" + sha256_hex("<svg>fig</svg>") +
+       "' WHERE rowid = 1; ALTER TABLE runs DROP COLUMN workdir; PRAGMA user_version = 3");
+  Api old(std::make_shared<Reader>(path), 500);
+  r = old.get(url, {});
+  CHECK(r.status == 200);
+  CHECK(r.body == "<svg>fig</svg>");
 }
 
 TEST_CASE("sql: a value, a result and SQLite's memory are bounded; printf's repeat count too") {
