@@ -12,7 +12,7 @@
 #include "bindings/tensor.h"
 #include "runtime/core/env.h"
 #include "runtime/core/interrupt.h"
-#include "runtime/core/sha256.h"
+#include "runtime/store/artifact.h"
 #include "runtime/store/session.h"
 
 #include <ATen/ATen.h>
@@ -119,18 +119,22 @@ int l_log_layers(lua_State* L) {
   return 0;
 }
 
-// lt.run.artifact(path[, {kind=}]): records the file's absolute path and sha256
+// lt.run.artifact(path[, {kind=}]) → the path stored: a regular file under the folder the run
+// started in or its run store's folder (runtime/store/artifact.h), with its sha256
 int l_artifact(lua_State* L) {
   auto& s = session("lt.run.artifact");
   const std::string path = check_string(L, 1, "lt.run.artifact");
-  LT_CHECK(file_exists(path), "lt.run.artifact: {} does not exist", path);
-  std::string kind = opt_string(L, 2, "kind", "lt.run.artifact").value_or("");
-  if (kind.empty()) {
-    const auto dot = path.rfind('.');
-    kind = dot == std::string::npos ? "file" : path.substr(dot + 1);
+  if (lua_istable(L, 2)) {
+    lua_pushnil(L);
+    while (lua_next(L, 2)) {
+      if (lua_type(L, -2) != LUA_TSTRING || std::string(lua_tostring(L, -2)) != "kind")
+        fail("lt.run.artifact: unknown option '{}' (known: kind)", value_text(L, -2));
+      lua_pop(L, 1);
+    }
   }
-  s.store().artifact(s.current(), kind, absolute_path(path), sha256_file(path));
-  return 0;
+  const std::string kind = opt_string(L, 2, "kind", "lt.run.artifact").value_or("");
+  push(L, store::register_artifact(s.store(), s.current(), path, kind));
+  return 1;
 }
 
 // lt.run.query(sql, ...) → array of rows, each a table column → value

@@ -1,5 +1,6 @@
-// runtime/cli/serve.cpp: `ltrun serve [--port N] [--host H] [--sql-timeout S]`: the web view
-// of the run store (runtime/serve), read-only, on loopback unless --host says otherwise.
+// runtime/cli/serve.cpp: `ltrun serve [--port N] [--host H] [--allow-host NAME]... [--sql-timeout S]`:
+// the web view of the run store (runtime/serve), read-only, on loopback unless --host says
+// otherwise, answering requests for localhost, IP addresses and the --allow-host names.
 #include <algorithm>
 #include <cstdio>
 
@@ -22,8 +23,15 @@ int cmd_serve(const Globals& g, const std::vector<std::string>& args) {
       o.sql_timeout_ms = int(std::min<int64_t>(a.integer(), 3600) * 1000);
     } else if (a.key() == "--host") {
       o.host = a.value();
+    } else if (a.key() == "--allow-host") {
+      const std::string name = a.value();
+      LT_CHECK(serve::valid_host_name(name),
+               "serve: --allow-host '{}': expected a host name without a port (letters, digits, '-', '.'), "
+               "e.g. --allow-host myhost.lan", name);
+      o.allow_hosts.push_back(name);
     } else {
-      fail("serve: unknown argument '{}' (usage: ltrun serve [--port 8080] [--host 127.0.0.1] [--sql-timeout 10] [--db PATH])", a.key());
+      fail("serve: unknown argument '{}' (usage: ltrun serve [--port 8080] [--host 127.0.0.1] "
+           "[--allow-host NAME]... [--sql-timeout 10] [--db PATH])", a.key());
     }
   }
   if (!serve::is_loopback(o.host))

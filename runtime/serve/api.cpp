@@ -10,6 +10,8 @@
 #include <sstream>
 
 #include "runtime/core/env.h"
+#include "runtime/core/sha256.h"
+#include "runtime/store/artifact.h"
 #include "runtime/serve/downsample.h"
 
 namespace ltrun::serve {
@@ -19,6 +21,7 @@ using json = nlohmann::json;
 using store::Value;
 
 constexpr size_t kSqlMaxRows = 5000;
+constexpr size_t kSqlMaxBytes = 16u << 20;  // of an answer's strings and blobs
 constexpr size_t kDefaultPoints = 2000, kMaxPoints = 100000;
 constexpr uintmax_t kMaxArtifactBytes = 256u << 20;
 
@@ -166,7 +169,7 @@ class Handler {
     if (text.empty()) http_fail(400, "sql: give ?q=SELECT ... or ?name=NAME");
     Reader::Result r;
     try {
-      r = db_.query(text, {}, kSqlMaxRows, sql_timeout_ms_);
+      r = db_.query(text, {}, kSqlMaxRows, sql_timeout_ms_, kSqlMaxBytes);
     } catch (const Refused& e) {
       http_fail(403, "{}", e.what());
     } catch (const Error& e) {
@@ -309,14 +312,17 @@ class Handler {
                           : json(nullptr);
 
     json artifacts = objects(q("SELECT kind, path, sha256, t FROM artifacts WHERE run_id = ? ORDER BY rowid", {Value(id)}));
+    const auto roots = store::artifact_roots(run_workdir(id), db_.path());
     for (size_t k = 0; k < artifacts.size(); k++) {
       auto& a = artifacts[k];
       a["index"] = k;
       a["url"] = fmt::format("/api/runs/{}/artifacts/{}", id, k);
-      std::error_code ec;
-      const auto size = std::filesystem::file_size(a["path"].get<std::string>(), ec);
-      a["exists"] = !ec;
-      if (!ec) a["bytes"] = size;
+      // where it lies, not its sha256: that is checked when the file is asked for
+      const auto f = store::open_artifact(a["path"].is_string() ? a["path"].get<std::string>() : "", roots,
+                                          fmt::format("artifact {}", k));
+      a["exists"] = f.problem != store::ArtifactFile::Problem::missing;
+      if (f.problem == store::ArtifactFile::Problem::none) a["bytes"] = f.size;
+      else if (a["exists"]) a["refused"] = f.error;
     }
     json children = objects(q(
         "SELECT id, name, status, started_at, finished_at, "
@@ -409,20 +415,33 @@ class Handler {
   }
 
   // only a file registered in `artifacts` is ever read: the path comes from the store, never
-  // from the request
+  // from the request; and only while it lies under the run's folders and still has the sha256
+  // recorded when it was registered (runtime/store/artifact.h)
+  // the folder the run started in; "" before db/migrations/0004
+  std::string run_workdir(int64_t id) {
+    if (db_.schema_version() < 4) return "";
+    const auto t = q("SELECT workdir FROM runs WHERE id = ?", {Value(id)});
+    return t.rows.empty() ? "" : store::to_text(t.rows[0][0]);
+  }
+
   Response artifact(int64_t id, int64_t k) {
-    auto t = q("SELECT path, kind FROM artifacts WHERE run_id = ? ORDER BY rowid LIMIT 1 OFFSET ?", {Value(id), Value(k)});
+    auto t = q("SELECT path, sha256 FROM artifacts WHERE run_id = ? ORDER BY rowid LIMIT 1 OFFSET ?", {Value(id), Value(k)});
     if (t.rows.empty()) http_fail(404, "run {} has no artifact {}", id, k);
-    const std::string path = store::to_text(t.rows[0][0]);
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec))
-      http_fail(404, "artifact {} of run {}: {} is not there any more", k, id, path);
-    const auto size = std::filesystem::file_size(path, ec);
-    if (ec || size > kMaxArtifactBytes) http_fail(413, "artifact {} of run {}: {} is too large to serve", k, id, path);
-    std::ifstream in(path, std::ios::binary);
-    if (!in) http_fail(404, "artifact {} of run {}: cannot read {}", k, id, path);
+    const std::string path = store::to_text(t.rows[0][0]), sha = store::to_text(t.rows[0][1]);
+    const std::string what = fmt::format("artifact {} of run {}", k, id);
+    const auto f = store::open_artifact(path, store::artifact_roots(run_workdir(id), db_.path()), what);
+    using P = store::ArtifactFile::Problem;
+    if (f.problem == P::missing) http_fail(404, "{}: {} is not there any more", what, path);
+    if (f.problem != P::none) http_fail(403, "{}; not served", f.error);
+    if (f.size > kMaxArtifactBytes) http_fail(413, "{}: {} is too large to serve", what, path);
+    if (sha.empty()) http_fail(409, "{}: no sha256 was recorded for {}; not served", what, path);
+    std::string bytes = f.read_all();
+    const std::string now = sha256_hex(bytes);
+    if (now != sha)
+      http_fail(409, "{}: {} has changed since the run registered it (sha256 {} then, {} now); not served",
+                what, path, sha, now);
     Response r;
-    r.body.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    r.body = std::move(bytes);
     const std::string ext = std::filesystem::path(path).extension().string();
     static const std::map<std::string, std::string> types = {
         {".svg", "image/svg+xml"}, {".png", "image/png"}, {".jpg", "image/jpeg"}, {".json", "application/json"},

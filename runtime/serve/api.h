@@ -1,7 +1,8 @@
 // runtime/serve/api.h: the JSON API of `ltrun serve`, independent of the HTTP library so that
 // tests call it directly. Every answer is JSON except an artifact's bytes; an error is
-// {"error": "..."} with the HTTP status that fits (400 bad input, 403 a refused write,
-// 404 no such run / artifact / route, 500 otherwise).
+// {"error": "..."} with the HTTP status that fits (400 bad input or a query past its limits,
+// 403 a refused write or artifact, 404 no such run / artifact / route, 409 an artifact that
+// changed since it was registered, 413 one too large to serve, 500 otherwise).
 //
 //   GET /api/info                         db path, schema version, run count, latest run id
 //   GET /api/runs?name=&status=&parent=&limit=&offset=   newest first; parent=none: top-level
@@ -11,9 +12,10 @@
 //   GET /api/runs/ID/metrics?name=A,B&x=step|time&points=N   series, LTTB-downsampled to N
 //   GET /api/runs/ID/layer_metrics?name=N[&step=S]   matrix group × layer (default: last step)
 //   GET /api/runs/ID/eval_items?bench=&protocol=&category=&correct=0|1&limit=&offset=
-//   GET /api/runs/ID/artifacts/K          the K-th registered artifact file (0-based)
+//   GET /api/runs/ID/artifacts/K          the K-th registered artifact file (0-based), while it
+//                                         lies under the run's folders with its recorded sha256
 //   GET /api/queries                      the named queries of db/queries
-//   GET /api/sql?q=SQL | ?name=NAME       one read-only statement, at most 5000 rows
+//   GET /api/sql?q=SQL | ?name=NAME       one read-only statement, at most 5000 rows and 16 MB
 #pragma once
 #include <map>
 #include <memory>

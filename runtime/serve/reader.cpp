@@ -1,23 +1,38 @@
-// runtime/serve/reader.cpp: read-only SQLite connections for `ltrun serve` (see reader.h).
-// open_read_only() is the one place that opens the file; it can become the store's own
-// read-only open once runtime/store has one.
+// runtime/serve/reader.cpp: read-only SQLite connections for `ltrun serve` (see reader.h),
+// opened by the store's own read-only open (store::open_readonly_connection).
 #include "runtime/serve/reader.h"
 
 #include <sqlite3.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <map>
 
 #include "runtime/core/env.h"
 #include "runtime/core/error.h"
+#include "runtime/store/store.h"
 
 namespace ltrun::serve {
+
+// SQLite's own printf(), run on an in-memory connection of its own (see printf_checked)
+struct PlainPrintf {
+  sqlite3* db = nullptr;
+  std::map<int, sqlite3_stmt*> stmts;  // "SELECT printf(?1, ..., ?n)" by n
+  ~PlainPrintf() {
+    for (auto& [n, st] : stmts) sqlite3_finalize(st);
+    sqlite3_close_v2(db);
+  }
+};
 
 struct Connection {
   sqlite3* db = nullptr;
   std::string denied;  // what the authorizer refused last, for the error message
   std::chrono::steady_clock::time_point deadline;
+  PlainPrintf plain;
   ~Connection() { sqlite3_close_v2(db); }
 };
 
@@ -86,21 +101,106 @@ int progress(void* user) {
   return std::chrono::steady_clock::now() > c->deadline ? 1 : 0;
 }
 
-// Opens `path` read-only. Switch point for the store's own read-only open.
+// The largest field width or precision a printf() format asks for, reading `*` from the
+// arguments as SQLite does; the precision of a string conversion (at most that many
+// characters) does not count.
+int64_t largest_field(const char* f, int argc, sqlite3_value** argv) {
+  int arg = 1;
+  int64_t most = 0;
+  for (const char* p = f; *p; p++) {
+    if (*p != '%') continue;
+    if (*++p == '%') continue;
+    while (*p && std::strchr("-+ #!0,", *p)) p++;
+    auto number = [&] {
+      int64_t v = 0;
+      if (*p == '*') {
+        v = arg < argc ? sqlite3_value_int64(argv[arg++]) : 0;
+        p++;
+      } else {
+        for (; std::isdigit((unsigned char)*p); p++) v = std::min<int64_t>(v * 10 + (*p - '0'), int64_t(1) << 40);
+      }
+      return v == INT64_MIN ? INT64_MAX : std::abs(v);
+    };
+    const int64_t width = number();
+    int64_t precision = 0;
+    if (*p == '.') p++, precision = number();
+    while (*p == 'l') p++;
+    if (!*p) break;
+    most = std::max(most, width);
+    if (!std::strchr("sqQwz", *p)) most = std::max(most, precision);
+    arg++;
+  }
+  return most;
+}
+
+// printf() and format(): a `%.1000000000c` (a character repeated by its precision) loops that
+// many times inside one step of SQLite 3.40, long after the value passed its length limit and
+// past any timeout. A width or precision beyond kMaxValueBytes cannot give a value allowed
+// here, so it is refused at once; any other call goes to SQLite's own printf().
+void printf_checked(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
+  auto* c = static_cast<Connection*>(sqlite3_user_data(ctx));
+  const auto* fmt = argc > 0 ? sqlite3_value_text(argv[0]) : nullptr;
+  if (fmt && largest_field(reinterpret_cast<const char*>(fmt), argc, argv) > kMaxValueBytes) {
+    sqlite3_result_error_toobig(ctx);
+    return;
+  }
+  PlainPrintf& p = c->plain;
+  if (!p.db) {
+    if (sqlite3_open_v2(":memory:", &p.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
+      sqlite3_result_error_nomem(ctx);
+      return;
+    }
+    sqlite3_limit(p.db, SQLITE_LIMIT_LENGTH, kMaxValueBytes);
+  }
+  sqlite3_stmt*& st = p.stmts[argc];
+  if (!st) {
+    std::string sql = "SELECT printf(";
+    for (int i = 1; i <= argc; i++) sql += (i > 1 ? ", ?" : "?") + std::to_string(i);
+    if (sqlite3_prepare_v2(p.db, (sql + ")").c_str(), -1, &st, nullptr) != SQLITE_OK) {
+      sqlite3_result_error(ctx, sqlite3_errmsg(p.db), -1);
+      return;
+    }
+  }
+  for (int i = 0; i < argc; i++) sqlite3_bind_value(st, i + 1, argv[i]);
+  const int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) {
+    sqlite3_result_value(ctx, sqlite3_column_value(st, 0));
+  } else {
+    sqlite3_result_error(ctx, sqlite3_errmsg(p.db), -1);
+    sqlite3_result_error_code(ctx, rc);
+  }
+  sqlite3_reset(st);
+  sqlite3_clear_bindings(st);
+}
+
+// Opens `path` read-only, as the store's readers do, with serve's own checks and limits.
 std::unique_ptr<Connection> open_read_only(const std::string& path) {
-  LT_CHECK(file_exists(path), "{}: no run store there (pass --db PATH or set LTRUN_DB)", path);
   auto c = std::make_unique<Connection>();
-  int rc = sqlite3_open_v2(path.c_str(), &c->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
-  if (rc != SQLITE_OK)
-    fail("{}: cannot open the run store read-only: {}", path, c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
-  sqlite3_busy_timeout(c->db, 10000);
-  sqlite3_exec(c->db, "PRAGMA query_only=1", nullptr, nullptr, nullptr);
+  c->db = store::open_readonly_connection(path);
+  sqlite3_limit(c->db, SQLITE_LIMIT_LENGTH, kMaxValueBytes);
+  for (const char* name : {"printf", "format"})
+    sqlite3_create_function_v2(c->db, name, -1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, c.get(), printf_checked,
+                               nullptr, nullptr, nullptr);
   sqlite3_set_authorizer(c->db, authorize, c.get());
   sqlite3_progress_handler(c->db, 10000, progress, c.get());
   return c;
 }
 
+[[noreturn]] void fail_step(sqlite3* db, int rc, int timeout_ms) {
+  if (rc == SQLITE_INTERRUPT) fail("the query ran past {} ms and was stopped", timeout_ms);
+  if (rc == SQLITE_TOOBIG)
+    fail("a value would be longer than {} MB, the longest string or blob a query may build here ({})",
+         kMaxValueBytes >> 20, sqlite3_errmsg(db));
+  if (rc == SQLITE_NOMEM) {
+    const int64_t cap = sqlite3_hard_heap_limit64(-1);
+    if (cap > 0) fail("the query needs more memory than SQLite may take here ({} MB in all)", cap >> 20);
+  }
+  throw Error(sqlite3_errmsg(db));
+}
+
 }  // namespace
+
+int64_t limit_sqlite_heap(int64_t bytes) { return sqlite3_hard_heap_limit64(bytes); }
 
 Reader::Reader(std::string path) : path_(file_exists(path) ? absolute_path(path) : path) {
   release(open_read_only(path_));
@@ -159,7 +259,7 @@ void Reader::each_row(const std::string& sql, const std::vector<store::Value>& b
     if (!c->denied.empty() || rc == SQLITE_AUTH)
       throw Refused("the connection is read-only: " + (c->denied.empty() ? "this statement" : c->denied) +
                     " is refused (only SELECT and reading PRAGMAs)");
-    throw Error(sqlite3_errmsg(db));
+    fail_step(db, rc, timeout_ms);
   }
   if (!st) fail("empty query");
   if (tail && *tail) {  // only whitespace and comments may follow
@@ -184,15 +284,13 @@ void Reader::each_row(const std::string& sql, const std::vector<store::Value>& b
   if (prepared) prepared(st);
   while ((rc = sqlite3_step(st)) == SQLITE_ROW)
     if (!row(st)) return;
-  if (rc != SQLITE_DONE) {
-    if (rc == SQLITE_INTERRUPT) fail("the query ran past {} ms and was stopped", timeout_ms);
-    throw Error(sqlite3_errmsg(db));
-  }
+  if (rc != SQLITE_DONE) fail_step(db, rc, timeout_ms);
 }  // finalizing the statement ends the read transaction, so the writer can checkpoint the WAL
 
 Reader::Result Reader::query(const std::string& sql, const std::vector<store::Value>& binds,
-                             size_t max_rows, int timeout_ms) {
+                             size_t max_rows, int timeout_ms, size_t max_bytes) {
   Result r;
+  size_t bytes = 0;
   auto columns = [&](sqlite3_stmt* st) {
     for (int i = 0; i < sqlite3_column_count(st); i++) r.table.columns.push_back(sqlite3_column_name(st, i));
   };
@@ -205,15 +303,27 @@ Reader::Result Reader::query(const std::string& sql, const std::vector<store::Va
     std::vector<store::Value> row(n);
     for (int i = 0; i < n; i++) {
       switch (sqlite3_column_type(st, i)) {
-        case SQLITE_INTEGER: row[i] = int64_t(sqlite3_column_int64(st, i)); break;
-        case SQLITE_FLOAT: row[i] = sqlite3_column_double(st, i); break;
+        case SQLITE_INTEGER: row[i] = int64_t(sqlite3_column_int64(st, i)); bytes += 8; break;
+        case SQLITE_FLOAT: row[i] = sqlite3_column_double(st, i); bytes += 8; break;
         case SQLITE_NULL: break;
         default: {
           const auto* t = reinterpret_cast<const char*>(sqlite3_column_text(st, i));
-          row[i] = std::string(t, size_t(sqlite3_column_bytes(st, i)));
+          if (!t) {  // NULL: out of memory, or an empty blob
+            const int ec = sqlite3_errcode(sqlite3_db_handle(st));
+            if (ec == SQLITE_NOMEM || ec == SQLITE_TOOBIG) fail_step(sqlite3_db_handle(st), ec, timeout_ms);
+          }
+          const size_t len = size_t(sqlite3_column_bytes(st, i));
+          bytes += len;
+          if (bytes > max_bytes)
+            fail("the result passed {} MB after {} rows; select fewer or shorter columns, or fewer rows (LIMIT)",
+                 max_bytes >> 20, r.table.rows.size());
+          row[i] = t ? std::string(t, len) : std::string();
         }
       }
     }
+    if (bytes > max_bytes)
+      fail("the result passed {} MB after {} rows; select fewer or shorter columns, or fewer rows (LIMIT)",
+           max_bytes >> 20, r.table.rows.size());
     r.table.rows.push_back(std::move(row));
     return true;
   }, columns);

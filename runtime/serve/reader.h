@@ -23,6 +23,13 @@ struct Refused : Error {
 
 struct Connection;  // one sqlite3 handle, opened SQLITE_OPEN_READONLY with query_only=1
 
+constexpr int kMaxValueBytes = 16 << 20;  // the longest string or blob a query may build
+
+// Caps the memory SQLite may take in this process (sqlite3_hard_heap_limit64; 0: no cap); a
+// query that needs more fails with an error naming the cap. `ltrun serve` sets it (its
+// process only reads). Returns the previous cap.
+int64_t limit_sqlite_heap(int64_t bytes);
+
 // A small pool of read-only connections (one per concurrent request).
 class Reader {
  public:
@@ -36,14 +43,17 @@ class Reader {
   int schema_version() const { return schema_version_; }
 
   // One statement (a trailing ';' is fine). At most max_rows rows are returned; `truncated`
-  // says whether more existed. A statement running past timeout_ms is interrupted.
-  // Errors (syntax, a write, a second statement, the timeout) are ltrun::Error.
+  // says whether more existed. A statement running past timeout_ms is interrupted; a result
+  // past max_bytes (its strings and blobs, 8 bytes a number) is an error, and so is a value
+  // longer than kMaxValueBytes (SQLITE_LIMIT_LENGTH: randomblob(1e9) fails at once instead of
+  // building it) and a query that needs more memory than limit_sqlite_heap allows.
+  // Errors (syntax, a write, a second statement, the limits) are ltrun::Error.
   struct Result {
     store::Table table;
     bool truncated = false;
   };
   Result query(const std::string& sql, const std::vector<store::Value>& binds = {},
-               size_t max_rows = SIZE_MAX, int timeout_ms = 10000);
+               size_t max_rows = SIZE_MAX, int timeout_ms = 10000, size_t max_bytes = SIZE_MAX);
 
   // The numeric columns of a query, column by column (NULL → NaN): metric series without a
   // Value per cell.

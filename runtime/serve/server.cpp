@@ -1,11 +1,30 @@
 // runtime/serve/server.cpp: the HTTP side of `ltrun serve` (see server.h), on cpp-httplib.
+// cpp-httplib's own connection handling gives a fixed pool of threads to whoever connects
+// first and waits per read, not per request: a few sockets that never finish a request held
+// every thread. Here each connection gets a thread of its own (up to kMaxConnections), a
+// request must arrive within kIdleWait and be read within kRequestRead in all, and a client
+// (remote address) keeps at most kWaitingPerClient connections waiting for a request: a
+// newer one closes its oldest.
 #include "runtime/serve/server.h"
 
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <nlohmann/json.hpp>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <list>
+#include <memory>
+#include <mutex>
 #include <thread>
 
 #include "runtime/core/error.h"
@@ -14,6 +33,18 @@
 
 namespace ltrun::serve {
 namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr auto kIdleWait = std::chrono::seconds(5);     // for the first byte of the next request
+constexpr auto kRequestRead = std::chrono::seconds(5);  // for the rest of it, in all
+constexpr auto kWriteWait = std::chrono::seconds(10);   // for each write to make progress
+constexpr size_t kMaxHeadBytes = 64 * 1024;             // request line and headers
+constexpr size_t kMaxPayload = 64 * 1024;               // a body (only GET is served)
+constexpr size_t kMaxConnections = 128;                 // threads; more connections queue
+constexpr size_t kMaxPerClient = 64;                    // connections of one remote address
+constexpr size_t kWaitingPerClient = 16;                // ... of which waiting for a request
+constexpr int64_t kSqliteHeapBytes = int64_t(512) << 20;
 
 const char* content_type(const std::string& path) {
   auto ends = [&](const char* e) {
@@ -32,17 +63,311 @@ void send(httplib::Response& res, const Response& r) {
   res.set_content(r.body, r.content_type);
 }
 
+// poll() until `deadline`: readable (or closed) / writable
+bool wait_for(int fd, short events, Clock::time_point deadline) {
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) return false;
+    pollfd p{fd, events, 0};
+    const int n = ::poll(&p, 1, int(std::min<long long>(left, 1000 * 1000)));
+    if (n > 0) return true;
+    if (n < 0 && errno != EINTR) return false;
+  }
+}
+
+std::string address(int fd, bool peer, int* port = nullptr) {
+  sockaddr_storage sa{};
+  socklen_t len = sizeof sa;
+  const int rc = peer ? ::getpeername(fd, reinterpret_cast<sockaddr*>(&sa), &len)
+                      : ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+  char host[NI_MAXHOST] = "", serv[NI_MAXSERV] = "";
+  if (rc != 0 || ::getnameinfo(reinterpret_cast<sockaddr*>(&sa), len, host, sizeof host, serv, sizeof serv,
+                               NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+    return "";
+  if (port) *port = std::atoi(serv);
+  return host;
+}
+
+// The connections being served, so that one waiting for a request can be closed from another
+// thread (shutdown(); its own thread then sees the end and closes the socket).
+class Connections {
+ public:
+  struct Conn {
+    int fd;
+    std::string client;
+    bool waiting = true;  // for a request (not yet read in full)
+    bool closed = false;  // shut down by evict() or stop()
+    Clock::time_point since;
+  };
+
+  // nullptr: refused (the client holds kMaxPerClient connections, or the server stops)
+  std::shared_ptr<Conn> open(int fd, const std::string& client) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return nullptr;
+    size_t mine = 0, waiting = 0;
+    for (const auto& c : conns_)
+      if (!c->closed && c->client == client) mine++, waiting += c->waiting;
+    for (; waiting >= kWaitingPerClient; waiting--, mine--) evict_locked(&client);
+    if (mine >= kMaxPerClient) return nullptr;
+    auto c = std::make_shared<Conn>(Conn{fd, client, true, false, Clock::now()});
+    conns_.push_back(c);
+    return c;
+  }
+  void set_waiting(Conn& c, bool waiting) {
+    std::lock_guard<std::mutex> lock(mu_);
+    c.waiting = waiting && !c.closed;
+    if (waiting) c.since = Clock::now();
+  }
+  bool closed(const Conn& c) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return c.closed;
+  }
+  // before its thread closes the socket
+  void remove(const std::shared_ptr<Conn>& c) {
+    std::lock_guard<std::mutex> lock(mu_);
+    conns_.remove(c);
+  }
+  // closes the connection that has waited longest for a request (of `client`, or of anyone)
+  void evict(const std::string* client) {
+    std::lock_guard<std::mutex> lock(mu_);
+    evict_locked(client);
+  }
+  void stop() {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    for (auto& c : conns_) shut(*c);
+  }
+
+ private:
+  void shut(Conn& c) {
+    if (!c.closed) ::shutdown(c.fd, SHUT_RDWR);
+    c.closed = true;
+    c.waiting = false;
+  }
+  void evict_locked(const std::string* client) {
+    Conn* oldest = nullptr;
+    for (auto& c : conns_)
+      if (c->waiting && !c->closed && (!client || c->client == *client) && (!oldest || c->since < oldest->since))
+        oldest = c.get();
+    if (oldest) shut(*oldest);
+  }
+
+  std::mutex mu_;
+  std::list<std::shared_ptr<Conn>> conns_;
+  bool stopping_ = false;
+};
+
+// cpp-httplib's task queue: a thread per connection, at most kMaxConnections; past that a
+// connection waits for a thread, and the connection that has waited longest for a request is
+// closed to free one.
+class ConnectionThreads : public httplib::TaskQueue {
+ public:
+  explicit ConnectionThreads(Connections& conns) : conns_(conns) {}
+  void enqueue(std::function<void()> fn) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (running_ < kMaxConnections) {
+      running_++;
+      try {
+        std::thread([this, fn]() mutable { run(std::move(fn)); }).detach();
+        return;
+      } catch (const std::system_error&) {  // no thread to be had: serve it from this one
+        running_--;
+        lock.unlock();
+        fn();
+        return;
+      }
+    }
+    queue_.push_back(std::move(fn));
+    lock.unlock();
+    conns_.evict(nullptr);
+  }
+  void shutdown() override {
+    conns_.stop();
+    std::unique_lock<std::mutex> lock(mu_);
+    done_.wait(lock, [&] { return running_ == 0; });
+  }
+
+ private:
+  void run(std::function<void()> fn) {
+    for (;;) {
+      fn();
+      std::unique_lock<std::mutex> lock(mu_);
+      if (queue_.empty()) {
+        running_--;
+        std::notify_all_at_thread_exit(done_, std::move(lock));  // `this` may go once notified
+        return;
+      }
+      fn = std::move(queue_.front());
+      queue_.pop_front();
+    }
+  }
+
+  Connections& conns_;
+  std::mutex mu_;
+  std::condition_variable done_;
+  std::deque<std::function<void()>> queue_;
+  size_t running_ = 0;
+};
+
+// The reading side of a connection, one request at a time: the reads of a request share one
+// deadline, and its request line with headers is at most kMaxHeadBytes, so a client that sends
+// a byte at a time (or an endless header) cannot hold its thread. Bytes read past a request
+// (the next one, pipelined) stay for the next.
+class RequestStream : public httplib::Stream {
+ public:
+  explicit RequestStream(int fd) : fd_(fd) {}
+  // false: nothing of a next request came within `idle`
+  bool next_request(Clock::duration idle) {
+    if (pos_ == len_ && !wait_for(fd_, POLLIN, Clock::now() + idle)) return false;
+    deadline_ = Clock::now() + kRequestRead;
+    head_read_ = false;
+    head_bytes_ = len_ - pos_;
+    return true;
+  }
+  void head_read() { head_read_ = true; }
+  bool cut_off() const { return cut_off_; }  // a read hit the deadline or the head's size limit
+
+  bool is_readable() const override { return pos_ < len_ || wait_for(fd_, POLLIN, deadline_); }
+  bool is_writable() const override { return wait_for(fd_, POLLOUT, Clock::now() + kWriteWait); }
+  ssize_t read(char* ptr, size_t size) override {
+    if (pos_ == len_) {
+      if ((!head_read_ && head_bytes_ >= kMaxHeadBytes) || !wait_for(fd_, POLLIN, deadline_)) {
+        cut_off_ = true;
+        return -1;
+      }
+      ssize_t n;
+      do n = ::recv(fd_, buf_, sizeof buf_, 0);
+      while (n < 0 && errno == EINTR);
+      if (n <= 0) return n;
+      pos_ = 0;
+      len_ = size_t(n);
+      if (!head_read_) head_bytes_ += len_;
+    }
+    const size_t n = std::min(size, len_ - pos_);
+    std::memcpy(ptr, buf_ + pos_, n);
+    pos_ += n;
+    return ssize_t(n);
+  }
+  ssize_t write(const char* ptr, size_t size) override {
+    if (!is_writable()) return -1;
+    ssize_t n;
+    do n = ::send(fd_, ptr, size, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    return n;
+  }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override { ip = address(fd_, true, &port); }
+  void get_local_ip_and_port(std::string& ip, int& port) const override { ip = address(fd_, false, &port); }
+  socket_t socket() const override { return fd_; }
+
+ private:
+  int fd_;
+  Clock::time_point deadline_{};
+  bool head_read_ = false, cut_off_ = false;
+  size_t head_bytes_ = 0;
+  char buf_[4096];
+  size_t pos_ = 0, len_ = 0;
+};
+
+class Server : public httplib::Server {
+ public:
+  Server() {
+    new_task_queue = [this] { return new ConnectionThreads(conns_); };
+  }
+  // cpp-httplib listens with a backlog of 5: a burst of connections would wait for SYN retries
+  void widen_backlog() { ::listen(svr_sock_, SOMAXCONN); }
+
+ private:
+  // replaces cpp-httplib's (process_server_socket with per-read timeouts)
+  bool process_and_close_socket(socket_t sock) override {
+    bool ret = false;
+    if (auto conn = conns_.open(sock, address(sock, true))) {
+      RequestStream strm(sock);
+      for (size_t left = keep_alive_max_count_; left > 0 && svr_sock_ != INVALID_SOCKET; left--) {
+        conns_.set_waiting(*conn, true);
+        if (conns_.closed(*conn) || !strm.next_request(kIdleWait)) break;
+        bool closed = false;
+        ret = process_request(strm, left == 1, closed, [&](httplib::Request&) {
+          conns_.set_waiting(*conn, false);
+          strm.head_read();
+        });
+        if (!ret || closed || strm.cut_off()) break;  // after a 400 for a request cut off: no more
+      }
+      conns_.remove(conn);
+    }
+    ::shutdown(sock, SHUT_RDWR);
+    ::close(sock);
+    return ret;
+  }
+
+  Connections conns_;
+};
+
+std::string lower(std::string s) {
+  for (char& c : s) c = char(std::tolower((unsigned char)c));
+  return s;
+}
+
 }  // namespace
 
 bool is_loopback(const std::string& host) {
   return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
 
+bool valid_host_name(const std::string& name) {
+  return !name.empty() && name.size() <= 253 &&
+         name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._") ==
+             std::string::npos;
+}
+
+bool host_allowed(const std::string& header, const std::vector<std::string>& allowed) {
+  std::string name = header, port;
+  if (!name.empty() && name[0] == '[') {  // [IPv6]:port
+    const size_t close = name.find(']');
+    if (close == std::string::npos) return false;
+    port = name.substr(close + 1);
+    name = name.substr(1, close - 1);
+    in6_addr a6{};
+    if (::inet_pton(AF_INET6, name.c_str(), &a6) != 1) return false;
+  } else if (const size_t colon = name.find(':'); colon != std::string::npos) {
+    port = name.substr(colon);
+    name = name.substr(0, colon);
+  }
+  if (!port.empty() && (port.size() < 2 || port[0] != ':' || port.size() > 6 ||
+                        port.find_first_not_of("0123456789", 1) != std::string::npos))
+    return false;
+  if (!header.empty() && header[0] == '[') return true;  // an IPv6 address
+  in_addr a4{};
+  if (::inet_pton(AF_INET, name.c_str(), &a4) == 1) return true;
+  name = lower(name);
+  if (name == "localhost") return true;
+  for (const auto& a : allowed)
+    if (!name.empty() && lower(a) == name) return true;
+  return false;
+}
+
 void serve(const Options& o, const std::function<void(const std::string&)>& on_listening) {
   auto reader = std::make_shared<Reader>(o.db);
+  limit_sqlite_heap(kSqliteHeapBytes);
   Api api(reader, o.sql_timeout_ms);
-  httplib::Server svr;
+  Server svr;
   svr.set_default_headers({{"Cache-Control", "no-store"}});
+  svr.set_payload_max_length(kMaxPayload);
+  // DNS rebinding: a page of evil.example whose name now points at 127.0.0.1 sends
+  // `Host: evil.example`; only names that cannot be rebound (and --allow-host's) are answered
+  std::vector<std::string> names = o.allow_hosts;
+  if (valid_host_name(o.host)) names.push_back(o.host);  // --host myhost.lan: its own name
+  svr.set_pre_routing_handler([names](const httplib::Request& req, httplib::Response& res) {
+    const std::string host = req.get_header_value("Host");
+    if (host_allowed(host, names)) return httplib::Server::HandlerResponse::Unhandled;
+    Response r;
+    r.status = 403;
+    const std::string shown = host.empty() ? "no Host header" : "Host '" + host + "'";
+    r.body = nlohmann::json{{"error", shown + " is refused: ltrun serve answers requests for localhost, an IP "
+                                      "address or a name given with --allow-host (a guard against DNS rebinding)"}}
+                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    send(res, r);
+    return httplib::Server::HandlerResponse::Handled;
+  });
   for (const auto& f : ui_files()) {
     const std::string path = f.path, text = f.text;
     const std::string route = path == "index.html" ? "/" : "/" + path;
@@ -66,7 +391,9 @@ void serve(const Options& o, const std::function<void(const std::string&)>& on_l
   svr.Patch(".*", refuse);
   svr.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (res.status == 404 && res.body.empty())
-      res.set_content(R"({"error": "no such page: )" + req.path + "\"}", "application/json");
+      res.set_content(nlohmann::json{{"error", "no such page: " + req.path}}.dump(
+                          -1, ' ', false, nlohmann::json::error_handler_t::replace),
+                      "application/json");
   });
 
   int port = o.port;
@@ -76,6 +403,7 @@ void serve(const Options& o, const std::function<void(const std::string&)>& on_l
   } else {
     LT_CHECK(svr.bind_to_port(o.host, port), "serve: cannot bind to {}:{} (in use? try --port 0)", o.host, port);
   }
+  svr.widen_backlog();
 
   // SIGINT/SIGTERM (the runtime's handler) stop the server from a thread of its own: stop()
   // is not async-signal-safe

@@ -12,15 +12,30 @@ struct Options {
   std::string host = "127.0.0.1";
   int port = 8080;  // 0: any free port
   int sql_timeout_ms = 10000;  // a statement of the SQL box running longer is stopped
+  // Host names besides localhost and IP addresses that requests may name (--allow-host): a
+  // request for any other Host is refused, so that a web page cannot reach the server through
+  // a DNS name that it points at this machine (DNS rebinding).
+  std::vector<std::string> allow_hosts;
 };
 
 // Serves until SIGINT or SIGTERM; calls on_listening(url) once the socket is bound (the URL
-// names the port actually bound). Only GET is served: other methods get 405. Errors (a port
-// in use, a file that is not a run store) are ltrun::Error naming the cause.
+// names the port actually bound). Only GET is served: other methods get 405; a request whose
+// Host is not allowed (host_allowed) gets 403. Each connection has a thread of its own: a
+// client that is slow to send its request (or sends none) holds only its own connections, and
+// loses them after a few seconds, or at once when it keeps more than a few waiting. Errors (a
+// port in use, a file that is not a run store) are ltrun::Error naming the cause.
 void serve(const Options& o, const std::function<void(const std::string& url)>& on_listening);
 
 // Is `host` a loopback address (127.0.0.0/8, ::1, localhost)? Anything else is warned about.
 bool is_loopback(const std::string& host);
+
+// May a request with this Host header be answered? Yes for localhost, an IP address (IPv6 in
+// brackets) and the names of `allowed`, each with or without a port; names compare without
+// case. No for anything else, an empty Host included.
+bool host_allowed(const std::string& host_header, const std::vector<std::string>& allowed);
+
+// Is `name` a host name --allow-host takes (letters, digits, '-', '.', '_'; no port)?
+bool valid_host_name(const std::string& name);
 
 struct UiFile {
   const char* path;  // "index.html", "app.js", "uPlot.iife.min.js", ...

@@ -368,38 +368,51 @@ std::string file_uri(const std::string& path, const char* query) {
 }
 }  // namespace
 
-std::shared_ptr<Store> Store::open_readonly(const std::string& path) {
+sqlite3* open_readonly_connection(const std::string& path) {
   LT_CHECK(file_exists(path), "{}: no run store there (nothing has been run with this --db yet)", path);
   auto try_open = [&](bool immutable) {
-    auto impl = std::make_unique<Impl>();
-    impl->path = path;
-    impl->readonly = true;
+    sqlite3* db = nullptr;
+    auto check = [&](int rc, const char* what) {
+      if (rc == SQLITE_OK) return;
+      const std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+      sqlite3_close_v2(db);
+      if (rc == SQLITE_NOTADB)
+        fail("{}: not an ltrun run store ({}); pass another --db or move the file away", path, msg);
+      fail("{}: {} failed: {}", path, what, msg);
+    };
     const std::string name = immutable ? file_uri(path, "immutable=1") : path;
-    int rc = sqlite3_open_v2(name.c_str(), &impl->db,
-                             SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX | (immutable ? SQLITE_OPEN_URI : 0),
-                             nullptr);
-    if (rc != SQLITE_OK) impl->fail_sql(rc, "opening the run store read-only");
-    sqlite3_busy_timeout(impl->db, kReaderBusyTimeoutMs);
-    impl->exec("PRAGMA query_only=1", "making the connection query-only");
-    sqlite3_set_authorizer(impl->db, Impl::reader_authorizer, nullptr);
-    impl->version = int(impl->int_query("PRAGMA user_version"));
-    if (impl->version == 0) impl->refuse_foreign(true);
-    return impl;
+    check(sqlite3_open_v2(name.c_str(), &db,
+                          SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX | (immutable ? SQLITE_OPEN_URI : 0), nullptr),
+          "opening the run store read-only");
+    sqlite3_busy_timeout(db, kReaderBusyTimeoutMs);
+    check(sqlite3_exec(db, "PRAGMA query_only=1", nullptr, nullptr, nullptr), "making the connection query-only");
+    // the first read: a WAL store needs its -shm file from here on
+    check(sqlite3_exec(db, "PRAGMA user_version", nullptr, nullptr, nullptr), "reading the run store");
+    return db;
   };
-  std::unique_ptr<Impl> impl;
   try {
-    impl = try_open(false);
+    return try_open(false);
   } catch (const std::exception&) {
     // A WAL store in a folder this user cannot write, with no -shm file left by a writer:
     // SQLite cannot set up shared memory; nobody can be writing it then, so read it as an
     // immutable file.
     const std::exception_ptr first = std::current_exception();
     try {
-      impl = try_open(true);
+      return try_open(true);
     } catch (const std::exception&) {
       std::rethrow_exception(first);
     }
   }
+}
+
+std::shared_ptr<Store> Store::open_readonly(const std::string& path) {
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  impl->readonly = true;
+  impl->db = open_readonly_connection(path);
+  sqlite3_set_authorizer(impl->db, Impl::reader_authorizer, nullptr);
+  impl->version = int(impl->int_query("PRAGMA user_version"));
+  if (impl->version == 0) impl->refuse_foreign(true);
   return std::shared_ptr<Store>(new Store(std::move(impl)));
 }
 
@@ -422,8 +435,8 @@ int64_t Store::begin_run(const RunStart& r) {
   sqlite3_stmt* st = impl_->cached(10,
       "INSERT INTO runs(parent_id, rerun_of, name, script_path, script_sha256, script_text, "
       "args_json, status, git_rev, host, pid, device, torch_version, ltrun_version, seed, started_at, "
-      "machine_id, boot_id, process_start) "
-      "VALUES (?,?,?,?,?,?,?,'running',?,?,?,?,?,?,?,?,?,?,?)");
+      "machine_id, boot_id, process_start, workdir) "
+      "VALUES (?,?,?,?,?,?,?,'running',?,?,?,?,?,?,?,?,?,?,?,?)");
   Impl::bind_opt(st, 1, r.parent_id);
   Impl::bind_opt(st, 2, r.rerun_of);
   Impl::bind_text(st, 3, r.name);
@@ -444,6 +457,10 @@ int64_t Store::begin_run(const RunStart& r) {
   if (machine.empty()) sqlite3_bind_null(st, 16); else Impl::bind_text(st, 16, machine);
   if (boot.empty()) sqlite3_bind_null(st, 17); else Impl::bind_text(st, 17, boot);
   if (started < 0) sqlite3_bind_null(st, 18); else sqlite3_bind_int64(st, 18, started);
+  // where its artifacts may lie (runtime/store/artifact.h)
+  std::error_code ec;
+  const auto cwd = std::filesystem::canonical(std::filesystem::current_path(ec), ec);
+  if (ec) sqlite3_bind_null(st, 19); else Impl::bind_text(st, 19, cwd.string());
   impl_->step_done(st, "starting run " + r.name);
   return sqlite3_last_insert_rowid(impl_->db);
 }

@@ -11,6 +11,8 @@
 #include <variant>
 #include <vector>
 
+struct sqlite3;
+
 namespace ltrun::store {
 
 enum class Status { running, ok, failed, interrupted, crashed };
@@ -121,6 +123,12 @@ struct Liveness {
   std::string why;
 };
 Liveness judge_running(const RunProcess& p);
+
+// A connection of its own to an existing store, opened as Store::open_readonly opens it
+// (SQLITE_OPEN_READONLY, PRAGMA query_only, the immutable fallback for a WAL store in a folder
+// this user cannot write), for readers that manage their connections (ltrun serve's pool).
+// The caller closes it (sqlite3_close_v2). Errors name the file: missing, not a database.
+sqlite3* open_readonly_connection(const std::string& path);
 
 constexpr size_t kMaxErrorBytes = 64 * 1024;  // a run's stored error text at most
 // `text` cut to at most max_bytes: its head and tail with a note of how many bytes were cut

@@ -1,6 +1,7 @@
 // tests/serve: `ltrun serve` below HTTP: LTTB downsampling against hand-worked cases, the
-// read-only connection (refused writes, no migration, a writer at the same time) and API
-// status codes. The API over HTTP against a real study: tests/cli/serve.sh.
+// read-only connection (refused writes, no migration, a writer at the same time, bounded
+// values, results and memory), API status codes, artifacts (where they may lie, their
+// sha256) and the Host check. The API over HTTP against a real study: tests/cli/serve.sh.
 #include <sqlite3.h>
 
 #include <atomic>
@@ -8,12 +9,16 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "runtime/core/sha256.h"
 #include "runtime/serve/api.h"
 #include "runtime/serve/downsample.h"
 #include "runtime/serve/reader.h"
+#include "runtime/serve/server.h"
+#include "runtime/store/artifact.h"
 #include "runtime/store/store.h"
 #include "tests/test_util.h"
 
@@ -178,4 +183,113 @@ TEST_CASE("api: status codes and JSON errors") {
   CHECK(api.get("/api/sql", {}).status == 400);
   CHECK(api.get("/api/runs", {{"status", "done"}}).status == 400);
   CHECK(api.get("/api/other", {}).status == 404);
+}
+
+TEST_CASE("api: an artifact is served only under the run's folders, with the sha256 it was registered with") {
+  int64_t run = 0;
+  const std::string path = fresh_store("artifacts", &run);
+  const std::string dir = fs::path(path).parent_path().string();  // the store's folder
+  const std::string fig = dir + "/fig.svg", outside = ltrun_test::scratch_dir("serve", "artifacts_outside") + "/x.svg";
+  auto write = [](const std::string& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; };
+  write(fig, "<svg>fig</svg>");
+  write(outside, "<svg>outside</svg>");
+  auto edit = [&](const std::string& sql) {
+    sqlite3* db = nullptr;
+    sqlite3_open(path.c_str(), &db);
+    REQUIRE(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(db);
+  };
+  edit("UPDATE runs SET workdir = '" + dir + "'");  // as if it had started there, wherever this test runs
+  {
+    auto st = store::Store::open(path);
+    CHECK(store::register_artifact(*st, run, fig) == fs::canonical(fig).string());
+    ltrun_test::require_error([&] { store::register_artifact(*st, run, "/dev/zero"); }, {"/dev/zero is a character device"});
+    ltrun_test::require_error([&] { store::register_artifact(*st, run, dir); }, {dir + " is a folder"});
+    fs::create_symlink(outside, dir + "/link.svg");
+    // recorded with a warning (artifact 1), never served
+    CHECK(store::register_artifact(*st, run, dir + "/link.svg") == fs::canonical(outside).string());
+  }
+  Api api(std::make_shared<Reader>(path), 500);
+  const std::string url = "/api/runs/" + std::to_string(run) + "/artifacts/0";
+  const auto listed = body(api.get("/api/runs/" + std::to_string(run), {}))["artifacts"];
+  REQUIRE(listed.size() == 2);
+  CHECK(listed[0]["bytes"] == 14);
+  CHECK(!listed[0].contains("refused"));
+  CHECK(listed[1]["refused"].get<std::string>().find("lies outside the run's folders") != std::string::npos);
+  auto r = api.get("/api/runs/" + std::to_string(run) + "/artifacts/1", {});
+  CHECK(r.status == 403);
+  CHECK(body(r)["error"].get<std::string>().find("x.svg lies outside the run's folders") != std::string::npos);
+  r = api.get(url, {});
+  REQUIRE(r.status == 200);
+  CHECK(r.body == "<svg>fig</svg>");
+  CHECK(r.content_type == "image/svg+xml");
+
+  write(fig, "<svg>changed</svg>");
+  r = api.get(url, {});
+  CHECK(r.status == 409);
+  CHECK(body(r)["error"].get<std::string>().find("has changed since the run registered it") != std::string::npos);
+  write(fig, "<svg>fig</svg>");
+  CHECK(api.get(url, {}).status == 200);
+
+  // the row edited to name a file elsewhere, with that file's own sha256: never served
+  edit("UPDATE artifacts SET path = '" + outside + "', sha256 = '" + sha256_hex("<svg>outside</svg>") + "' WHERE rowid = 1");
+  r = api.get(url, {});
+  CHECK(r.status == 403);
+  CHECK(r.body.find("<svg>outside") == std::string::npos);
+  CHECK(body(r)["error"].get<std::string>().find("lies outside the run's folders") != std::string::npos);
+  edit("UPDATE artifacts SET path = '" + dir + "/link.svg' WHERE rowid = 1");
+  CHECK(api.get(url, {}).status == 403);
+  edit("UPDATE artifacts SET path = '" + dir + "/gone.svg' WHERE rowid = 1");
+  CHECK(api.get(url, {}).status == 404);
+
+  // a store from before db/migrations/0004 (no runs.workdir): the store's folder still counts
+  edit("UPDATE artifacts SET path = '" + fs::canonical(fig).string() + "', sha256 = '" + sha256_hex("<svg>fig</svg>") +
+       "' WHERE rowid = 1; ALTER TABLE runs DROP COLUMN workdir; PRAGMA user_version = 3");
+  Api old(std::make_shared<Reader>(path), 500);
+  r = old.get(url, {});
+  CHECK(r.status == 200);
+  CHECK(r.body == "<svg>fig</svg>");
+}
+
+TEST_CASE("sql: a value, a result and SQLite's memory are bounded; printf's repeat count too") {
+  const std::string path = fresh_store("limits");
+  Api api(std::make_shared<Reader>(path), 5000);
+  auto error_of = [&](const std::string& q) {
+    const auto r = api.get("/api/sql", {{"q", q}});
+    INFO(q << " -> " << r.status << " " << r.body.substr(0, 300));
+    CHECK(r.status == 400);
+    return r.status == 400 ? body(r)["error"].get<std::string>() : std::string();
+  };
+  // before: built the 300 MB blob (12.9 s, 0.82 GB), or looped 1e9 times in one step (19.7 s)
+  CHECK(error_of("SELECT randomblob(300000000)").find("longer than 16 MB") != std::string::npos);
+  CHECK(error_of("SELECT printf('%.*c', 1e9, 'x')").find("longer than 16 MB") != std::string::npos);
+  CHECK(error_of("SELECT format('%.1000000000c', 'x')").find("longer than 16 MB") != std::string::npos);
+  CHECK(error_of("WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c LIMIT 100) "
+                 "SELECT randomblob(1000000) FROM c").find("the result passed 16 MB after 16 rows") != std::string::npos);
+  // printf is still SQLite's own below the bound
+  const auto ok = body(api.get("/api/sql", {{"q", "SELECT printf('%5.2f|%-3d|%q|%.3c|%.*s', 3.14159, 7, 'it''s', 'x', 2, 'abcdef')"}}));
+  CHECK(ok["rows"][0][0] == " 3.14|7  |it''s|xxx|ab");
+
+  Reader rd(path);
+  const int64_t before = limit_sqlite_heap(64 << 20);
+  std::string cols;
+  for (int i = 0; i < 8; i++) cols += std::string(i ? ", " : "") + "randomblob(15000000)";
+  ltrun_test::require_error([&] { rd.query("SELECT " + cols); }, {"more memory than SQLite may take here (64 MB in all)"});
+  limit_sqlite_heap(before);
+  CHECK(std::get<int64_t>(rd.query("SELECT count(*) FROM metrics").table.rows[0][0]) == 10);  // still usable
+}
+
+TEST_CASE("host_allowed: localhost and IP addresses with any port, named hosts only when allowed") {
+  for (const char* h : {"localhost", "localhost:8080", "LOCALHOST:1", "127.0.0.1", "127.0.0.1:8080", "[::1]", "[::1]:8080",
+                        "192.168.1.5:80", "[fe80::1]:9"})
+    CHECK(host_allowed(h, {}));
+  for (const char* h : {"", "evil.example", "evil.example:8080", "localhost.evil.example", "127.0.0.1.nip.io",
+                        "localhost:", "localhost:80x", "[::1", "[evil]:80", "127.0.0.1:8080:1", "runs.example"})
+    CHECK_FALSE(host_allowed(h, {}));
+  CHECK(host_allowed("runs.example:8080", {"Runs.Example"}));
+  CHECK_FALSE(host_allowed("other.example", {"runs.example"}));
+  CHECK(valid_host_name("box.lan"));
+  CHECK_FALSE(valid_host_name("box.lan:80"));
+  CHECK_FALSE(valid_host_name(""));
+  CHECK_FALSE(valid_host_name("a b"));
 }

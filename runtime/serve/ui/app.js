@@ -268,6 +268,7 @@ async function runPage(id) {
   // artifacts
   if (d.artifacts.length) page.push(section("artifacts", el("div", { class: "artifacts" }, d.artifacts.map(a => {
     const link = el("a", { href: a.url, target: "_blank" }, a.path);
+    if (a.refused) return el("div", {}, `${a.kind}: `, el("span", { class: "muted" }, `${a.path} (not served: ${a.refused})`));
     if (a.kind === "svg" && a.exists) return el("figure", {}, el("img", { src: a.url, alt: a.path, class: "svg-artifact" }), el("figcaption", {}, link));
     return el("div", {}, `${a.kind}: `, a.exists ? link : el("span", { class: "muted" }, a.path + " (missing)"));
   }))));

@@ -1,0 +1,152 @@
+// runtime/store/artifact.cpp: a run's artifact files (see artifact.h).
+#include "runtime/store/artifact.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <cstdio>
+#include <filesystem>
+
+#include "runtime/core/error.h"
+#include "runtime/core/sha256.h"
+#include "runtime/store/store.h"
+
+namespace ltrun::store {
+namespace {
+
+std::string real_path(const std::string& p) {
+  char buf[PATH_MAX];
+  return ::realpath(p.c_str(), buf) ? std::string(buf) : std::string();
+}
+
+bool under(const std::string& path, const std::string& root) {
+  if (root == "/") return true;
+  return path.size() > root.size() && path.compare(0, root.size(), root) == 0 && path[root.size()] == '/';
+}
+
+const char* file_type(mode_t m) {
+  if (S_ISDIR(m)) return "a folder";
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISSOCK(m)) return "a socket";
+  return "not a regular file";
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
+  return out.empty() ? "(none)" : out;
+}
+
+}  // namespace
+
+std::vector<std::string> artifact_roots(const std::string& workdir, const std::string& db_path) {
+  std::vector<std::string> roots;
+  auto add = [&](const std::string& dir) {
+    const std::string r = dir.empty() ? "" : real_path(dir);
+    if (!r.empty() && std::find(roots.begin(), roots.end(), r) == roots.end()) roots.push_back(r);
+  };
+  add(workdir);
+  const auto parent = std::filesystem::path(db_path).parent_path().string();
+  add(parent.empty() ? "." : parent);
+  return roots;
+}
+
+ArtifactFile::ArtifactFile(ArtifactFile&& o) noexcept
+    : problem(o.problem), error(std::move(o.error)), fd(o.fd), resolved(std::move(o.resolved)), size(o.size) {
+  o.fd = -1;
+}
+
+ArtifactFile::~ArtifactFile() {
+  if (fd >= 0) ::close(fd);
+}
+
+std::string ArtifactFile::sha256() const {
+  // the opened file itself, not whatever its path names by now
+  return sha256_file("/proc/self/fd/" + std::to_string(fd));
+}
+
+std::string ArtifactFile::read_all() const {
+  std::string out(size, '\0');
+  size_t got = 0;
+  while (got < out.size()) {
+    const ssize_t n = ::pread(fd, out.data() + got, out.size() - got, off_t(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail("cannot read {}: {}", resolved, std::strerror(errno));
+    if (n == 0) break;  // shrank since it was opened: the hash check refuses it
+    got += size_t(n);
+  }
+  out.resize(got);
+  return out;
+}
+
+ArtifactFile open_artifact(const std::string& path, const std::vector<std::string>& roots,
+                           const std::string& what) {
+  ArtifactFile f;
+  auto refuse = [&](ArtifactFile::Problem p, const std::string& msg) {
+    if (f.fd >= 0) ::close(f.fd);
+    f.fd = -1;
+    f.problem = p;
+    f.error = what + ": " + msg;
+    return std::move(f);
+  };
+  if (path.empty()) return refuse(ArtifactFile::Problem::missing, "an empty path");
+  // stat first: opening a device or a FIFO can block or act on it
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    return refuse(errno == ENOENT || errno == ENOTDIR ? ArtifactFile::Problem::missing : ArtifactFile::Problem::unreadable,
+                  errno == ENOENT || errno == ENOTDIR ? path + " does not exist"
+                                                     : "cannot read " + path + ": " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode))
+    return refuse(ArtifactFile::Problem::not_regular, fmt::format("{} is {}, not a regular file", path, file_type(st.st_mode)));
+  f.fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (f.fd < 0) return refuse(ArtifactFile::Problem::unreadable, "cannot read " + path + ": " + std::strerror(errno));
+  // again on what was opened: the path may name something else by now
+  if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode))
+    return refuse(ArtifactFile::Problem::not_regular, path + " is not a regular file");
+  char buf[PATH_MAX];
+  const std::string link = "/proc/self/fd/" + std::to_string(f.fd);
+  const ssize_t n = ::readlink(link.c_str(), buf, sizeof buf - 1);
+  f.resolved = n > 0 ? std::string(buf, size_t(n)) : real_path(path);
+  if (f.resolved.empty() || f.resolved[0] != '/')
+    return refuse(ArtifactFile::Problem::unreadable, "cannot resolve " + path);
+  bool inside = false;
+  for (const auto& r : roots) inside = inside || under(f.resolved, r);
+  if (!inside)
+    return refuse(ArtifactFile::Problem::outside,
+                  fmt::format("{}{} lies outside the run's folders ({}): a run's artifacts are files under "
+                              "the folder it started in or its run store's folder, symlinks resolved",
+                              path, f.resolved == path ? "" : " (" + f.resolved + ")", join(roots)));
+  f.size = uint64_t(st.st_size);
+  return f;
+}
+
+std::string register_artifact(Store& store, int64_t run, const std::string& path, std::string kind) {
+  const Table t = store.query("SELECT workdir FROM runs WHERE id = ?", {Value(run)});
+  LT_CHECK(!t.rows.empty(), "lt.run.artifact: no run with id {} in {}", run, store.path());
+  if (kind.empty()) {
+    const std::string ext = std::filesystem::path(path).extension().string();
+    kind = ext.size() > 1 ? ext.substr(1) : "file";
+  }
+  auto record = [&](const ArtifactFile& f) {
+    if (f.problem != ArtifactFile::Problem::none) throw Error(f.error);
+    store.artifact(run, kind, f.resolved, f.sha256());
+    return f.resolved;
+  };
+  const ArtifactFile f = open_artifact(path, artifact_roots(to_text(t.rows[0][0]), store.path()), "lt.run.artifact");
+  if (f.problem != ArtifactFile::Problem::outside) return record(f);
+  // A study given --out=/scratch/... should not fail at its last line: the file is recorded,
+  // and said to be one that ltrun serve will not serve.
+  fmt::print(stderr, "ltrun: warning: {}; it is recorded, but ltrun serve will not serve it\n", f.error);
+  std::fflush(stderr);
+  return record(open_artifact(path, {"/"}, "lt.run.artifact"));
+}
+
+}  // namespace ltrun::store
