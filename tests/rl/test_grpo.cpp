@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 #include <map>
+#include <memory>
 
 #include "runtime/model/tiny.h"
 #include "runtime/rl/grpo.h"
@@ -20,11 +21,23 @@ using namespace ltrun::rl;
 
 namespace {
 
+// GRPO centres the rewards per group, so a group whose rewards are all equal gives no gradient
+// (a test that checks a gradient must not hope for one from what is sampled: the fixture's
+// "abc" share ties whenever a group's responses hold as many a-c letters). "other" is 1 for a
+// response whose text differs from the first response of its prompt in this objective and 0
+// otherwise: within a group the rewards differ exactly when the responses do (abc, in [0, 1],
+// cannot even out its weight 10). Responses are 6 tokens sampled at temperature 1 from a random
+// model's near-uniform logits: a group of 4 alike does not come up.
 GrpoOptions options() {
   GrpoOptions o = ltrun_test::grpo::options();
   o.prompts = 2;
   o.rollout.temperature = 1.0;
   o.chunk = 7;
+  auto first = std::make_shared<std::map<std::string, std::string>>();
+  o.rewards.push_back({"other", 10.0, [first](const PromptItem& it, const std::string& r) {
+                         const auto [pos, fresh] = first->emplace(it.id, r);
+                         return fresh || pos->second == r ? 0.0 : 1.0;
+                       }});
   return o;
 }
 using ltrun_test::grpo::items;
