@@ -142,8 +142,8 @@ T.case("causal_lm: interrupted + resumed = uninterrupted", function()
 end)
 
 T.case("causal_lm: a resume without a seed continues the checkpoint's data order", function()
-  -- this test process runs under its own (fresh) run seed, not 11: the data order of the
-  -- resumed half must come from the checkpoint, not from the run
+  -- this test process runs under its own run seed (CTest gives 20261125), not 11: the data
+  -- order of the resumed half must come from the checkpoint, not from the run
   local opts = function(dir, extra)
     local o = { data = packed, seq_len = 16, steps = 6, lr = 3e-3, warmup = 0.2, micro_batch = 2,
                 checkpoint_dir = dir, log = false, progress = false }
