@@ -211,7 +211,9 @@ TEST_CASE("lens_top / lens_at: the lens read in pieces = the full logits' log-su
   const double tol = 8 * 1.2e-7 * (1 + full.abs().max().item<double>());
   CHECK((t.lse.to(at::kDouble) - full.logsumexp(-1)).abs().max().item<double>() < tol);
   auto [want_v, want_i] = full.topk(7, -1);
-  CHECK(t.ids.equal(want_i));
+  // the ids are the top 7 up to a tie within tol (which another summation order may break the
+  // other way): the full logits at them are the 7 largest, in order
+  CHECK((full.gather(1, t.ids) - want_v).abs().max().item<double>() < tol);
   CHECK((t.values.to(at::kDouble) - want_v).abs().max().item<double>() < tol);
   const at::Tensor ids = at::tensor({0, 4999, 2048, 17, 4095, 3}, at::kLong).view({6, 1}).repeat({1, 3});
   CHECK((lens_at(m, t.normed, ids).to(at::kDouble) - full.gather(1, ids)).abs().max().item<double>() < tol);
@@ -241,7 +243,11 @@ TEST_CASE("trace: lens series, JS series, targets, padding") {
     f.capture = true;
     const auto out = m.forward(at::tensor(s[i].ids, at::kLong).unsqueeze(0), f);
     const at::Tensor P = at::softmax(out.logits[0][-1].to(at::kDouble), -1);
-    CHECK(t[i].target == P.argmax().item<int64_t>());
+    // the target is this pass's argmax up to a tie: the two paths' logits differ by ~1e-5
+    // (the estimate below, logits of order 10), so a logit within 1e-4 x (1 + the largest
+    // |logit|), ~1e-3, of the largest may win on another host's kernels
+    const at::Tensor z = out.logits[0][-1].to(at::kDouble);
+    CHECK(z.max().item<double>() - z[t[i].target].item<double>() <= 1e-4 * (1 + z.abs().max().item<double>()));
     // Not bit-identical paths: the trace runs the 3 samples as one left-padded batch, this is
     // a forward of one sample, so BLAS sums each fp32 dot product (length K = 32..61 here) in
     // another blocking and order. Each output of a matmul then differs by about
@@ -259,7 +265,9 @@ TEST_CASE("trace: lens series, JS series, targets, padding") {
       const at::Tensor pr = at::softmax(lr.to(at::kDouble), -1);
       CHECK_THAT(t[i].p_target[r], WithinRel(pr[t[i].target].item<double>(),
                                              std::max(1e-5, 4 * 1.2e-7 * (1 + lr.abs().max().item<double>()))));
-      CHECK(t[i].top_ids[r][0] == pr.argmax().item<int64_t>());
+      // the lens's top id is this pass's argmax up to a tie (as the target above)
+      const at::Tensor zr = lr.to(at::kDouble);
+      CHECK(zr.max().item<double>() - zr[t[i].top_ids[r][0]].item<double>() <= 1e-4 * (1 + zr.abs().max().item<double>()));
     }
     CHECK(t[i].js[N] < 1e-9);  // nothing runs after the last block
     CHECK(t[i].js[0] > 1e-4);
