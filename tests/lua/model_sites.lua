@@ -38,6 +38,7 @@ T.case("interventions at sites change what follows them only", function()
   local delta = lt.ones(1, #ids, 32) * 0.5
   local a = q:forward(ids, { capture = { "resid_mid" }, intervene = { mixer_out = { [0] = { add = delta } } } })
   local h0 = q:forward(ids, { capture = true }).hidden[0]
+  -- the same fp32 additions in another order: a rounding or two of |h| ~ 1 (6e-8 each)
   T.ok(a.sites.resid_mid[0]:allclose(h0 + clean.sites.mixer_out[0] + delta, 1e-6, 1e-6), "added at mixer_out")
   -- a callback sees the site's tensor and its layer
   local seen
