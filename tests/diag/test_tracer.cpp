@@ -101,6 +101,8 @@ TEST_CASE("perturbed passes: resume = one full forward per zeroed residual") {
     const auto clean = clean_pass(m, b);
     const at::Tensor resume = perturbed_logits(m, clean.hidden, b.zero, b.mask, Method::Resume);
     const at::Tensor naive = perturbed_logits(m, clean.hidden, b.zero, b.mask, Method::Naive);
+    // fp32 logits of 5 sharp blocks in another summation order: ~sqrt(61) x 2^-24 per dot
+    // product over 5 blocks, ~3e-6 of the largest |logit|; 1e-5 is three times that
     CHECK(rel_err(resume, naive) < 1e-5);
     // and the naive rows are the model's own forward from token ids with {zero = positions}
     for (int r = 0; r <= m.n_layers(); ++r) {
@@ -109,6 +111,7 @@ TEST_CASE("perturbed passes: resume = one full forward per zeroed residual") {
       o.logits = model::Logits::Last;
       const at::Tensor direct = m.forward(at::tensor(s[0].ids, at::kLong).unsqueeze(0), o).logits;
       INFO("residual " << r);
+      // as above: another summation order, ~3e-6 of the largest |logit|
       CHECK(rel_err(resume[r][0], direct[0][0]) < 1e-5);
     }
     // zeroing changes the outcome except after the last block (the last token is a query token)
@@ -288,6 +291,7 @@ TEST_CASE("trace: lens series, JS series, targets, padding") {
   // a few ulps (1.2e-7) of its O(1) log, so the sum by at most ~2.4e-6
   for (size_t i = 0; i < s.size(); ++i)
     for (int r = 0; r <= N; ++r) {
+      // P_t moves by the absolute logit error, ~1e-5 (see the estimate in the case above)
       CHECK_THAT(t1[i].p_target[r], WithinRel(t[i].p_target[r], 1e-5));
       CHECK_THAT(t1[i].js[r], WithinAbs(t[i].js[r], 2.4e-6));
       CHECK_THAT(tn[i].js[r], WithinAbs(t[i].js[r], 2.4e-6));
@@ -297,6 +301,7 @@ TEST_CASE("trace: lens series, JS series, targets, padding") {
   o.include_final_djs = true;
   const auto tf = trace(m, s, o);
   REQUIRE(tf[0].ls_djs.size() == size_t(N));
+  // the same double formula on the same values: a rounding of a number < 1
   CHECK_THAT(tf[0].ls_djs[N - 1], WithinAbs(tf[0].js[N - 1] / (tf[0].js[N - 1] + 1e-6), 1e-9));
   // a given target replaces the prediction
   s[0].target = 13;
@@ -324,6 +329,7 @@ TEST_CASE("summarize: group means, profiles, TP interval, split") {
   REQUIRE(s.groups.size() == 2);
   CHECK(s.groups[0].group == 1);
   CHECK(s.groups[0].samples == 2);
+  // double means of two numbers < 1: a rounding of 1.1e-16 or two
   CHECK_THAT(s.groups[0].p_target[4], WithinAbs(0.8, 1e-15));
   CHECK_THAT(s.groups[0].tp_ratio[3], WithinAbs((0.4 / (0.9 + 1e-6) + 0.2 / (0.7 + 1e-6)) / 2, 1e-15));
   CHECK(s.groups[1].samples == 1);
@@ -333,7 +339,7 @@ TEST_CASE("summarize: group means, profiles, TP interval, split") {
   const double tp3 = ((0.4 / (0.9 + 1e-6) + 0.2 / (0.7 + 1e-6)) / 2 + 0.3 / (0.8 + 1e-6)) / 2;
   CHECK(s.tp[0] == 0);
   CHECK(s.tp[2] == 1);
-  CHECK_THAT(s.tp[3], WithinAbs(tp3 / tp2, 1e-12));
+  CHECK_THAT(s.tp[3], WithinAbs(tp3 / tp2, 1e-12));  // double: a few roundings of 1e-16
   CHECK(s.ls[1] == 1);
   CHECK(s.tp_interval == std::vector<int>{2, 3});
   // sensitivity in blocks 0..1, the particle in blocks 2..3: b = 2
@@ -363,6 +369,7 @@ TEST_CASE("summarize: the final block's ΔJS stays out of the LS profile and S(b
   CHECK_THAT(s.groups[0].ls_djs[0], WithinAbs(0.2 / (0.4 + 1e-6), 1e-15));
   CHECK(s.ls[0] == 1);
   CHECK(s.ls[1] == 0);
+  // double: a few roundings of 1e-16
   CHECK_THAT(s.ls[2], WithinAbs((0.1 / (0.2 + 1e-6)) / (0.2 / (0.4 + 1e-6)), 1e-12));
   // TP normalised: (0, 0, 1, 0.5 / 0.8) with eps
   const double r2 = 0.4 / (0.5 + 1e-6), r3 = 0.5 / (1 + 1e-6);
