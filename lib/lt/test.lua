@@ -52,6 +52,34 @@ function T.finish()
   if T.failed > 0 then error(("%d test case(s) failed"):format(T.failed), 0) end
 end
 
+-- T.greedy(m, prompt, got, tol, what): `got` (a list of token ids) is a greedy continuation
+-- of `prompt` (ids) under m up to rounding: before each token, a full forward pass over the
+-- prefix so far gives it a logit within `tol` of the largest. Greedy decoding (KV cache, decode
+-- state, a padded batch) and a full pass compute the logits in other orders, so a host whose
+-- BLAS kernels round otherwise may break a near tie the other way; an exact argmax equality
+-- would then fail for no fault. The caller derives tol from its error estimate.
+function T.greedy(m, prompt, got, tol, what)
+  what = what or "greedy"
+  if type(tol) ~= "number" or not (tol >= 0) then  -- NaN included
+    error(("%s: the tolerance must be a number >= 0, got %s"):format(what, tostring(tol)), 2)
+  end
+  if type(got) ~= "table" then error(("%s: expected a list of token ids, got %s"):format(what, type(got)), 2) end
+  local seq = {}
+  for i, v in ipairs(prompt) do seq[i] = v end
+  for k, t in ipairs(got) do
+    local logits = m:forward(seq, { logits = "last" }).logits[0][-1]
+    if type(t) ~= "number" or t ~= math.floor(t) or t < 0 or t >= logits:size(0) then
+      error(("%s: new token %d is %s, not a token id of 0..%d"):format(what, k, tostring(t), logits:size(0) - 1), 2)
+    end
+    local best = logits:max()
+    if not (best - logits[t] <= tol) then
+      error(("%s: new token %d (id %d) has logit %.9g, %.3g below the largest %.9g (id %d) of a full pass; tolerance %g")
+            :format(what, k, t, logits[t], best - logits[t], best, logits:argmax(), tol), 2)
+    end
+    seq[#seq + 1] = t
+  end
+end
+
 -- the whole file at `path` (an error names it when it cannot be opened)
 function T.read(path)
   local f = assert(io.open(path, "rb"))

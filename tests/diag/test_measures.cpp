@@ -63,6 +63,7 @@ TEST_CASE("js: zero for identical inputs, symmetric, at most ln 2") {
   const at::Tensor q = at::softmax(at::randn({16, 50}, g, at::kDouble) * 3, -1);
   for (int64_t k : {0, 1, 10, 50}) {
     INFO("topk " << k);
+    // identical rows: every term is p log(2p / 2p) = 0 but for a rounding of log(1 +- 1e-16)
     CHECK(js_divergence(p, p, k).abs().max().item<double>() < 1e-15);
     CHECK(js_divergence(p, q, k).equal(js_divergence(q, p, k)));
     CHECK(js_divergence(p, q, k).max().item<double>() <= std::log(2.0));
@@ -105,6 +106,7 @@ TEST_CASE("js: rows against the plain-loop reference") {
     const std::vector<double> got = row(js_divergence(p, q, k));
     for (int64_t i = 0; i < 8; ++i) {
       INFO("topk " << k << " row " << i);
+      // double, <= 50 terms in another order: ~50 x 1.1e-16 at most
       CHECK_THAT(got[i], WithinAbs(reference_js(row(p[i]), row(q[i]), size_t(k)), 1e-14));
     }
   }
@@ -151,7 +153,7 @@ TEST_CASE("js from logits: the top-k support's softmax, in float32, against the 
     CHECK_THAT(small[i], WithinRel(ref, 0.02));
   }
   CHECK_THAT(js_divergence_logits(at::tensor({30.0f, 0.0f}), at::tensor({0.0f, 30.0f})).item<double>(),
-             WithinAbs(std::log(2.0), 1e-6));
+             WithinAbs(std::log(2.0), 1e-6));  // exp(-30) ~ 1e-13 of mass overlaps; fp32 rounds ln 2 by 6e-8
   // a -inf logit (zero probability) on one side counts as 0 · log 0
   CHECK_THAT(js_divergence_logits(at::tensor({0.0, -INFINITY}, at::kDouble), at::tensor({0.0, 0.0}, at::kDouble))
                  .item<double>(),
@@ -245,6 +247,7 @@ TEST_CASE("S(b) on synthetic profiles with a known answer") {
   // sensitive shallow half, task particle in the deep half: the split in the middle is best
   const std::vector<double> tp = {0, 0, 0, 1, 1, 1}, ls = {1, 1, 1, 0, 0, 0};
   CHECK(split_score(tp, ls, 3) == 2);
+  // double sums of four numbers <= 1: a rounding or two of 1.1e-16
   CHECK_THAT(split_score(tp, ls, 1), WithinAbs(1 + 0.6 - 0 - 0.4, 1e-15));
   CHECK_THAT(split_score(tp, ls, 2), WithinAbs(1 + 0.75 - 0 - 0.25, 1e-15));
   const auto s = split_scores(tp, ls, {0.33, 0.5, 0.66});

@@ -91,6 +91,8 @@ T.case("losses on both domains, two benchmarks without retraining, the named que
   T.ok(base and full, "antonyms rows")
   T.eq(base.gain, 0); T.eq(base.old_delta, 0)
   local b_new, f_new = metric(child("base").id, "new_loss"), metric(child("full").id, "new_loss")
+  -- the named query rounds losses to 4 decimals and accuracies to 3: off by <= 5e-5 and 5e-4
+  -- (plus double roundings), within 1e-4 and 1e-3
   T.near(full.gain, b_new - f_new, 1e-4)
   T.near(full.old_delta, metric(child("full").id, "old_loss") - metric(child("base").id, "old_loss"), 1e-4)
   T.near(full.acc_logit, metric(child("full").id, "antonyms/logit/acc"), 1e-3)
@@ -122,6 +124,7 @@ end)
 T.case("chart helpers: axis ticks by hand, one bar per plan and category, long titles widen the picture", function()
   local svg = require "lt.svg"
   local t = svg.ticks(0, 1, 5)
+  -- ticks are k x step in double: a rounding or two of 2^-53; 1e-12 is far above
   T.eq(#t, 6); T.near(t[1], 0, 1e-12); T.near(t[2], 0.2, 1e-12); T.near(t[6], 1, 1e-12)
   t = svg.ticks(2.3, 7.9, 5)  -- raw step 1.12 -> 2: 4, 6
   T.eq(#t, 2); T.near(t[1], 4, 1e-12); T.near(t[2], 6, 1e-12)

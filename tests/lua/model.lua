@@ -35,9 +35,12 @@ T.case("forward: shapes, capture, lens, logits where asked", function()
   local out = m:forward(ids, { capture = true })
   T.same_table(out.logits.shape, {1, #ids, 300})
   T.ok(out.hidden[0] and out.hidden[3] and not out.hidden[4], "hidden[0..n_layers]")
+  -- the same norm and head on the same rows: equal but for a summation order, ~6e-6 of
+  -- |logit| < 1 at most (3 blocks x 32 x 2^-24), within 1e-5 + 1e-5 x |logit|
   T.ok(m:lens(out.hidden[3]):allclose(out.logits, 1e-5, 1e-5), "lens of the last residual = logits")
   local last = m:forward(ids, { logits = "last" })
   T.same_table(last.logits.shape, {1, 1, 300})
+  -- the head on one row instead of all: another summation order, as above
   T.ok(last.logits[0][0]:allclose(out.logits[0][-1], 1e-5, 1e-6), "last-position logits")
   T.eq(m:forward(ids, { logits = "none" }).logits, nil)
 end)
@@ -64,6 +67,7 @@ T.case("batches with left padding match single prompts", function()
   local a, b = tok:encode("short"), tok:encode("a somewhat longer prompt here")
   local batch = m:forward({a, b}, { logits = "last" })
   local alone = m:forward(a, { logits = "last" })
+  -- another summation order: |logit| < 1 moves by 6e-6 at most (3 blocks x 32 x 2^-24)
   T.ok(batch.logits[0]:allclose(alone.logits[0], 1e-4, 1e-5), "padded row = alone")
   T.ok(batch.attention_mask ~= nil, "the mask used is returned")
 end)
@@ -76,8 +80,14 @@ T.case("generate: strings and ids, deterministic, stop strings", function()
   local ids2 = m:generate(tok:encode("Once"), { max_new_tokens = 5, temperature = 0.8, top_k = 20, seed = 3 })
   T.same_table(ids, ids2)
   local many = m:generate({"a", "bb bb"}, { max_new_tokens = 4 })
-  T.eq(#many, 2)
-  T.eq(many[1], m:generate("a", { max_new_tokens = 4 }))
+  T.eq(#many, 2); T.eq(type(many[1]), "string")
+  -- a padded batch sums in another order than a prompt alone, so a near tie of this random
+  -- model's logits may go either way on some host's kernels: each row is checked as a greedy
+  -- continuation of its own prompt instead. Error estimate: 3 blocks of width 32 in fp32 move a
+  -- logit (|logit| < 1 here) by ~ 3 x 32 x 2^-24 = 6e-6 at most; 1e-4 is over ten times that
+  local pa, pb = tok:encode("a"), tok:encode("bb bb")
+  local rows = m:generate({ pa, pb }, { max_new_tokens = 4 })
+  T.greedy(m, pa, rows[1], 1e-4, "row 1 of a batch"); T.greedy(m, pb, rows[2], 1e-4, "row 2 of a batch")
 end)
 
 T.case("clone, parameters, save/load round trip", function()

@@ -38,6 +38,7 @@ T.case("interventions at sites change what follows them only", function()
   local delta = lt.ones(1, #ids, 32) * 0.5
   local a = q:forward(ids, { capture = { "resid_mid" }, intervene = { mixer_out = { [0] = { add = delta } } } })
   local h0 = q:forward(ids, { capture = true }).hidden[0]
+  -- the same fp32 additions in another order: a rounding or two of |h| ~ 1 (6e-8 each)
   T.ok(a.sites.resid_mid[0]:allclose(h0 + clean.sites.mixer_out[0] + delta, 1e-6, 1e-6), "added at mixer_out")
   -- a callback sees the site's tensor and its layer
   local seen
@@ -66,15 +67,13 @@ T.case("nemotron_h: layer kinds, sites, parts, generation", function()
   T.eq(s.mlp_out[0], nil)
   T.raises(function() nh:forward(ids, { intervene = { mlp_out = { [0] = { zero = { 0 } } } } }) end,
            "a mamba layer has no mlp_out")
-  -- greedy decoding through the decode state picks the full pass's argmax at every step
+  -- greedy decoding through the decode state picks the full pass's argmax at every step, up
+  -- to rounding: the decode state and a full pass sum in other orders, which in fp32 through
+  -- 4 layers of width 32 moves a logit (|logit| < 1 here) by ~ 4 x 32 x 2^-24 = 8e-6 at most,
+  -- so a near tie may go either way on some host's kernels; 1e-4 is over ten times the bound
   local gen = nh:generate(ids, { max_new_tokens = 5 })
-  local seq = {}
-  for i, t in ipairs(ids) do seq[i] = t end
-  for _, t in ipairs(gen) do
-    local logits = nh:forward(seq, { logits = "last" }).logits
-    T.eq(t, logits[0][0]:argmax(), "greedy token")
-    seq[#seq + 1] = t
-  end
+  T.ok(#gen >= 1, "tokens generated")
+  T.greedy(nh, ids, gen, 1e-4, "greedy on nemotron_h")
   -- freeze specs select by part: "attention" is the token mixer of every kind
   nh:train_only({ layers = { 0 }, part = "attention" })
   T.eq(nh:n_trainable(), 0 + (function()

@@ -150,17 +150,24 @@ T.case("rollouts, log-probs and the shared-prefix reference on a tiny model", fu
   T.same_table(r.prompt_index, { 1, 1, 1, 2, 2, 2 })
   T.eq(#r.texts, 6)
   local lp = lt.rl.logprobs(m, r, { temperature = 1.0 })
+  -- KV-cache decoding and one full pass over the packed batch sum in other orders: in fp32
+  -- through 3 blocks of width 32, a log-prob (|log p| < 10) moves by ~ 3 x 32 x 2^-24 x 10,
+  -- 2e-5 at most (5e-7 seen); 1e-4 is five times the bound
   T.ok(((lp - r.logprobs) * r.response_mask):abs():max() < 1e-4, "sampling log-probs = recomputed")
   m:train_only(lt.layers.range(2, 2))
   local shared, copied = lt.rl.reference(m), lt.rl.reference(m, { copy = true })
   T.eq(shared.from_layer, 2)
   T.ok(shared.bytes < copied.bytes / 2, "the reference keeps one block")
   local a, b = shared:logprobs(m, r), copied:logprobs(m, r)
+  -- the same blocks on the same rows, the copy in its own batch: a few fp32 roundings of
+  -- |log p| < 10 (2^-24 x 10 = 6e-7 each); 1e-5 is some 15 of them
   T.ok(((a - b) * r.response_mask):abs():max() < 1e-5, "shared prefix = copy")
   -- from the policy's own hidden state at block 2 (as GRPO runs it): the same values
   local e = lt.rl.entry(m, r, 2)
   T.same_table(e:size(), { r.ids:size(0), r.ids:size(1), m.config.hidden_size })
   local c = shared:logprobs(m, r, { entry = e })
+  -- the given entry is the hidden state the reference computes itself (same blocks, same rows,
+  -- same batch): the same sums, equal to the bit; 1e-6 allows one rounding of |log p| < 10
   T.ok(((c - a) * r.response_mask):abs():max() < 1e-6, "shared prefix from the given entry = running the prefix")
   T.raises(function() lt.rl.entry(m, r, 0) end, "block 0 is not in 1")
   T.raises(function() shared:logprobs(m, r, { entry = e:narrow(1, 0, 3) }) end, "entry must be the hidden state")
@@ -169,8 +176,11 @@ T.case("rollouts, log-probs and the shared-prefix reference on a tiny model", fu
   -- output is m:generate's on the template with the question put in
   local items = { { id = "q1", bench = "gsm8k", question = "the cat", answer = "4" },
                   { id = "q2", bench = "gsm8k", question = "a dog sat", answer = "7" } }
+  -- batch_size 1: each prompt alone, as m:generate runs it, so the two greedy outputs are the
+  -- same computation (a padded batch sums in another order, and a near tie of this random
+  -- model's logits could then go the other way on some host's BLAS kernels)
   local res = lt.eval.score(m, items, {}, { protocols = { "generate" }, template = "Q: {question} / {question} =",
-                                            max_new_tokens = 5, bench = "tmpl" })
+                                            max_new_tokens = 5, bench = "tmpl", batch_size = 1 })
   for i, it in ipairs(items) do
     local want = m:generate("Q: " .. it.question .. " / " .. it.question .. " =", { max_new_tokens = 5 })
     T.eq(res.items[i].output, want, "templated prompt " .. i)
@@ -189,7 +199,8 @@ T.case("rollouts, log-probs and the shared-prefix reference on a tiny model", fu
     local right = i % 2 == 1 and got and got ~= ""
     acc_items[i] = { id = "a" .. i, question = q, answer = right and got or "-12345" }
   end
-  local frac, each = lt.rl.accuracy(m, acc_items, { template = "Q: {question} =", max_response = 12 })
+  -- batch 1: each prompt alone, the computation m:generate made above (see batch_size above)
+  local frac, each = lt.rl.accuracy(m, acc_items, { template = "Q: {question} =", max_response = 12, batch = 1 })
   local want, n = {}, 0
   for i, it in ipairs(acc_items) do
     want[i] = it.answer ~= "-12345"

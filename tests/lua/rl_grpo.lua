@@ -13,14 +13,25 @@ lt.model.new{ out = tmp .. "/m", arch = "qwen3", layers = 3, hidden = 32, heads 
               vocab = 300, seed = 5, corpus = { tmp .. "/corpus.txt" } }
 local items = {}
 for i = 1, 12 do items[i] = { question = ("what is %d plus %d?"):format(i % 7, i % 5), answer = tostring(i % 7 + i % 5) } end
-local calls = 0
+-- GRPO centres the rewards per group: a group whose rewards are all equal gives no gradient,
+-- and a test that needs one must not hope for it from what is sampled (a random model scores 0
+-- on math everywhere). The Lua reward "other" is 1 for a response whose text differs from the
+-- first response of its prompt in this run and 0 otherwise, so within a group the rewards
+-- differ exactly when the responses do; its weight 10 keeps math (0 or 1) from evening out two
+-- rows. groups[question] collects the responses, so a case can check that every group had two
+-- different ones (from a vocabulary of 300 under a random head: all 4 alike is not seen).
+local calls, groups = 0, {}
 local function opts(extra)
+  local first = {}
   local o = { data = items, template = "Question: {question}\nAnswer:", prompts = 2, group_size = 4,
               max_response = 8, temperature = 1.0, iterations = 2, epochs = 2, mini_batches = 2,
               micro_batch = 3, lr = 1e-3, kl = 0.01, seed = 11, progress = false,
-              rewards = { math = 1.0, len = { weight = 0.1, fn = function(item, response)
+              rewards = { math = 1.0, other = { weight = 10, fn = function(item, response)
                 calls = calls + 1
-                return #response > 3 and 1 or 0
+                groups[item.question] = groups[item.question] or {}
+                table.insert(groups[item.question], response)
+                if first[item.question] == nil then first[item.question] = response end
+                return response ~= first[item.question] and 1 or 0
               end } } }
   for k, v in pairs(extra or {}) do o[k] = v end
   return o
@@ -28,12 +39,22 @@ end
 
 T.case("grpo: steps, metrics, rewards from Lua, frozen prefix", function()
   local m = lt.model.load(tmp .. "/m"):train_only(lt.layers.range(1, 2))
-  calls = 0
+  calls, groups = 0, {}
   local r = lt.rl.grpo(m, opts())
   T.eq(r.steps, 8, "2 batches x 2 epochs x 2 mini-batches")
   T.eq(calls, 16, "one Lua reward call per rollout (2 x 2 prompts x 4)")
+  -- the premise of the gradient checks below: each of the 4 groups sampled two different
+  -- responses, so every row's advantage is nonzero and every mini-batch has a gradient
+  local n = 0
+  for q, rs in pairs(groups) do
+    n = n + 1
+    local differ = false
+    for i = 2, #rs do differ = differ or rs[i] ~= rs[1] end
+    T.ok(#rs == 4 and differ, "group of " .. q .. ": 4 responses, not all the same")
+  end
+  T.eq(n, 4, "4 groups")
   T.eq(#r.log, 8)
-  T.ok(r.log[1].reward_mean ~= nil and r.log[1]["reward/len"] ~= nil and r.log[1]["reward/math"] ~= nil)
+  T.ok(r.log[1].reward_mean ~= nil and r.log[1]["reward/other"] ~= nil and r.log[1]["reward/math"] ~= nil)
   T.ok(r.log[2].reward_mean == nil, "rollout metrics only at the step that sampled")
   T.ok(r.log[5].reward_mean ~= nil, "new rollouts at step 5")
   for _, s in ipairs(r.log) do
@@ -42,9 +63,10 @@ T.case("grpo: steps, metrics, rewards from Lua, frozen prefix", function()
     T.ok(s.entropy > 0)
   end
   -- approx_kl = mean(r - 1 - log r) ~ mean(d^2) / 2 for log-prob differences d between the
-  -- rollout's pass and the update's. fp32 (CPU): d ~ 1e-6, so 1e-5 is loose. bf16 autocast
-  -- (CUDA): 8 significant bits on log-probs of size ~ln(vocab) = 6 give |d| up to ~0.02,
-  -- d^2 / 2 up to 2e-4; 1e-3 leaves a 5x margin (measured on an H100: 1.1e-4)
+  -- old-log-prob pass and the update's pass (same weights, same rows, other micro-batches).
+  -- fp32 (CPU): |log p| < 10 gives d ~ 1e-6, approx_kl as much at most; 1e-5 is ten times that.
+  -- bf16 autocast (CUDA): 8 significant bits on log-probs of size ~ln(vocab) = 6 give |d| up
+  -- to ~0.02, d^2 / 2 up to 2e-4; 1e-3 leaves a 5x margin (measured on an H100: 1.1e-4)
   local kl_tol = lt.device:match("^cuda") and 1e-3 or 1e-5
   T.near(r.log[1].approx_kl, 0, kl_tol, "first step: old log-probs are the policy's")
   -- metrics landed in the run

@@ -78,6 +78,7 @@ TEST_CASE("the chunked SSD scan equals the recurrence and its one-step form", "[
         at::Tensor ref_state, final_state;
         const at::Tensor ref = naive_scan(x, dt, A, B, C, &ref_state);
         const at::Tensor y = ssd_chunked(x, dt, A, B, C, chunk, {}, &final_state);
+        // fp32 in another summation order: see rel_err's error budget (model_test_util.h)
         CHECK(rel_err(y, ref) < 1e-5);
         CHECK(rel_err(final_state, ref_state) < 1e-5);
         // one step at a time from a zero state
@@ -85,6 +86,7 @@ TEST_CASE("the chunked SSD scan equals the recurrence and its one-step form", "[
         std::vector<at::Tensor> steps;
         for (int64_t t = 0; t < T; ++t)
           steps.push_back(ssd_step(x.select(1, t), dt.select(1, t), A, B.select(1, t), C.select(1, t), s));
+        // fp32 in another summation order: see rel_err's error budget (model_test_util.h)
         CHECK(rel_err(at::stack(steps, 1), ref) < 1e-5);
         CHECK(rel_err(s, ref_state) < 1e-5);
         // split in two: the second half from the first half's state
@@ -95,6 +97,7 @@ TEST_CASE("the chunked SSD scan equals the recurrence and its one-step form", "[
                                             C.narrow(1, 0, k), chunk, {}, &mid);
           const at::Tensor y2 = ssd_chunked(x.narrow(1, k, T - k), dt.narrow(1, k, T - k), A,
                                             B.narrow(1, k, T - k), C.narrow(1, k, T - k), chunk, mid, &end);
+          // fp32 in another summation order: see rel_err's error budget (model_test_util.h)
           CHECK(rel_err(at::cat({y1, y2}, 1), ref) < 1e-5);
           CHECK(rel_err(end, ref_state) < 1e-5);
         }
@@ -209,6 +212,7 @@ TEST_CASE("nemotron_h decode state equals recomputing the sequence", "[model][ne
       at_pos += n;
       CHECK(st.length() == at_pos);
     }
+    // fp32 in another summation order: see rel_err's error budget (model_test_util.h)
     CHECK(rel_err(at::cat(got, 1), expect) < 1e-5);
   }
   SECTION("left padding, then steps") {
@@ -228,6 +232,7 @@ TEST_CASE("nemotron_h decode state equals recomputing the sequence", "[model][ne
       at_pos += n;
     }
     const at::Tensor real = mask.unsqueeze(-1).to(at::kFloat);
+    // fp32 in another summation order: see rel_err's error budget (model_test_util.h)
     CHECK(rel_err(at::cat(got, 1) * real, expect * real) < 1e-5);
     // the padded row equals the same tokens without padding
     const at::Tensor alone = m.forward(ids[1].narrow(0, 3, 7).unsqueeze(0)).logits;
@@ -287,6 +292,8 @@ TEST_CASE("nemotron_h parameters carry parts; sites compose the residual", "[mod
   o.capture = true;
   o.capture_sites = {Site::MixerOut, Site::MlpOut};
   const ForwardResult r = m.forward(ids, o);
+  // the same fp32 sum written twice: equal to the bit; allclose's defaults (1e-5, 1e-8) only absorb
+  // one rounding
   CHECK(at::allclose(r.hidden[1], r.hidden[0] + r.sites.at({0, Site::MixerOut})));
   CHECK(at::allclose(r.hidden[3], r.hidden[2] + r.sites.at({2, Site::MlpOut})));
   CHECK(!r.sites.count({0, Site::MlpOut}));
@@ -326,6 +333,7 @@ TEST_CASE("nemotron_h gradients match finite differences", "[model][nemotron_h][
       flat[i] = x0;
       const double fd = (up - down) / (2 * h), an = g[i].item<double>();
       INFO(p.name << "[" << i << "]: autograd " << an << ", finite differences " << fd);
+      // double: central differences with h = 1e-6 are good to ~1e-8 relative (above); 1e-6 is 100x
       CHECK(std::abs(an - fd) <= 1e-6 * std::max(1.0, std::abs(fd)));
       ++checked;
     }

@@ -88,6 +88,7 @@ TEST_CASE("the chunked delta rule equals the recurrence and its one-step form", 
         at::Tensor ref_state, final_state;
         const at::Tensor ref = naive_delta(q, k, v, g, beta, S0, &ref_state);
         const at::Tensor o = gated_delta_chunked(q, k, v, g, beta, chunk, S0, &final_state);
+        // fp32 in another summation order: see rel_err's error budget (model_test_util.h)
         CHECK(rel_err(o, ref) < 1e-5);
         CHECK(rel_err(final_state, ref_state) < 1e-5);
         // from zeros (undefined initial state)
@@ -100,6 +101,7 @@ TEST_CASE("the chunked delta rule equals the recurrence and its one-step form", 
         for (int64_t t = 0; t < T; ++t)
           steps.push_back(gated_delta_step(q.select(1, t), k.select(1, t), v.select(1, t), g.select(1, t),
                                            beta.select(1, t), s));
+        // fp32 in another summation order: see rel_err's error budget (model_test_util.h)
         CHECK(rel_err(at::stack(steps, 1), ref) < 1e-5);
         CHECK(rel_err(s, ref_state) < 1e-5);
         // split in two: the second half from the first half's state
@@ -111,6 +113,7 @@ TEST_CASE("the chunked delta rule equals the recurrence and its one-step form", 
                                                     part(beta, 0, n), chunk, S0, &mid);
           const at::Tensor o2 = gated_delta_chunked(part(q, n, T - n), part(k, n, T - n), part(v, n, T - n),
                                                     part(g, n, T - n), part(beta, n, T - n), chunk, mid, &end);
+          // fp32 in another summation order: see rel_err's error budget (model_test_util.h)
           CHECK(rel_err(at::cat({o1, o2}, 1), ref) < 1e-5);
           CHECK(rel_err(end, ref_state) < 1e-5);
         }
@@ -133,11 +136,13 @@ TEST_CASE("the chunked delta rule keeps fp64 and strong decays", "[model][qwen3_
   const at::Tensor ref = naive_delta(q, k, v, g, beta, {}, &ref_state);
   const at::Tensor o = gated_delta_chunked(q, k, v, g, beta, 8, {}, &final_state);
   CHECK(o.scalar_type() == at::kDouble);
+  // double: ~1e-15 (rel_err's error budget); 1e-12 is a thousandfold margin
   CHECK(rel_err(o, ref) < 1e-12);
   CHECK(rel_err(final_state, ref_state) < 1e-12);
   const at::Tensor o32 = gated_delta_chunked(q.to(at::kFloat), k.to(at::kFloat), v.to(at::kFloat),
                                              g.to(at::kFloat), beta.to(at::kFloat), 8, {}, nullptr);
   CHECK(!o32.isnan().any().item<bool>());
+  // fp32 in another summation order: see rel_err's error budget (model_test_util.h)
   CHECK(rel_err(o32, ref) < 1e-5);
 }
 
@@ -262,6 +267,7 @@ TEST_CASE("qwen3_5_text decode state equals recomputing the sequence", "[model][
       at_pos += n;
       CHECK(st.length() == at_pos);
     }
+    // fp32 in another summation order: see rel_err's error budget (model_test_util.h)
     CHECK(rel_err(at::cat(got, 1), expect) < 1e-5);
   }
   SECTION("left padding, then steps") {
@@ -281,6 +287,7 @@ TEST_CASE("qwen3_5_text decode state equals recomputing the sequence", "[model][
       at_pos += n;
     }
     const at::Tensor real = mask.unsqueeze(-1).to(at::kFloat);
+    // fp32 in another summation order: see rel_err's error budget (model_test_util.h)
     CHECK(rel_err(at::cat(got, 1) * real, expect * real) < 1e-5);
     // padding is neutral: the padded row equals the same tokens alone
     const at::Tensor alone = m.forward(ids[1].narrow(0, 3, 7).unsqueeze(0)).logits;
@@ -291,6 +298,7 @@ TEST_CASE("qwen3_5_text decode state equals recomputing the sequence", "[model][
     TinySpec s = q35_spec("LAL");
     for (int64_t chunk : {1, 3, 64}) {
       Model other = sharp_q35(s, chunk);
+      // fp32 in another summation order: see rel_err's error budget (model_test_util.h)
       CHECK(rel_err(other.forward(ids).logits, a) < 1e-5);
     }
   }
@@ -405,6 +413,7 @@ TEST_CASE("qwen3_5_text parameters carry parts; sites compose the residual", "[m
   o.capture_sites = {Site::MixerOut, Site::ResidMid, Site::MlpOut};
   const ForwardResult r = m.forward(ids, o);
   for (int l : {0, 1}) {
+    // the same fp32 sums written twice: allclose's defaults (1e-5, 1e-8) absorb one rounding
     CHECK(at::allclose(r.sites.at({l, Site::ResidMid}), r.hidden[size_t(l)] + r.sites.at({l, Site::MixerOut})));
     CHECK(at::allclose(r.hidden[size_t(l) + 1], r.sites.at({l, Site::ResidMid}) + r.sites.at({l, Site::MlpOut})));
   }
@@ -441,6 +450,7 @@ TEST_CASE("qwen3_5_text gradients of the Gated DeltaNet match finite differences
       flat[i] = x0;
       const double fd = (up - down) / (2 * h), an = g[i].item<double>();
       INFO(p.name << "[" << i << "]: autograd " << an << ", finite differences " << fd);
+      // double: central differences with h = 1e-6 are good to ~1e-8 relative; 1e-6 is 100x
       CHECK(std::abs(an - fd) <= 1e-6 * std::max(1.0, std::abs(fd)));
       ++checked;
     }

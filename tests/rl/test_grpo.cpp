@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 #include <map>
+#include <memory>
 
 #include "runtime/model/tiny.h"
 #include "runtime/rl/grpo.h"
@@ -20,11 +21,23 @@ using namespace ltrun::rl;
 
 namespace {
 
+// GRPO centres the rewards per group, so a group whose rewards are all equal gives no gradient
+// (a test that checks a gradient must not hope for one from what is sampled: the fixture's
+// "abc" share ties whenever a group's responses hold as many a-c letters). "other" is 1 for a
+// response whose text differs from the first response of its prompt in this objective and 0
+// otherwise: within a group the rewards differ exactly when the responses do (abc, in [0, 1],
+// cannot even out its weight 10). Responses are 6 tokens sampled at temperature 1 from a random
+// model's near-uniform logits: a group of 4 alike does not come up.
 GrpoOptions options() {
   GrpoOptions o = ltrun_test::grpo::options();
   o.prompts = 2;
   o.rollout.temperature = 1.0;
   o.chunk = 7;
+  auto first = std::make_shared<std::map<std::string, std::string>>();
+  o.rewards.push_back({"other", 10.0, [first](const PromptItem& it, const std::string& r) {
+                         const auto [pos, fresh] = first->emplace(it.id, r);
+                         return fresh || pos->second == r ? 0.0 : 1.0;
+                       }});
   return o;
 }
 using ltrun_test::grpo::items;
@@ -139,7 +152,9 @@ TEST_CASE("one step per batch: the shared-prefix reference resumes from the upda
     REQUIRE(obj.reference() != nullptr);
     CHECK(obj.reference()->from_layer() == (copy ? 0 : 2));
     Out out;
-    out.log = train::run_loop(m, obj, ltrun_test::grpo::loop_options(3)).log;
+    train::LoopOptions l = ltrun_test::grpo::loop_options(3);
+    l.eps = 1e-3;  // AdamW's step is then at most 1 / eps sensitive to its gradient (see below)
+    out.log = train::run_loop(m, obj, l).log;
     CHECK(obj.reference_entry() == (copy ? "own" : "update"));
     for (const auto& p : m.parameters()) out.weights.push_back(p.tensor.clone());
     return out;
@@ -163,9 +178,12 @@ TEST_CASE("one step per batch: the shared-prefix reference resumes from the upda
     CHECK(std::abs(a - b) <= 1e-5 * std::max(1.0, std::abs(b)) + 1e-9);
   }
   // the runs differ only in those reference log-probs (~1e-6 relative), which enter the
-  // gradient through beta * k3 and, after AdamW's normalisation, move each of the 3 updates of
-  // size lr = 3e-3 by far less than 1e-6 of a weight: 1e-6 absolute + 1e-4 relative is loose
-  // on both (no test here depends on a tight bound: the equality of the KL is the check)
+  // gradient through beta * k3: a gradient element differs by delta <~ 1e-6 of the gradient
+  // scale (~1e-2), 1e-8. AdamW's step lr x g / (|g| + eps) moves by at most lr x delta / eps:
+  // with the usual eps = 1e-8 an element whose gradient is ~0 could differ by ~lr, so eps is
+  // 1e-3 here, and 3 updates of lr = 3e-3 differ by <= 3 x 3e-3 x 1e-8 / 1e-3 = 1e-7 of a
+  // weight: 1e-6 absolute + 1e-4 relative is ten times that (the equality of the KL is the
+  // main check)
   for (size_t i = 0; i < shared.weights.size(); ++i)
     CHECK(at::allclose(shared.weights[i], copied.weights[i], 1e-4, 1e-6));
 }

@@ -126,7 +126,7 @@ TEST_CASE("loop: micro-batch scales, objective metrics and state, flush before p
   o.sink.flush = [&] { latest_at_flush.push_back(latest_checkpoint(dir)); };
   const LoopResult r = run_loop(m, toy, o);
   REQUIRE(r.log.size() == 4);
-  CHECK(toy.grad_err < 1e-6);
+  CHECK(toy.grad_err < 1e-6);  // an fp32 gradient of a quadratic against its formula: a few 6e-8
   CHECK(r.log[3].tokens == 30);
   // the step's loss is sum_i s_i * value_i, with value_i = c_i * |W|^2 before that step
   const double w2 = r.log[3].loss / (0.5 * 1 + 0.25 * 2 + 0.25 * 3);
@@ -277,5 +277,7 @@ TEST_CASE("loop: a freeze plan changed during the run is followed by the optimiz
   }
   CHECK(moved > 1000);
   CHECK(over == 0);
+  // AdamW's first step is lr x g / (|g| + 1e-8): within 1e-3 of lr unless |g| < 1e-5, which
+  // few of these gradients are; rounding moves a ratio by ~1e-7, so the 95% is not at stake
   CHECK(double(near_lr) > 0.95 * double(moved));
 }
