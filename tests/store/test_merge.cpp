@@ -16,6 +16,7 @@
 #include "runtime/core/env.h"
 #include "runtime/store/merge.h"
 #include "runtime/store/store.h"
+#include "tests/store/store_test_util.h"
 
 using namespace ltrun;
 using namespace ltrun::store;
@@ -43,17 +44,7 @@ std::map<std::string, std::string> files(const fs::path& dir) {
   return out;
 }
 
-// an independent reader: a plain sqlite3 connection (on OUT only: never on an input)
-int64_t count(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  REQUIRE(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
-  sqlite3_stmt* st = nullptr;
-  REQUIRE(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) == SQLITE_OK);
-  int64_t v = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
-  sqlite3_finalize(st);
-  sqlite3_close(db);
-  return v;
-}
+using ltrun::test::count;  // an independent reader (store_test_util.h)
 void exec(const std::string& path, const std::string& sql) {
   sqlite3* db = nullptr;
   REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);

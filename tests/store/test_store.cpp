@@ -16,6 +16,7 @@
 #include "runtime/store/embedded.h"
 #include "runtime/store/session.h"
 #include "runtime/store/store.h"
+#include "tests/store/store_test_util.h"
 
 using namespace ltrun;
 using namespace ltrun::store;
@@ -32,17 +33,7 @@ std::string scratch(const std::string& name) {
   return p.string();
 }
 
-// an independent reader: a plain sqlite3 connection, not the Store under test
-int64_t count(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  REQUIRE(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
-  sqlite3_stmt* st = nullptr;
-  REQUIRE(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) == SQLITE_OK);
-  int64_t v = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
-  sqlite3_finalize(st);
-  sqlite3_close(db);
-  return v;
-}
+using ltrun::test::count;  // an independent reader (store_test_util.h)
 
 // the newest db/migrations/NNNN_*.sql, counted independently of the store's own code
 int latest_migration() {
