@@ -34,4 +34,11 @@ check "unknown option refused" equals "$rc" 2
 check "... naming it" contains "$msg" "--no-such"
 msg=$("$root/scripts/gpu-check" --out "$out" --device tpu 2>&1); rc=$?
 check "unknown device refused" contains "$msg" "'tpu'"
+# --device cuda with a build that has no CUDA: the probe fails, names why, the rest is skipped
+if ! "$LTRUN" --device cuda -e '' >/dev/null 2>&1; then
+  msg=$("$root/scripts/gpu-check" --device cuda --build "$build" --no-build --hf none --out "$SCRATCH/nocuda" 2>&1); rc=$?
+  check "no CUDA: exit 1" equals "$rc" 1
+  check "no CUDA: says why" contains "$msg" "cannot use CUDA"
+  check "no CUDA: later steps skipped in the report" contains "$(cat "$SCRATCH/nocuda/report.md")" "| tests | skipped | 0 | no usable ltrun"
+fi
 finish
