@@ -42,6 +42,11 @@ at::Tensor next_tokens(const at::Tensor& logits, const GenerateOptions& o, at::G
   if (nb * kBlock != V) s = at::constant_pad_nd(s, {0, nb * kBlock - V}, -inf);
   const at::Tensor p = s.softmax(-1).view({B, nb, kBlock});
   const at::Tensor bcdf = p.sum(-1).to(at::kDouble).cumsum(-1);  // [B, nb]
+  // a NaN or infinite logit (a diverged model) leaves no distribution to sample from
+  const at::Tensor bad = bcdf.narrow(1, nb - 1, 1).squeeze(1).isnan().nonzero();
+  if (bad.numel() > 0)
+    fail("generate: row {} has NaN or infinite logits: nothing to sample from (did training diverge?)",
+         bad[0].item<int64_t>());
   const at::Tensor u = at::rand({B, 1}, gen, at::kDouble).to(bcdf.device()) * bcdf.narrow(1, nb - 1, 1);
   // right = true: the first i with cdf[i] > u, so p[i] > 0 (a flat stretch of a CDF, masked
   // tokens or padding, is never chosen); u can round up to the total: then the last i with mass

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <limits>
+#include <map>
 
 #include "model_test_util.h"
 #include "runtime/model/generate.h"
@@ -109,6 +111,38 @@ TEST_CASE("top-k and top-p keep exactly the tokens their definitions keep", "[mo
   o.temperature = 1;
   o.top_p = 0;
   model_test::require_error([&] { next_tokens(logits, o, gen); }, {"top_p"});
+}
+
+TEST_CASE("sampling draws each token with its softmax probability, across blocks", "[model][generate]") {
+  // 3000 tokens (the sampler's blocks are 1024 tokens): mass on tokens in three blocks and at
+  // the blocks' edges; everything else at -inf. The draws come from the seeded CPU generator,
+  // so they are the same on every host; the bound is statistical: a frequency over N = 40,000
+  // draws has a standard deviation sqrt(p(1-p)/N) <= 0.0025, and 6 of those (0.015) fail
+  // with probability ~2e-9 per token for a correct sampler
+  const int64_t V = 3000, N = 40000;
+  const std::vector<std::pair<int64_t, double>> mass = {
+      {0, 0.10}, {1023, 0.25}, {1024, 0.05}, {2047, 0.20}, {2500, 0.30}, {2999, 0.10}};
+  at::Tensor row = at::full({V}, -std::numeric_limits<float>::infinity(), at::kFloat);
+  for (const auto& [tok, p] : mass) row[tok] = std::log(p);
+  const at::Tensor logits = row.repeat({1000, 1});
+  at::Generator gen = at::detail::createCPUGenerator(7);
+  GenerateOptions o;
+  o.temperature = 1.0;
+  std::map<int64_t, int64_t> n;
+  for (int64_t i = 0; i < N / 1000; ++i) {
+    const at::Tensor t = next_tokens(logits, o, gen);
+    for (int64_t j = 0; j < t.numel(); ++j) n[t[j].item<int64_t>()]++;
+  }
+  int64_t total = 0;
+  for (const auto& [tok, p] : mass) {
+    total += n[tok];
+    CHECK(std::abs(double(n[tok]) / N - p) < 0.015);
+  }
+  CHECK(total == N);  // no token of zero probability was ever drawn
+  // a row with NaN logits has no distribution: refused, naming the row
+  at::Tensor bad = logits.narrow(0, 0, 3).clone();
+  bad[2][5] = std::numeric_limits<float>::quiet_NaN();
+  model_test::require_error([&] { next_tokens(bad, o, gen); }, {"row 2", "NaN"});
 }
 
 TEST_CASE("stop ids, the stop callback and length end rows separately", "[model][generate]") {
