@@ -78,15 +78,18 @@ check "... naming it" contains "$out" "--allow-host 'evil.example:80': expected 
 
 # a store this user cannot write (as nobody when root), in a folder it cannot write either
 mkdir ro && cp "$LTRUN_DB" ro/runs.db && chmod 444 ro/runs.db && chmod 555 ro
-as_reader() { if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
-  setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$@"; else "$@"; fi; }
-as_reader "$LTRUN" --db ro/runs.db serve --port 0 >ro.out 2>ro.err & pid=$!
+# (setpriv execs the server, so $! is the server's own pid and the kill below reaches it)
+as_reader=()
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+  as_reader=(setpriv --reuid=nobody --regid=nogroup --clear-groups --); fi
+"${as_reader[@]}" "$LTRUN" --db ro/runs.db serve --port 0 >ro.out 2>ro.err & pid=$!
 url=""
 for _ in $(seq 1 100); do url=$(grep -o 'http://[^ ]*' ro.out); [ -n "$url" ] && break; kill -0 $pid 2>/dev/null || break; sleep 0.1; done
 check "a read-only store is served (before: 'attempt to write a readonly database')" test -n "$url"
 [ -n "$url" ] || cat ro.err >&2
 check "... its runs listed" contains "$(curl -s "${url}api/runs?parent=none")" "\"id\":$id"
 kill -TERM $pid 2>/dev/null; wait $pid
+check "... and the server has ended" test ! -e /proc/$pid
 check "... and left as it was (no -wal, no -shm)" equals "$(ls ro)" "runs.db"
 chmod 755 ro
 
