@@ -1,6 +1,8 @@
 // runtime/core/crash.h: a fatal signal (SIGSEGV, SIGBUS, SIGFPE, SIGILL) prints the
 // signal and a native backtrace to stderr before the process dies with that signal, so that a
-// crash on a machine without a debugger (a GPU node) still says where it happened.
+// crash on a machine without a debugger (a GPU node) still says where it happened: the
+// faulting address, the faulting instruction and the return address as MODULE+OFFSET (for
+// addr2line; also where the backtrace stops at code without unwind information).
 #pragma once
 
 namespace ltrun {
