@@ -20,6 +20,7 @@
 
 #include "bindings/luat.h"
 #include "runtime/core/device.h"
+#include "runtime/core/env.h"
 #include "runtime/core/tensor_format.h"
 
 namespace ltrun::lua {
@@ -100,29 +101,6 @@ std::vector<int64_t> read_shape(lua_State* L, int from, const char* fn, int* nex
   return shape;
 }
 
-// The memory of this machine (RAM + swap): a CPU tensor larger than that cannot be held, and
-// with overcommit its allocation may even succeed until the pages are touched (OOM killer).
-int64_t machine_bytes() {
-  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
-  int64_t total = pages > 0 && page > 0 ? int64_t(pages) * int64_t(page) : 0;
-  FILE* f = std::fopen("/proc/meminfo", "r");
-  if (f) {
-    char line[256];
-    long long kb = 0;
-    while (std::fgets(line, sizeof line, f))
-      if (std::sscanf(line, "SwapTotal: %lld kB", &kb) == 1) total += int64_t(kb) * 1024;
-    std::fclose(f);
-  }
-  return total;
-}
-
-std::string human_bytes(double b) {
-  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  int u = 0;
-  while (b >= 1024 && u < 6) b /= 1024, u++;
-  return u == 0 ? fmt::format("{} B", int64_t(b)) : fmt::format("{:.1f} {}", b, units[u]);
-}
-
 // A new tensor of `shape`: its bytes are counted first (an int64 overflow, or a CPU tensor
 // larger than the machine's memory, is refused before anything is allocated) and a failed
 // allocation becomes one line naming the shape and the bytes wanted (LibTorch's own error
@@ -138,7 +116,7 @@ at::Tensor new_tensor(const char* fn, const std::vector<int64_t>& shape, const a
   if (overflow) fail("{} needs more than 2^63 bytes", what);
   const bool cpu = !o.device_opt() || o.device_opt()->is_cpu();
   if (cpu && bytes > (int64_t(1) << 28)) {  // small tensors: no look at the machine
-    static const int64_t have = machine_bytes();  // RAM + swap: read once
+    static const int64_t have = machine_memory_bytes();  // RAM + swap: read once
     if (have > 0 && bytes > have)
       fail("{} needs {} bytes ({}), more than this machine's memory ({})", what, bytes, human_bytes(double(bytes)),
            human_bytes(double(have)));

@@ -170,4 +170,24 @@ void tune_allocator() {
 #endif
 }
 
+std::string human_bytes(double b) {
+  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int u = 0;
+  while (b >= 1024 && u < 6) b /= 1024, u++;
+  return u == 0 ? fmt::format("{} B", (long long)b) : fmt::format("{:.1f} {}", b, units[u]);
+}
+
+long long machine_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  long long total = pages > 0 && page > 0 ? (long long)pages * page : 0;
+  if (FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    long long kb = 0;
+    while (std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, "SwapTotal: %lld kB", &kb) == 1) total += kb * 1024;
+    std::fclose(f);
+  }
+  return total;
+}
+
 }  // namespace ltrun

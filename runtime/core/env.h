@@ -29,6 +29,11 @@ std::string dir_name(const std::string& path);
 std::string base_name(const std::string& path);
 bool file_exists(const std::string& path);
 bool stderr_is_terminal();
+// "512 B", "1.3 MiB", "3.6 TiB": bytes for messages (binary units, one decimal)
+std::string human_bytes(double bytes);
+// The memory of this machine, RAM + swap (0 when unknown): more than that cannot be held, and
+// with overcommit such an allocation may even succeed until its pages are touched (OOM killer).
+long long machine_memory_bytes();
 // Makes glibc's malloc keep freed memory for reuse instead of handing it back to the kernel
 // and faulting it in again: blocks up to 32 MiB come from the heap (not one mmap each), and
 // the heap's top is trimmed only past 512 MiB free. A training step frees and reallocates

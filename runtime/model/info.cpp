@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <set>
 
+#include "runtime/core/env.h"
 #include "runtime/io/checkpoint.h"
 
 namespace ltrun::model {
@@ -18,17 +19,6 @@ std::string grouped(int64_t n) {  // 1234567 -> "1,234,567"
   std::string s = std::to_string(n);
   for (int i = int(s.size()) - 3; i > 0; i -= 3) s.insert(size_t(i), ",");
   return s;
-}
-
-std::string human_bytes(uint64_t n) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = double(n);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  return u == 0 ? fmt::format("{} B", n) : fmt::format("{:.1f} {}", v, units[u]);
 }
 
 bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
@@ -78,7 +68,7 @@ std::string CheckpointInfo::to_string() const {
       "  {} parameters, stored as {} (config: {}), {} on disk\n",
       path, c.model_type, c.n_layers, c.hidden_size, c.n_heads, c.n_kv_heads, c.head_dim,
       c.intermediate_size, c.vocab_size, grouped(parameters), dtypes,
-      c.torch_dtype.empty() ? "no torch_dtype" : c.torch_dtype, human_bytes(bytes_on_disk));
+      c.torch_dtype.empty() ? "no torch_dtype" : c.torch_dtype, human_bytes(double(bytes_on_disk)));
   auto row = [&](const char* part, int64_t n, const char* note = "") {
     s += fmt::format("  {:<11}{:>16}  {:5.1f}%{}\n", part, grouped(n),
                      parameters ? 100.0 * double(n) / double(parameters) : 0.0, note);
