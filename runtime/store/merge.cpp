@@ -555,23 +555,22 @@ MergeInput merge_one(Db& out, const Source& src, const MergeOptions& opt) {
 MergeInput merge_input(const std::string& out, const std::string& in, const MergeOptions& opt) {
   for (int attempt = 1;; attempt++) {
     try {
-      std::exception_ptr in_place;
-      {
+      // each attempt's Source and Db close before the next one opens
+      auto merge_from = [&](bool copy) {
         Source src;
-        src.open(in, false);
+        src.open(in, copy);
         Db db(out);
-        try {
-          return merge_one(db, src, opt);
-        } catch (const CannotReadInPlace&) {
-          // a read-only -shm that needs recovery, a hot journal in a read-only folder, ...
-          in_place = std::current_exception();
-        }
-      }
-      Source src;
-      src.open(in, true);
-      Db db(out);
-      try {
         return merge_one(db, src, opt);
+      };
+      std::exception_ptr in_place;
+      try {
+        return merge_from(false);
+      } catch (const CannotReadInPlace&) {
+        // a read-only -shm that needs recovery, a hot journal in a read-only folder, ...
+        in_place = std::current_exception();
+      }
+      try {
+        return merge_from(true);
       } catch (const CannotReadInPlace&) {
         std::rethrow_exception(in_place);  // the copy fails too: the first error says more
       }
