@@ -109,41 +109,49 @@ function M.newly_solved(base, model)
   return out
 end
 
--- Majority vote of several runs (e.g. models each trained on one layer) on the same items:
--- lt.eval.vote_runs{runs = {12, 13, 14}, bench = "gsm8k", protocol = "generate",
--- compare = "math"} → {acc, n, items = {id = answer}}. Ties go to the earliest run in
--- `runs` among the tied answers; empty predictions abstain.
-function M.vote_runs(o)
-  lt.check_options(o, "lt.eval.vote_runs", { "runs", "bench", "protocol", "compare" })
-  assert(type(o) == "table" and type(o.runs) == "table" and #o.runs > 0, "lt.eval.vote_runs: runs = {run ids} is required")
-  local protocol = o.protocol or "logit"
-  local per_item, answers, order = {}, {}, {}
-  for k, run in ipairs(o.runs) do
-    local rows = lt.run.query(
-        "SELECT item_id, prediction, answer FROM eval_items WHERE run_id = ? AND bench = ? AND protocol = ? AND item_id NOT LIKE '%#%'",
-        run, o.bench, protocol)
-    if #rows == 0 then error(("lt.eval.vote_runs: run %s has no %s/%s items"):format(run, o.bench, protocol), 2) end
-    for _, r in ipairs(rows) do
-      if not per_item[r.item_id] then per_item[r.item_id] = {}; order[#order + 1] = r.item_id end
-      per_item[r.item_id][k] = r.prediction or ""
-      answers[r.item_id] = r.answer
-    end
-  end
+-- The one majority vote over lists of answers: preds = {id = {answer of voter 1, 2, ...}}
+-- (a missing or empty answer abstains), items = {{id =, answer =}} in order (items without an
+-- answer are voted but not scored). Each item's answers go to lt.eval.vote (compare "exact" or
+-- "math": equivalent answers count together; ties go to the earliest voter among the tied
+-- answers). → {acc, n, correct, items = {id = voted answer}}
+function M.vote_items(preds, items, compare)
   local voted, correct, n = {}, 0, 0
-  for _, id in ipairs(order) do
-    local list = {}
-    for k = 1, #o.runs do list[k] = per_item[id][k] or "" end
-    local answer = lt.eval.vote(list, { compare = o.compare or "exact" })
-    voted[id] = answer
-    if answers[id] and answers[id] ~= "" then
+  for _, it in ipairs(items) do
+    local list = preds[it.id] or {}
+    for i = 1, table.maxn(list) do list[i] = list[i] or "" end
+    local answer = #list > 0 and lt.eval.vote(list, { compare = compare or "exact" }) or ""
+    voted[it.id] = answer
+    if it.answer and it.answer ~= "" then
       n = n + 1
-      local same = (o.compare == "math") and lt.eval.equivalent(answer, answers[id]) or answer == answers[id]
+      local same = compare == "math" and lt.eval.equivalent(answer, it.answer) or answer == it.answer
       if answer ~= "" and same then correct = correct + 1 end
     end
   end
   return { acc = n > 0 and correct / n or 0, n = n, correct = correct, items = voted }
 end
 
+-- Majority vote of several runs (e.g. models each trained on one layer) on the same items:
+-- lt.eval.vote_runs{runs = {12, 13, 14}, bench = "gsm8k", protocol = "generate",
+-- compare = "math"} → {acc, n, items = {id = answer}} (lt.eval.vote_items, one voter per run).
+function M.vote_runs(o)
+  lt.check_options(o, "lt.eval.vote_runs", { "runs", "bench", "protocol", "compare" })
+  assert(type(o) == "table" and type(o.runs) == "table" and #o.runs > 0, "lt.eval.vote_runs: runs = {run ids} is required")
+  local protocol = o.protocol or "logit"
+  local preds, items = {}, {}
+  for k, run in ipairs(o.runs) do
+    local rows = lt.run.query(
+        "SELECT item_id, prediction, answer FROM eval_items WHERE run_id = ? AND bench = ? AND protocol = ? AND item_id NOT LIKE '%#%'",
+        run, o.bench, protocol)
+    if #rows == 0 then error(("lt.eval.vote_runs: run %s has no %s/%s items"):format(run, o.bench, protocol), 2) end
+    for _, r in ipairs(rows) do
+      if not preds[r.item_id] then preds[r.item_id] = {}; items[#items + 1] = { id = r.item_id, answer = r.answer } end
+      preds[r.item_id][k] = r.prediction or ""
+    end
+  end
+  return M.vote_items(preds, items, o.compare)
+end
+
 lt.eval.run, lt.eval.items = M.run, M.items
 lt.eval.solved, lt.eval.newly_solved, lt.eval.vote_runs = M.solved, M.newly_solved, M.vote_runs
+lt.eval.vote_items = M.vote_items
 return M

@@ -1,7 +1,10 @@
--- lt/experiment.lua: what every study script starts with: its configuration from defaults
--- and command-line overrides, recorded as the run's params.
+-- lt/experiment.lua: what a study is made of: exp.study (declared args, presets, --help, the
+-- study as a module another study calls), the arg groups studies share and what turns them
+-- into options, checkpoint folders. exp.args (undeclared defaults) is for benchmarks and tests.
 local args = require "lt.args"
 local M = {}
+
+M.study = require("lt.study").study
 
 -- exp.args{steps = 200, lr = 3e-5}: overridable with --steps=1000; every resolved value is
 -- logged with lt.run.param, so that `ltrun show RUN` and SQL see the configuration used.
@@ -12,6 +15,86 @@ function M.args(defaults, argv)
     for k, v in pairs(cfg) do lt.run.param(k, v) end
   end
   return cfg
+end
+
+-- ---- arg groups that studies share (exp.study's arg specs) -----------------------------------
+-- exp.merge_args(a, b, ...): one spec table from several; an arg declared twice is an error
+function M.merge_args(...)
+  local out = {}
+  for i = 1, select("#", ...) do
+    for k, spec in pairs((select(i, ...))) do
+      if out[k] then error(("exp.merge_args: arg %s is declared twice"):format(k), 2) end
+      out[k] = spec
+    end
+  end
+  return out
+end
+
+-- the training loop's args (lt.train.causal_lm); exp.train_args{steps = 300, lr = 1e-3}: the
+-- group with these defaults instead of the ones below
+local train_specs = {
+  steps = { 100, "optimizer steps", int = true, min = 1 },
+  lr = { 1e-3, "peak learning rate (AdamW)", min = 0 },
+  warmup = { 0.1, "warmup: a share of the steps (< 1) or a number of steps", min = 0 },
+  weight_decay = { 0.01, "AdamW weight decay", min = 0 },
+  beta1 = { 0.9, "AdamW beta1", min = 0, max = 1 },
+  beta2 = { 0.95, "AdamW beta2", min = 0, max = 1 },
+  clip_grad = { 1.0, "gradient-norm clipping (0: off)", min = 0 },
+  seq_len = { 64, "tokens per training window", int = true, min = 2 },
+  micro_batch = { 8, "windows per micro-batch", int = true, min = 1 },
+  grad_accum = { 1, "micro-batches per optimizer step", int = true, min = 1 },
+  eval_every = { 0, "held-out loss every N steps (0: never)", int = true, min = 0 },
+}
+function M.train_args(defaults)
+  local out = {}
+  for k, spec in pairs(train_specs) do
+    local copy = {}
+    for kk, v in pairs(spec) do copy[kk] = v end
+    out[k] = copy
+  end
+  for k, v in pairs(defaults or {}) do
+    if not out[k] then error(("exp.train_args: %s is not a training arg"):format(k), 2) end
+    out[k][1] = v
+  end
+  return out
+end
+
+-- lt.train.causal_lm's options from cfg's training args, with `extra` (data, seed, ...) added
+function M.train_options(cfg, extra)
+  local o = { steps = cfg.steps, lr = cfg.lr, warmup = cfg.warmup, weight_decay = cfg.weight_decay,
+              betas = { cfg.beta1, cfg.beta2 }, clip_grad = cfg.clip_grad, seq_len = cfg.seq_len,
+              micro_batch = cfg.micro_batch, grad_accum = cfg.grad_accum,
+              eval_every = (cfg.eval_every or 0) > 0 and cfg.eval_every or nil }
+  for k, v in pairs(extra or {}) do o[k] = v end
+  return o
+end
+
+-- checkpointing of a study's trainings (exp.checkpoints below turns them into options)
+M.checkpoint_args = {
+  checkpoint_dir = { "", "checkpoint folder (\"\": no checkpoints)" },
+  checkpoint_every = { 100, "a checkpoint every N steps (0: only at the end)", int = true, min = 0 },
+  resume = { false, "continue from the latest checkpoint in --checkpoint_dir" },
+}
+
+-- m:train_only by a plan's text: "" or "all" (every parameter), a block number, "middle:K"
+-- (the middle K blocks, lt.layers.middle), "0,3,5"; → m and the plan's name
+function M.train_only(m, spec)
+  spec = tostring(spec)
+  local k = spec:match("^middle:(%d+)$")
+  local blocks = {}
+  for b in spec:gmatch("[^,]+") do blocks[#blocks + 1] = tonumber(b) end
+  if spec == "" or spec == "all" then m:train_only("all")
+  elseif k then m:train_only(lt.layers.middle(m, tonumber(k)))
+  elseif #blocks > 0 and #blocks == #M.list(spec) then m:train_only(blocks)
+  else error(("train_only=%s: expected \"\" (all), a block number, a list like 0,3 or middle:K"):format(spec), 0) end
+  return m, spec == "" and "all" or spec
+end
+
+-- comma-separated text → list ("" → {})
+function M.list(text)
+  local out = {}
+  for x in tostring(text):gmatch("[^,]+") do out[#out + 1] = x end
+  return out
 end
 
 -- Checkpointing of a study's trainings from its options checkpoint_dir, checkpoint_every and
@@ -55,23 +138,13 @@ function M.checkpoints(cfg, names)
   end
 end
 
--- The embedded default base model of the studies (models/tiny-qwen3, relative to the
--- current folder): made by experiments/pretrain_tiny.lua, as a child run, when it is missing.
-M.default_model_path = "models/tiny-qwen3"
-local root = debug.getinfo(1, "S").source:match("^@(.*)/lib/lt/experiment%.lua$") or "."
 -- the project's folder (experiments/, lib/, tests/ live there), for scripts that call its files
+local root = debug.getinfo(1, "S").source:match("^@(.*)/lib/lt/experiment%.lua$") or "."
 M.root = root
-
-function M.default_model(path)
-  path = path or M.default_model_path
-  local f = io.open(path .. "/config.json")
-  if f then
-    f:close()
-    return path
-  end
-  io.stderr:write(("no model at %s: making the default base model (experiments/pretrain_tiny.lua)\n"):format(path))
-  lt.run.child("pretrain_tiny", assert(loadfile(root .. "/experiments/pretrain_tiny.lua")), { "--out=" .. path })
-  return path
+-- the shipped studies are modules too: `require "freeze_deep"` finds experiments/freeze_deep.lua
+-- after the script's own folder and lib/ (a study of the user's of that name comes first)
+if not package.path:find(root .. "/experiments/?.lua", 1, true) then
+  package.path = package.path .. ";" .. root .. "/experiments/?.lua"
 end
 
 -- A random model for a benchmark, made in a fresh temporary folder from an lt.model.new

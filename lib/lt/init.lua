@@ -41,5 +41,6 @@ function lt.check_options(opts, fn, known)
 end
 
 require "lt.eval"  -- lt.eval.run
+lt.models = require "lt.models"  -- lt.models.get("tiny-qwen3"): the embedded default models
 
 return lt

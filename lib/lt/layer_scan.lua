@@ -6,6 +6,10 @@
 -- S is a score where higher is better (the mean accuracy over the benchmarks). C_l = 1: layer
 -- l alone does as well as training every layer; 0: no better than the base. When
 -- |S_full − S_base| < min_gap, full training did not move the score and no C is defined.
+local scan = require "lt.scan"
+local scan_task = require "lt.scan_task"
+local svg = require "lt.svg"
+local charts = require "lt.scan_charts"
 local M = {}
 
 -- contributions(scores, s_base, s_full[, min_gap]) → C (C[l] for each l in scores) or nil,
@@ -130,6 +134,238 @@ function M.mean_std(xs)
   local mean, v = s / n, 0
   for _, x in ipairs(xs) do v = v + (x - mean) ^ 2 end
   return mean, n > 1 and math.sqrt(v / (n - 1)) or 0
+end
+
+-- ---- scans in the store ---------------------------------------------------------------------
+-- the contributions C_l of a finished scan run: {[layer] = C} (an error naming the run when
+-- it has none)
+function M.stored_contributions(run)
+  local c, n = {}, 0
+  for _, r in ipairs(lt.run.query("@scan_contributions", run)) do c[r.layer], n = r.value, n + 1 end
+  if n == 0 then error(("run %d has no contributions (layer_metrics `contribution`): not a finished layer scan"):format(run), 0) end
+  return c
+end
+
+-- the ids of the latest n scan runs with contributions, oldest first
+function M.latest_scans(n)
+  local ids = {}
+  for _, r in ipairs(lt.run.query("@latest_scans", n)) do table.insert(ids, 1, r.run_id) end
+  return ids
+end
+
+-- "run 12 (model=... algo=... bench=... data=...)"
+function M.describe(run)
+  local p = {}
+  for _, r in ipairs(lt.run.query("@scan_describe", run)) do p[#p + 1] = r.key .. "=" .. r.value end
+  return ("run %d (%s)"):format(run, table.concat(p, " "))
+end
+
+-- ---- the scan study (experiments/layer_scan.lua) ------------------------------------------------
+-- The scan key: what makes two trainings comparable: the task, the hyper-parameters and the
+-- run's seed (which orders the data and draws the samples), not workers or shards.
+function M.scan_key(cfg)
+  local parts = {}
+  for _, k in ipairs{ "model", "algo", "data", "bench", "bench_limit", "steps", "lr", "warmup", "seq_len",
+                      "micro_batch", "eval_every" } do
+    parts[#parts + 1] = k .. "=" .. tostring(cfg[k])
+  end
+  if scan_task.is_rl(cfg.algo) then
+    for _, k in ipairs{ "prompts", "group_size", "max_response", "score_samples", "score_temperature" } do
+      parts[#parts + 1] = k .. "=" .. tostring(cfg[k])
+    end
+  end
+  parts[#parts + 1] = ("seed=%.0f"):format(lt.run.seed())
+  return "layer_scan:" .. scan.hash(table.concat(parts, ";"))
+end
+
+-- The analysis of a finished scan, from the store (all shards merged, resumed scans
+-- included): S and C_l per block (layer_metrics score, contribution; per benchmark too), the
+-- Table-7 summary and ranking (params), Figure 2 (C_l), the ensembles of §5.1 (majority votes
+-- of the top-k layer models for k in `ensembles`, self-consistency; Figure 8), the pairwise
+-- Jaccard of the problems the top-k layer models newly solve, the weight change of §5.2
+-- (Figure 9). Returns nothing when a job has no ok run yet or C is undefined (said why).
+function M.analyze(cfg, key, jobs, layers, n_layers, ensembles)
+  local g = M.gather(key, jobs)
+  if #g.missing > 0 then
+    print(("scan %s: no ok run yet for %s; contributions need all of them (run again with --resume=true, "
+           .. "or merge the shards' DBs with `ltrun db merge` and run with --analyze=true)"):format(key, table.concat(g.missing, ", ")))
+    return
+  end
+  local scores = {}
+  for _, l in ipairs(layers) do scores[l] = g.layers[l].score end
+  print(("S_base = %.4f, S_full = %.4f (mean over %s)"):format(g.base.score, g.full.score, cfg.bench))
+  local c, why = M.contributions(scores, g.base.score, g.full.score, cfg.min_gap)
+  for _, l in ipairs(layers) do lt.run.log_layers("score", { scores[l] }, { first = l }) end
+  if not c then
+    print("contribution: " .. why)
+    lt.run.param("contribution", "undefined: " .. why)
+    return
+  end
+  for _, l in ipairs(layers) do
+    lt.run.log_layers("contribution", { c[l] }, { first = l })
+    for bench, s in pairs(g.layers[l].by_bench) do
+      local gap = g.full.by_bench[bench] - g.base.by_bench[bench]
+      if math.abs(gap) >= cfg.min_gap then
+        lt.run.log_layers("contribution", { (s - g.base.by_bench[bench]) / gap }, { first = l, grp = bench })
+      end
+    end
+  end
+
+  print(("%-8s %8s %8s"):format("layer", "S_l", "C_l"))
+  for _, l in ipairs(layers) do print(("%-8d %8.4f %8.3f"):format(l, scores[l], c[l])) end
+  local k = math.min(cfg.top_k, #layers)
+  local s = M.summary(c, n_layers, k)
+  local rank = M.ranking(c)
+  local top = {}
+  for i = 1, k do top[i] = tostring(rank[i]) end
+  print(("Table 7: best C = %.3f (layer %d), worst C = %.3f (layer %d), layers with C >= 1: %d of %d, "
+         .. "top-%d layers %s, %d of them in the middle third"):format(s.best_c, s.best, s.worst_c, s.worst,
+         s.n_ge_1, s.n, k, table.concat(top, ","), s.middle))
+  local rank_s = {}
+  for i, l in ipairs(rank) do rank_s[i] = tostring(l) end
+  lt.run.param{ ranking = table.concat(rank_s, ","), best_layer = s.best, best_c = s.best_c, worst_layer = s.worst,
+                worst_c = s.worst_c, n_c_ge_1 = s.n_ge_1, top_k_middle_share = s.middle_share }
+
+  scan.mkdir(cfg.work .. "/figures")
+  local fig = ("%s/figures/layer_scan_%d"):format(cfg.work, lt.run.id())
+  local cs = {}
+  for i, l in ipairs(layers) do cs[i] = c[l] end
+  lt.run.artifact(charts.contribution(fig .. "_contribution.svg", {
+    title = ("Layer contribution C_l (%s, %s)"):format(cfg.model:match("[^/]+$"), cfg.algo), layers = layers, c = cs }),
+    { kind = "figure2" })
+
+  -- §5.1 ensembles: majority vote of the top-k layer models against the best single layer
+  -- model, the full model and the base, on the first benchmark's items (from eval_items)
+  local bench_name, protocol, compare = scan_task.bench_name(cfg.bench:match("^[^,]+"))
+  local function acc_of(run)
+    local r = lt.run.query("SELECT avg(correct) AS acc FROM eval_items WHERE run_id = ? AND bench = ? AND protocol = ? "
+                           .. "AND item_id NOT LIKE '%#%'", run, bench_name, protocol)[1]
+    return r and r.acc or 0
+  end
+  local groups, values = { "base", "full", ("best single (layer %d)"):format(rank[1]) },
+                         { acc_of(g.base.run), acc_of(g.full.run), acc_of(g.layers[rank[1]].run) }
+  for _, kk in ipairs(ensembles) do
+    if kk <= #rank then
+      local runs = {}
+      for i = 1, kk do runs[i] = g.layers[rank[i]].run end
+      local v = lt.eval.vote_runs{ runs = runs, bench = bench_name, protocol = protocol, compare = compare }
+      groups[#groups + 1] = ("vote top-%d"):format(kk)
+      values[#values + 1] = v.acc
+      lt.run.log(("ensemble/vote_top%d"):format(kk), v.acc)
+    end
+  end
+  lt.run.log{ ["ensemble/base"] = values[1], ["ensemble/full"] = values[2], ["ensemble/best_single"] = values[3] }
+  -- self-consistency: the full model's k samples per item, majority vote (logged by its job)
+  local sc = lt.run.query("SELECT value FROM metrics WHERE run_id = ? AND name = 'self_consistency'", g.full.run)[1]
+  if sc then
+    local k_sc = lt.run.query("SELECT value FROM params WHERE run_id = ? AND key = 'self_consistency_k'", g.full.run)[1]
+    groups[#groups + 1] = ("self-consistency (full, k=%s)"):format(k_sc and k_sc.value or "?")
+    values[#values + 1] = sc.value
+    lt.run.log("ensemble/self_consistency", sc.value)
+  end
+  -- pairwise Jaccard of the problems the top-k layer models newly solve (relative to the base)
+  local base_solved = lt.eval.solved(g.base.run, bench_name, protocol)
+  local new, jac = {}, {}
+  for i = 1, k do new[i] = lt.eval.newly_solved(base_solved, lt.eval.solved(g.layers[rank[i]].run, bench_name, protocol)) end
+  for i = 1, k do
+    for j = i + 1, k do
+      local v = lt.stats.jaccard(new[i], new[j])
+      jac[#jac + 1] = v
+      lt.run.log(("jaccard/%d_%d"):format(rank[i], rank[j]), v)
+    end
+  end
+  if #jac > 0 then
+    local mj = M.mean_std(jac)
+    lt.run.log("jaccard/mean_top_k", mj)
+    local extra = {}
+    for i = 4, #groups do extra[#extra + 1] = (", %s %.3f"):format(groups[i], values[i]) end
+    print(("ensembles on %s: base %.3f, full %.3f, best single %.3f%s; mean pairwise Jaccard of newly solved (top-%d) %.3f")
+          :format(bench_name, values[1], values[2], values[3], table.concat(extra), k, mj))
+  end
+  lt.run.artifact(charts.bars(fig .. "_ensembles.svg", {
+    title = "Layer-model ensembles (" .. bench_name .. ")", y_title = "accuracy", groups = groups,
+    series = { { name = "accuracy", values = values } } }), { kind = "figure8" })
+
+  -- §5.2 weight change: per block ||trained − base||, the full run against each block alone
+  local function wc(run)
+    local out = {}
+    for _, r in ipairs(lt.run.query("SELECT layer, value FROM layer_metrics WHERE run_id = ? AND name = 'weight_change'", run)) do
+      out[r.layer] = r.value
+    end
+    return out
+  end
+  local full_wc, alone, x = wc(g.full.run), {}, {}
+  local full_v = {}
+  for i, l in ipairs(layers) do
+    x[i] = tostring(l)
+    full_v[i] = full_wc[l] or 0
+    alone[i] = wc(g.layers[l].run)[l] or 0
+  end
+  lt.run.artifact(svg.profile(fig .. "_weight_change.svg", {
+    title = "Weight change ||W_trained − W_base|| per block", x = x, x_title = "layer",
+    series = { { name = "full", values = full_v }, { name = "block alone", values = alone } } }), { kind = "figure9" })
+  print(("figures: %s_{contribution,ensembles,weight_change}.svg; ltrun sql @layer_scan"):format(fig))
+end
+
+-- ---- layer strategies (experiments/layer_strategies.lua) ------------------------------------------
+M.strategies = { "full", "boost_best", "boost_worst", "only_best", "only_worst", "middle" }
+
+-- A finished scan run's task configuration and ranking, from its params: → task cfg (for
+-- lt.scan_task.new), ranking {best first}
+function M.stored_scan(run)
+  if run == 0 then
+    local r = lt.run.query("@latest_ranking")[1]
+    run = r and r.id or error("no finished layer scan in the store (a run with param `ranking`); pass --scan=RUN", 0)
+  end
+  local sp = {}
+  for _, r in ipairs(lt.run.query("@run_params", run)) do sp[r.key] = require("lt.args").coerce(r.value) end
+  if not sp.ranking then error(("run %d has no param `ranking`: not a finished layer scan"):format(run), 0) end
+  local cfg = {}
+  for _, k in ipairs{ "model", "algo", "data", "bench", "bench_limit", "steps", "lr", "warmup", "seq_len", "micro_batch",
+                      "eval_every", "work" } do
+    if sp[k] == nil then error(("scan run %d lacks param `%s`"):format(run, k), 0) end
+    cfg[k] = sp[k]
+  end
+  -- GRPO scans (score_samples / score_temperature: S from sampled answers, as the scan scored)
+  for _, k in ipairs{ "prompts", "group_size", "max_response", "score_samples", "score_temperature" } do cfg[k] = sp[k] end
+  cfg.work = (cfg.work ~= "" and cfg.work) or (cfg.model .. ".layer_scan")
+  cfg.bench, cfg.model = tostring(cfg.bench), tostring(cfg.model)
+  local rank = {}
+  for l in tostring(sp.ranking):gmatch("%d+") do rank[#rank + 1] = tonumber(l) end
+  return cfg, rank, run
+end
+
+-- Sets m up for a strategy with the best / worst k blocks: boost_* train every block with the
+-- k blocks' learning rate × factor (→ the lr_mult option), only_* train the k blocks alone,
+-- middle the k middle blocks (lt.layers.middle), full every block. → training options
+function M.strategy(m, name, best, worst, factor)
+  local o = {}
+  if name == "full" or name == "boost_best" or name == "boost_worst" then m:train_only("all") end
+  if name == "boost_best" or name == "boost_worst" then
+    o.lr_mult = {}
+    for _, l in ipairs(name == "boost_best" and best or worst) do o.lr_mult[l] = factor end
+  elseif name == "only_best" then m:train_only(best)
+  elseif name == "only_worst" then m:train_only(worst)
+  elseif name == "middle" then m:train_only(lt.layers.middle(m, #best))
+  elseif name ~= "full" then error(("--job=%s: expected one of %s"):format(name, table.concat(M.strategies, ", ")), 0) end
+  return o
+end
+
+-- each ok strategy's repeated scores, mean ± sample std (logged as strategy/NAME/mean, std)
+function M.strategy_scores(res)
+  local out = { groups = {}, means = {}, stds = {} }
+  for _, r in ipairs(res.results) do
+    if r.status == "ok" then
+      local xs = {}
+      for _, row in ipairs(lt.run.query("@metric_values", r.run, "score_repeat")) do xs[#xs + 1] = row.value end
+      local m, s = M.mean_std(xs)
+      out.groups[#out.groups + 1], out.means[#out.means + 1], out.stds[#out.stds + 1] = r.job, m, s
+      lt.run.log{ ["strategy/" .. r.job .. "/mean"] = m, ["strategy/" .. r.job .. "/std"] = s }
+      print(("%-12s %8.4f %8.4f"):format(r.job, m, s))
+      if r.job == "full" then out.full = m end
+    end
+  end
+  return out
 end
 
 return M

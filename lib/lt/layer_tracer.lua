@@ -129,6 +129,16 @@ function M.profile(r, path, title)
     notes = (#r.ls < r.n_layers) and { "LS: final block n/a" } or nil })
 end
 
+-- "all" → {} (every LayerTracer run), "3,7,9" → {3, 7, 9}; anything else an error naming it
+function M.parse_runs(spec)
+  local ids = {}
+  if spec == "all" then return ids end
+  for id in tostring(spec):gmatch("[^,]+") do
+    ids[#ids + 1] = tonumber(id) or error(("layer_tracer: --grid: '%s' is not a run id"):format(id), 0)
+  end
+  return ids
+end
+
 -- Figure 4/9 across runs or models from the run store: one row per run, columns = blocks
 -- (up to the deepest model; a shallower model's missing blocks are n/a), Ratio in greens and
 -- ΔJS in reds, each the mean over task groups as logged by experiments/layer_tracer.lua.
@@ -208,6 +218,42 @@ function M.write_samples(r, samples, path, tok)
   f:write(lt.json.encode(out), "\n")
   f:close()
   return path
+end
+
+-- Logs a trace (lt.diag.trace's result) to the current run: layer_metrics p_target, tp_ratio,
+-- js, ls_djs per task group (layer l = block l) and the profiles tp_profile, ls_profile; the
+-- split scores S(b) (metric split_score at step b), the recommended split and allocation
+-- (1 train_shallow, -1 train_deep, 0 neither), and the target shares of target_report.
+function M.log(r, targets)
+  for _, g in ipairs(r.groups) do
+    for _, name in ipairs{ "p_target", "tp_ratio", "js", "ls_djs" } do
+      lt.run.log_layers(name, g[name], { grp = g.group })
+    end
+  end
+  lt.run.log_layers("tp_profile", r.tp)
+  lt.run.log_layers("ls_profile", r.ls)
+  for _, s in ipairs(r.splits or {}) do lt.run.log("split_score", s.score, { step = s.b }) end
+  if r.recommendation then
+    lt.run.log("split_b", r.recommendation.b)
+    lt.run.log("allocation", ({ train_shallow = 1, train_deep = -1, neither = 0 })[r.recommendation.allocation])
+  end
+  if targets.answer_share then lt.run.log("target_answer_share", targets.answer_share) end
+  lt.run.log("target_blank_share", targets.blank_share)
+  lt.run.log("final_p_target", targets.final_p)
+end
+
+-- What a trace found, printed: the samples, the targets (--target=`target`), the final block's
+-- ΔJS and the recommendation; warnings on stderr
+function M.print(r, samples, targets, target, out)
+  print(("%d samples, %d groups, %d layers; artifacts in %s"):format(#samples, #r.groups, r.n_layers, out))
+  print(("targets (--target=%s): %s are the antonym's first token, %d of %d whitespace or punctuation;"
+    .. " mean final P_t %.4f"):format(target,
+    targets.answer_share and ("%d of %d (%.0f%%)"):format(targets.answer, targets.with_answer,
+                                                          100 * targets.answer_share) or "none given",
+    targets.blank, targets.samples, targets.final_p))
+  for _, w in ipairs(targets.warnings) do io.stderr:write("layer_tracer: warning: ", w, "\n") end
+  print(("final block's ΔJS: %s"):format(r.final_djs and "included (--final_djs)" or "undefined, left out of LS and S(b)"))
+  for _, line in ipairs(M.recommendation_lines(r)) do print(line) end
 end
 
 return M

@@ -303,4 +303,38 @@ function M.report(res)
   return table.concat(parts, "; ")
 end
 
+-- ---- the scan studies' scheduling (experiments/layer_scan.lua, layer_strategies.lua) -------------
+-- args (exp.study specs) of a study that runs its jobs as workers
+M.args = {
+  workers = { 2, "worker processes on CPU (the cores split among them)", int = true, min = 1 },
+  devices = { "", "GPUs, one job at a time on each: 0,1 (\"\": CPU workers)" },
+  resume = { false, "run only the jobs with no ok run of this scan key" },
+  shard = { "", "i/n: run a fixed subset of the jobs into this DB (also from a SLURM job array)" },
+  job = { "", "one job, run in a worker process (set by the scheduler)", internal = true },
+  scan_key = { "", "the key that groups the jobs' runs (\"\": from the task, its settings and the seed)" },
+}
+
+-- Runs `jobs` as workers: each one this script again with --job=JOB --scan_key=KEY, the
+-- script's other arguments and `extra` (later arguments win), logging into log_dir; prints
+-- the report and logs jobs_run / jobs_skipped / jobs_crashed / jobs_failed / scan_wall_s.
+-- → lt.scan.run's result, for scan.check (which fails the run naming a crashed or failed job)
+function M.launch(cfg, jobs, key, log_dir, extra)
+  local pass = {}
+  for _, a in ipairs(arg or {}) do
+    if not a:match("^%-%-job=") and not a:match("^%-%-scan_key=") and not a:match("^%-%-resume") then pass[#pass + 1] = a end
+  end
+  for _, a in ipairs(extra or {}) do pass[#pass + 1] = a end
+  local res = M.run{ jobs = jobs, workers = cfg.workers, devices = cfg.devices, key = key, resume = cfg.resume,
+                     shard = cfg.shard, log_dir = log_dir,
+                     argv = function(job)
+                       local a = { arg[0], "--job=" .. job, "--scan_key=" .. key }
+                       for _, x in ipairs(pass) do a[#a + 1] = x end
+                       return a
+                     end }
+  print("scan: " .. M.report(res))
+  lt.run.log{ jobs_run = #res.jobs, jobs_skipped = #res.skipped, jobs_crashed = #res.crashed,
+              jobs_failed = #res.failed, scan_wall_s = res.wall_s }
+  return res
+end
+
 return M

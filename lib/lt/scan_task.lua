@@ -14,25 +14,48 @@
 --   task.training_data() → packed corpus folder (causal_lm) or prompt items (GRPO);
 --   task.score(m[, seed]) → S (logged); task.self_consistency(m) (GRPO, math benchmarks)
 local tasks = require "lt.tasks"
+local math_task = require "lt.tasks.math"
 local M = {}
 
 -- the prompt format of the tiny math model (experiments/pretrain_math.lua, grpo.lua)
-M.math_template = "Question: {question}\nAnswer:"
+M.math_template = require("lt.tasks.math").template
 
 function M.is_rl(algo) return algo == "grpo" or algo == "dr_grpo" end
+
+-- the task's args (exp.study specs) for the scan studies; "" or 0: the algorithm's default
+M.args = {
+  model = { "", "model folder (\"\": lt.models tiny-math-8l for GRPO, tiny-qwen3-8l for causal_lm)" },
+  algo = { "grpo", "training", choices = { "grpo", "dr_grpo", "causal_lm" } },
+  data = { "", "training data: math (MODEL/train.jsonl), a JSONL prompt file, antonyms (causal_lm)" },
+  bench = { "", "benchmarks, comma-separated (math_heldout, gsm8k:FILE, math:FILE, antonyms_heldout, ...)" },
+  bench_limit = { 0, "items per benchmark (0: the algorithm's default)", int = true, min = 0 },
+  steps = { 50, "training steps of each job", int = true, min = 1 },
+  lr = { 0, "learning rate (0: the algorithm's default)", min = 0 },
+  warmup = { 0.1, "warmup share of the steps", min = 0 },
+  seq_len = { 96, "causal_lm: tokens per window", int = true, min = 2 },
+  micro_batch = { 0, "sequences per pass (0: the algorithm's default)", int = true, min = 0 },
+  prompts = { 16, "GRPO: prompts per batch", int = true, min = 1 },
+  group_size = { 8, "GRPO: samples per prompt", int = true, min = 2 },
+  max_response = { 24, "GRPO: response tokens at most", int = true, min = 1 },
+  score_samples = { 8, "math benchmarks: S from avg@k of k sampled answers (0: greedy)", int = true, min = 0 },
+  score_temperature = { 1.0, "temperature of those samples", min = 0 },
+  eval_every = { 0, "score every N steps, S the best (0: at the end)", int = true, min = 0 },
+  work = { "", "work folder (\"\": MODEL.layer_scan)" },
+}
 
 -- Options the scan leaves at "" or 0 take their algorithm's default: the embedded default
 -- model, data and benchmark of that training, and its learning rate and micro-batch.
 -- Changes cfg in place and returns it.
 function M.defaults(cfg)
   local rl = M.is_rl(cfg.algo)
-  local d = rl and { model = "models/tiny-math-8l", data = "math", bench = "math_heldout", lr = 1e-4, micro_batch = 32,
+  local d = rl and { model = "tiny-math-8l", data = "math", bench = "math_heldout", lr = 1e-4, micro_batch = 32,
                      bench_limit = 200 }
-               or { model = "models/tiny-qwen3-8l", data = "antonyms", bench = "antonyms_heldout", lr = 3e-3,
+               or { model = "tiny-qwen3-8l", data = "antonyms", bench = "antonyms_heldout", lr = 3e-3,
                     micro_batch = 8, bench_limit = 120 }
   for k, v in pairs(d) do
-    if cfg[k] == nil or cfg[k] == "" or cfg[k] == 0 then cfg[k] = v end
+    if cfg[k] == nil or cfg[k] == "" or cfg[k] == 0 then cfg[k] = k == "model" and lt.models.get(v) or v end
   end
+  cfg.work = (cfg.work and cfg.work ~= "") and cfg.work or (cfg.model .. ".layer_scan")
   return cfg
 end
 
@@ -42,28 +65,6 @@ function M.bench_name(bench)
   local name = bench:match("^(%w+):") or bench
   local gen = name == "gsm8k" or name == "math" or name == "math_heldout"
   return name, gen and "generate" or "logit", gen and "math" or "exact"
-end
-
--- Self-consistency's score: `results` are k answers per item ({id=, sample= (0-based),
--- prediction=}), `items` the items ({id=, answer=}); each item's answers go to a majority
--- vote (lt.eval.vote, math equivalence: equivalent answers count together, ties to the
--- earliest sample, empty answers abstain) and the voted answer is scored against the item's.
--- → the fraction correct, and {id = voted answer}.
-function M.majority_accuracy(results, items)
-  local preds = {}
-  for _, r in ipairs(results) do
-    preds[r.id] = preds[r.id] or {}
-    preds[r.id][r.sample + 1] = r.prediction or ""
-  end
-  local correct, voted = 0, {}
-  for _, it in ipairs(items) do
-    local list = preds[it.id] or {}
-    for i = 1, table.maxn(list) do list[i] = list[i] or "" end
-    local v = #list > 0 and lt.eval.vote(list, { compare = "math" }) or ""
-    voted[it.id] = v
-    if v ~= "" and lt.eval.equivalent(v, it.answer) then correct = correct + 1 end
-  end
-  return correct / #items, voted
 end
 
 function M.new(cfg)
@@ -115,13 +116,17 @@ function M.new(cfg)
       out:write(lt.json.encode{ text = lt.eval.prompt(it) .. " " .. it.answer }, "\n")
     end
     out:close()
-    lt.data.pack{ tokenizer = cfg.model, inputs = { path }, out = dir, val = 0.02, seed = 1, progress = false }
+    lt.data.pack{ tokenizer = cfg.model, inputs = { path }, out = dir, val = 0.02, progress = false }
     return dir
   end
 
   -- S: mean accuracy over cfg.bench (comma-separated), each logged as score/<bench>;
-  -- `seed` picks the held-out sample (repeated evaluations), default 1
-  function t.score(m, seed)
+  -- `rep` (1, 2, ...): the repetition of a repeated evaluation, each on another held-out
+  -- sample drawn from the run's stream "eval.repeat"; nil: the scan's sample (every item in
+  -- file order when the benchmark has no more than bench_limit, else one drawn from the run's
+  -- stream "eval.subset"), the same in every job of a scan (its workers share the seed)
+  function t.score(m, rep)
+    local seed = rep and (lt.run.seed("eval.repeat") % 1000000 + rep) or nil
     local sum, n = 0, 0
     for bench in cfg.bench:gmatch("[^,]+") do
       local acc
@@ -130,8 +135,8 @@ function M.new(cfg)
         -- a seeded sample of bench_limit items (all of them in file order when seed is 1 and
         -- the file has no more)
         local items = mi
-        if #mi > cfg.bench_limit or (seed or 1) ~= 1 then
-          local pick, used = tasks.generator(seed or 1), {}
+        if #mi > cfg.bench_limit or seed then
+          local pick, used = tasks.generator(seed or lt.run.seed("eval.subset")), {}
           items = {}
           while #items < math.min(cfg.bench_limit, #mi) do
             local i = pick(#mi)
@@ -146,7 +151,7 @@ function M.new(cfg)
           lt.run.log("score/" .. bench .. "/greedy", acc)
           acc = lt.eval.score(m, items, {}, { protocols = { "generate" }, bench = bench .. "_avg",
                                               template = M.math_template, samples = cfg.score_samples,
-                                              temperature = cfg.score_temperature or 1.0, seed = 13,
+                                              temperature = cfg.score_temperature or 1.0,
                                               max_new_tokens = cfg.max_response, batch_size = 64 }).generate.avg_at_k
         end
       else
@@ -166,7 +171,7 @@ function M.new(cfg)
   function t.train_causal_lm(m, o)
     return lt.train.causal_lm(m, { data = t.training_data(), steps = cfg.steps, lr = cfg.lr, warmup = cfg.warmup,
                                    seq_len = cfg.seq_len, micro_batch = cfg.micro_batch, weight_decay = 0.01,
-                                   betas = { 0.9, 0.95 }, clip = 1.0, seed = 7, lr_mult = o.lr_mult,
+                                   betas = { 0.9, 0.95 }, clip_grad = 1.0, lr_mult = o.lr_mult,
                                    checkpoint_dir = o.checkpoint_dir, checkpoint_every = o.checkpoint_every,
                                    resume = o.resume, stop_after = o.stop_after })
   end
@@ -177,7 +182,7 @@ function M.new(cfg)
     return lt.rl.grpo(m, { data = t.training_data(), template = M.math_template, algo = cfg.algo,
                            prompts = cfg.prompts, group_size = cfg.group_size, max_response = cfg.max_response,
                            temperature = 1.0, iterations = cfg.steps, lr = cfg.lr, warmup = cfg.warmup,
-                           micro_batch = cfg.micro_batch, rewards = { math = 1.0 }, seed = 7, lr_mult = o.lr_mult,
+                           micro_batch = cfg.micro_batch, rewards = { math = 1.0 }, lr_mult = o.lr_mult,
                            checkpoint_dir = o.checkpoint_dir, checkpoint_every = o.checkpoint_every,
                            resume = o.resume, stop_after = o.stop_after, decontaminate = 0 })
   end
@@ -194,12 +199,9 @@ function M.new(cfg)
       for i = 1, cfg.bench_limit do cut[i] = items[i] end
       items = cut
     end
-    local name = M.bench_name(bench) .. "_sc"
-    local res = lt.eval.score(m, items, {}, { protocols = { "generate" }, bench = name, samples = k,
-                                              temperature = temperature, seed = 11,
-                                              template = bench == "math_heldout" and M.math_template or nil,
-                                              max_new_tokens = cfg.max_response, batch_size = 64 })
-    local acc = M.majority_accuracy(res.items, items)
+    local acc = math_task.self_consistency(m, items, { bench = M.bench_name(bench) .. "_sc", samples = k,
+      temperature = temperature, template = bench == "math_heldout" and M.math_template or nil,
+      max_response = cfg.max_response })
     lt.run.log("self_consistency", acc)
     lt.run.param{ self_consistency_k = k, self_consistency_temperature = temperature }
     return acc
@@ -257,6 +259,41 @@ function M.new(cfg)
     lt.run.param("best_step", best_step)
     require("lt.scan").remove_tree(dir)
     return best
+  end
+
+  -- The job's checkpoints (cfg.checkpoint_every = N or cfg.checkpoint_dir = DIR; default
+  -- folder WORK/ckpt): DIR/<scan key>/<job>, so that a job run again (--resume=true after a
+  -- crash or a kill) continues from its last checkpoint instead of step 0.
+  local function job_checkpoints(job, key)
+    if (cfg.checkpoint_every or 0) <= 0 and (cfg.checkpoint_dir or "") == "" then return {} end
+    local dir = ("%s/%s/%s"):format(cfg.checkpoint_dir ~= "" and cfg.checkpoint_dir or (cfg.work .. "/ckpt"),
+                                    (key:gsub("[^%w_.-]", "_")), job)
+    local latest = lt.train.latest_checkpoint(dir)
+    if latest then
+      lt.run.param("resumed_from", latest)
+      io.stderr:write(("%s: continuing from %s\n"):format(job, latest))
+    end
+    return { checkpoint_dir = dir, checkpoint_every = cfg.checkpoint_every > 0 and cfg.checkpoint_every or nil,
+             resume = latest ~= nil }
+  end
+
+  -- One job of a scan, in its worker process (the run is already the child base / full /
+  -- layer_<l>): scores the base, or trains every block (full) or one block and scores it; the
+  -- full GRPO job also scores self-consistency (cfg.sc samples); logs the weight change.
+  function t.run_job(job, key)
+    lt.run.param("scan_key", key)
+    local base = lt.model.load(cfg.model)
+    if job == "base" then return t.score(base) end
+    local m = base:clone()
+    local l = job:match("^layer_(%d+)$")
+    if not l and job ~= "full" then error(("--job=%s: expected base, full or layer_<l>"):format(job), 0) end
+    m:train_only(l and tonumber(l) or "all")
+    lt.run.param("trainable", l and ("block " .. l) or "all")
+    local s = t.train_and_score(m, job_checkpoints(job, key))
+    if job == "full" and M.is_rl(cfg.algo) and (cfg.sc or 0) > 0 then t.self_consistency(m, cfg.sc, cfg.sc_temperature) end
+    lt.train.weight_change(m, base, { log = "weight_change" })
+    m:free()
+    return s
   end
 
   return t

@@ -330,8 +330,9 @@ function M.lines(path, spec)
 end
 
 -- bars(path, {title=, categories = {labels}, series = {{name=, values = {one per category},
--- colour=}}, y_title=, ymin=, ymax=}): grouped bars, one group per category, one bar per
--- series in each group, its value printed on top. Wide enough for its title, labels, legend.
+-- colour=}}, y_title=, ymin=, ymax=, ref = {value=, label=}}): grouped bars, one group per
+-- category, one bar per series in each group, its value printed on top; `ref` a dashed
+-- horizontal line (e.g. chance). Wide enough for its title, labels, legend.
 function M.bars(path, spec)
   local cats, series = spec.categories, spec.series
   assert(type(cats) == "table" and #cats > 0, "svg.bars: categories = {labels} is required")
@@ -381,6 +382,12 @@ function M.bars(path, spec)
       text(p, x0 + (k - 0.5) * bw - 1, y - 3, ("%.2f"):format(v), ' font-size="8" text-anchor="middle"')
     end
     text(p, gx + group_w / 2, top + ph + 16, label, ' text-anchor="middle"')
+  end
+  if spec.ref then
+    local y = Y(spec.ref.value)
+    p[#p + 1] = ('<line x1="%d" x2="%d" y1="%s" y2="%s" stroke="#555" stroke-dasharray="4 3"/>'):format(
+      left, left + pw, num(y), num(y))
+    text(p, left + pw - 2, y - 3, spec.ref.label or "", ' font-size="9" text-anchor="end" fill="#555"')
   end
   legend(p, names, left + pw + 12, top + 14, colours, true)
   p[#p + 1] = "</svg>"

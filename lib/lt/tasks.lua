@@ -312,8 +312,11 @@ end
 function M.load(source, opts)
   lt.check_options(opts, "tasks.load", { "split", "words", "n", "examples", "format", "capitalize", "seed" })
   opts = opts or {}
+  -- which items: opts.seed, else the run's stream "tasks.items" (a prompt drawn here equals one
+  -- of the ~1,200 task-format prompts the default base trained on with a chance of about
+  -- 1,200 / (149 * 148 * 147 * 8) per prompt at 2 examples: the tracer's prompts are unseen)
   local items_opts = { n = opts.n, examples = opts.examples, format = opts.format, capitalize = opts.capitalize,
-                       seed = opts.seed }
+                       seed = opts.seed or lt.run.seed("tasks.items") }
   if source == "wordnet" then
     return M.antonym_items(M.wordnet_antonyms(opts.split, { words = opts.words }), items_opts)
   elseif source:match("%.tsv$") then
@@ -393,5 +396,7 @@ function M.task_accuracy(m, items)
   end)
   return { acc = correct / #samples, correct = correct, n = #samples, example = example }
 end
+
+M.math = require "lt.tasks.math"  -- the math task of the RL studies
 
 return M

@@ -1,0 +1,164 @@
+-- lt/study.lua: a study as a module (exp.study, re-exported by lt.experiment).
+--
+--   return exp.study{
+--     name = "my_study", help = "what it measures",
+--     args = { steps = { 100, "training steps", int = true, min = 1 },
+--              plan = { "full", "which blocks train", choices = { "full", "shallow" } } },
+--     presets = { paper = { steps = 1000 } },
+--     run = function(cfg) ... end }
+--
+-- Each arg: { default, help text, int = true, min =, max =, choices = {...}, list = true }.
+-- The default's type is the arg's type (number, string, boolean); `list = true`: a
+-- comma-separated string whose every element is one of `choices`. A value of the wrong type,
+-- out of range or not among the choices, and a key the study does not declare, are errors
+-- naming the arg. `presets` adds the arg `preset`: its values are applied over the defaults,
+-- and explicit values win over the preset.
+--
+-- The file returns the study. When the file is the script ltrun runs, the study runs at once
+-- on the command line (`--help` prints the args); another study calls it as a function:
+--   local freeze_deep = require "freeze_deep"
+--   lt.run.child("train", freeze_deep.run, { plans = "train_shallow", steps = 10 })
+-- study.run(cfg) completes cfg (defaults, preset, checks), logs it as the run's params and
+-- returns what the study's run returns; study.config(cfg) only completes it.
+local args = require "lt.args"
+local M = {}
+
+local function sorted_keys(t)
+  local keys = {}
+  for k in pairs(t) do keys[#keys + 1] = k end
+  table.sort(keys)
+  return keys
+end
+
+local function show(v) return type(v) == "string" and ("%q"):format(v):gsub("\\\n", "\\n") or tostring(v) end
+
+-- checks one value of arg `key` against its spec; returns the value in the arg's type
+local function check(name, key, spec, v)
+  local d = spec[1]
+  local function bad(what) error(("%s: --%s=%s: %s"):format(name, key, tostring(v), what), 0) end
+  if type(d) == "number" then
+    if type(v) == "string" then v = tonumber(v) or bad("expected a number") end
+    if type(v) ~= "number" or v ~= v then bad("expected a number") end
+    if spec.int and v ~= math.floor(v) then bad("expected a whole number") end
+    if spec.min and v < spec.min then bad(("below the least allowed, %s"):format(spec.min)) end
+    if spec.max and v > spec.max then bad(("above the most allowed, %s"):format(spec.max)) end
+  elseif type(d) == "boolean" then
+    if v == "true" then v = true elseif v == "false" then v = false end
+    if type(v) ~= "boolean" then bad("expected true or false") end
+  else
+    if type(v) == "number" then v = (v == math.floor(v) and math.abs(v) < 2^53) and ("%d"):format(v) or tostring(v) end
+    if type(v) ~= "string" then bad("expected text") end
+    if spec.choices then
+      local ok = {}
+      for _, c in ipairs(spec.choices) do ok[c] = true end
+      local parts = {}
+      if spec.list then for p in v:gmatch("[^,]+") do parts[#parts + 1] = p end else parts[1] = v end
+      for _, p in ipairs(parts) do
+        if not ok[p] then bad(("'%s' is not one of %s"):format(p, table.concat(spec.choices, ", "))) end
+      end
+      if spec.list and #parts == 0 then bad("expected one or more of " .. table.concat(spec.choices, ", ")) end
+    end
+  end
+  return v
+end
+
+-- the study's usage text: every arg with its default and help, then the presets
+local function help_text(s)
+  local lines = { ("%s: %s"):format(s.name, s.description or ""),
+                  ("usage: ltrun %s [--ARG=VALUE ...] [--seed=N]"):format(s.source or (s.name .. ".lua")), "args:" }
+  for _, k in ipairs(sorted_keys(s.args)) do
+    local spec = s.args[k]
+    if not spec.internal then
+      local extra = {}
+      if spec.min then extra[#extra + 1] = ">= " .. spec.min end
+      if spec.max then extra[#extra + 1] = "<= " .. spec.max end
+      if spec.choices then
+        local shown = {}
+        for i, c in ipairs(spec.choices) do shown[i] = c == "" and '""' or c end
+        extra[#extra + 1] = (spec.list and "any of " or "one of ") .. table.concat(shown, ", ")
+      end
+      lines[#lines + 1] = ("  --%s=%s\n      %s%s"):format(k, show(spec[1]), spec[2],
+                                                    #extra > 0 and (" (" .. table.concat(extra, "; ") .. ")") or "")
+    end
+  end
+  for _, p in ipairs(sorted_keys(s.presets or {})) do
+    local kv = {}
+    for _, k in ipairs(sorted_keys(s.presets[p])) do kv[#kv + 1] = k .. "=" .. tostring(s.presets[p][k]) end
+    lines[#lines + 1] = ("preset --preset=%s: %s"):format(p, table.concat(kv, " "))
+  end
+  return table.concat(lines, "\n")
+end
+
+function M.study(s)
+  assert(type(s) == "table", "exp.study: expected a table {name =, args =, run =}")
+  lt.check_options(s, "exp.study", { "name", "help", "args", "presets", "run" })
+  assert(type(s.name) == "string", "exp.study: name = \"...\" is required")
+  assert(type(s.run) == "function", ("exp.study %s: run = function(cfg) ... end is required"):format(s.name))
+  local specs = {}
+  for k, spec in pairs(s.args or {}) do
+    if type(spec) ~= "table" or spec[1] == nil or type(spec[2]) ~= "string" then
+      error(("exp.study %s: arg %s: expected { default, \"help text\", ... }"):format(s.name, tostring(k)), 2)
+    end
+    specs[k] = spec
+  end
+  if s.presets then
+    local names = sorted_keys(s.presets)
+    table.insert(names, 1, "")
+    specs.preset = { "", "a named set of defaults (listed below)", choices = names }
+    for p, values in pairs(s.presets) do
+      for k, v in pairs(values) do
+        if not specs[k] then error(("exp.study %s: preset %s sets %s, which is not an arg"):format(s.name, p, k), 2) end
+        check(s.name, k, specs[k], v)
+      end
+    end
+  end
+  local study = { name = s.name, description = s.help, args = specs, presets = s.presets }
+  local body = s.run
+
+  -- cfg (a table of values, or nil) completed: defaults, the preset, the given values checked
+  function study.config(given)
+    given = given or {}
+    for _, k in ipairs(sorted_keys(given)) do
+      if specs[k] == nil then
+        error(("%s: unknown arg --%s (known: %s)"):format(s.name, tostring(k), table.concat(sorted_keys(specs), ", ")), 0)
+      end
+    end
+    local cfg = {}
+    for k, spec in pairs(specs) do cfg[k] = spec[1] end
+    if given.preset and given.preset ~= "" then
+      check(s.name, "preset", specs.preset, given.preset)
+      for k, v in pairs(s.presets[given.preset]) do cfg[k] = v end
+    end
+    for k, v in pairs(given) do cfg[k] = check(s.name, k, specs[k], v) end
+    return cfg
+  end
+
+  function study.run(given)
+    local cfg = study.config(given)
+    if lt.run and lt.run.param then
+      for _, k in ipairs(sorted_keys(cfg)) do lt.run.param(k, cfg[k]) end
+    end
+    return body(cfg)
+  end
+
+  function study.help() return help_text(study) end
+
+  -- the file that called exp.study is the script ltrun runs when nothing called that file's
+  -- chunk from Lua (a `require` from another study has `require` and its caller above it)
+  local caller = debug.getinfo(2, "S")
+  study.source = caller and caller.source:match("^@(.*)$")
+  if debug.getinfo(3, "f") == nil and arg then
+    local opts, positional = args.parse(arg)
+    if #positional > 0 then
+      error(("%s: unexpected argument '%s' (args are --key=value; --help lists them)"):format(s.name, positional[1]), 0)
+    end
+    if opts.help then
+      print(study.help())
+      return study
+    end
+    study.result = study.run(opts)
+  end
+  return study
+end
+
+return M
