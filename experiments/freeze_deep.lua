@@ -178,7 +178,7 @@ for name, spec in exp.sorted(plans) do
     local r = lt.train.causal_lm(m, { data = packed, steps = cfg.steps, lr = cfg.lr, warmup = cfg.warmup,
                                       weight_decay = cfg.weight_decay, betas = { cfg.beta1, cfg.beta2 },
                                       seq_len = cfg.seq_len, micro_batch = cfg.micro_batch,
-                                      grad_accum = cfg.grad_accum, clip = cfg.clip,
+                                      grad_accum = cfg.grad_accum, clip_grad = cfg.clip,
                                       eval_every = cfg.eval_every > 0 and cfg.eval_every or nil, seed = 7,
                                       checkpoint_dir = ck.checkpoint_dir, checkpoint_every = ck.checkpoint_every,
                                       resume = ck.resume })

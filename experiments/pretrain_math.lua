@@ -92,7 +92,7 @@ local m = lt.model.load(init):train_only("all")
 local r = lt.train.causal_lm(m, { data = work .. "/packed", steps = cfg.steps, lr = cfg.lr,
                                   warmup = cfg.warmup, decay = "cosine", weight_decay = 0.01,
                                   betas = { 0.9, 0.95 }, micro_batch = cfg.micro_batch,
-                                  seq_len = cfg.seq_len, clip = 1.0, eval_every = cfg.eval_every,
+                                  seq_len = cfg.seq_len, clip_grad = 1.0, eval_every = cfg.eval_every,
                                   seed = cfg.seed, checkpoint_dir = checkpoints.checkpoint_dir,
                                   checkpoint_every = checkpoints.checkpoint_every, resume = checkpoints.resume })
 lt.fs.remove(cfg.out)  -- refused when --out names a folder that ltrun did not make

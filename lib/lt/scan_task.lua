@@ -166,7 +166,7 @@ function M.new(cfg)
   function t.train_causal_lm(m, o)
     return lt.train.causal_lm(m, { data = t.training_data(), steps = cfg.steps, lr = cfg.lr, warmup = cfg.warmup,
                                    seq_len = cfg.seq_len, micro_batch = cfg.micro_batch, weight_decay = 0.01,
-                                   betas = { 0.9, 0.95 }, clip = 1.0, seed = 7, lr_mult = o.lr_mult,
+                                   betas = { 0.9, 0.95 }, clip_grad = 1.0, seed = 7, lr_mult = o.lr_mult,
                                    checkpoint_dir = o.checkpoint_dir, checkpoint_every = o.checkpoint_every,
                                    resume = o.resume, stop_after = o.stop_after })
   end
