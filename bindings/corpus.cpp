@@ -29,7 +29,7 @@ std::vector<std::string> read_strings(lua_State* L, int t, const char* key, cons
 }
 
 // lt.data.pack{tokenizer = PATH, inputs = {PATHS} | PATH, out = DIR, field = "text",
-//              val = 0.01, seed = 0, eos = TOKEN, max_bytes = 0, shard_tokens =, progress =}
+//              val = 0.01, seed = (stream "data.pack"), eos = TOKEN, max_bytes = 0, shard_tokens =, progress =}
 int l_pack(lua_State* L) {
   const char* fn = "lt.data.pack";
   check_table(L, 1, fn);
@@ -44,7 +44,7 @@ int l_pack(lua_State* L) {
   if (o.inputs.empty()) o.inputs = read_strings(L, 1, "input", fn);
   o.field = opt_string(L, 1, "field", fn).value_or(o.field);
   o.val_fraction = opt_number(L, 1, "val", fn).value_or(o.val_fraction);
-  o.seed = uint64_t(opt_integer(L, 1, "seed", fn).value_or(0));
+  o.seed = opt_seed(L, 1, fn, "data.pack");
   o.eos = opt_string(L, 1, "eos", fn).value_or("");
   o.max_bytes = opt_integer(L, 1, "max_bytes", fn).value_or(0);
   o.shard_tokens = opt_integer(L, 1, "shard_tokens", fn).value_or(o.shard_tokens);
@@ -74,7 +74,8 @@ int l_info(lua_State* L) {
   return 1;
 }
 
-// lt.data.windows(DIR, {split = "train", seq_len = 128, n = 8, seed = 0, cursor = 0,
+// lt.data.windows(DIR, {split = "train", seq_len = 128, n = 8, cursor = 0,
+//                       seed = (stream "data.windows"),
 //                       shuffle = true}) → int64 tensor [n, seq_len + 1]
 int l_windows(lua_State* L) {
   const char* fn = "lt.data.windows";
@@ -82,7 +83,7 @@ int l_windows(lua_State* L) {
   const corpus::Corpus c = corpus::Corpus::open(check_string(L, 1, fn));
   const std::string split = opt_string(L, 2, "split", fn).value_or("train");
   corpus::Windows w(c, split, opt_integer(L, 2, "seq_len", fn).value_or(128),
-                    uint64_t(opt_integer(L, 2, "seed", fn).value_or(0)),
+                    opt_seed(L, 2, fn, "data.windows"),
                     opt_bool(L, 2, "shuffle", fn).value_or(split == "train"));
   w.seek(uint64_t(opt_integer(L, 2, "cursor", fn).value_or(0)));
   int64_t n = opt_integer(L, 2, "n", fn).value_or(8);

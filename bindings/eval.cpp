@@ -109,7 +109,7 @@ int l_load(lua_State* L) {
 }
 
 // lt.eval.score(model, items, pool, {protocols=, shots=, batch_size=, max_new_tokens=,
-//   samples=, temperature=, top_p=, seed=, bench=, template=} (math: the prompt, "{question}"
+//   samples=, temperature=, top_p=, seed = (stream "eval"), bench=, template=} (math: the prompt, "{question}"
 //   replaced) → summary; logs items and accuracies
 int l_score(lua_State* L) {
   const char* fn = "lt.eval.score";
@@ -139,7 +139,7 @@ int l_score(lua_State* L) {
   o.samples = opt_int(L, opts, "samples", fn, 1).value_or(1);
   o.temperature = opt_number(L, opts, "temperature", fn).value_or(o.samples > 1 ? 0.7 : 0.0);
   o.top_p = opt_number(L, opts, "top_p", fn).value_or(1.0);
-  o.seed = uint64_t(opt_integer(L, opts, "seed", fn).value_or(0));
+  o.seed = opt_seed(L, opts, fn, "eval");
   o.math_template = opt_string(L, opts, "template", fn).value_or("");
   const std::string bench_name = opt_string(L, opts, "bench", fn).value_or(items.empty() ? "" : items[0].bench);
   if (stderr_is_terminal())
@@ -149,7 +149,7 @@ int l_score(lua_State* L) {
     };
   auto res = eval::evaluate(*h.m, *h.tok, items, pool, o);
 
-  store::Session* s = store::Session::active();
+  store::Session* s = run_context(L).session;
   if (s) {
     const int64_t run = s->current();
     for (const auto& r : res.items) {

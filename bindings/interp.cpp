@@ -44,6 +44,7 @@ std::string lib_dir() {
 
 struct Interp::Impl {
   lua_State* L = nullptr;
+  RunContext ctx;  // the registry points to it (luat.h: run_context)
   std::string base_path;
 
   Outcome pcall(int nargs, int nresults) {
@@ -68,6 +69,7 @@ Interp::Interp() : impl_(std::make_unique<Impl>()) {
   LT_CHECK(L, "cannot create a Lua state (out of memory)");
   impl_->L = L;
   luaL_openlibs(L);
+  set_run_context(L, &impl_->ctx);
   open_lt(L);
   const std::string lib = lib_dir();
   lua_getglobal(L, "package");
@@ -88,17 +90,16 @@ Interp::~Interp() {
   lua_close(impl_->L);
 }
 
-void Interp::set_run_globals(const std::string& device, uint64_t seed) {
+void Interp::set_run(const RunContext& ctx) {
   lua_State* L = impl_->L;
+  impl_->ctx = ctx;
   lua_getglobal(L, "lt");
-  push(L, device);
+  push(L, ctx.device);
   lua_setfield(L, -2, "device");
-  lua_pushnumber(L, double(seed));
-  lua_setfield(L, -2, "seed");
   lua_pop(L, 1);
   lua_getglobal(L, "math");
   lua_getfield(L, -1, "randomseed");
-  lua_pushnumber(L, double(seed % 2147483647));
+  lua_pushnumber(L, double(ctx.seed % 2147483647));
   lua_call(L, 1, 0);
   lua_pop(L, 1);
 }

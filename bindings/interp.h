@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/core/run_context.h"
+
 namespace ltrun::lua {
 
 struct Outcome {
@@ -22,8 +24,9 @@ class Interp {
   Interp(const Interp&) = delete;
   Interp& operator=(const Interp&) = delete;
 
-  // lt.device, lt.seed, and the Lua RNG seeded from seed
-  void set_run_globals(const std::string& device, uint64_t seed);
+  // The run the bindings work for (seed, device, sink, session), kept for this state;
+  // lt.device is set from it and Lua's math.random is seeded from its seed.
+  void set_run(const RunContext& ctx);
   // arg[0] = script, arg[1..] = args; package.path gains the script's folder
   void set_script(const std::string& script_path, const std::vector<std::string>& args);
   Outcome run(const std::string& code, const std::string& chunk_name);

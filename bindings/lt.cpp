@@ -15,7 +15,7 @@ void register_model(lua_State* L);   // bindings/model.cpp: lt.model, lt.Model
 void register_eval(lua_State* L);    // bindings/eval.cpp: lt.eval
 void register_stats(lua_State* L);   // bindings/stats.cpp: lt.stats (ranks, correlations, Jaccard)
 void register_proc(lua_State* L);    // bindings/proc.cpp: lt.proc (child processes from argv arrays)
-void register_system(lua_State* L);  // bindings/system.cpp: lt.device, lt.seed, versions
+void register_system(lua_State* L);  // bindings/system.cpp: lt.device, versions
 void register_diag(lua_State* L);    // bindings/diag.cpp: lt.diag (TP, LS, S(b), JS)
 void register_corpus(lua_State* L);  // bindings/corpus.cpp: lt.data (pack, info, windows)
 void register_train(lua_State* L);   // bindings/train.cpp: lt.train, lt.layers, m:freeze

@@ -80,6 +80,22 @@ bool get_field(lua_State* L, int idx, const char* key) {
 }  // namespace
 
 void check_options(lua_State* L, int idx, const char* fn, std::initializer_list<const char*> known) {
+  check_options(L, idx, fn, std::vector<const char*>(known));
+}
+
+std::vector<const char*> option_keys(std::initializer_list<const char*> own, const std::vector<const char*>& shared) {
+  std::vector<const char*> out(own);
+  out.insert(out.end(), shared.begin(), shared.end());
+  return out;
+}
+
+void refuse_renamed(lua_State* L, int idx, const char* fn, const char* old, const std::string& hint) {
+  if (!get_field(L, idx, old)) return;
+  lua_pop(L, 1);
+  fail("{}: option '{}' was renamed: {}", fn, old, hint);
+}
+
+void check_options(lua_State* L, int idx, const char* fn, const std::vector<const char*>& known) {
   if (lua_isnoneornil(L, idx)) return;
   if (!lua_istable(L, idx)) fail("{}: argument {} (options): expected a table, got {}", fn, idx, type_name(L, idx));
   idx = abs_index(L, idx);
@@ -153,6 +169,31 @@ std::optional<bool> opt_bool(lua_State* L, int idx, const char* key, const char*
   bool v = lua_toboolean(L, -1);
   lua_pop(L, 1);
   return v;
+}
+
+namespace {
+const char kRunContextKey[] = "ltrun.run_context";
+}
+
+void set_run_context(lua_State* L, RunContext* ctx) {
+  lua_pushlightuserdata(L, ctx);
+  lua_setfield(L, LUA_REGISTRYINDEX, kRunContextKey);
+}
+
+RunContext& run_context(lua_State* L) {
+  lua_getfield(L, LUA_REGISTRYINDEX, kRunContextKey);
+  auto* ctx = static_cast<RunContext*>(lua_touserdata(L, -1));
+  lua_pop(L, 1);
+  if (!ctx) {
+    static RunContext none;  // a state no interpreter set up (no store)
+    return none;
+  }
+  return *ctx;
+}
+
+uint64_t opt_seed(lua_State* L, int idx, const char* fn, const char* stream, const char* key) {
+  if (auto s = opt_integer(L, idx, key, fn, 0, int64_t(kSeedLimit) - 1)) return uint64_t(*s);
+  return run_context(L).stream(stream);
 }
 
 void push(lua_State* L, const std::string& s) { lua_pushlstring(L, s.data(), s.size()); }

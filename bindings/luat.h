@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runtime/core/error.h"
+#include "runtime/core/run_context.h"
 #include "runtime/core/interrupt.h"
 
 namespace ltrun::lua {
@@ -67,6 +68,11 @@ void check_stack(lua_State* L, int n, const char* fn);
 // check_options: idx holds nil, none or a table whose keys are all names among `known`; an
 // error "fn: unknown option 'KEY' (known: ...)" names the first unknown key in sorted order.
 void check_options(lua_State* L, int idx, const char* fn, std::initializer_list<const char*> known);
+void check_options(lua_State* L, int idx, const char* fn, const std::vector<const char*>& known);
+// The options a function knows: its own and a shared set (read_loop_options' keys).
+std::vector<const char*> option_keys(std::initializer_list<const char*> own, const std::vector<const char*>& shared);
+// A renamed option: t[old] present is an error "fn: option 'old' was renamed: `hint`".
+void refuse_renamed(lua_State* L, int idx, const char* fn, const char* old, const std::string& hint);
 std::optional<double> opt_number(lua_State* L, int idx, const char* key, const char* fn);
 std::optional<int64_t> opt_integer(lua_State* L, int idx, const char* key, const char* fn,
                                    int64_t lo = -kMaxExactInteger, int64_t hi = kMaxExactInteger);
@@ -74,6 +80,13 @@ std::optional<int> opt_int(lua_State* L, int idx, const char* key, const char* f
                            int hi = INT32_MAX);
 std::optional<std::string> opt_string(lua_State* L, int idx, const char* key, const char* fn);
 std::optional<bool> opt_bool(lua_State* L, int idx, const char* key, const char* fn);
+
+// The run this state works for (bindings/interp.cpp keeps one per lua_State in the registry;
+// a state without one gets a context of seed 1, cpu, and no store).
+RunContext& run_context(lua_State* L);
+void set_run_context(lua_State* L, RunContext* ctx);  // ctx outlives L's use of it
+// A `seed =` option: t[key] when given (an integer in [0, 2^53)), else the run's stream seed.
+uint64_t opt_seed(lua_State* L, int idx, const char* fn, const char* stream, const char* key = "seed");
 
 void push(lua_State* L, const std::string& s);
 // t[key] = v for the table on top of the stack

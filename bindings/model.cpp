@@ -177,7 +177,7 @@ int l_load(lua_State* L) {
 }
 
 // lt.model.new{out=DIR, arch=, layers=, hidden=, heads=, kv_heads=, intermediate=, vocab=,
-//              corpus=PATH|{PATHS}, tokenizer=PATH, seed=, tie=, pattern="M*-",
+//              corpus=PATH|{PATHS}, tokenizer=PATH, seed = (stream "model.init"), tie=, pattern="M*-",
 //              chunk= (nemotron_h: the Mamba2 scan's chunk_size, 128)} → summary table
 int l_new(lua_State* L) {
   const char* fn = "lt.model.new";
@@ -193,7 +193,7 @@ int l_new(lua_State* L) {
   s.tiny.heads = opt_integer(L, 1, "heads", fn).value_or(s.tiny.heads);
   s.tiny.kv_heads = opt_integer(L, 1, "kv_heads", fn).value_or(s.tiny.kv_heads);
   s.tiny.intermediate = opt_integer(L, 1, "intermediate", fn).value_or(s.tiny.intermediate);
-  s.tiny.seed = uint64_t(opt_integer(L, 1, "seed", fn).value_or(0));
+  s.tiny.seed = opt_seed(L, 1, fn, "model.init");
   s.tiny.tie_word_embeddings = opt_bool(L, 1, "tie", fn).value_or(false);
   s.tiny.pattern = opt_string(L, 1, "pattern", fn).value_or("");
   s.tiny.chunk = opt_integer(L, 1, "chunk", fn, 1, 1 << 20).value_or(s.tiny.chunk);
@@ -221,7 +221,7 @@ int l_new(lua_State* L) {
   return 1;
 }
 
-// lt.model.hybrid{out=DIR, embed=DIR, head=DIR, seed=, native=true,
+// lt.model.hybrid{out=DIR, embed=DIR, head=DIR, seed = (stream "model.init"), native=true,
 //   layers = { {from=DIR, layer=I} | {kind="mamba", like=DIR, config={...}, init="hf"}, ... }
 //            | "DIR:0-3,DIR2:4-7,mamba@DIR2"} → {dir, arch, n_layers, parameters, dtype,
 //   layer_types = {...}, fresh = {0-based layers}, copied = {{name=, donor=, donor_name=}, ...}}
@@ -235,7 +235,7 @@ int l_hybrid(lua_State* L) {
   s.embed = opt_string(L, 1, "embed", fn).value_or("");
   LT_CHECK(!s.embed.empty(), "{}: option embed (the embeddings' donor folder) is required", fn);
   s.head = opt_string(L, 1, "head", fn).value_or("");
-  s.seed = uint64_t(opt_integer(L, 1, "seed", fn, 0).value_or(0));
+  s.seed = opt_seed(L, 1, fn, "model.init");
   s.native = opt_bool(L, 1, "native", fn).value_or(true);
   lua_getfield(L, 1, "layers");
   const int t = lua_gettop(L);
@@ -555,11 +555,7 @@ int m_generate(lua_State* L) {
   g.temperature = opt_number(L, 3, "temperature", fn).value_or(g.temperature);
   g.top_k = opt_integer(L, 3, "top_k", fn, 0).value_or(g.top_k);
   g.top_p = opt_number(L, 3, "top_p", fn).value_or(g.top_p);
-  lua_getglobal(L, "lt");
-  lua_getfield(L, -1, "seed");
-  const uint64_t run_seed = lua_isnumber(L, -1) ? uint64_t(lua_tonumber(L, -1)) : 0;
-  lua_pop(L, 2);
-  g.seed = uint64_t(opt_integer(L, 3, "seed", fn, 0).value_or(int64_t(run_seed)));
+  g.seed = opt_seed(L, 3, fn, "generate");
   std::vector<std::string> stops;
   if (lua_istable(L, 3)) {
     lua_getfield(L, 3, "stop");

@@ -86,20 +86,22 @@ int l_advantages(lua_State* L) {
   return 1;
 }
 
-// lt.rl.policy_loss{logp=, old_logp=, ref_logp=, adv=, mask=, clip=0.2, clip_high=clip,
+// lt.rl.policy_loss{logp=, old_logp=, ref_logp=, adv=, mask=, clip_ratio=0.2, clip_high=clip_ratio,
 //   kl=0, agg="token-mean", max_len=} -> {loss = scalar tensor (a graph when logp has one),
 //   pg, kl, clip_frac, approx_kl, ratio_mean (numbers)}
 int l_policy_loss(lua_State* L) {
   const char* fn = "lt.rl.policy_loss";
   check_table(L, 1, fn);
-  check_options(L, 1, fn, {"logp", "old_logp", "ref_logp", "adv", "mask", "clip", "clip_high", "kl", "agg", "max_len"});
+  refuse_renamed(L, 1, fn, "clip", "clip_ratio (the PPO ratio clip)");
+  check_options(L, 1, fn, {"logp", "old_logp", "ref_logp", "adv", "mask", "clip_ratio", "clip_high", "kl", "agg",
+                           "max_len"});
   const at::Tensor logp = field_tensor(L, 1, "logp", fn);
   const at::Tensor old = field_tensor(L, 1, "old_logp", fn);
   const at::Tensor ref = field_tensor(L, 1, "ref_logp", fn, false);
   const at::Tensor adv = field_tensor(L, 1, "adv", fn);
   const at::Tensor mask = field_tensor(L, 1, "mask", fn);
   rl::LossOptions o;
-  o.clip_low = opt_number(L, 1, "clip", fn).value_or(0.2);
+  o.clip_low = opt_number(L, 1, "clip_ratio", fn).value_or(0.2);
   o.clip_high = opt_number(L, 1, "clip_high", fn).value_or(o.clip_low);
   o.kl = opt_number(L, 1, "kl", fn).value_or(0.0);
   o.agg = rl::parse_agg(opt_string(L, 1, "agg", fn).value_or("token-mean"));
@@ -126,15 +128,6 @@ int l_preset(lua_State* L) {
   return 1;
 }
 
-// lt.seed: the run's seed (0 when unset)
-uint64_t lt_seed(lua_State* L) {
-  lua_getglobal(L, "lt");
-  lua_getfield(L, -1, "seed");
-  const uint64_t s = lua_isnumber(L, -1) ? uint64_t(lua_tonumber(L, -1)) : 0;
-  lua_pop(L, 2);
-  return s;
-}
-
 std::function<std::string(const std::vector<int64_t>&)> decoder(const ModelHandle& h) {
   if (!h.tok) return {};
   std::shared_ptr<text::Tokenizer> tok = h.tok;
@@ -151,7 +144,7 @@ rl::RolloutOptions read_rollout_options(lua_State* L, int o, const char* fn) {
   r.top_k = opt_integer(L, o, "top_k", fn).value_or(r.top_k);
   r.top_p = opt_number(L, o, "top_p", fn).value_or(r.top_p);
   r.batch = opt_integer(L, o, "batch", fn).value_or(r.batch);
-  r.seed = uint64_t(opt_integer(L, o, "seed", fn).value_or(int64_t(lt_seed(L))));
+  r.seed = opt_seed(L, o, fn, "rl.rollout");
   if (lua_istable(L, o)) {
     lua_getfield(L, o, "stop");
     if (lua_isstring(L, -1)) r.stop.push_back(lua_tostring(L, -1));
@@ -280,7 +273,7 @@ rl::SequenceBatch read_seq(lua_State* L, int t, const char* fn) {
 }
 
 // lt.rl.rollout(m, prompts, {group_size=8, max_response=256, temperature=1, top_k=0,
-//   top_p=1, seed=lt.seed, stop=, stop_ids=, batch=0}) -> rollouts table
+//   top_p=1, seed = (stream "rl.rollout"), stop=, stop_ids=, batch=0}) -> rollouts table
 int l_rollout(lua_State* L) {
   const char* fn = "lt.rl.rollout";
   const ModelHandle& h = check_model(L, 1, fn);
@@ -423,7 +416,7 @@ std::vector<rl::PromptItem> read_items(lua_State* L, int idx, const char* fn) {
   return out;
 }
 
-// lt.rl.prompts(path, {question=, answer=, n=, seed=}) -> items {id, question, answer, source}
+// lt.rl.prompts(path, {question=, answer=, n=, seed = (stream "rl.prompts")}) -> items {id, question, answer, source}
 int l_prompts(lua_State* L) {
   const char* fn = "lt.rl.prompts";
   check_options(L, 2, fn, {"question", "answer", "n", "seed"});
@@ -432,7 +425,7 @@ int l_prompts(lua_State* L) {
   f.answer = opt_string(L, 2, "answer", fn).value_or("");
   auto items = rl::load_prompts(check_string(L, 1, fn), f);
   const int64_t n = opt_integer(L, 2, "n", fn).value_or(0);
-  if (n > 0) items = rl::sample_prompts(items, n, uint64_t(opt_integer(L, 2, "seed", fn).value_or(0)));
+  if (n > 0) items = rl::sample_prompts(items, n, opt_seed(L, 2, fn, "rl.prompts"));
   lua_createtable(L, int(items.size()), 0);
   for (size_t i = 0; i < items.size(); ++i) {
     push_item(L, items[i]);
@@ -643,31 +636,33 @@ std::vector<rl::Reward> read_rewards(lua_State* L, int opts, std::vector<std::un
 
 // lt.rl.grpo(m, {data = path | items, eval = path | items, question_field=, answer_field=,
 //   n = (seeded down-sampling of data), decontaminate = 8 (n-gram size; 0: off; against eval),
-//   template=, chat=, algo = "grpo" | "dr_grpo", norm=, agg=, kl=, clip = 0.2, clip_high=,
+//   template=, chat=, algo = "grpo" | "dr_grpo", norm=, agg=, kl=, clip_ratio = 0.2, clip_high=,
 //   prompts = 8, group_size = 8, max_response = 256, temperature = 1, top_k=, top_p=, stop=,
 //   stop_ids=, rollout_batch = 0, epochs = 1, mini_batches = 1, micro_batch = 16, chunk = 1024,
 //   copy_reference = false, rewards = {...}, accuracy = "math", iterations = 10 (batches of
-//   rollouts; steps = iterations * epochs * mini_batches), lr = 1e-6, warmup = 0,
-//   decay = "constant", min_lr_ratio=, weight_decay = 0, betas=, eps=, clip_grad = 1,
-//   lr_mult = {[layer] = x}, eval_every = 0 (steps), eval_n = all, eval_max_response=,
-//   checkpoint_dir=, checkpoint_every=, keep_checkpoints=, resume=, stop_after=, seed = lt.seed,
-//   log = true, progress = true}) -> {steps=, wall_s=, tokens_per_s=, decontaminated=,
+//   rollouts; steps = iterations * epochs * mini_batches), eval_n = all, eval_max_response=,
+//   seed = (stream "rl.grpo"), and the loop options of read_loop_options (bindings/train.h;
+//   here lr = 1e-6, decay = "constant", weight_decay = 0)}) -> {steps=, wall_s=, tokens_per_s=, decontaminated=,
 //   heldout = {[step] = accuracy}, log = {{step=, loss=, grad_norm=, reward_mean=, ...}}}
 int l_grpo(lua_State* L) {
   const char* fn = "lt.rl.grpo";
   const ModelHandle& h = check_model(L, 1, fn);
   check_table(L, 2, fn);
-  check_options(L, 2, fn, {"data", "eval", "question_field", "answer_field", "n", "eval_n", "decontaminate",
-                           "template", "chat", "algo", "norm", "agg", "kl", "clip", "clip_high", "prompts",
-                           "group_size", "max_response", "max_prompt_tokens", "temperature", "top_k", "top_p",
-                           "stop", "stop_ids", "rollout_batch", "epochs", "mini_batches", "micro_batch", "chunk",
-                           "copy_reference", "rewards", "accuracy", "iterations", "lr", "warmup", "decay",
-                           "min_lr_ratio", "weight_decay", "betas", "eps", "clip_grad", "lr_mult", "eval_every",
-                           "eval_max_response", "checkpoint_dir", "checkpoint_every", "keep_checkpoints",
-                           "resume", "stop_after", "seed", "log", "progress"});
+  train::LoopOptions defaults;
+  defaults.lr = 1e-6;
+  defaults.decay = "constant";
+  defaults.weight_decay = 0.0;
+  train::LoopOptions lo = read_loop_options(L, 2, fn, defaults);
+  check_options(L, 2, fn,
+                option_keys({"data", "eval", "question_field", "answer_field", "n", "eval_n", "decontaminate",
+                             "template", "chat", "algo", "norm", "agg", "kl", "clip_ratio", "clip_high", "prompts",
+                             "group_size", "max_response", "max_prompt_tokens", "temperature", "top_k", "top_p",
+                             "stop", "stop_ids", "rollout_batch", "epochs", "mini_batches", "micro_batch", "chunk",
+                             "copy_reference", "rewards", "accuracy", "iterations", "seed"},
+                            kLoopOptions));
   std::vector<rl::PromptItem> items = items_arg(L, 2, "data", fn, true);
   std::vector<rl::PromptItem> evals = items_arg(L, 2, "eval", fn, false);
-  const uint64_t seed = uint64_t(opt_integer(L, 2, "seed", fn).value_or(int64_t(lt_seed(L))));
+  const uint64_t seed = opt_seed(L, 2, fn, "rl.grpo");
   const int64_t n = opt_integer(L, 2, "n", fn).value_or(0);
   if (n > 0) items = rl::sample_prompts(items, n, seed);
   const int64_t eval_n = opt_integer(L, 2, "eval_n", fn).value_or(0);
@@ -688,7 +683,7 @@ int l_grpo(lua_State* L) {
   if (auto s = opt_string(L, 2, "norm", fn)) go.norm = rl::parse_adv_norm(*s);
   if (auto s = opt_string(L, 2, "agg", fn)) go.agg = rl::parse_agg(*s);
   if (auto x = opt_number(L, 2, "kl", fn)) go.kl = *x;
-  go.clip_low = opt_number(L, 2, "clip", fn).value_or(0.2);
+  go.clip_low = opt_number(L, 2, "clip_ratio", fn).value_or(0.2);
   go.clip_high = opt_number(L, 2, "clip_high", fn).value_or(go.clip_low);
   go.prompts = opt_integer(L, 2, "prompts", fn).value_or(go.prompts);
   go.rollout = read_rollout_options(L, 2, fn);
@@ -712,43 +707,9 @@ int l_grpo(lua_State* L) {
   }
   const auto prompt_ids = encode_items(h, items, tmpl, chat, prompt_limit(L, 2, h, go.rollout.max_response, fn), fn);
 
-  train::LoopOptions lo;
   const int64_t iterations = opt_integer(L, 2, "iterations", fn).value_or(10);
   LT_CHECK(iterations >= 1, "{}: iterations must be >= 1", fn);
   lo.steps = iterations * rl::grpo_steps_per_rollout(go);
-  lo.lr = opt_number(L, 2, "lr", fn).value_or(1e-6);
-  lo.warmup = opt_number(L, 2, "warmup", fn).value_or(0.0);
-  lo.decay = opt_string(L, 2, "decay", fn).value_or("constant");
-  lo.min_lr_ratio = opt_number(L, 2, "min_lr_ratio", fn).value_or(0.0);
-  lo.weight_decay = opt_number(L, 2, "weight_decay", fn).value_or(0.0);
-  lo.eps = opt_number(L, 2, "eps", fn).value_or(lo.eps);
-  lua_getfield(L, 2, "betas");
-  if (lua_istable(L, -1)) {
-    const auto b = read_numbers(L, lua_gettop(L), fn);
-    LT_CHECK(b.size() == 2, "{}: betas must be {{b1, b2}}", fn);
-    lo.beta1 = b[0];
-    lo.beta2 = b[1];
-  }
-  lua_pop(L, 1);
-  lo.clip = opt_number(L, 2, "clip_grad", fn).value_or(1.0);
-  lua_getfield(L, 2, "lr_mult");
-  if (lua_istable(L, -1)) {
-    lua_pushnil(L);
-    while (lua_next(L, -2) != 0) {
-      if (!lua_isnumber(L, -2) || !lua_isnumber(L, -1)) fail("{}: lr_mult must map block numbers to numbers", fn);
-      lo.lr_mult[int(lua_tonumber(L, -2))] = lua_tonumber(L, -1);
-      lua_pop(L, 1);
-    }
-  }
-  lua_pop(L, 1);
-  lo.eval_every = opt_integer(L, 2, "eval_every", fn).value_or(0);
-  lo.checkpoint_dir = opt_string(L, 2, "checkpoint_dir", fn).value_or("");
-  lo.checkpoint_every = opt_integer(L, 2, "checkpoint_every", fn).value_or(0);
-  lo.keep_checkpoints = opt_integer(L, 2, "keep_checkpoints", fn).value_or(2);
-  lo.resume = opt_bool(L, 2, "resume", fn).value_or(false);
-  lo.stop_after = opt_integer(L, 2, "stop_after", fn).value_or(-1);
-  lo.progress = opt_bool(L, 2, "progress", fn).value_or(true);
-  if (opt_bool(L, 2, "log", fn).value_or(true)) lo.sink = run_sink();
   if (h.tok) lo.checkpoint_files.push_back(h.tok->path());
   lo.group = dist::active();  // under `ltrun launch`: prompts sharded over the ranks, data parallel
   if (lo.sink.param) {

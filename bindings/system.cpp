@@ -1,5 +1,5 @@
 // bindings/system.cpp: process-wide facts and switches: lt.version, lt.torch_version,
-// lt.device (the --device choice), lt.seed, lt.cuda_available(), lt.interrupted(),
+// lt.device (the --device choice), lt.cuda_available(), lt.interrupted(),
 // lt.clock(), lt.noop() and lt.noop_raw() (for the call-overhead benchmark).
 #include <lua.hpp>
 

@@ -20,7 +20,6 @@
 #include "runtime/corpus/corpus.h"
 #include "runtime/dist/dist.h"
 #include "runtime/model/model.h"
-#include "runtime/store/session.h"
 #include "runtime/text/tokenizer.h"
 #include "runtime/train/freeze.h"
 #include "runtime/train/optim.h"
@@ -170,10 +169,10 @@ int l_names(lua_State* L) {
 // ---- freezing ------------------------------------------------------------------------------
 
 void report(lua_State* L, const train::FreezeReport& r) {
-  store::Session* s = store::Session::active();
+  RunSink* s = run_context(L).sink;
   for (const std::string& n : r.notes) {
     fmt::print(stderr, "ltrun: note: {}\n", n);
-    if (s) s->store().param(s->current(), "freeze_note", n);
+    if (s) s->param("freeze_note", n);
   }
 }
 
@@ -215,68 +214,84 @@ std::map<int, double> read_lr_mult(lua_State* L, int opts, const char* fn) {
   return out;
 }
 
-uint64_t run_seed(lua_State* L) {
-  lua_getglobal(L, "lt");
-  lua_getfield(L, -1, "seed");
-  const uint64_t s = lua_isnumber(L, -1) ? uint64_t(lua_tonumber(L, -1)) : 0;
-  lua_pop(L, 2);
-  return s;
-}
-
 // lt.train.causal_lm(m, {data = DIR | tensor [N, T+1], val = tensor, seq_len = 128, steps =,
-//   lr =, warmup =, decay = "cosine"|"linear"|"constant", min_lr_ratio =, weight_decay =,
-//   betas = {b1, b2}, eps =, micro_batch =, grad_accum =, clip =, lr_mult = {[layer] = x},
-//   eval_every =, eval_batches = 8, checkpoint_dir =, checkpoint_every =, resume =,
-//   stop_after =, seed =, log =, progress =, force_full_backward =,
-//   activation_checkpointing =, on_step = function(step, loss), shard_optimizer = false,
-//   overlap_all_reduce = false, bucket_bytes = 25 MiB}) → summary table (the last three under
+//   micro_batch =, grad_accum =, eval_batches = 8, seed = (stream "train.order"),
+//   force_full_backward =, activation_checkpointing =, on_step = function(step, loss),
+//   shard_optimizer = false, overlap_all_reduce = false, bucket_bytes = 25 MiB, and the loop
+//   options of read_loop_options (bindings/train.h)}) → summary table (the last three under
 //   `ltrun launch`: ZeRO-1 and the all-reduce overlapped with backward, runtime/train/loop.h)
 // On resume the data order continues with the checkpoint's data seed; an explicit seed =
 // that differs from it is an error.
+std::pair<double, double> read_betas(lua_State* L, int opts, const char* fn, std::pair<double, double> b) {
+  lua_getfield(L, opts, "betas");
+  if (!lua_isnil(L, -1)) {
+    const int t = lua_gettop(L);
+    LT_CHECK(lua_istable(L, t) && lua_objlen(L, t) == 2, "{}: option betas: expected {{b1, b2}}, got {}", fn,
+             type_name(L, t));
+    lua_rawgeti(L, t, 1);
+    lua_rawgeti(L, t, 2);
+    b = {check_number(L, -2, fn), check_number(L, -1, fn)};
+    lua_pop(L, 2);
+  }
+  lua_pop(L, 1);
+  return b;
+}
+
+}  // namespace
+
+const std::vector<const char*> kLoopOptions = {
+    "lr", "warmup", "decay", "min_lr_ratio", "weight_decay", "betas", "eps", "clip_grad", "lr_mult",
+    "eval_every", "checkpoint_dir", "checkpoint_every", "keep_checkpoints", "resume", "stop_after", "log",
+    "progress"};
+
+train::LoopOptions read_loop_options(lua_State* L, int idx, const char* fn, const train::LoopOptions& defaults) {
+  refuse_renamed(L, idx, fn, "clip",
+                 "clip_grad (the gradient-norm clip) or clip_ratio (the PPO ratio clip of lt.rl.grpo and "
+                 "lt.rl.policy_loss)");
+  train::LoopOptions o = defaults;
+  o.lr = opt_number(L, idx, "lr", fn).value_or(o.lr);
+  o.warmup = opt_number(L, idx, "warmup", fn).value_or(o.warmup);
+  o.decay = opt_string(L, idx, "decay", fn).value_or(o.decay);
+  o.min_lr_ratio = opt_number(L, idx, "min_lr_ratio", fn).value_or(o.min_lr_ratio);
+  o.weight_decay = opt_number(L, idx, "weight_decay", fn).value_or(o.weight_decay);
+  o.eps = opt_number(L, idx, "eps", fn).value_or(o.eps);
+  std::tie(o.beta1, o.beta2) = read_betas(L, idx, fn, {o.beta1, o.beta2});
+  o.clip = opt_number(L, idx, "clip_grad", fn).value_or(o.clip);
+  LT_CHECK(o.clip >= 0, "{}: clip_grad must be >= 0 (0: no clipping), got {}", fn, o.clip);
+  if (auto m = read_lr_mult(L, idx, fn); !m.empty()) o.lr_mult = m;
+  o.eval_every = opt_integer(L, idx, "eval_every", fn, 0).value_or(o.eval_every);
+  o.checkpoint_dir = opt_string(L, idx, "checkpoint_dir", fn).value_or(o.checkpoint_dir);
+  o.checkpoint_every = opt_integer(L, idx, "checkpoint_every", fn, 0).value_or(o.checkpoint_every);
+  o.keep_checkpoints = opt_integer(L, idx, "keep_checkpoints", fn, 1).value_or(o.keep_checkpoints);
+  o.resume = opt_bool(L, idx, "resume", fn).value_or(o.resume);
+  o.stop_after = opt_integer(L, idx, "stop_after", fn, -1).value_or(o.stop_after);
+  o.progress = opt_bool(L, idx, "progress", fn).value_or(o.progress);
+  o.sink = opt_bool(L, idx, "log", fn).value_or(true) ? train_sink(L) : train::MetricSink{};
+  return o;
+}
+
+namespace {
+
 int l_causal_lm(lua_State* L) {
   const char* fn = "lt.train.causal_lm";
   const ModelHandle& box = check_model_box(L, 1, fn);
   model::Model& m = *box.m;
   check_table(L, 2, fn);
-  check_options(L, 2, fn, {"data", "val", "seq_len", "steps", "lr", "warmup", "decay", "min_lr_ratio",
-                           "weight_decay", "betas", "eps", "micro_batch", "grad_accum", "clip", "lr_mult",
-                           "eval_every", "eval_batches", "checkpoint_dir", "checkpoint_every", "resume",
-                           "stop_after", "seed", "log", "progress", "force_full_backward",
-                           "activation_checkpointing", "on_step", "shard_optimizer", "overlap_all_reduce",
-                           "bucket_bytes"});
+  const train::TrainOptions defaults;
   train::TrainOptions o;
+  static_cast<train::LoopOptions&>(o) = read_loop_options(L, 2, fn, defaults);
+  check_options(L, 2, fn, option_keys({"data", "val", "seq_len", "steps", "micro_batch", "grad_accum",
+                                       "eval_batches", "seed", "force_full_backward", "activation_checkpointing",
+                                       "on_step", "shard_optimizer", "overlap_all_reduce", "bucket_bytes"},
+                                      kLoopOptions));
   o.steps = opt_integer(L, 2, "steps", fn).value_or(o.steps);
-  o.lr = opt_number(L, 2, "lr", fn).value_or(o.lr);
-  o.warmup = opt_number(L, 2, "warmup", fn).value_or(o.warmup);
-  o.decay = opt_string(L, 2, "decay", fn).value_or(o.decay);
-  o.min_lr_ratio = opt_number(L, 2, "min_lr_ratio", fn).value_or(o.min_lr_ratio);
-  o.weight_decay = opt_number(L, 2, "weight_decay", fn).value_or(o.weight_decay);
-  o.eps = opt_number(L, 2, "eps", fn).value_or(o.eps);
-  lua_getfield(L, 2, "betas");
-  if (lua_istable(L, -1)) {
-    lua_rawgeti(L, -1, 1);
-    lua_rawgeti(L, -2, 2);
-    o.beta1 = check_number(L, -2, fn);
-    o.beta2 = check_number(L, -1, fn);
-    lua_pop(L, 2);
-  }
-  lua_pop(L, 1);
   o.micro_batch = opt_integer(L, 2, "micro_batch", fn).value_or(o.micro_batch);
   o.grad_accum = opt_integer(L, 2, "grad_accum", fn).value_or(o.grad_accum);
-  o.clip = opt_number(L, 2, "clip", fn).value_or(o.clip);
-  o.lr_mult = read_lr_mult(L, 2, fn);
-  o.eval_every = opt_integer(L, 2, "eval_every", fn).value_or(0);
-  o.checkpoint_dir = opt_string(L, 2, "checkpoint_dir", fn).value_or("");
-  o.checkpoint_every = opt_integer(L, 2, "checkpoint_every", fn).value_or(0);
-  o.resume = opt_bool(L, 2, "resume", fn).value_or(false);
-  o.stop_after = opt_integer(L, 2, "stop_after", fn).value_or(-1);
-  if (opt_bool(L, 2, "log", fn).value_or(true)) o.sink = run_sink();
   o.group = dist::active();  // data parallel under `ltrun launch` (rank 0 alone logs)
   o.shard_optimizer = opt_bool(L, 2, "shard_optimizer", fn).value_or(false);
   o.overlap_all_reduce = opt_bool(L, 2, "overlap_all_reduce", fn).value_or(false);
   o.bucket_bytes = opt_integer(L, 2, "bucket_bytes", fn).value_or(o.bucket_bytes);
   LT_CHECK(o.bucket_bytes > 0, "{}: bucket_bytes must be > 0, got {}", fn, o.bucket_bytes);
-  o.progress = opt_bool(L, 2, "progress", fn).value_or(true);
   o.force_full_backward = opt_bool(L, 2, "force_full_backward", fn).value_or(false);
   o.activation_checkpointing = opt_bool(L, 2, "activation_checkpointing", fn).value_or(false);
   if (box.tok) o.checkpoint_files.push_back(box.tok->path());
@@ -305,8 +320,8 @@ int l_causal_lm(lua_State* L) {
   }
   const int64_t seq_len = opt_integer(L, 2, "seq_len", fn).value_or(128);
   const int64_t eval_batches = opt_integer(L, 2, "eval_batches", fn).value_or(8);
-  const std::optional<int64_t> seed_opt = opt_integer(L, 2, "seed", fn);
-  const uint64_t seed = uint64_t(seed_opt.value_or(int64_t(run_seed(L))));
+  const bool seed_given = opt_integer(L, 2, "seed", fn).has_value();
+  const uint64_t seed = opt_seed(L, 2, fn, "train.order");
 
   train::DataSource data;
   lua_getfield(L, 2, "data");
@@ -322,7 +337,7 @@ int l_causal_lm(lua_State* L) {
     data.cursor = [w] { return (*w)->cursor(); };
     data.seek = [w](uint64_t x) { (*w)->seek(x); };
     data.seed = seed;
-    data.seed_given = seed_opt.has_value();
+    data.seed_given = seed_given;
     data.reseed = [w, c, seq_len](uint64_t s) {
       *w = std::make_unique<corpus::Windows>(c, "train", seq_len, s);
     };
@@ -431,11 +446,11 @@ int l_weight_change(lua_State* L) {
       train::weight_change(model_of(L, 1, fn), model_of(L, 2, fn));
   check_options(L, 3, fn, {"log"});
   if (auto name = opt_string(L, 3, "log", fn)) {
-    store::Session* s = store::Session::active();
+    RunSink* s = run_context(L).sink;
     LT_CHECK(s, "{}: log needs a run (ltrun SCRIPT)", fn);
     for (size_t l = 0; l < w.layers.size(); ++l) {
-      s->store().layer_metric(s->current(), *name, int64_t(l), "", w.layers[l]);
-      s->store().layer_metric(s->current(), *name + "_relative", int64_t(l), "", w.relative[l]);
+      s->layer_metric(*name, int64_t(l), "", w.layers[l]);
+      s->layer_metric(*name + "_relative", int64_t(l), "", w.relative[l]);
     }
   }
   lua_createtable(L, 0, 5);
@@ -473,17 +488,13 @@ int l_latest(lua_State* L) {
 
 }  // namespace
 
-train::MetricSink run_sink() {
+train::MetricSink train_sink(lua_State* L) {
   train::MetricSink k;
-  k.metric = [](const std::string& name, double v, int64_t step) {
-    if (auto* s = store::Session::active()) s->store().metric(s->current(), name, v, step);
-  };
-  k.param = [](const std::string& key, const std::string& v) {
-    if (auto* s = store::Session::active()) s->store().param(s->current(), key, v);
-  };
-  k.flush = [] {
-    if (auto* s = store::Session::active()) s->store().flush();
-  };
+  RunSink* sink = run_context(L).sink;
+  if (!sink) return k;
+  k.metric = [sink](const std::string& name, double v, int64_t step) { sink->metric(name, v, step); };
+  k.param = [sink](const std::string& key, const std::string& v) { sink->param(key, v); };
+  k.flush = [sink] { sink->flush(); };
   return k;
 }
 

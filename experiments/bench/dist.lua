@@ -41,7 +41,7 @@ local script = debug.getinfo(1, "S").source:match("^@(.*)$")
 local db = os.tmpname()  -- the launched runs' store (this run logs the comparison)
 local function launch(name, mode)  -- lt.proc: an argv array, no shell
   local log = os.tmpname()
-  local pid = lt.proc.spawn({ lt.proc.exe, "--db", db, "--seed", tostring(lt.seed), "launch", "--nproc-per-node", "2",
+  local pid = lt.proc.spawn({ lt.proc.exe, "--db", db, "--seed", ("%.0f"):format(lt.run.seed()), "launch", "--nproc-per-node", "2",
                               script, "--plan=" .. name, "--model=" .. path, "--layers=" .. cfg.layers,
                               "--hidden=" .. cfg.hidden, "--seq_len=" .. cfg.seq_len,
                               "--global_batch=" .. cfg.global_batch, "--steps=" .. cfg.steps, "--mode=" .. mode,

@@ -160,8 +160,8 @@ function M.run(o)
   for w = workers, 1, -1 do free[#free + 1] = w end
   local running, finished = {}, 0
   local waiting, said = {}, {}  -- jobs not started yet (in order); holders already named
-  -- every job gets the same seed: the scan's, folded to 31 bits (a double holds it exactly)
-  local seed = o.seed or (lt.seed % 2147483647)
+  -- every job gets the same seed: the scan's run seed (< 2^53: a double holds it exactly)
+  local seed = o.seed or lt.run.seed()
   local t0 = lt.clock()
 
   local function start(job, slot)

@@ -13,10 +13,14 @@ namespace ltrun::cli {
 struct Globals {
   std::string db;                 // --db, $LTRUN_DB, ./ltrun.db
   std::string device = "auto";    // --device
-  std::optional<uint64_t> seed;   // --seed
+  std::optional<uint64_t> seed;   // --seed N, or a fresh one for --seed fresh; unset: kDefaultSeed
   std::optional<int64_t> parent;  // --parent-run RUN: the script's run is a child of RUN (scan workers)
   std::string name;               // --run-name NAME: the script's run name (default: the script's)
 };
+
+// The run seed when --seed is not given (a rerun takes the stored seed): fixed, so that a
+// study's default run repeats its printed numbers; `--seed fresh` draws one from the OS.
+constexpr uint64_t kDefaultSeed = 1;
 
 // Exit codes: 0 ok, 1 the script failed, 2 bad usage or input, 130 interrupted.
 constexpr int kExitOk = 0, kExitFailed = 1, kExitUsage = 2, kExitInterrupted = 130;

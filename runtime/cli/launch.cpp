@@ -1,8 +1,8 @@
 // runtime/cli/launch.cpp: `ltrun launch --nproc-per-node N [--timeout SECONDS] [--nnodes M
 // --node-rank R --master-addr A --master-port P] SCRIPT.lua [--key=value ...]`: starts N ranks of this
 // ltrun on SCRIPT with a torchrun-style environment (RANK, LOCAL_RANK, WORLD_SIZE,
-// LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT) and the same --db, --device and --seed (a fresh
-// seed is drawn once for all ranks when none is given). Rank 0 writes the run to the store.
+// LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT) and the same --db, --device and --seed (`--seed fresh`
+// is drawn once, here, for all ranks). Rank 0 writes the run to the store.
 // --timeout (LTRUN_DIST_TIMEOUT, default 300 s): how long the rendezvous and each collective
 // wait for a rank; the rank that times out names the ranks that never reached the collective
 // (runtime/dist/dist.h). One node (--nnodes 1): the ranks meet in a file of the private launch
@@ -149,7 +149,7 @@ int cmd_launch(const Globals& g, const std::vector<std::string>& args) {
   LT_CHECK(node_rank < nnodes, "launch: --node-rank {} but --nnodes {}", node_rank, nnodes);
   LT_CHECK(nnodes == 1 || port > 0, "launch: several nodes need --master-port (and --master-addr)");
   if (port == 0) port = free_port();
-  const uint64_t seed = g.seed ? *g.seed : fresh_seed();
+  const uint64_t seed = g.seed ? *g.seed : kDefaultSeed;
   const int world = nproc * nnodes;
 
   char tmpl[] = "/tmp/ltrun-launch-XXXXXX";

@@ -38,7 +38,8 @@ usage:
 global options (anywhere on the line):
   --db PATH        run store (default $LTRUN_DB, else ./ltrun.db)
   --device D       auto | cpu | cuda | cuda:N (default auto)
-  --seed N         seed for LibTorch and Lua's math.random (default: fresh, recorded in the run)
+  --seed N         the run's seed (default 1; `--seed fresh`: a fresh one; recorded in the run):
+                   LibTorch, Lua's math.random and every seed stream (lt.run.seed(NAME))
   --parent-run RUN the script's run becomes a child of run RUN (worker processes of a scan)
   --run-name NAME  the script's run name (default: the script's file name)
   -h, --help       this text
@@ -80,9 +81,14 @@ int main(int argc, char** argv) {
       if (take_value(i, argc, argv, "--db", v)) g.db = v;
       else if (take_value(i, argc, argv, "--device", v)) g.device = v;
       else if (take_value(i, argc, argv, "--seed", v)) {
-        LT_CHECK(!v.empty() && v.find_first_not_of("0123456789") == std::string::npos,
-                 "--seed {}: expected a non-negative integer", v);
-        g.seed = std::stoull(v);
+        if (v == "fresh") {
+          g.seed = fresh_seed();
+        } else {
+          LT_CHECK(!v.empty() && v.size() <= 16 && v.find_first_not_of("0123456789") == std::string::npos &&
+                       std::stoull(v) < (uint64_t(1) << 53),
+                   "--seed {}: expected an integer in [0, 2^53) or `fresh`", v);
+          g.seed = std::stoull(v);
+        }
       } else if (take_value(i, argc, argv, "--parent-run", v)) {
         LT_CHECK(!v.empty() && v.find_first_not_of("0123456789") == std::string::npos,
                  "--parent-run {}: expected a run id", v);

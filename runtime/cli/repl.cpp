@@ -48,7 +48,7 @@ std::string history_path() {
 int run_repl(const Globals& g) {
   const bool tty = isatty(STDIN_FILENO) == 1;
   const c10::Device device = parse_device(g.device);
-  const uint64_t seed = g.seed ? *g.seed : fresh_seed();
+  const uint64_t seed = g.seed ? *g.seed : kDefaultSeed;
   auto store = store::Store::open(g.db);
   store::RunStart start;
   start.name = "repl";
@@ -59,7 +59,12 @@ int run_repl(const Globals& g) {
   seed_all(seed);
 
   lua::Interp interp;
-  interp.set_run_globals(device.str(), seed);
+  RunContext ctx;
+  ctx.seed = seed;
+  ctx.device = device.str();
+  ctx.sink = &session;
+  ctx.session = &session;
+  interp.set_run(ctx);
   interp.set_script("=stdin", {});
   g_interp = &interp;
   const std::string hist = history_path();

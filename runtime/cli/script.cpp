@@ -18,7 +18,7 @@ namespace ltrun::cli {
 
 int run_script(const Globals& g, const ScriptRun& r) {
   c10::Device device = parse_device(g.device);
-  const uint64_t seed = g.seed ? *g.seed : r.seed ? *r.seed : fresh_seed();
+  const uint64_t seed = g.seed ? *g.seed : r.seed ? *r.seed : kDefaultSeed;
   // several ranks (ltrun launch, Slurm): one group per process, cuda:LOCAL_RANK on GPUs, and
   // one run in the store, written by rank 0 (the other ranks log into a store in memory)
   const dist::Env denv = dist::env_from_environment();
@@ -56,7 +56,12 @@ int run_script(const Globals& g, const ScriptRun& r) {
   lua::Outcome o;
   {
     lua::Interp interp;
-    interp.set_run_globals(device.str(), seed);
+    RunContext ctx;
+    ctx.seed = seed;
+    ctx.device = device.str();
+    ctx.sink = &session;
+    ctx.session = &session;
+    interp.set_run(ctx);
     interp.set_script(r.script_path.empty() ? r.chunk_name : r.script_path, r.args);
     o = interp.run(r.code, r.chunk_name);
   }

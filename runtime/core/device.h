@@ -20,7 +20,7 @@ std::string dtype_name(c10::ScalarType t);
 
 // Seeds LibTorch's CPU and CUDA generators; the Lua RNG is seeded by the bindings.
 void seed_all(uint64_t seed);
-uint64_t fresh_seed();  // from the OS, for runs started without --seed
+uint64_t fresh_seed();  // from the OS, for `--seed fresh`
 
 std::string torch_version();
 

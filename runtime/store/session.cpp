@@ -11,14 +11,12 @@
 
 namespace ltrun::store {
 namespace {
-Session* g_active = nullptr;
 constexpr auto kGrace = std::chrono::seconds(3);  // time a Ctrl-C gets to be honoured
 constexpr auto kPoll = std::chrono::milliseconds(100);
 }
 
 Session::Session(std::shared_ptr<Store> store, RunStart top) : store_(std::move(store)), top_(std::move(top)) {
   runs_.push_back(store_->begin_run(top_));
-  g_active = this;
   watchdog_ = std::thread([this] { watch_interrupt(); });
 }
 
@@ -54,7 +52,6 @@ Session::~Session() {
   stopping_ = true;
   if (watchdog_.joinable()) watchdog_.join();
   for (const auto& e : end_all(Status::failed, "run was not closed")) std::fprintf(stderr, "ltrun: %s\n", e.c_str());
-  if (g_active == this) g_active = nullptr;
 }
 
 int64_t Session::current() const {
@@ -101,6 +98,17 @@ std::vector<std::string> Session::end_all(Status s, const std::string& error) {
   return errors;
 }
 
-Session* Session::active() { return g_active; }
+void Session::metric(const std::string& name, double value, std::optional<int64_t> step) {
+  store_->metric(current(), name, value, step);
+}
+
+void Session::layer_metric(const std::string& name, int64_t layer, const std::string& grp, double value,
+                           std::optional<int64_t> step) {
+  store_->layer_metric(current(), name, layer, grp, value, step);
+}
+
+void Session::param(const std::string& key, const std::string& value) { store_->param(current(), key, value); }
+
+void Session::flush() { store_->flush(); }
 
 }  // namespace ltrun::store

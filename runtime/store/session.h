@@ -1,5 +1,6 @@
 // runtime/store/session.h: the runs of this process: the top-level run and the stack of
-// child runs under it, so that anything (Lua or C++) can log to "the current run".
+// child runs under it. It is the run context's sink (runtime/core/run_context.h): what is
+// logged goes to "the current run", the innermost open one.
 // A watchdog ends the process as `interrupted` when a Ctrl-C is not honoured within a few
 // seconds (code that never checks, such as a JIT-compiled Lua loop, which skips hooks).
 #pragma once
@@ -10,14 +11,15 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/core/run_context.h"
 #include "runtime/store/store.h"
 
 namespace ltrun::store {
 
-class Session {
+class Session : public RunSink {
  public:
   Session(std::shared_ptr<Store> store, RunStart top);
-  ~Session();  // a run still open here ends as `failed` ("not closed")
+  ~Session() override;  // a run still open here ends as `failed` ("not closed")
 
   Store& store() { return *store_; }
   const RunStart& top() const { return top_; }
@@ -34,7 +36,13 @@ class Session {
   // errors of the closings that failed (each run is still closed as far as the store allows).
   std::vector<std::string> end_all(Status s, const std::string& error = "");
 
-  static Session* active();  // the process's session, or nullptr
+  // RunSink: writes to current()
+  int64_t run_id() const override { return current(); }
+  void metric(const std::string& name, double value, std::optional<int64_t> step = std::nullopt) override;
+  void layer_metric(const std::string& name, int64_t layer, const std::string& grp, double value,
+                    std::optional<int64_t> step = std::nullopt) override;
+  void param(const std::string& key, const std::string& value) override;
+  void flush() override;
 
  private:
   void watch_interrupt();

@@ -67,6 +67,45 @@ T.case("artifacts record path and sha256", function()
   T.raises(function() lt.run.artifact("/nonexistent/file.svg") end, "does not exist")
 end)
 
+T.case("query: named queries from db/queries with ? parameters; an unknown name is an error naming it", function()
+  lt.run.log("named_q", 7, { step = 3 })
+  local rows = q("@run_metrics", me)
+  local found = false
+  for _, r in ipairs(rows) do
+    T.eq(r.run_id, me)
+    if r.name == "named_q" then found = true; T.eq(r.step, 3); T.eq(r.value, 7) end
+  end
+  T.ok(found, "@run_metrics has this run's metric")
+  local st = {}  -- the same file `ltrun sql @status` runs
+  for _, r in ipairs(q("@status")) do st[r.status] = r.runs end
+  T.ok(st.running and st.running >= 1, "@status counts this running run")
+  T.raises(function() q("@no_such_query") end, "lt%.run%.query: no named query @no_such_query %(known: .*run_metrics")
+  T.raises(function() q("@../etc") end, "bad query name '%.%./etc'")
+end)
+
+T.case("seed: the run's seed and its named streams", function()
+  T.eq(lt.run.seed(), 20261125)  -- CTest's --seed
+  T.eq(lt.seed, nil)             -- no global to read back
+  local a, b = lt.run.seed("data.windows"), lt.run.seed("train.order")
+  T.ok(a ~= b, "two streams differ")
+  T.eq(lt.run.seed("data.windows"), a)  -- and repeat
+  T.ok(a >= 0 and a < 2 ^ 53 and a == math.floor(a), "an integer a double holds exactly")
+  -- pinned against an independent computation (Python, from the published splitmix64 and
+  -- FNV-1a constants): splitmix64(splitmix64(20261125) ^ fnv1a("eval")) mod 2^53
+  T.eq(lt.run.seed("eval"), 7907403396762285)
+  T.raises(function() lt.run.seed(3) end, "lt%.run%.seed: argument 1: expected a string")
+  -- the default seed of a seeded function is its stream: equal to passing it explicitly
+  local tmp = os.getenv("LTRUN_TEST_TMP") .. "/lua_run_seed"
+  os.execute("rm -rf '" .. tmp .. "'")
+  local jf = assert(io.open(tmp .. ".jsonl", "w"))
+  for i = 1, 30 do jf:write(('{"question": "q%d", "answer": "%d"}\n'):format(i, i)) end
+  jf:close()
+  local function qs(items) local t = {} for i, it in ipairs(items) do t[i] = it.question end return table.concat(t, ",") end
+  T.eq(qs(lt.rl.prompts(tmp .. ".jsonl", { n = 5 })), qs(lt.rl.prompts(tmp .. ".jsonl", { n = 5, seed = lt.run.seed("rl.prompts") })))
+  T.ok(qs(lt.rl.prompts(tmp .. ".jsonl", { n = 5 })) ~= qs(lt.rl.prompts(tmp .. ".jsonl", { n = 5, seed = 1 })), "seed = overrides")
+  T.raises(function() lt.rl.prompts(tmp .. ".jsonl", { n = 5, seed = -1 }) end, "lt%.rl%.prompts: option seed: %-1 is out of range")
+end)
+
 T.case("the root run describes this script", function()
   local r = q("SELECT name, status, script_sha256, length(script_text) AS n, device FROM runs WHERE id = ?", me)[1]
   T.eq(r.name, "run"); T.eq(r.status, "running"); T.eq(r.device, lt.device)  -- the session device (cuda:0 on a GPU node)

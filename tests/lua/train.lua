@@ -157,7 +157,7 @@ T.case("causal_lm: a resume without a seed continues the checkpoint's data order
   local function fresh() return base:clone():train_only("all") end
   local full = lt.train.causal_lm(fresh(), opts(tmp .. "/ck_s1", { seed = 11 }))
   lt.train.causal_lm(fresh(), opts(tmp .. "/ck_s2", { seed = 11, stop_after = 3 }))
-  T.ok(lt.seed ~= 11, "the run seed differs from the data seed")
+  T.ok(lt.run.seed("train.order") ~= 11, "the run's data-order seed differs from 11")
   local rest = lt.train.causal_lm(fresh(), opts(tmp .. "/ck_s2", { resume = true }))
   T.eq(rest.start_step, 3)
   -- the same computation on this host (as above): equal to the bit

@@ -1,0 +1,70 @@
+// runtime/core/run_context.h: the run a piece of code works for: its seed (and the named seed
+// streams derived from it), its device and dtype, where its metrics go (the sink: the current
+// run of the store), and the store session behind it. The command line makes one per run
+// (bindings/cli/script.cpp); the interpreter keeps one per lua_State and every binding reads it
+// from there (bindings/luat.h: run_context(L)), so nothing reads a Lua global back.
+//
+// Seed streams: every seeded thing (data order, packing, sampling, evaluation subsets, model
+// init, prompt selection) takes ctx.seed("its stream"), so `--seed` changes all of them and the
+// same seed repeats them, while two streams of one run are unrelated. The streams the Lua API
+// uses are listed in kSeedStreams below.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ltrun::store {
+class Session;
+}
+
+namespace ltrun {
+
+// What code writes to "the current run". Every member writes to the innermost open run at the
+// time of the call (a child run while one is open).
+class RunSink {
+ public:
+  virtual ~RunSink() = default;
+  virtual int64_t run_id() const = 0;  // the innermost open run
+  virtual void metric(const std::string& name, double value, std::optional<int64_t> step = std::nullopt) = 0;
+  virtual void layer_metric(const std::string& name, int64_t layer, const std::string& grp, double value,
+                            std::optional<int64_t> step = std::nullopt) = 0;
+  virtual void param(const std::string& key, const std::string& value) = 0;
+  virtual void flush() = 0;  // what was written so far is durable
+};
+
+// The largest integer below which a Lua number (a double) holds every integer exactly.
+constexpr uint64_t kSeedLimit = uint64_t(1) << 53;
+
+// A well-mixed seed < 2^53 for stream `stream` of run seed `run_seed`: splitmix64 of the run
+// seed combined with the FNV-1a hash of the name. Deterministic across hosts and builds.
+uint64_t stream_seed(uint64_t run_seed, std::string_view stream);
+
+// The seed streams of the Lua API (defaults of the `seed =` options, which still override).
+inline constexpr const char* kSeedStreams[] = {
+    "data.pack",     // lt.data.pack: which documents go to validation
+    "data.windows",  // lt.data.windows: window order
+    "train.order",   // lt.train.causal_lm: data order (windows of a corpus folder)
+    "model.init",    // lt.model.new, lt.model.hybrid: fresh weights
+    "eval",          // lt.eval.score: sampled answers (samples > 1, temperature > 0)
+    "generate",      // model:generate: sampling
+    "rl.rollout",    // lt.rl.rollout: sampling
+    "rl.prompts",    // lt.rl.prompts: the n-item subset
+    "rl.grpo",       // lt.rl.grpo: prompt subsets, prompt order and rollout sampling
+};
+
+struct RunContext {
+  uint64_t seed = 1;            // the run's seed (--seed; 1 by default)
+  std::string device = "cpu";   // the --device choice, resolved (cpu, cuda:0)
+  std::string dtype = "float32";
+  RunSink* sink = nullptr;            // nullptr: no run store (nothing is logged)
+  store::Session* session = nullptr;  // the runs of this process (child runs, queries, leases)
+
+  uint64_t stream(std::string_view name) const { return stream_seed(seed, name); }
+  // the active run, or nullopt without a store
+  std::optional<int64_t> run_id() const {
+    return sink ? std::optional<int64_t>(sink->run_id()) : std::nullopt;
+  }
+};
+
+}  // namespace ltrun
