@@ -31,8 +31,8 @@ return exp.study{
   presets = { paper = { lr = 3e-5, seq_len = 4096, dtype = "bfloat16", micro_batch = 4, grad_accum = 16, max_bytes = 0,
                         bench_limit = 0, eval_every = 0, val_windows = 256, protocols = "logit,generate" } },
   run = function(cfg)
+    local checkpoints = exp.checkpoints(cfg, exp.list(cfg.plans))  -- --resume=true with nothing to resume: an error first
     cfg.model = cfg.model ~= "" and cfg.model or lt.models.get("tiny-qwen3")
-    local checkpoints = exp.checkpoints(cfg, exp.list(cfg.plans))
     local base = lt.model.load(cfg.model, cfg.dtype ~= "" and { dtype = cfg.dtype } or nil)
     local data = cpt.domains(cfg)
     local measure = cpt.measurer(cfg, data)

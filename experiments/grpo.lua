@@ -11,7 +11,7 @@ local math_task = require "lt.tasks.math"
 
 return exp.study{
   name = "grpo", help = "GRPO / Dr. GRPO with the math answer reward, held-out accuracy before and after",
-  args = exp.merge_args(exp.checkpoint_args, {
+  args = exp.merge_args(exp.with_defaults(exp.checkpoint_args, { checkpoint_every = 25 }), {
     model = { "", "policy folder (\"\": lt.models tiny-math)" }, data = { "", "prompt JSONL (\"\": MODEL/train.jsonl)" },
     eval = { "", "held-out JSONL (\"\": MODEL/test.jsonl)" }, eval_n = { 200, "held-out items", int = true, min = 1 },
     algo = { "grpo", "advantage estimator", choices = { "grpo", "dr_grpo" } }, lr = { 1e-4, "learning rate", min = 0 },
@@ -28,8 +28,8 @@ return exp.study{
     train_only = { "", "trained blocks: \"\" (all), a block, a list 0,3, middle:K" },
     decontaminate = { -1, "n-gram decontamination (0: off, < 0: lt.tasks.math's rule)", int = true } }),
   run = function(cfg)
+    local ck = exp.checkpoints(cfg)()  -- --resume=true with nothing to resume: an error before the model is made
     local model = lt.models.resolve(cfg.model, "tiny-math")
-    local ck = exp.checkpoints(cfg)()
     local m, plan = exp.train_only(lt.model.load(model), cfg.train_only)
     lt.run.param("plan", plan)
     local items, evals = math_task.heldout(cfg.eval ~= "" and cfg.eval or model .. "/test.jsonl", cfg.eval_n)

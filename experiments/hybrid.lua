@@ -8,7 +8,7 @@
 -- tiny-qwen3 and tiny-nemotron (lt.models: pattern M*M-M*M-, 300 steps on the same corpus).
 local exp = require "lt.experiment"
 local hybrid = require "lt.hybrid"
-local freeze_deep = require "freeze_deep"
+local freeze_deep = require "experiments.freeze_deep"
 
 return exp.study{
   name = "hybrid", help = "hybrid Nemotron-H / Qwen3 stacks trained shallow, frozen deep",
@@ -20,6 +20,7 @@ return exp.study{
     donors = { false, "train the donors the same way, as reference rows" },
     models = { "models/hybrid", "folder for the assembled hybrids" },
     bench = { "antonyms,antonyms_heldout", "benchmarks (freeze_deep's --bench)" },
+    freeze_deep = { "", "more freeze_deep args for every row: key=value;key=value (e.g. seq_len=128;bench_limit=50)" },
     out = { "artifacts/hybrid", "folder for each row's freeze_deep artifacts" } }),
   run = function(cfg)
     local names = { "nemotron_qwen3", "qwen3_nemotron", cfg.donors and "donor_nemotron" or nil,
@@ -32,11 +33,12 @@ return exp.study{
     local results = {}
     for name, row in exp.sorted(rows) do
       local ck = cfg.checkpoint_dir ~= "" and (cfg.checkpoint_dir .. "/" .. name) or ""
-      results[name] = lt.run.child(name, freeze_deep.run, {
-        model = row.dir, plans = "train_shallow", split = row.shallow / row.n_layers, old = qwen3 .. "/heldout.txt",
-        steps = cfg.steps, bench = cfg.bench, out = cfg.out .. "/" .. name, checkpoint_dir = ck,
-        checkpoint_every = cfg.checkpoint_every,
-        resume = cfg.resume and lt.train.latest_checkpoint(ck .. "/train_shallow") ~= nil })
+      local fd = exp.pairs_arg(cfg.freeze_deep, "--freeze_deep")
+      for k, v in pairs{ model = row.dir, plans = "train_shallow", split = row.shallow / row.n_layers, steps = cfg.steps,
+                         old = qwen3 .. "/heldout.txt", bench = cfg.bench, out = cfg.out .. "/" .. name, checkpoint_dir = ck,
+                         checkpoint_every = cfg.checkpoint_every,
+                         resume = cfg.resume and lt.train.latest_checkpoint(ck .. "/train_shallow") ~= nil } do fd[k] = v end
+      results[name] = lt.run.child(name, freeze_deep.run, fd)
     end
     hybrid.print(rows, results, cfg.steps)
     return results

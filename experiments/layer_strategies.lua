@@ -20,7 +20,7 @@ return exp.study{
   args = { scan = { 0, "the layer scan run (0: the latest)", int = true, min = 0 }, k = { 3, "blocks", int = true, min = 1 },
            factor = { 3, "learning-rate factor of the boosted blocks", min = 0 },
            repeats = { 3, "evaluations of each strategy", int = true, min = 1 },
-           workers = scan.args.workers, devices = scan.args.devices, job = scan.args.job,
+           workers = scan.args.workers, devices = scan.args.devices, job = scan.args.job, scan_key = scan.args.scan_key,
            out = { "", "figure folder (\"\": the scan's WORK/figures)" } },
   run = function(cfg)
     local task_cfg, rank, scan_run = ls.stored_scan(cfg.scan)

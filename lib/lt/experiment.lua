@@ -45,19 +45,7 @@ local train_specs = {
   grad_accum = { 1, "micro-batches per optimizer step", int = true, min = 1 },
   eval_every = { 0, "held-out loss every N steps (0: never)", int = true, min = 0 },
 }
-function M.train_args(defaults)
-  local out = {}
-  for k, spec in pairs(train_specs) do
-    local copy = {}
-    for kk, v in pairs(spec) do copy[kk] = v end
-    out[k] = copy
-  end
-  for k, v in pairs(defaults or {}) do
-    if not out[k] then error(("exp.train_args: %s is not a training arg"):format(k), 2) end
-    out[k][1] = v
-  end
-  return out
-end
+function M.train_args(defaults) return M.with_defaults(train_specs, defaults or {}) end
 
 -- lt.train.causal_lm's options from cfg's training args, with `extra` (data, seed, ...) added
 function M.train_options(cfg, extra)
@@ -67,6 +55,21 @@ function M.train_options(cfg, extra)
               eval_every = (cfg.eval_every or 0) > 0 and cfg.eval_every or nil }
   for k, v in pairs(extra or {}) do o[k] = v end
   return o
+end
+
+-- a copy of arg specs with other defaults: exp.with_defaults(exp.checkpoint_args, {checkpoint_every = 25})
+function M.with_defaults(specs, defaults)
+  local out = {}
+  for k, spec in pairs(specs) do
+    local copy = {}
+    for kk, v in pairs(spec) do copy[kk] = v end
+    out[k] = copy
+  end
+  for k, v in pairs(defaults) do
+    if not out[k] then error(("exp.with_defaults: %s is not among the args"):format(k), 2) end
+    out[k][1] = v
+  end
+  return out
 end
 
 -- checkpointing of a study's trainings (exp.checkpoints below turns them into options)
@@ -88,6 +91,18 @@ function M.train_only(m, spec)
   elseif #blocks > 0 and #blocks == #M.list(spec) then m:train_only(blocks)
   else error(("train_only=%s: expected \"\" (all), a block number, a list like 0,3 or middle:K"):format(spec), 0) end
   return m, spec == "" and "all" or spec
+end
+
+-- "key=value;key=value" (an arg that passes args on to another study) → {key = value} with
+-- values as on the command line (numbers, true/false, text); `name` for messages
+function M.pairs_arg(text, name)
+  local out = {}
+  for part in tostring(text):gmatch("[^;]+") do
+    local k, v = part:match("^%s*([%w_]+)%s*=(.*)$")
+    if not k then error(("%s: '%s' is not key=value (pairs are separated by ;)"):format(name, part), 0) end
+    out[k] = args.coerce(v)
+  end
+  return out
 end
 
 -- comma-separated text → list ("" → {})
@@ -141,10 +156,10 @@ end
 -- the project's folder (experiments/, lib/, tests/ live there), for scripts that call its files
 local root = debug.getinfo(1, "S").source:match("^@(.*)/lib/lt/experiment%.lua$") or "."
 M.root = root
--- the shipped studies are modules too: `require "freeze_deep"` finds experiments/freeze_deep.lua
--- after the script's own folder and lib/ (a study of the user's of that name comes first)
-if not package.path:find(root .. "/experiments/?.lua", 1, true) then
-  package.path = package.path .. ";" .. root .. "/experiments/?.lua"
+-- the shipped studies are modules too: `require "experiments.freeze_deep"` finds
+-- ROOT/experiments/freeze_deep.lua (after the script's own folder and lib/)
+if not package.path:find(root .. "/?.lua", 1, true) then
+  package.path = package.path .. ";" .. root .. "/?.lua"
 end
 
 -- A random model for a benchmark, made in a fresh temporary folder from an lt.model.new

@@ -67,13 +67,34 @@ function M.table(o)
       local vals = {}
       for i, c in ipairs(o.columns) do
         local v = r[c[1]]
-        vals[i] = v == nil and "" or (type(v) == "string" and ('"' .. v:gsub('"', '""') .. '"') or tostring(v))
+        vals[i] = (v == nil or v ~= v) and "" or (type(v) == "string" and ('"' .. v:gsub('"', '""') .. '"') or tostring(v))
       end
       f:write(table.concat(vals, ","), "\n")
     end
     f:close()
   end
   return text
+end
+
+-- A results table from the store: one row per child run of `parent` (default: the current
+-- run; the named queries @children, @run_params, @last_metrics), with the run's name and
+-- status, the given params and the last value of each given metric; printed (and as CSV with
+-- csv = PATH) by report.table. → the rows
+function M.runs(o)
+  lt.check_options(o, "report.runs", { "parent", "params", "metrics", "csv", "title" })
+  local cols = { { "name", "%-16s", head = "run" }, { "status", "%-11s" } }
+  for _, p in ipairs(o.params or {}) do cols[#cols + 1] = { p, "%12s" } end
+  for _, m in ipairs(o.metrics or {}) do cols[#cols + 1] = { m, "%12.4g" } end
+  local rows = {}
+  for _, c in ipairs(lt.run.query("@children", o.parent or lt.run.id())) do
+    local row = { name = c.name, status = c.status, run = c.id }
+    for _, p in ipairs(lt.run.query("@run_params", c.id)) do row[p.key] = p.value end
+    for _, m in ipairs(lt.run.query("@last_metrics", c.id)) do row[m.name] = m.value end
+    for _, p in ipairs(o.params or {}) do row[p] = row[p] ~= nil and tostring(row[p]) or nil end
+    rows[#rows + 1] = row
+  end
+  M.table{ columns = cols, rows = rows, csv = o.csv, title = o.title }
+  return rows
 end
 
 -- ---- paired comparisons -------------------------------------------------------------------------

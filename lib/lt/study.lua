@@ -16,7 +16,7 @@
 --
 -- The file returns the study. When the file is the script ltrun runs, the study runs at once
 -- on the command line (`--help` prints the args); another study calls it as a function:
---   local freeze_deep = require "freeze_deep"
+--   local freeze_deep = require "experiments.freeze_deep"
 --   lt.run.child("train", freeze_deep.run, { plans = "train_shallow", steps = 10 })
 -- study.run(cfg) completes cfg (defaults, preset, checks), logs it as the run's params and
 -- returns what the study's run returns; study.config(cfg) only completes it.
@@ -148,6 +148,7 @@ function M.study(s)
   local caller = debug.getinfo(2, "S")
   study.source = caller and caller.source:match("^@(.*)$")
   if debug.getinfo(3, "f") == nil and arg then
+    study.source = arg[0] or study.source
     local opts, positional = args.parse(arg)
     if #positional > 0 then
       error(("%s: unexpected argument '%s' (args are --key=value; --help lists them)"):format(s.name, positional[1]), 0)

@@ -31,7 +31,7 @@ check "weight change only in the trained block" equals "$(sql1 "
   select count(*) from layer_metrics lm join runs r on r.id=lm.run_id
    where lm.name='weight_change' and r.name like 'layer_%' and lm.layer <> cast(substr(r.name,7) as int) and lm.value <> 0")" "0"
 
-out=$("$LTRUN" "$root/experiments/layer_scan.lua" "${opts[@]}" --resume=true 2>err2.txt); rc=$?
+out=$("$LTRUN" --seed 5 "$root/experiments/layer_scan.lua" "${opts[@]}" --resume=true 2>err2.txt); rc=$?  # the scan key holds the seed
 check "resume exits 0" equals "$rc" "0"
 check "resume skipped all 5" contains "$(cat err2.txt)" "5 job(s) already have an ok run"
 check "resume ran no job" equals "$(sql1 "select count(*) from runs where name glob 'layer_[0-9]*'")" "3"
@@ -45,7 +45,7 @@ check "shard 0 ran base, layer_0, layer_2" equals "$(sqlite3 s0.db "select group
 check "shard 1 ran full, layer_1" equals "$(sqlite3 s1.db "select group_concat(name) from (select name from runs where parent_id is not null order by name)")" "full,layer_1"
 check "a shard says what is missing" contains "$(cat s0.out)" "no ok run yet for full, layer_1"
 "$LTRUN" db merge all.db s0.db s1.db >/dev/null
-out=$("$LTRUN" --db all.db "$root/experiments/layer_scan.lua" "${opts[@]}" --analyze=true 2>&1); rc=$?
+out=$("$LTRUN" --db all.db --seed 5 "$root/experiments/layer_scan.lua" "${opts[@]}" --analyze=true 2>&1); rc=$?
 check "analysis of the merged store" equals "$rc" "0"
 check "merged analysis has 3 contributions" equals "$(sqlite3 all.db "select count(*) from layer_metrics where name='contribution' and grp=''")" "3"
 check "same scores as the single-store scan (same seed)" equals \

@@ -9,9 +9,10 @@ lt.model.new{ out = tmp .. "/m", arch = "llama", layers = 4, hidden = 32, heads 
               vocab = 300, seed = 2 }
 
 
-arg = { "--model=" .. tmp .. "/m", "--data=" .. root .. "/tests/data/diag/antsyn.tsv", "--samples=12",
-        "--groups=3", "--examples=1", "--out=" .. tmp .. "/out" }
-dofile(root .. "/experiments/layer_tracer.lua")
+require "lt.experiment"
+local study = require "experiments.layer_tracer"
+study.run{ model = tmp .. "/m", data = root .. "/tests/data/diag/antsyn.tsv", samples = 12, groups = 3, examples = 1,
+           out = tmp .. "/out" }
 lt.run.flush()
 local run = lt.run.id()
 
@@ -84,17 +85,13 @@ T.case("ltrun sql @layer_tracer: one row per layer", function()
 end)
 
 T.case("--grid draws Figure 4/9 across the store's LayerTracer runs", function()
-  arg = { "--grid=" .. run, "--out=" .. tmp .. "/out" }
-  dofile(root .. "/experiments/layer_tracer.lua")
+  study.run{ grid = tostring(run), out = tmp .. "/out" }
   lt.run.flush()
   local rows = lt.run.query("SELECT path FROM artifacts WHERE run_id = ? AND path LIKE '%grid.svg'", lt.run.id())
   T.eq(#rows, 1)
   local doc = T.read(rows[1].path)
   T.ok(doc:find("m (run " .. run .. ")", 1, true), "the row is labelled by the model folder and run")
-  T.raises(function()
-    arg = { "--grid=x" }
-    dofile(root .. "/experiments/layer_tracer.lua")
-  end, "'x' is not a run id")
+  T.raises(function() study.run{ grid = "x" } end, "'x' is not a run id")
 end)
 
 T.finish()

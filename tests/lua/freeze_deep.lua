@@ -18,11 +18,12 @@ f = assert(io.open(old, "w"))
 for i = 1, 100 do f:write(("Fortune %d: the early bird gets the worm, the second mouse gets the cheese.\n%%\n"):format(i)) end
 f:close()
 
-arg = { "--model=" .. tmp .. "/m", "--corpus=" .. corpus, "--old=" .. old, "--steps=4", "--eval_every=2",
-        "--seq_len=32", "--micro_batch=4", "--bench_limit=8", "--val_windows=8",
-        "--bench=antonyms,mc:" .. root .. "/tests/data/eval/mcq/sample.jsonl",
-        "--freeze_embeddings=true", "--freeze_head=true", "--out=" .. tmp .. "/out" }
-dofile(root .. "/experiments/freeze_deep.lua")
+-- the study as a module, called with a table (exp.study: the args checked as on the command line)
+require "lt.experiment"
+require("experiments.freeze_deep").run{ model = tmp .. "/m", corpus = corpus, old = old, steps = 4, eval_every = 2,
+  seq_len = 32, micro_batch = 4, bench_limit = 8, val_windows = 8,
+  bench = "antonyms,mc:" .. root .. "/tests/data/eval/mcq/sample.jsonl",
+  freeze_embeddings = true, freeze_head = true, out = tmp .. "/out" }
 lt.run.flush()
 local study = lt.run.id()
 
@@ -119,6 +120,19 @@ T.case("figures: loss curves and scores by plan, titles inside the picture", fun
   end
   local curves = T.read(tmp .. "/out/loss_curves.svg")
   for _, name in ipairs{ "full", "train_shallow", "train_deep" } do T.ok(curves:find(">" .. name .. "<", 1, true), name) end
+  -- one colour per plan across the figures (lt.report): a plan's line and its bars share it
+  local bars = T.read(tmp .. "/out/scores_antonyms_cloze.svg")
+  for _, name in ipairs{ "full", "train_shallow", "train_deep" } do
+    local colour = curves:match('<polyline[^>]-stroke="(#%x+)"[^>]*><title>' .. name .. '<')
+    T.ok(colour, "the curve of " .. name)
+    T.ok(bars:find('fill="' .. colour .. '"><title>' .. name .. ',', 1, true), name .. "'s bars in its curve's colour " .. colour)
+  end
+  T.ok(bars:find(">chance<", 1, true), "the chance line of a 4-way benchmark")
+  -- the table as CSV, one row per plan and the base
+  local csv = T.read(tmp .. "/out/results.csv")
+  local _, lines = csv:gsub("\n", "")
+  T.eq(lines, 5)
+  T.ok(csv:find('^plan,trainable_params,'), "CSV header")
 end)
 
 T.case("chart helpers: axis ticks by hand, one bar per plan and category, long titles widen the picture", function()

@@ -119,7 +119,6 @@ end)
 
 
 T.case("self-consistency: majority of each item's samples by hand (math equivalence, ties, abstentions)", function()
-  local st = require "lt.scan_task"
   local items = { { id = "a", answer = "12" }, { id = "b", answer = "5" }, { id = "c", answer = "4" },
                   { id = "d", answer = "9" } }
   -- samples given out of order: the vote follows the sample number, not the row order
@@ -131,7 +130,7 @@ T.case("self-consistency: majority of each item's samples by hand (math equivale
     { id = "c", sample = 2, prediction = "4" },
     { id = "d", sample = 0, prediction = "" },     { id = "d", sample = 1, prediction = "" },
   }
-  local acc, voted = st.majority_accuracy(results, items)
+  local acc, voted = require("lt.tasks.math").majority(results, items)
   -- a: 12 and 12.0 are one answer with 2 votes against 7's 1 (right); b: 3 and 5 tie, the
   -- earlier sample's 3 wins (wrong); c: the empty answers abstain, 4 (right); d: no answer
   T.near(acc, 2 / 4, 1e-12)
@@ -143,8 +142,15 @@ end)
 
 T.case("scan defaults by algorithm", function()
   local st = require "lt.scan_task"
+  -- the default model is lt.models' tiny-math-8l: a stand-in in a models folder of this test
+  local models = os.getenv("LTRUN_TEST_TMP") .. "/lua_scan_contribution_models"
+  lt.fs.remove(models)
+  lt.fs.mkdir(models)
+  lt.model.new{ out = models .. "/tiny-math-8l", layers = 1, hidden = 16, heads = 2, kv_heads = 1, vocab = 300 }
+  lt.models.folder = models
   local g = st.defaults{ algo = "grpo", model = "", data = "", bench = "", bench_limit = 0, lr = 0, micro_batch = 0 }
-  T.same_table({ g.model, g.data, g.bench, g.lr }, { "models/tiny-math-8l", "math", "math_heldout", 1e-4 })
+  lt.models.folder = nil
+  T.same_table({ g.model, g.data, g.bench, g.lr }, { models .. "/tiny-math-8l", "math", "math_heldout", 1e-4 })
   local c = st.defaults{ algo = "causal_lm", model = "m", data = "", bench = "", bench_limit = 5, lr = 0.5, micro_batch = 0 }
   T.same_table({ c.model, c.data, c.bench, c.bench_limit, c.lr, c.micro_batch }, { "m", "antonyms", "antonyms_heldout", 5, 0.5, 8 })
   T.same_table({ st.bench_name("math_heldout") }, { "math_heldout", "generate", "math" })

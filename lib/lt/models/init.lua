@@ -22,7 +22,8 @@ M.recipes = {
   ["tiny-math-8l"] = { "lt.models.tiny_math", { layers = 8, steps = 600 } },
 }
 
-function M.dir() return os.getenv("LTRUN_MODELS") or "models" end
+-- the models folder: M.folder when a script set it, else $LTRUN_MODELS, else ./models
+function M.dir() return M.folder or os.getenv("LTRUN_MODELS") or "models" end
 
 local function exists(path)
   local f = io.open(path)

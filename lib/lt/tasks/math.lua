@@ -71,19 +71,27 @@ function M.evaluator(m, model_path, items, evals, o)
   end
 end
 
+-- The majority answer of each item's samples: results = rows {id =, sample = 0-based,
+-- prediction =} (as lt.eval.score's items) in any order, voted by lt.eval.vote_items in
+-- sample order with math equivalence (empty answers abstain; ties to the earliest sample) →
+-- the share of items whose voted answer is right, {id = voted answer}
+function M.majority(results, items)
+  local preds = {}
+  for _, r in ipairs(results) do
+    preds[r.id] = preds[r.id] or {}
+    preds[r.id][r.sample + 1] = r.prediction or ""
+  end
+  local v = lt.eval.vote_items(preds, items, "math")
+  return v.acc, v.items
+end
+
 -- Self-consistency: k samples per item in one lt.eval.score call (bench BENCH, item ids ID#s),
--- the majority answer of each item (math equivalence) scored → accuracy, {id = voted answer}
+-- the majority answer of each item (M.majority) scored → accuracy, {id = voted answer}
 function M.self_consistency(m, evals, o)
   local res = lt.eval.score(m, evals, {}, { protocols = { "generate" }, bench = o.bench, samples = o.samples,
                                             temperature = o.temperature, template = o.template,
                                             max_new_tokens = o.max_response, batch_size = 64 })
-  local preds = {}
-  for _, r in ipairs(res.items) do
-    preds[r.id] = preds[r.id] or {}
-    preds[r.id][r.sample + 1] = r.prediction or ""
-  end
-  local v = lt.eval.vote_items(preds, evals, "math")
-  return v.acc, v.items
+  return M.majority(res.items, evals)
 end
 
 return M
