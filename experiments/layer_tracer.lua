@@ -21,7 +21,7 @@ return exp.study{
     data = { "wordnet", "items: wordnet, FILE.tsv or FILE.jsonl" }, samples = { 500, "samples", int = true, min = 1 },
     groups = { 10, "task groups", int = true, min = 1 }, examples = { 2, "examples per prompt", int = true, min = 0 },
     topk = { 10, "JS support: top-k tokens", int = true, min = 1 }, tau = { 0, "JS support: probability floor", min = 0 },
-    target = { "model", "target token: model (its final prediction) or answer", choices = { "model", "answer" } },
+    target = { "model", "target: model (its prediction) or given (the answer's first token)", choices = { "model", "given" } },
     ratios = { "1/3,1/2,2/3", "split ratios b/L scored" }, batch = { 8, "samples per batch", int = true, min = 1 },
     pairs = { "train", "antonym pairs", choices = { "train", "test", "all" } },
     words = { "everyday", "WordNet adjective set", choices = { "everyday", "common", "all" } },

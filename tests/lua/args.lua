@@ -33,4 +33,69 @@ T.case("exp.sorted iterates in key order", function()
   T.same_table(seen, {"a", "b", "c"})
 end)
 
+-- a study defined here (not the file's chunk run by ltrun: it does not run by itself)
+local study = exp.study{
+  name = "toy", help = "a toy study",
+  args = exp.merge_args(exp.train_args{ steps = 10 }, {
+    plans = { "a,b", "plans", list = true, choices = { "a", "b", "c" } },
+    mode = { "x", "mode", choices = { "x", "y" } },
+    frac = { 0.5, "a share", min = 0, max = 1 },
+    flag = { false, "a flag" } }),
+  presets = { big = { steps = 1000, mode = "y" } },
+  run = function(cfg) return cfg end }
+
+T.case("exp.study: defaults, presets under explicit values, types, ranges, choices, unknown keys", function()
+  local cfg = study.config{}
+  T.eq(cfg.steps, 10); T.eq(cfg.lr, 1e-3); T.eq(cfg.clip_grad, 1.0); T.eq(cfg.plans, "a,b"); T.eq(cfg.preset, "")
+  cfg = study.config{ preset = "big", steps = 7 }
+  T.eq(cfg.steps, 7); T.eq(cfg.mode, "y")       -- the explicit value wins over the preset
+  cfg = study.config{ steps = "12", flag = "true", plans = "c" }  -- command-line text converted
+  T.eq(cfg.steps, 12); T.eq(cfg.flag, true); T.eq(cfg.plans, "c")
+  T.raises(function() study.config{ stpes = 1 } end, "toy: unknown arg %-%-stpes %(known: ")
+  T.raises(function() study.config{ steps = "abc" } end, "toy: %-%-steps=abc: expected a number")
+  T.raises(function() study.config{ steps = 2.5 } end, "expected a whole number")
+  T.raises(function() study.config{ steps = 0 } end, "below the least allowed, 1")
+  T.raises(function() study.config{ frac = 1.5 } end, "above the most allowed, 1")
+  T.raises(function() study.config{ mode = "z" } end, "'z' is not one of x, y")
+  T.raises(function() study.config{ plans = "a,d" } end, "'d' is not one of a, b, c")
+  T.raises(function() study.config{ flag = 1 } end, "expected true or false")
+  T.raises(function() study.config{ preset = "huge" } end, "'huge' is not one of")
+  T.raises(function() exp.study{ name = "bad", args = { n = 3 }, run = print } end, "arg n: expected { default")
+  T.raises(function() exp.study{ name = "bad", args = { n = { 3, "n" } }, presets = { p = { m = 1 } }, run = print } end,
+           "preset p sets m, which is not an arg")
+end)
+
+T.case("exp.study: run records every value as a param of the run it runs in; help lists the args", function()
+  local cfg = lt.run.child("toy_child", study.run, { steps = 3 })
+  T.eq(cfg.steps, 3)
+  local child = lt.run.query("SELECT max(id) AS id FROM runs WHERE name = 'toy_child'")[1].id
+  local p = {}
+  for _, r in ipairs(lt.run.query("SELECT key, value FROM params WHERE run_id = ?", child)) do p[r.key] = r.value end
+  T.eq(p.steps, "3"); T.eq(p.mode, "x"); T.eq(p.frac, "0.5")
+  local help = study.help()
+  T.ok(help:find("toy: a toy study", 1, true), help)
+  T.ok(help:find("  --plans=\"a,b\"\n      plans (any of a, b, c)", 1, true), help)
+  T.ok(help:find("preset --preset=big: mode=y steps=1000", 1, true), help)
+end)
+
+T.case("exp.train_only and exp.pairs_arg", function()
+  local tmp = os.getenv("LTRUN_TEST_TMP") .. "/lua_args_model"
+  lt.fs.remove(tmp)
+  lt.model.new{ out = tmp, layers = 4, hidden = 16, heads = 2, kv_heads = 1, vocab = 300 }
+  local m = lt.model.load(tmp)
+  local function trainable() return m:n_trainable() end
+  local total = (exp.train_only(m, "")):n_trainable()
+  local _, plan = exp.train_only(m, "1")
+  T.eq(plan, "1")
+  local one = trainable()
+  T.ok(one < total, "one block trains")
+  exp.train_only(m, "0,3")
+  T.eq(trainable(), 2 * one)
+  exp.train_only(m, "middle:2")
+  T.eq(trainable(), 2 * one)
+  T.raises(function() exp.train_only(m, "deep") end, "train_only=deep: expected")
+  T.same_table(exp.pairs_arg("seq_len=128;bench=a,b;fast=true", "--x"), { seq_len = 128, bench = "a,b", fast = true })
+  T.raises(function() exp.pairs_arg("seq_len", "--x") end, "%-%-x: 'seq_len' is not key=value")
+end)
+
 T.finish()
