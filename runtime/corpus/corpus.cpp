@@ -394,4 +394,21 @@ at::Tensor Windows::next(int64_t batch) {
   return out;
 }
 
+std::vector<at::Tensor> validation_batches(const Corpus& c, const std::string& split, int64_t seq_len,
+                                           int64_t batch, int64_t n_batches) {
+  LT_CHECK(batch > 0, "validation batches: batch must be > 0, got {}", batch);
+  std::vector<at::Tensor> out;
+  if (c.tokens(split) <= seq_len) return out;
+  const Windows v(c, split, seq_len, 0, /*shuffle=*/false);
+  int64_t i = 0;
+  for (int64_t k = 0; k < n_batches && i < v.count(); ++k) {
+    const int64_t n = std::min(batch, v.count() - i);
+    std::vector<at::Tensor> rows;
+    for (int64_t j = 0; j < n; ++j) rows.push_back(v.get(i + j));
+    out.push_back(at::stack(rows));
+    i += n;
+  }
+  return out;
+}
+
 }  // namespace ltrun::corpus

@@ -83,4 +83,9 @@ class Windows {
   std::vector<int64_t> perm_;
 };
 
+// The held-out batches of a split, in order (unshuffled): up to n_batches batches of up to
+// batch windows each, int64 [b, seq_len + 1]; empty when the split has no window.
+std::vector<at::Tensor> validation_batches(const Corpus& c, const std::string& split, int64_t seq_len,
+                                           int64_t batch, int64_t n_batches);
+
 }  // namespace ltrun::corpus
