@@ -18,7 +18,7 @@ void register_proc(lua_State* L);    // bindings/proc.cpp: lt.proc (child proces
 void register_system(lua_State* L);  // bindings/system.cpp: lt.device, versions
 void register_diag(lua_State* L);    // bindings/diag.cpp: lt.diag (TP, LS, S(b), JS)
 void register_corpus(lua_State* L);  // bindings/corpus.cpp: lt.data (pack, info, windows)
-void register_train(lua_State* L);   // bindings/train.cpp: lt.train, lt.layers, m:freeze
+void register_train(lua_State* L);   // bindings/train.cpp: lt.train, lt.layers (m:freeze: model.cpp)
 void register_rl(lua_State* L);      // bindings/rl.cpp: lt.rl (rollouts, rewards, GRPO losses)
 void register_fs(lua_State* L);      // bindings/fs.cpp: lt.fs (mkdir, remove, list; no shell)
 

@@ -274,7 +274,7 @@ void set_funcs(lua_State* L, const luaL_Reg* fns) {
 }
 
 void new_class(lua_State* L, const char* name, const luaL_Reg* methods, lua_CFunction index,
-               lua_CFunction gc, lua_CFunction tostring) {
+               lua_CFunction gc, lua_CFunction tostring, const luaL_Reg* more) {
   luaL_newmetatable(L, name);
   lua_pushstring(L, name);
   lua_setfield(L, -2, "__name");
@@ -284,6 +284,7 @@ void new_class(lua_State* L, const char* name, const luaL_Reg* methods, lua_CFun
   lua_setfield(L, -2, "__tostring");
   lua_newtable(L);
   set_funcs(L, methods);
+  if (more) set_funcs(L, more);
   lua_pushcclosure(L, index, 1);
   lua_setfield(L, -2, "__index");
   lua_pop(L, 1);

@@ -127,8 +127,9 @@ void set_funcs(lua_State* L, const luaL_Reg* fns);
 // The metatable of a userdata type: __name, __gc (unwrapped: it must not throw),
 // __tostring, and __index = `index` holding the method table as upvalue 1 (index looks
 // methods up there first, then computes properties). Leaves nothing on the stack.
+// more: a second method table (another binding file's methods of the same type), or nullptr.
 void new_class(lua_State* L, const char* name, const luaL_Reg* methods, lua_CFunction index,
-               lua_CFunction gc, lua_CFunction tostring);
+               lua_CFunction gc, lua_CFunction tostring, const luaL_Reg* more = nullptr);
 // lt.<name> = new table (left on the stack)
 void new_module(lua_State* L, const char* name);
 

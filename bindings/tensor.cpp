@@ -921,6 +921,11 @@ void push_tensor(lua_State* L, at::Tensor t) {
   lua_setmetatable(L, -2);
 }
 
+void set_tensor(lua_State* L, const char* key, at::Tensor t) {
+  push_tensor(L, std::move(t));
+  lua_setfield(L, -2, key);
+}
+
 bool is_tensor(lua_State* L, int idx) { return luaL_testudata(L, idx, kMeta) != nullptr; }
 
 at::Tensor& check_tensor(lua_State* L, int idx, const char* fn) {

@@ -5,8 +5,8 @@
 // A spec is data: {layers = {0, 1}, part = "attention"|"mlp"|"norms"} for blocks (0-based
 // numbers as in model.layers.N), a string "embeddings" | "final_norm" | "lm_head" | "all",
 // a number (one block), or a list of specs (their union). nil or {} selects nothing.
-// The methods are added to lt.Model's method table (the upvalue of its __index) here, so
-// that bindings/model.cpp stays free of training code.
+// The methods are in model_train_methods(), which bindings/model.cpp puts in lt.Model's
+// method table, so that it stays free of training code.
 #include <ATen/ATen.h>
 
 #include <filesystem>
@@ -425,20 +425,15 @@ train::MetricSink train_sink(lua_State* L) {
   return k;
 }
 
-void register_train(lua_State* L) {
-  // methods on lt.Model: the method table is the upvalue of its __index closure
-  luaL_getmetatable(L, "lt.Model");
-  LT_CHECK(lua_istable(L, -1), "register_train: register_model must run first");
-  lua_getfield(L, -1, "__index");
-  LT_CHECK(lua_getupvalue(L, -1, 1) != nullptr && lua_istable(L, -1),
-           "register_train: lt.Model's __index has no method table");
+const luaL_Reg* model_train_methods() {
   static const luaL_Reg methods[] = {{"freeze", LT_FN(m_freeze)},
                                      {"train_only", LT_FN(m_train_only)},
                                      {"n_trainable", LT_FN(m_n_trainable)},
                                      {nullptr, nullptr}};
-  set_funcs(L, methods);
-  lua_pop(L, 3);
+  return methods;
+}
 
+void register_train(lua_State* L) {
   new_module(L, "layers");
   static const luaL_Reg layers[] = {
       {"shallow", LT_FN(l_shallow)}, {"deep", LT_FN(l_deep)}, {"range", LT_FN(l_range)},

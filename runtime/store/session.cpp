@@ -109,6 +109,8 @@ void Session::layer_metric(const std::string& name, int64_t layer, const std::st
 
 void Session::param(const std::string& key, const std::string& value) { store_->param(current(), key, value); }
 
+void Session::eval_item(const EvalRecord& e) { store_->eval_item(current(), e); }
+
 void Session::flush() { store_->flush(); }
 
 }  // namespace ltrun::store

@@ -42,6 +42,7 @@ class Session : public RunSink {
   void layer_metric(const std::string& name, int64_t layer, const std::string& grp, double value,
                     std::optional<int64_t> step = std::nullopt) override;
   void param(const std::string& key, const std::string& value) override;
+  void eval_item(const EvalRecord& e) override;
   void flush() override;
 
  private:
