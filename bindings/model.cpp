@@ -22,7 +22,7 @@
 #include "runtime/core/device.h"
 #include "runtime/model/create.h"
 #include "runtime/model/generate.h"
-#include "runtime/model/hybrid.h"
+#include "runtime/model/assemble.h"
 #include "runtime/model/info.h"
 #include "runtime/model/model.h"
 

@@ -37,7 +37,7 @@ struct DataSource {
 // Rows of a [N, seq_len + 1] tensor in order, wrapping around; validation from `val` if given.
 DataSource tensor_source(at::Tensor rows, at::Tensor val = {});
 
-// The train split of a packed corpus folder (runtime/corpus) in windows of seq_len + 1 tokens,
+// The train split of a packed corpus folder (runtime/data) in windows of seq_len + 1 tokens,
 // shuffled by `seed` (seed_given: asked for explicitly, see DataSource::seed); validation: the
 // val split's first n_val_batches batches of val_batch windows (none when the split is too
 // short). A corpus tokenized with a vocabulary larger than vocab_size is an error naming both.

@@ -1,6 +1,6 @@
-// runtime/corpus/corpus.cpp: reading documents, packing shards + index.json, mmap reading,
+// runtime/data/corpus.cpp: reading documents, packing shards + index.json, mmap reading,
 // shuffled windows.
-#include "runtime/corpus/corpus.h"
+#include "runtime/data/corpus.h"
 
 #include <ATen/ATen.h>
 #include <fcntl.h>
@@ -25,7 +25,7 @@
 #include "runtime/text/tokenizer.h"
 #include "runtime/text/utf8.h"
 
-namespace ltrun::corpus {
+namespace ltrun::data {
 
 namespace fs = std::filesystem;
 
@@ -411,4 +411,4 @@ std::vector<at::Tensor> validation_batches(const Corpus& c, const std::string& s
   return out;
 }
 
-}  // namespace ltrun::corpus
+}  // namespace ltrun::data
