@@ -313,10 +313,44 @@ LT_UNARY(t_t, t.t())
 LT_UNARY(t_flatten, t.flatten())
 #undef LT_UNARY
 
-int t_matmul(lua_State* L) {
-  push_tensor(L, at::matmul(check_tensor(L, 1, "matmul"), check_tensor(L, 2, "matmul")));
-  return 1;
-}
+// One-line methods: T returns a tensor, SELF changes t in place and returns it, NUM a number.
+#define LT_T(name, fn, expr)                  \
+  int name(lua_State* L) {                    \
+    at::Tensor& t = check_tensor(L, 1, fn);   \
+    push_tensor(L, expr);                     \
+    return 1;                                 \
+  }
+#define LT_SELF(name, fn, expr)               \
+  int name(lua_State* L) {                    \
+    at::Tensor& t = check_tensor(L, 1, fn);   \
+    expr;                                     \
+    lua_settop(L, 1);                         \
+    return 1;                                 \
+  }
+#define LT_NUM(name, fn, expr)                \
+  int name(lua_State* L) {                    \
+    at::Tensor& t = check_tensor(L, 1, fn);   \
+    lua_pushnumber(L, expr);                  \
+    return 1;                                 \
+  }
+LT_T(t_matmul, "matmul", at::matmul(t, check_tensor(L, 2, "matmul")))
+LT_T(t_transpose, "transpose", t.transpose(check_integer(L, 2, "transpose"), check_integer(L, 3, "transpose")))
+LT_T(t_squeeze, "squeeze", lua_isnoneornil(L, 2) ? t.squeeze() : t.squeeze(norm_dim(t, check_integer(L, 2, "squeeze"))))
+LT_T(t_unsqueeze, "unsqueeze", t.unsqueeze(check_integer(L, 2, "unsqueeze")))
+LT_T(t_narrow, "narrow", t.narrow(norm_dim(t, check_integer(L, 2, "narrow")), check_integer(L, 3, "narrow"), check_integer(L, 4, "narrow")))
+LT_T(t_index_select, "index_select", t.index_select(norm_dim(t, check_integer(L, 2, "index_select")), to_tensor(L, 3, "index_select", at::kLong).to(at::kLong).to(t.device())))
+LT_T(t_gather, "gather", t.gather(norm_dim(t, check_integer(L, 2, "gather")), to_tensor(L, 3, "gather", at::kLong).to(at::kLong).to(t.device())))
+LT_T(t_masked_fill, "masked_fill", t.masked_fill(to_tensor(L, 2, "masked_fill", at::kBool).to(at::kBool), check_number(L, 3, "masked_fill")))
+LT_SELF(t_fill, "fill", t.fill_(check_number(L, 2, "fill")))
+LT_SELF(t_zero, "zero", t.zero_())
+LT_SELF(t_copy, "copy", t.copy_(to_tensor(L, 2, "copy", t.scalar_type())))
+LT_SELF(t_requires_grad_, "requires_grad_", t.requires_grad_(lua_isnoneornil(L, 2) ? true : lua_toboolean(L, 2) != 0))
+LT_NUM(t_numel, "numel", double(t.numel()))
+LT_NUM(t_dim, "dim", double(t.dim()))
+LT_NUM(t_nbytes, "nbytes", double(t.numel() * int64_t(t.element_size())))
+#undef LT_T
+#undef LT_SELF
+#undef LT_NUM
 
 int t_size(lua_State* L) {
   at::Tensor& t = check_tensor(L, 1, "size");
@@ -325,16 +359,6 @@ int t_size(lua_State* L) {
     return 1;
   }
   lua_pushnumber(L, double(t.size(norm_dim(t, check_integer(L, 2, "size")))));
-  return 1;
-}
-
-int t_numel(lua_State* L) {
-  lua_pushnumber(L, double(check_tensor(L, 1, "numel").numel()));
-  return 1;
-}
-
-int t_dim(lua_State* L) {
-  lua_pushinteger(L, lua_Integer(check_tensor(L, 1, "dim").dim()));
   return 1;
 }
 
@@ -395,31 +419,6 @@ LT_SHAPED(t_expand, expand)
 LT_SHAPED(t_permute, permute)
 #undef LT_SHAPED
 
-int t_transpose(lua_State* L) {
-  at::Tensor& t = check_tensor(L, 1, "transpose");
-  push_tensor(L, t.transpose(check_integer(L, 2, "transpose"), check_integer(L, 3, "transpose")));
-  return 1;
-}
-
-int t_squeeze(lua_State* L) {
-  at::Tensor& t = check_tensor(L, 1, "squeeze");
-  push_tensor(L, lua_isnoneornil(L, 2) ? t.squeeze() : t.squeeze(norm_dim(t, check_integer(L, 2, "squeeze"))));
-  return 1;
-}
-
-int t_unsqueeze(lua_State* L) {
-  at::Tensor& t = check_tensor(L, 1, "unsqueeze");
-  push_tensor(L, t.unsqueeze(check_integer(L, 2, "unsqueeze")));
-  return 1;
-}
-
-int t_narrow(lua_State* L) {
-  at::Tensor& t = check_tensor(L, 1, "narrow");
-  const int64_t d = norm_dim(t, check_integer(L, 2, "narrow"));
-  push_tensor(L, t.narrow(d, check_integer(L, 3, "narrow"), check_integer(L, 4, "narrow")));
-  return 1;
-}
-
 int t_select(lua_State* L) {
   at::Tensor& t = check_tensor(L, 1, "select");
   const int64_t d = norm_dim(t, check_integer(L, 2, "select"));
@@ -431,47 +430,6 @@ int t_slice(lua_State* L) {
   at::Tensor& t = check_tensor(L, 1, "slice");
   auto opt = [&](int i) { return lua_isnoneornil(L, i) ? std::nullopt : std::optional<int64_t>(check_integer(L, i, "slice")); };
   push_tensor(L, py_slice(t, norm_dim(t, check_integer(L, 2, "slice")), opt(3), opt(4), opt(5).value_or(1)));
-  return 1;
-}
-
-int t_index_select(lua_State* L) {
-  at::Tensor& t = check_tensor(L, 1, "index_select");
-  const int64_t d = norm_dim(t, check_integer(L, 2, "index_select"));
-  push_tensor(L, t.index_select(d, to_tensor(L, 3, "index_select", at::kLong).to(at::kLong).to(t.device())));
-  return 1;
-}
-
-int t_gather(lua_State* L) {
-  at::Tensor& t = check_tensor(L, 1, "gather");
-  const int64_t d = norm_dim(t, check_integer(L, 2, "gather"));
-  push_tensor(L, t.gather(d, to_tensor(L, 3, "gather", at::kLong).to(at::kLong).to(t.device())));
-  return 1;
-}
-
-int t_masked_fill(lua_State* L) {
-  at::Tensor& t = check_tensor(L, 1, "masked_fill");
-  push_tensor(L, t.masked_fill(to_tensor(L, 2, "masked_fill", at::kBool).to(at::kBool),
-                               check_number(L, 3, "masked_fill")));
-  return 1;
-}
-
-int t_fill(lua_State* L) {  // in place, returns the tensor itself
-  at::Tensor& t = check_tensor(L, 1, "fill");
-  t.fill_(check_number(L, 2, "fill"));
-  lua_settop(L, 1);
-  return 1;
-}
-
-int t_zero(lua_State* L) {
-  check_tensor(L, 1, "zero").zero_();
-  lua_settop(L, 1);
-  return 1;
-}
-
-int t_copy(lua_State* L) {
-  at::Tensor& t = check_tensor(L, 1, "copy");
-  t.copy_(to_tensor(L, 2, "copy", t.scalar_type()));
-  lua_settop(L, 1);
   return 1;
 }
 
@@ -594,13 +552,6 @@ int t_backward(lua_State* L) {
   return 0;
 }
 
-int t_requires_grad_(lua_State* L) {
-  at::Tensor& t = check_tensor(L, 1, "requires_grad_");
-  t.requires_grad_(lua_isnoneornil(L, 2) ? true : lua_toboolean(L, 2) != 0);
-  lua_settop(L, 1);
-  return 1;
-}
-
 int t_zero_grad(lua_State* L) {
   at::Tensor& t = check_tensor(L, 1, "zero_grad");
   if (t.grad().defined()) t.mutable_grad() = at::Tensor();
@@ -613,12 +564,6 @@ int t_free(lua_State* L) {
   b->bytes = 0;
   b->t = at::Tensor();
   return 0;
-}
-
-int t_nbytes(lua_State* L) {
-  at::Tensor& t = check_tensor(L, 1, "nbytes");
-  lua_pushnumber(L, double(t.numel() * int64_t(t.element_size())));
-  return 1;
 }
 
 int t_is_contiguous(lua_State* L) {
