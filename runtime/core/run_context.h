@@ -37,6 +37,9 @@ class RunSink {
                             std::optional<int64_t> step = std::nullopt) = 0;
   virtual void param(const std::string& key, const std::string& value) = 0;
   virtual void eval_item(const EvalRecord& e) = 0;
+  // Registers a file as an artifact of the run (kind: "" = from its extension); returns the
+  // path stored (runtime/store/artifact.h says which files are taken).
+  virtual std::string artifact(const std::string& path, const std::string& kind) = 0;
   virtual void flush() = 0;  // what was written so far is durable
 };
 
