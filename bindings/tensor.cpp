@@ -429,7 +429,9 @@ int t_select(lua_State* L) {
 int t_slice(lua_State* L) {
   at::Tensor& t = check_tensor(L, 1, "slice");
   auto opt = [&](int i) { return lua_isnoneornil(L, i) ? std::nullopt : std::optional<int64_t>(check_integer(L, i, "slice")); };
-  push_tensor(L, py_slice(t, norm_dim(t, check_integer(L, 2, "slice")), opt(3), opt(4), opt(5).value_or(1)));
+  const int64_t step = opt(5).value_or(1);
+  LT_CHECK(step > 0, "slice: step must be positive, got {}", step);
+  push_tensor(L, py_slice(t, norm_dim(t, check_integer(L, 2, "slice")), opt(3), opt(4), step));
   return 1;
 }
 
