@@ -56,34 +56,17 @@ std::vector<int64_t> read_ints(lua_State* L, int idx, const char* fn, const std:
 
 // residual = true: keys 0..n-1 (as out.hidden); else the array 1..n
 void push_series(lua_State* L, const std::vector<double>& v, bool residual = false) {
-  lua_createtable(L, int(v.size()), residual ? 1 : 0);
-  for (size_t i = 0; i < v.size(); i++) {
-    lua_pushnumber(L, v[i]);
-    lua_rawseti(L, -2, int(residual ? i : i + 1));
-  }
+  push_array(L, v, residual ? 0 : 1);
 }
 
 // The four per-layer series of a sample or of a group mean as fields of the table on top:
 // p_target and js by residual (keys 0..N), tp_ratio and ls_djs by block (1..N).
 template <class Series>
 void set_layer_series(lua_State* L, const Series& s) {
-  push_series(L, s.p_target, true);
-  lua_setfield(L, -2, "p_target");
-  push_series(L, s.js, true);
-  lua_setfield(L, -2, "js");
-  push_series(L, s.tp_ratio);
-  lua_setfield(L, -2, "tp_ratio");
-  push_series(L, s.ls_djs);
-  lua_setfield(L, -2, "ls_djs");
-}
-
-template <class T>
-void push_array(lua_State* L, const std::vector<T>& v) {
-  lua_createtable(L, int(v.size()), 0);
-  for (size_t i = 0; i < v.size(); i++) {
-    lua_pushnumber(L, double(v[i]));
-    lua_rawseti(L, -2, int(i + 1));
-  }
+  set_array(L, "p_target", s.p_target, 0);
+  set_array(L, "js", s.js, 0);
+  set_array(L, "tp_ratio", s.tp_ratio);
+  set_array(L, "ls_djs", s.ls_djs);
 }
 
 void push_split(lua_State* L, const diag::Split& s) {
@@ -102,15 +85,8 @@ void push_recommendation(lua_State* L, const diag::Recommendation& r) {
   set_field(L, "b", r.split.b);
   set_field(L, "score", r.split.score);
   set_field(L, "ratio", r.split.ratio);
-  for (auto [name, a, b] : {std::tuple{"train", r.train_first, r.train_last},
-                            std::tuple{"freeze", r.freeze_first, r.freeze_last}}) {
-    lua_createtable(L, 2, 0);
-    lua_pushinteger(L, a);
-    lua_rawseti(L, -2, 1);
-    lua_pushinteger(L, b);
-    lua_rawseti(L, -2, 2);
-    lua_setfield(L, -2, name);
-  }
+  set_array(L, "train", std::vector<int>{r.train_first, r.train_last});
+  set_array(L, "freeze", std::vector<int>{r.freeze_first, r.freeze_last});
 }
 
 void push_splits(lua_State* L, const std::vector<diag::Split>& splits) {
@@ -201,28 +177,28 @@ int l_splits(lua_State* L) {
 //             tp_ratio, ls_djs}}, tp, ls, tp_interval, splits = {{ratio, b, score}}, split (the
 //             highest S(b)), recommendation (see push_recommendation)}
 //   ls_djs and ls have n_layers - 1 entries unless final_djs.
-int l_trace(lua_State* L) {
-  const char* fn = "lt.diag.trace";
-  const model::Model& m = *check_model(L, 1, fn).m;
-  check_table(L, 2, fn);
-  check_options(L, 3, fn, {"topk", "candidates", "batch", "tau", "final_djs", "method", "ratios"});
+diag::TraceOptions read_trace_options(lua_State* L, int opts, const char* fn) {
+  check_options(L, opts, fn, {"topk", "candidates", "batch", "tau", "final_djs", "method", "ratios"});
   diag::TraceOptions o;
-  o.topk = opt_integer(L, 3, "topk", fn).value_or(o.topk);
-  o.candidates = opt_integer(L, 3, "candidates", fn).value_or(o.candidates);
-  o.batch = opt_integer(L, 3, "batch", fn).value_or(o.batch);
-  o.tau = opt_number(L, 3, "tau", fn).value_or(o.tau);
-  o.include_final_djs = opt_bool(L, 3, "final_djs", fn).value_or(false);
-  const std::string method = opt_string(L, 3, "method", fn).value_or("prefix");
+  o.topk = opt_integer(L, opts, "topk", fn).value_or(o.topk);
+  o.candidates = opt_integer(L, opts, "candidates", fn).value_or(o.candidates);
+  o.batch = opt_integer(L, opts, "batch", fn).value_or(o.batch);
+  o.tau = opt_number(L, opts, "tau", fn).value_or(o.tau);
+  o.include_final_djs = opt_bool(L, opts, "final_djs", fn).value_or(false);
+  const std::string method = opt_string(L, opts, "method", fn).value_or("prefix");
   if (method == "naive") o.method = diag::Method::Naive;
   else if (method == "resume") o.method = diag::Method::Resume;
   else if (method != "prefix")
     fail("{}: method '{}': expected \"prefix\", \"resume\" or \"naive\"", fn, method);
-  const std::vector<double> ratios = read_ratios(L, 3, fn);
+  return o;
+}
 
-  std::vector<diag::Sample> samples(lua_objlen(L, 2));
+std::vector<diag::Sample> read_samples(lua_State* L, int idx, const char* fn) {
+  check_table(L, idx, fn);
+  std::vector<diag::Sample> samples(lua_objlen(L, idx));
   LT_CHECK(!samples.empty(), "{}: no samples given", fn);
   for (size_t i = 0; i < samples.size(); i++) {
-    lua_rawgeti(L, 2, int(i + 1));
+    lua_rawgeti(L, idx, int(i + 1));
     const int s = lua_gettop(L);
     if (!lua_istable(L, s)) fail("{}: samples[{}]: expected a table, got {}", fn, i + 1, type_name(L, s));
     const std::string at = fmt::format("samples[{}]", i + 1);
@@ -235,61 +211,65 @@ int l_trace(lua_State* L) {
     samples[i].group = opt_int(L, s, "group", fn).value_or(1);
     lua_pop(L, 1);
   }
+  return samples;
+}
 
-  const auto traces = diag::trace(m, samples, o);
-  const int N = m.n_layers();
+// {target, group, p_target, js, tp_ratio, ls_djs, tp_interval, top = {[r] = {ids, probs}}}
+void push_sample_trace(lua_State* L, const diag::SampleTrace& t, int n_layers) {
   lua_createtable(L, 0, 8);
-  set_field(L, "n_layers", N);
-  lua_pushboolean(L, o.include_final_djs);
-  lua_setfield(L, -2, "final_djs");
-  lua_createtable(L, int(traces.size()), 0);
-  for (size_t i = 0; i < traces.size(); i++) {
-    const diag::SampleTrace& t = traces[i];
-    lua_createtable(L, 0, 8);
-    set_field(L, "target", double(t.target));
-    set_field(L, "group", t.group);
-    set_layer_series(L, t);
-    push_array(L, t.tp_interval);
-    lua_setfield(L, -2, "tp_interval");
-    lua_createtable(L, N, 1);
-    for (int r = 0; r <= N; r++) {
-      lua_createtable(L, 0, 2);
-      push_array(L, t.top_ids[r]);
-      lua_setfield(L, -2, "ids");
-      push_array(L, t.top_probs[r]);
-      lua_setfield(L, -2, "probs");
-      lua_rawseti(L, -2, r);
-    }
-    lua_setfield(L, -2, "top");
-    lua_rawseti(L, -2, int(i + 1));
+  set_field(L, "target", double(t.target));
+  set_field(L, "group", t.group);
+  set_layer_series(L, t);
+  set_array(L, "tp_interval", t.tp_interval);
+  lua_createtable(L, n_layers, 1);
+  for (int r = 0; r <= n_layers; r++) {
+    lua_createtable(L, 0, 2);
+    set_array(L, "ids", t.top_ids[r]);
+    set_array(L, "probs", t.top_probs[r]);
+    lua_rawseti(L, -2, r);
   }
-  lua_setfield(L, -2, "samples");
+  lua_setfield(L, -2, "top");
+}
 
-  const diag::Summary sum = diag::summarize(traces, ratios, o.tau);
+// groups, tp, ls, tp_interval, splits, split, recommendation into the table on top
+void set_summary(lua_State* L, const diag::Summary& sum) {
   lua_createtable(L, int(sum.groups.size()), 0);
   for (size_t g = 0; g < sum.groups.size(); g++) {
-    const diag::GroupMeans& gm = sum.groups[g];
     lua_createtable(L, 0, 6);
-    set_field(L, "group", gm.group);
-    set_field(L, "samples", gm.samples);
-    set_layer_series(L, gm);
+    set_field(L, "group", sum.groups[g].group);
+    set_field(L, "samples", sum.groups[g].samples);
+    set_layer_series(L, sum.groups[g]);
     lua_rawseti(L, -2, int(g + 1));
   }
   lua_setfield(L, -2, "groups");
-  push_series(L, sum.tp);
-  lua_setfield(L, -2, "tp");
-  push_series(L, sum.ls);
-  lua_setfield(L, -2, "ls");
-  push_array(L, sum.tp_interval);
-  lua_setfield(L, -2, "tp_interval");
-  if (!sum.splits.empty()) {
-    push_splits(L, sum.splits);
-    lua_setfield(L, -2, "splits");
-    push_split(L, sum.best);
-    lua_setfield(L, -2, "split");
-    push_recommendation(L, sum.recommendation);
-    lua_setfield(L, -2, "recommendation");
+  set_array(L, "tp", sum.tp);
+  set_array(L, "ls", sum.ls);
+  set_array(L, "tp_interval", sum.tp_interval);
+  if (sum.splits.empty()) return;
+  push_splits(L, sum.splits);
+  lua_setfield(L, -2, "splits");
+  push_split(L, sum.best);
+  lua_setfield(L, -2, "split");
+  push_recommendation(L, sum.recommendation);
+  lua_setfield(L, -2, "recommendation");
+}
+
+int l_trace(lua_State* L) {
+  const char* fn = "lt.diag.trace";
+  const model::Model& m = *check_model(L, 1, fn).m;
+  const diag::TraceOptions o = read_trace_options(L, 3, fn);
+  const std::vector<double> ratios = read_ratios(L, 3, fn);
+  const auto traces = diag::trace(m, read_samples(L, 2, fn), o);
+  lua_createtable(L, 0, 8);
+  set_field(L, "n_layers", m.n_layers());
+  set_bool(L, "final_djs", o.include_final_djs);
+  lua_createtable(L, int(traces.size()), 0);
+  for (size_t i = 0; i < traces.size(); i++) {
+    push_sample_trace(L, traces[i], m.n_layers());
+    lua_rawseti(L, -2, int(i + 1));
   }
+  lua_setfield(L, -2, "samples");
+  set_summary(L, diag::summarize(traces, ratios, o.tau));
   return 1;
 }
 

@@ -16,7 +16,6 @@
 #include "runtime/eval/math_answer.h"
 #include "runtime/eval/metrics.h"
 #include "runtime/eval/prompt.h"
-#include "runtime/store/session.h"
 
 namespace ltrun::lua {
 namespace {
@@ -32,21 +31,9 @@ void push_item(lua_State* L, const eval::Item& it) {
   set_field(L, "answer", it.answer);
   set_field(L, "solution", it.solution);
   set_field(L, "source", it.source);
-  lua_createtable(L, int(it.choices.size()), 0);
-  for (size_t i = 0; i < it.choices.size(); i++) {
-    push(L, it.choices[i]);
-    lua_rawseti(L, -2, int(i + 1));
-  }
-  lua_setfield(L, -2, "choices");
+  set_array(L, "choices", it.choices);
   if (!it.cloze.empty()) set_field(L, "cloze", it.cloze);
-  if (!it.cloze_choices.empty()) {
-    lua_createtable(L, int(it.cloze_choices.size()), 0);
-    for (size_t i = 0; i < it.cloze_choices.size(); i++) {
-      push(L, it.cloze_choices[i]);
-      lua_rawseti(L, -2, int(i + 1));
-    }
-    lua_setfield(L, -2, "cloze_choices");
-  }
+  if (!it.cloze_choices.empty()) set_array(L, "cloze_choices", it.cloze_choices);
 }
 
 std::string field(lua_State* L, int t, const char* k, const char* fn, bool required) {
@@ -72,16 +59,8 @@ eval::Item read_item(lua_State* L, int t, const char* fn) {
   it.source = "item " + it.id;
   it.solution = field(L, t, "solution", fn, false);
   it.cloze = field(L, t, "cloze", fn, false);
-  for (auto [key, list] : {std::pair{"choices", &it.choices}, std::pair{"cloze_choices", &it.cloze_choices}}) {
-    lua_getfield(L, t, key);
-    if (lua_istable(L, -1))
-      for (int i = 1; i <= int(lua_objlen(L, -1)); i++) {
-        lua_rawgeti(L, -1, i);
-        list->push_back(check_string(L, lua_gettop(L), fn));
-        lua_pop(L, 1);
-      }
-    lua_pop(L, 1);
-  }
+  it.choices = opt_strings(L, t, "choices", fn);
+  it.cloze_choices = opt_strings(L, t, "cloze_choices", fn);
   return it;
 }
 
@@ -108,29 +87,13 @@ int l_load(lua_State* L) {
   return 1;
 }
 
-// lt.eval.score(model, items, pool, {protocols=, shots=, batch_size=, max_new_tokens=,
-//   samples=, temperature=, top_p=, seed = (stream "eval"), bench=, template=} (math: the prompt, "{question}"
-//   replaced) → summary; logs items and accuracies
-int l_score(lua_State* L) {
-  const char* fn = "lt.eval.score";
-  const ModelHandle& h = check_model(L, 1, fn);
-  if (!h.tok) fail("{}: {} has no tokenizer.json, which evaluation needs", fn, h.path);
-  const auto items = read_items(L, 2, fn);
-  const auto pool = lua_istable(L, 3) ? read_items(L, 3, fn) : std::vector<eval::Item>{};
+eval::HarnessOptions read_harness_options(lua_State* L, int opts, const char* fn) {
   eval::HarnessOptions o;
-  const int opts = 4;
   check_options(L, opts, fn, {"protocols", "shots", "batch_size", "max_new_tokens", "samples", "temperature",
                               "top_p", "seed", "template", "bench"});
   if (lua_istable(L, opts)) {
     lua_getfield(L, opts, "protocols");
-    if (lua_istable(L, -1)) {
-      o.protocols.clear();
-      for (int i = 1; i <= int(lua_objlen(L, -1)); i++) {
-        lua_rawgeti(L, -1, i);
-        o.protocols.push_back(check_string(L, lua_gettop(L), fn));
-        lua_pop(L, 1);
-      }
-    }
+    if (!lua_isnil(L, -1)) o.protocols = read_strings(L, lua_gettop(L), fn, "protocols");
     lua_pop(L, 1);
   }
   o.shots = opt_int(L, opts, "shots", fn, 0).value_or(0);
@@ -141,84 +104,69 @@ int l_score(lua_State* L) {
   o.top_p = opt_number(L, opts, "top_p", fn).value_or(1.0);
   o.seed = opt_seed(L, opts, fn, "eval");
   o.math_template = opt_string(L, opts, "template", fn).value_or("");
-  const std::string bench_name = opt_string(L, opts, "bench", fn).value_or(items.empty() ? "" : items[0].bench);
+  return o;
+}
+
+// summary[protocol] = {acc, acc_macro, n, correct, by_category = {cat = acc}, by_subject = {...}};
+// protocol "generate_contains": the generate outputs under the inclusion rule
+void push_summary(lua_State* L, const eval::Summary& sum) {
+  lua_createtable(L, 0, 8);
+  set_field(L, "acc", sum.all.acc());
+  set_field(L, "acc_macro", sum.acc_macro());
+  set_field(L, "n", sum.all.n);
+  set_field(L, "correct", sum.all.correct);
+  for (auto [name, table] : {std::pair{"by_category", &sum.by_category}, std::pair{"by_subject", &sum.by_subject}}) {
+    lua_newtable(L);
+    for (const auto& [k, sc] : *table)
+      if (!k.empty()) set_field(L, k.c_str(), sc.acc());
+    lua_setfield(L, -2, name);
+  }
+  if (sum.samples > 1) {
+    set_field(L, "avg_at_k", sum.avg_at_k);
+    set_field(L, "pass_at_k", sum.pass_at_k);
+    set_field(L, "k", sum.samples);
+  }
+}
+
+// one prediction: {id, protocol, prediction, output, correct, sample, choice_logp (cloze)}
+void push_item_result(lua_State* L, const eval::ItemResult& r) {
+  lua_createtable(L, 0, 7);
+  set_field(L, "id", r.item->id);
+  set_field(L, "protocol", r.protocol);
+  set_field(L, "prediction", r.prediction);
+  set_field(L, "output", r.output);
+  set_bool(L, "correct", r.correct);
+  set_field(L, "sample", r.sample);
+  if (!r.choice_logp.empty()) set_array(L, "choice_logp", r.choice_logp);  // cloze: the score of each option
+}
+
+// lt.eval.score(model, items, pool, {protocols=, shots=, batch_size=, max_new_tokens=,
+//   samples=, temperature=, top_p=, seed = (stream "eval"), bench=, template=} (math: the
+//   prompt, "{question}" replaced) → {[protocol] = summary, items = {predictions in item
+//   order per protocol}}; logs items and accuracies to the current run (eval::log_result)
+int l_score(lua_State* L) {
+  const char* fn = "lt.eval.score";
+  const ModelHandle& h = check_model(L, 1, fn);
+  if (!h.tok) fail("{}: {} has no tokenizer.json, which evaluation needs", fn, h.path);
+  const auto items = read_items(L, 2, fn);
+  const auto pool = lua_istable(L, 3) ? read_items(L, 3, fn) : std::vector<eval::Item>{};
+  eval::HarnessOptions o = read_harness_options(L, 4, fn);
+  const std::string bench = opt_string(L, 4, "bench", fn).value_or(items.empty() ? "" : items[0].bench);
   if (stderr_is_terminal())
     o.progress = [&](size_t done, size_t total) {
-      fmt::print(stderr, "\reval {}: {}/{} items", bench_name, done, total);
+      fmt::print(stderr, "\reval {}: {}/{} items", bench, done, total);
       if (done == total) fmt::print(stderr, "\n");
     };
-  auto res = eval::evaluate(*h.m, *h.tok, items, pool, o);
-
-  store::Session* s = run_context(L).session;
-  if (s) {
-    const int64_t run = s->current();
-    for (const auto& r : res.items) {
-      store::EvalItem e;
-      e.bench = bench_name;
-      e.item_id = r.sample ? r.item->id + "#" + std::to_string(r.sample) : r.item->id;
-      e.category = r.item->category;
-      e.protocol = r.protocol;
-      e.prediction = r.prediction;
-      e.answer = r.item->answer;
-      if (!r.item->answer.empty()) e.correct = r.correct;
-      s->store().eval_item(run, e);
-    }
-    for (const auto& sum : res.summaries) {
-      const std::string base = bench_name + "/" + sum.protocol;
-      if (sum.all.n) s->store().metric(run, base + "/acc", sum.all.acc());
-      const bool has_categories = std::any_of(sum.by_category.begin(), sum.by_category.end(),
-                                              [](const auto& c) { return !c.first.empty() && c.second.n; });
-      if (has_categories) s->store().metric(run, base + "/acc_macro", sum.acc_macro());
-      for (const auto& [cat, sc] : sum.by_category)
-        if (!cat.empty() && sc.n) s->store().metric(run, base + "/acc/" + cat, sc.acc());
-      if (sum.samples > 1) {
-        s->store().metric(run, fmt::format("{}/avg@{}", bench_name, sum.samples), sum.avg_at_k);
-        s->store().metric(run, fmt::format("{}/pass@{}", bench_name, sum.samples), sum.pass_at_k);
-      }
-    }
-  }
-  // summary[protocol] = {acc, acc_macro, n, correct, by_category = {cat = acc}, by_subject = {...}};
-  // protocol "generate_contains": the generate outputs under the inclusion rule
+  const auto res = eval::evaluate(*h.m, *h.tok, items, pool, o);
+  if (RunSink* sink = run_context(L).sink) eval::log_result(*sink, bench, res);
   lua_createtable(L, 0, int(res.summaries.size()));
   for (const auto& sum : res.summaries) {
-    lua_createtable(L, 0, 8);
-    set_field(L, "acc", sum.all.acc());
-    set_field(L, "acc_macro", sum.acc_macro());
-    set_field(L, "n", sum.all.n);
-    set_field(L, "correct", sum.all.correct);
-    for (auto [name, table] : {std::pair{"by_category", &sum.by_category}, std::pair{"by_subject", &sum.by_subject}}) {
-      lua_newtable(L);
-      for (const auto& [k, sc] : *table)
-        if (!k.empty()) set_field(L, k.c_str(), sc.acc());
-      lua_setfield(L, -2, name);
-    }
-    if (sum.samples > 1) {
-      set_field(L, "avg_at_k", sum.avg_at_k);
-      set_field(L, "pass_at_k", sum.pass_at_k);
-      set_field(L, "k", sum.samples);
-    }
+    push_summary(L, sum);
     lua_setfield(L, -2, sum.protocol.c_str());
   }
-  // the per-item predictions, in item order per protocol
   lua_createtable(L, int(res.items.size()), 0);
   for (size_t i = 0; i < res.items.size(); i++) {
-    const auto& r = res.items[i];
-    lua_createtable(L, 0, 6);
-    set_field(L, "id", r.item->id);
-    set_field(L, "protocol", r.protocol);
-    set_field(L, "prediction", r.prediction);
-    set_field(L, "output", r.output);
-    lua_pushboolean(L, r.correct);
-    lua_setfield(L, -2, "correct");
-    set_field(L, "sample", r.sample);
-    if (!r.choice_logp.empty()) {  // cloze: the score of each option
-      lua_createtable(L, int(r.choice_logp.size()), 0);
-      for (size_t c = 0; c < r.choice_logp.size(); c++) {
-        lua_pushnumber(L, r.choice_logp[c]);
-        lua_rawseti(L, -2, int(c + 1));
-      }
-      lua_setfield(L, -2, "choice_logp");
-    }
+    push_item_result(L, res.items[i]);
     lua_rawseti(L, -2, int(i + 1));
   }
   lua_setfield(L, -2, "items");

@@ -22,8 +22,63 @@ bool is_null(lua_State* L, int idx) {
   return lua_islightuserdata(L, idx) && lua_touserdata(L, idx) == &kNullKey;
 }
 
+nlohmann::json convert(lua_State* L, int idx, std::vector<const void*>& path);
+
+// a table is an array when its keys are exactly 1..n, or when empty and marked lt.json.array
+bool is_array(lua_State* L, int idx) {
+  const size_t n = lua_objlen(L, idx);
+  size_t count = 0;
+  bool all_int = true;
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    count++;
+    if (lua_type(L, -2) != LUA_TNUMBER) all_int = false;
+    lua_pop(L, 1);
+  }
+  bool marked_array = false;
+  if (lua_getmetatable(L, idx)) {
+    luaL_getmetatable(L, kArrayMeta);
+    marked_array = lua_rawequal(L, -1, -2);
+    lua_pop(L, 2);
+  }
+  return (count > 0 && all_int && count == n) || (count == 0 && marked_array);
+}
+
 // `path` holds the tables from the root down to this one: a table met again on its own path
 // is a cycle (a table shared by two branches is fine and is written twice).
+nlohmann::json convert_table(lua_State* L, int idx, std::vector<const void*>& path) {
+  const void* self = lua_topointer(L, idx);
+  for (const void* p : path)
+    if (p == self) fail("lt.json.encode: a table contains itself (a cycle {} level(s) deep)", path.size());
+  if (int(path.size()) >= kMaxDepth) fail("lt.json.encode: tables nested deeper than {} levels", kMaxDepth);
+  check_stack(L, 4, "lt.json.encode");
+  path.push_back(self);
+  struct Pop {
+    std::vector<const void*>& p;
+    ~Pop() { p.pop_back(); }
+  } pop{path};
+  if (is_array(L, idx)) {
+    nlohmann::json a = nlohmann::json::array();
+    for (size_t i = 1; i <= lua_objlen(L, idx); i++) {
+      lua_rawgeti(L, idx, int(i));
+      a.push_back(convert(L, -1, path));
+      lua_pop(L, 1);
+    }
+    return a;
+  }
+  nlohmann::json o = nlohmann::json::object();
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    std::string key;
+    if (lua_type(L, -2) == LUA_TSTRING) key = lua_tostring(L, -2);
+    else if (lua_type(L, -2) == LUA_TNUMBER) key = fmt::format("{}", lua_tonumber(L, -2));
+    else fail("lt.json.encode: table key of type {} cannot be a JSON key", luaL_typename(L, -2));
+    o[key] = convert(L, -1, path);
+    lua_pop(L, 1);
+  }
+  return o;
+}
+
 nlohmann::json convert(lua_State* L, int idx, std::vector<const void*>& path) {
   idx = abs_index(L, idx);
   switch (lua_type(L, idx)) {
@@ -43,53 +98,7 @@ nlohmann::json convert(lua_State* L, int idx, std::vector<const void*>& path) {
     case LUA_TLIGHTUSERDATA:
       if (is_null(L, idx)) return nullptr;
       break;
-    case LUA_TTABLE: {
-      const void* self = lua_topointer(L, idx);
-      for (const void* p : path)
-        if (p == self) fail("lt.json.encode: a table contains itself (a cycle {} level(s) deep)", path.size());
-      if (int(path.size()) >= kMaxDepth) fail("lt.json.encode: tables nested deeper than {} levels", kMaxDepth);
-      check_stack(L, 4, "lt.json.encode");
-      path.push_back(self);
-      struct Pop {
-        std::vector<const void*>& p;
-        ~Pop() { p.pop_back(); }
-      } pop{path};
-      size_t n = lua_objlen(L, idx);
-      size_t count = 0;
-      bool all_int = true;
-      lua_pushnil(L);
-      while (lua_next(L, idx)) {
-        count++;
-        if (lua_type(L, -2) != LUA_TNUMBER) all_int = false;
-        lua_pop(L, 1);
-      }
-      bool marked_array = false;
-      if (lua_getmetatable(L, idx)) {
-        luaL_getmetatable(L, kArrayMeta);
-        marked_array = lua_rawequal(L, -1, -2);
-        lua_pop(L, 2);
-      }
-      if ((count > 0 && all_int && count == n) || (count == 0 && marked_array)) {
-        nlohmann::json a = nlohmann::json::array();
-        for (size_t i = 1; i <= n; i++) {
-          lua_rawgeti(L, idx, int(i));
-          a.push_back(convert(L, -1, path));
-          lua_pop(L, 1);
-        }
-        return a;
-      }
-      nlohmann::json o = nlohmann::json::object();
-      lua_pushnil(L);
-      while (lua_next(L, idx)) {
-        std::string key;
-        if (lua_type(L, -2) == LUA_TSTRING) key = lua_tostring(L, -2);
-        else if (lua_type(L, -2) == LUA_TNUMBER) key = fmt::format("{}", lua_tonumber(L, -2));
-        else fail("lt.json.encode: table key of type {} cannot be a JSON key", luaL_typename(L, -2));
-        o[key] = convert(L, -1, path);
-        lua_pop(L, 1);
-      }
-      return o;
-    }
+    case LUA_TTABLE: return convert_table(L, idx, path);
     default: break;
   }
   fail("lt.json.encode: a {} is not representable in JSON", type_name(L, idx));

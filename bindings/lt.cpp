@@ -17,8 +17,8 @@ void register_stats(lua_State* L);   // bindings/stats.cpp: lt.stats (ranks, cor
 void register_proc(lua_State* L);    // bindings/proc.cpp: lt.proc (child processes from argv arrays)
 void register_system(lua_State* L);  // bindings/system.cpp: lt.device, versions
 void register_diag(lua_State* L);    // bindings/diag.cpp: lt.diag (TP, LS, S(b), JS)
-void register_corpus(lua_State* L);  // bindings/corpus.cpp: lt.data (pack, info, windows)
-void register_train(lua_State* L);   // bindings/train.cpp: lt.train, lt.layers, m:freeze
+void register_data(lua_State* L);  // bindings/data.cpp: lt.data (pack, info, windows)
+void register_train(lua_State* L);   // bindings/train.cpp: lt.train, lt.layers (m:freeze: model.cpp)
 void register_rl(lua_State* L);      // bindings/rl.cpp: lt.rl (rollouts, rewards, GRPO losses)
 void register_fs(lua_State* L);      // bindings/fs.cpp: lt.fs (mkdir, remove, list; no shell)
 
@@ -37,7 +37,7 @@ void open_lt(lua_State* L) {
   register_stats(L);
   register_proc(L);
   register_diag(L);
-  register_corpus(L);
+  register_data(L);
   register_train(L);
   register_rl(L);
   register_fs(L);

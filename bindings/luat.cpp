@@ -208,6 +208,64 @@ void set_field(lua_State* L, const char* key, const std::string& v) {
   lua_setfield(L, -2, key);
 }
 
+void set_bool(lua_State* L, const char* key, bool v) {
+  lua_pushboolean(L, v);
+  lua_setfield(L, -2, key);
+}
+
+namespace {
+// calls f(i) with t[i] on top of the stack for i = 1..#t (popped after)
+template <class F>
+void each(lua_State* L, int idx, const char* fn, const char* what, F f) {
+  if (!lua_istable(L, idx)) fail("{}: {}: expected a table, got {}", fn, what, type_name(L, idx));
+  idx = abs_index(L, idx);
+  const int n = int(lua_objlen(L, idx));
+  for (int i = 1; i <= n; i++) {
+    lua_rawgeti(L, idx, i);
+    f(i);
+    lua_pop(L, 1);
+  }
+}
+}  // namespace
+
+std::vector<double> read_numbers(lua_State* L, int idx, const char* fn, const char* what) {
+  std::vector<double> v;
+  each(L, idx, fn, what, [&](int i) {
+    if (lua_type(L, -1) != LUA_TNUMBER) fail("{}: {}[{}]: expected a number, got {}", fn, what, i, type_name(L, -1));
+    v.push_back(lua_tonumber(L, -1));
+  });
+  return v;
+}
+
+std::vector<int64_t> read_integers(lua_State* L, int idx, const char* fn, const char* what, int64_t lo, int64_t hi) {
+  std::vector<int64_t> v;
+  each(L, idx, fn, what, [&](int i) { v.push_back(to_integer(L, -1, fmt::format("{}: {}[{}]", fn, what, i), lo, hi)); });
+  return v;
+}
+
+std::vector<std::string> read_strings(lua_State* L, int idx, const char* fn, const char* what) {
+  std::vector<std::string> v;
+  each(L, idx, fn, what, [&](int i) {
+    if (lua_type(L, -1) != LUA_TSTRING) fail("{}: {}[{}]: expected a string, got {}", fn, what, i, type_name(L, -1));
+    v.push_back(lua_tostring(L, -1));
+  });
+  return v;
+}
+
+std::vector<std::string> opt_strings(lua_State* L, int t, const char* key, const char* fn) {
+  std::vector<std::string> out;
+  if (!get_field(L, t, key)) return out;
+  if (lua_type(L, -1) == LUA_TSTRING) out.push_back(lua_tostring(L, -1));
+  else if (lua_istable(L, -1)) out = read_strings(L, lua_gettop(L), fn, key);
+  else {
+    const std::string tn = type_name(L, -1);
+    lua_pop(L, 1);
+    fail("{}: option {}: expected a string or a list of strings, got {}", fn, key, tn);
+  }
+  lua_pop(L, 1);
+  return out;
+}
+
 void set_funcs(lua_State* L, const luaL_Reg* fns) {
   for (; fns->name; fns++) {
     lua_pushcfunction(L, fns->func);
@@ -216,7 +274,7 @@ void set_funcs(lua_State* L, const luaL_Reg* fns) {
 }
 
 void new_class(lua_State* L, const char* name, const luaL_Reg* methods, lua_CFunction index,
-               lua_CFunction gc, lua_CFunction tostring) {
+               lua_CFunction gc, lua_CFunction tostring, const luaL_Reg* more) {
   luaL_newmetatable(L, name);
   lua_pushstring(L, name);
   lua_setfield(L, -2, "__name");
@@ -226,6 +284,7 @@ void new_class(lua_State* L, const char* name, const luaL_Reg* methods, lua_CFun
   lua_setfield(L, -2, "__tostring");
   lua_newtable(L);
   set_funcs(L, methods);
+  if (more) set_funcs(L, more);
   lua_pushcclosure(L, index, 1);
   lua_setfield(L, -2, "__index");
   lua_pop(L, 1);
@@ -237,6 +296,24 @@ void new_module(lua_State* L, const char* name) {
   lua_pushvalue(L, -1);
   lua_setfield(L, -3, name);
   lua_remove(L, -2);
+}
+
+LuaRef::LuaRef(lua_State* l, int idx, const char* fn, const char* what) : L(l) {
+  idx = abs_index(L, idx);
+  if (lua_isnil(L, idx)) return;
+  if (!lua_isfunction(L, idx)) fail("{}: {}: expected a function, got {}", fn, what, type_name(L, idx));
+  lua_pushvalue(L, idx);
+  ref = luaL_ref(L, LUA_REGISTRYINDEX);
+}
+
+LuaRef::~LuaRef() { luaL_unref(L, LUA_REGISTRYINDEX, ref); }
+
+void LuaRef::pcall(const std::string& context, int nargs, int nresults) const {
+  if (lua_pcall(L, nargs, nresults, 0) != 0) {
+    std::string msg = lua_isstring(L, -1) ? lua_tostring(L, -1) : "(error without message)";
+    lua_pop(L, 1);
+    fail("{}: {}", context, msg);
+  }
 }
 
 std::string value_text(lua_State* L, int idx) {

@@ -9,6 +9,7 @@
 #include <initializer_list>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "runtime/core/error.h"
@@ -88,19 +89,70 @@ void set_run_context(lua_State* L, RunContext* ctx);  // ctx outlives L's use of
 // A `seed =` option: t[key] when given (an integer in [0, 2^53)), else the run's stream seed.
 uint64_t opt_seed(lua_State* L, int idx, const char* fn, const char* stream, const char* key = "seed");
 
+// Lua arrays (1-based) to vectors: idx holds a table of numbers (strings); errors name fn,
+// `what` and the entry ("fn: ids[3]: expected an integer, got string").
+std::vector<double> read_numbers(lua_State* L, int idx, const char* fn, const char* what = "list");
+std::vector<int64_t> read_integers(lua_State* L, int idx, const char* fn, const char* what = "list",
+                                   int64_t lo = -kMaxExactInteger, int64_t hi = kMaxExactInteger);
+std::vector<std::string> read_strings(lua_State* L, int idx, const char* fn, const char* what = "list");
+// t[key] as one string or a list of strings (nil: empty)
+std::vector<std::string> opt_strings(lua_State* L, int t, const char* key, const char* fn);
+
 void push(lua_State* L, const std::string& s);
+inline void push(lua_State* L, double v) { lua_pushnumber(L, v); }
+inline void push(lua_State* L, const char* s) { lua_pushstring(L, s); }
+// Vectors to Lua arrays: numbers, strings or booleans; entry i at key first + i.
+template <class T>
+void push_array(lua_State* L, const std::vector<T>& v, int first = 1) {
+  lua_createtable(L, int(v.size()), first == 0 ? 1 : 0);
+  for (size_t i = 0; i < v.size(); i++) {
+    if constexpr (std::is_same_v<T, bool>) lua_pushboolean(L, v[i]);
+    else if constexpr (std::is_arithmetic_v<T>) lua_pushnumber(L, double(v[i]));
+    else push(L, v[i]);
+    lua_rawseti(L, -2, int(i) + first);
+  }
+}
 // t[key] = v for the table on top of the stack
 void set_field(lua_State* L, const char* key, double v);
 void set_field(lua_State* L, const char* key, const std::string& v);
+inline void set_field(lua_State* L, const char* key, const char* v) { set_field(L, key, std::string(v)); }
+void set_bool(lua_State* L, const char* key, bool v);
+template <class T>
+void set_array(lua_State* L, const char* key, const std::vector<T>& v, int first = 1) {
+  push_array(L, v, first);
+  lua_setfield(L, -2, key);
+}
 // Registers fns into the table on top of the stack (each must already be wrapped).
 void set_funcs(lua_State* L, const luaL_Reg* fns);
 // The metatable of a userdata type: __name, __gc (unwrapped: it must not throw),
 // __tostring, and __index = `index` holding the method table as upvalue 1 (index looks
 // methods up there first, then computes properties). Leaves nothing on the stack.
+// more: a second method table (another binding file's methods of the same type), or nullptr.
 void new_class(lua_State* L, const char* name, const luaL_Reg* methods, lua_CFunction index,
-               lua_CFunction gc, lua_CFunction tostring);
+               lua_CFunction gc, lua_CFunction tostring, const luaL_Reg* more = nullptr);
 // lt.<name> = new table (left on the stack)
 void new_module(lua_State* L, const char* name);
+
+// A Lua function kept in the registry for the lifetime of this object (a callback C++ calls
+// later). idx: a function, or nil (ref stays LUA_NOREF); anything else is an error naming
+// `what`. call(context, numbers...) calls it with numbers; an error in it is rethrown as
+// "context: message".
+struct LuaRef {
+  lua_State* L;
+  int ref = LUA_NOREF;
+  LuaRef(lua_State* l, int idx, const char* fn, const char* what);
+  ~LuaRef();
+  LuaRef(const LuaRef&) = delete;
+  LuaRef& operator=(const LuaRef&) = delete;
+  template <class... A>
+  void call(const std::string& context, A... args) const {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
+    (lua_pushnumber(L, double(args)), ...);
+    pcall(context, int(sizeof...(A)), 0);
+  }
+  // calls the function pushed with its nargs arguments, leaving nresults; errors as above
+  void pcall(const std::string& context, int nargs, int nresults) const;
+};
 
 // Value of a Lua scalar as text for the run store: numbers as %.17g-shortest, booleans
 // true/false, strings raw, tables as JSON.

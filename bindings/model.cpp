@@ -18,10 +18,11 @@
 #include "bindings/model.h"
 #include "bindings/tensor.h"
 #include "bindings/tokenizer.h"
+#include "bindings/train.h"
 #include "runtime/core/device.h"
 #include "runtime/model/create.h"
 #include "runtime/model/generate.h"
-#include "runtime/model/hybrid.h"
+#include "runtime/model/assemble.h"
 #include "runtime/model/info.h"
 #include "runtime/model/model.h"
 
@@ -44,14 +45,6 @@ Box& check_box(lua_State* L, int idx, const char* fn) {
   return *b;
 }
 
-std::string default_device(lua_State* L) {
-  lua_getglobal(L, "lt");
-  lua_getfield(L, -1, "device");
-  std::string d = lua_isstring(L, -1) ? lua_tostring(L, -1) : "cpu";
-  lua_pop(L, 2);
-  return d;
-}
-
 // Rows of token ids: a tensor [T] or [B, T], {ids...}, or {{ids...}, ...}.
 std::vector<std::vector<int64_t>> read_id_rows(lua_State* L, int idx, const char* fn) {
   std::vector<std::vector<int64_t>> rows;
@@ -70,13 +63,7 @@ std::vector<std::vector<int64_t>> read_id_rows(lua_State* L, int idx, const char
   const bool nested = lua_istable(L, -1);
   lua_pop(L, 1);
   auto read_row = [&](int t) {
-    std::vector<int64_t> r;
-    for (int i = 1; i <= int(lua_objlen(L, t)); i++) {
-      lua_rawgeti(L, t, i);
-      if (lua_type(L, -1) != LUA_TNUMBER) fail("{}: token ids must be numbers", fn);
-      r.push_back(to_integer(L, -1, fmt::format("{}: token id", fn), 0, INT32_MAX));
-      lua_pop(L, 1);
-    }
+    std::vector<int64_t> r = read_integers(L, t, fn, "token ids", 0, INT32_MAX);
     LT_CHECK(!r.empty(), "{}: an empty row of token ids", fn);
     return r;
   };
@@ -162,7 +149,7 @@ void push_config(lua_State* L, const model::Config& c) {
 int l_load(lua_State* L) {
   const std::string path = check_string(L, 1, "lt.model.load");
   check_options(L, 2, "lt.model.load", {"device", "dtype"});
-  const std::string dev = opt_string(L, 2, "device", "lt.model.load").value_or(default_device(L));
+  const std::string dev = opt_string(L, 2, "device", "lt.model.load").value_or(run_context(L).device);
   std::optional<c10::ScalarType> dtype;
   if (auto d = opt_string(L, 2, "dtype", "lt.model.load")) dtype = parse_dtype(*d);
   Box b;
@@ -199,25 +186,13 @@ int l_new(lua_State* L) {
   s.tiny.chunk = opt_integer(L, 1, "chunk", fn, 1, 1 << 20).value_or(s.tiny.chunk);
   s.vocab = opt_int(L, 1, "vocab", fn, 1).value_or(s.vocab);
   s.tokenizer = opt_string(L, 1, "tokenizer", fn).value_or("");
-  lua_getfield(L, 1, "corpus");
-  if (lua_isstring(L, -1)) s.corpus.push_back(lua_tostring(L, -1));
-  else if (lua_istable(L, -1))
-    for (int i = 1; i <= int(lua_objlen(L, -1)); i++) {
-      lua_rawgeti(L, -1, i);
-      s.corpus.push_back(check_string(L, lua_gettop(L), fn));
-      lua_pop(L, 1);
-    }
-  lua_pop(L, 1);
+  s.corpus = opt_strings(L, 1, "corpus", fn);
   auto r = model::create_model_dir(s);
   lua_createtable(L, 0, 4);
-  push(L, r.dir);
-  lua_setfield(L, -2, "dir");
-  lua_pushnumber(L, double(r.vocab));
-  lua_setfield(L, -2, "vocab");
-  lua_pushnumber(L, double(r.parameters));
-  lua_setfield(L, -2, "parameters");
-  push(L, r.tokenizer_source);
-  lua_setfield(L, -2, "tokenizer");
+  set_field(L, "dir", r.dir);
+  set_field(L, "vocab", double(r.vocab));
+  set_field(L, "parameters", double(r.parameters));
+  set_field(L, "tokenizer", r.tokenizer_source);
   return 1;
 }
 
@@ -225,6 +200,46 @@ int l_new(lua_State* L) {
 //   layers = { {from=DIR, layer=I} | {kind="mamba", like=DIR, config={...}, init="hf"}, ... }
 //            | "DIR:0-3,DIR2:4-7,mamba@DIR2"} → {dir, arch, n_layers, parameters, dtype,
 //   layer_types = {...}, fresh = {0-based layers}, copied = {{name=, donor=, donor_name=}, ...}}
+// layers[i] of lt.model.hybrid: {from=DIR, layer=I} or {kind=, like=, init=, config=}
+model::HybridLayerSpec read_hybrid_layer(lua_State* L, int e, const std::string& what) {
+  LT_CHECK(lua_istable(L, e), "{}: expected a table {{from=DIR, layer=I}} or {{kind=KIND}}, got {}", what,
+           type_name(L, e));
+  check_options(L, e, what.c_str(), {"from", "layer", "kind", "like", "init", "config"});
+  model::HybridLayerSpec l;
+  l.from = opt_string(L, e, "from", what.c_str()).value_or("");
+  l.layer = opt_integer(L, e, "layer", what.c_str(), 0, 1 << 20).value_or(-1);
+  l.kind = opt_string(L, e, "kind", what.c_str()).value_or("");
+  l.like = opt_string(L, e, "like", what.c_str()).value_or("");
+  l.init = opt_string(L, e, "init", what.c_str()).value_or("hf");
+  LT_CHECK(l.from.empty() == (l.layer < 0), "{}: give both from and layer (a donor's layer), or kind", what);
+  LT_CHECK(l.from.empty() || l.like.empty(), "{}: like is for fresh layers (kind=...), not with from", what);
+  lua_getfield(L, e, "config");
+  if (!lua_isnil(L, -1)) l.config = to_json(L, lua_gettop(L));
+  lua_pop(L, 1);
+  return l;
+}
+
+void push_hybrid_result(lua_State* L, const model::HybridResult& r) {
+  lua_createtable(L, 0, 9);
+  set_field(L, "dir", r.dir);
+  set_field(L, "arch", r.model_type);
+  set_field(L, "dtype", r.dtype);
+  set_field(L, "n_layers", double(r.n_layers));
+  set_field(L, "parameters", double(r.parameters));
+  set_array(L, "layer_types", r.layer_types);
+  set_array(L, "fresh", r.fresh_layers);
+  lua_createtable(L, int(r.copied.size()), 0);
+  for (size_t i = 0; i < r.copied.size(); i++) {
+    lua_createtable(L, 0, 3);
+    set_field(L, "name", r.copied[i].name);
+    set_field(L, "donor", r.copied[i].donor);
+    set_field(L, "donor_name", r.copied[i].donor_name);
+    lua_rawseti(L, -2, int(i + 1));
+  }
+  lua_setfield(L, -2, "copied");
+  set_array(L, "warnings", r.warnings);
+}
+
 int l_hybrid(lua_State* L) {
   const char* fn = "lt.model.hybrid";
   check_table(L, 1, fn);
@@ -246,84 +261,27 @@ int l_hybrid(lua_State* L) {
              type_name(L, t));
     for (int i = 1; i <= int(lua_objlen(L, t)); i++) {
       lua_rawgeti(L, t, i);
-      const int e = lua_gettop(L);
-      const std::string what = fmt::format("{}: layers[{}]", fn, i);
-      LT_CHECK(lua_istable(L, e), "{}: expected a table {{from=DIR, layer=I}} or {{kind=KIND}}, got {}", what,
-               type_name(L, e));
-      check_options(L, e, what.c_str(), {"from", "layer", "kind", "like", "init", "config"});
-      model::HybridLayerSpec l;
-      l.from = opt_string(L, e, "from", what.c_str()).value_or("");
-      l.layer = opt_integer(L, e, "layer", what.c_str(), 0, 1 << 20).value_or(-1);
-      l.kind = opt_string(L, e, "kind", what.c_str()).value_or("");
-      l.like = opt_string(L, e, "like", what.c_str()).value_or("");
-      l.init = opt_string(L, e, "init", what.c_str()).value_or("hf");
-      LT_CHECK(l.from.empty() == (l.layer < 0), "{}: give both from and layer (a donor's layer), or kind", what);
-      LT_CHECK(l.from.empty() || l.like.empty(), "{}: like is for fresh layers (kind=...), not with from", what);
-      lua_getfield(L, e, "config");
-      if (!lua_isnil(L, -1)) l.config = to_json(L, lua_gettop(L));
-      lua_pop(L, 1);
-      s.layers.push_back(std::move(l));
+      s.layers.push_back(read_hybrid_layer(L, lua_gettop(L), fmt::format("{}: layers[{}]", fn, i)));
       lua_pop(L, 1);
     }
   }
   lua_pop(L, 1);
-  const model::HybridResult r = model::assemble_hybrid(s);
-  lua_createtable(L, 0, 9);
-  set_field(L, "dir", r.dir);
-  set_field(L, "arch", r.model_type);
-  set_field(L, "dtype", r.dtype);
-  set_field(L, "n_layers", double(r.n_layers));
-  set_field(L, "parameters", double(r.parameters));
-  lua_createtable(L, int(r.layer_types.size()), 0);
-  for (size_t i = 0; i < r.layer_types.size(); i++) {
-    push(L, r.layer_types[i]);
-    lua_rawseti(L, -2, int(i + 1));
-  }
-  lua_setfield(L, -2, "layer_types");
-  lua_createtable(L, int(r.fresh_layers.size()), 0);
-  for (size_t i = 0; i < r.fresh_layers.size(); i++) {
-    lua_pushnumber(L, r.fresh_layers[i]);
-    lua_rawseti(L, -2, int(i + 1));
-  }
-  lua_setfield(L, -2, "fresh");
-  lua_createtable(L, int(r.copied.size()), 0);
-  for (size_t i = 0; i < r.copied.size(); i++) {
-    lua_createtable(L, 0, 3);
-    set_field(L, "name", r.copied[i].name);
-    set_field(L, "donor", r.copied[i].donor);
-    set_field(L, "donor_name", r.copied[i].donor_name);
-    lua_rawseti(L, -2, int(i + 1));
-  }
-  lua_setfield(L, -2, "copied");
-  lua_createtable(L, int(r.warnings.size()), 0);
-  for (size_t i = 0; i < r.warnings.size(); i++) {
-    push(L, r.warnings[i]);
-    lua_rawseti(L, -2, int(i + 1));
-  }
-  lua_setfield(L, -2, "warnings");
+  push_hybrid_result(L, model::assemble_hybrid(s));
   return 1;
 }
 
 int l_info(lua_State* L) {
   auto info = model::describe(check_string(L, 1, "lt.model.info"));
   lua_createtable(L, 0, 10);
-  push(L, info.config.model_type);
-  lua_setfield(L, -2, "arch");
-  lua_pushnumber(L, double(info.config.n_layers));
-  lua_setfield(L, -2, "n_layers");
-  push(L, info.dtypes);
-  lua_setfield(L, -2, "dtypes");
+  set_field(L, "arch", info.config.model_type);
+  set_field(L, "n_layers", double(info.config.n_layers));
+  set_field(L, "dtypes", info.dtypes);
   const std::pair<const char*, int64_t> parts[] = {
       {"embeddings", info.embeddings}, {"attention", info.attention}, {"mlp", info.mlp},
       {"norms", info.norms}, {"head", info.head}, {"other", info.other}, {"parameters", info.parameters}};
-  for (auto& [k, v] : parts) {
-    lua_pushnumber(L, double(v));
-    lua_setfield(L, -2, k);
-  }
-  lua_pushnumber(L, double(info.bytes_on_disk));
-  lua_setfield(L, -2, "bytes_on_disk");
-  push(L, info.to_string());
-  lua_setfield(L, -2, "summary");
+  for (auto& [k, v] : parts) set_field(L, k, double(v));
+  set_field(L, "bytes_on_disk", double(info.bytes_on_disk));
+  set_field(L, "summary", info.to_string());
   return 1;
 }
 
@@ -336,101 +294,71 @@ struct Running {
   ~Running() { b.running--; }
 };
 
-int m_forward(lua_State* L) {
-  const char* fn = "model:forward";
-  Box& b = check_box(L, 1, fn);
-  // intervene callbacks run Lua in the middle of the pass: the pass holds its own reference
-  // to the model (so nothing it uses can go away under it) and marks the handle running.
-  const std::shared_ptr<model::Model> keep = b.m;
-  Running running(b);
-  const model::Model& m = *keep;
-  model::ForwardOptions o;
-  Refs refs{L, {}};
-  at::Tensor mask;
-  at::Tensor ids;
-  if (!lua_isnil(L, 2)) ids = read_ids(L, 2, fn, model::pad_token(m.config()), &mask).to(m.device());
-  const int opts = 3;
-  check_options(L, opts, fn, {"attention_mask", "capture", "from_layer", "to_layer", "hidden", "logits", "intervene"});
-  if (lua_istable(L, opts)) {
-    lua_getfield(L, opts, "attention_mask");
-    if (!lua_isnil(L, -1)) mask = to_tensor(L, lua_gettop(L), fn, at::kLong).to(at::kLong);
-    lua_pop(L, 1);
-    lua_getfield(L, opts, "capture");
-    if (lua_type(L, -1) == LUA_TBOOLEAN) {
-      o.capture = lua_toboolean(L, -1);
-    } else if (lua_type(L, -1) == LUA_TSTRING) {
-      o.capture_sites.push_back(model::parse_site(lua_tostring(L, -1)));
-    } else if (lua_istable(L, -1)) {
-      for (int i = 1; i <= int(lua_objlen(L, -1)); i++) {
-        lua_rawgeti(L, -1, i);
-        o.capture_sites.push_back(model::parse_site(check_string(L, lua_gettop(L), fn)));
-        lua_pop(L, 1);
-      }
-    } else if (!lua_isnil(L, -1)) {
-      fail("{}: capture must be true, a site name or a list of site names, found {}", fn,
-           type_name(L, lua_gettop(L)));
+// capture = true | "site" | {"site", ...}
+void read_capture(lua_State* L, int opts, model::ForwardOptions& o, const char* fn) {
+  lua_getfield(L, opts, "capture");
+  const int c = lua_gettop(L);
+  if (lua_type(L, c) == LUA_TBOOLEAN) o.capture = lua_toboolean(L, c);
+  else if (lua_type(L, c) == LUA_TSTRING || lua_istable(L, c))
+    for (const std::string& site : opt_strings(L, opts, "capture", fn)) o.capture_sites.push_back(model::parse_site(site));
+  else if (!lua_isnil(L, c))
+    fail("{}: capture must be true, a site name or a list of site names, found {}", fn, type_name(L, c));
+  lua_pop(L, 1);
+}
+
+// logits = "all" | "last" | "none" | positions
+void read_logits(lua_State* L, int opts, model::ForwardOptions& o, const model::Model& m, const char* fn) {
+  lua_getfield(L, opts, "logits");
+  if (lua_type(L, -1) == LUA_TSTRING) {
+    const std::string w = lua_tostring(L, -1);
+    if (w == "all") o.logits = model::Logits::All;
+    else if (w == "last") o.logits = model::Logits::Last;
+    else if (w == "none") o.logits = model::Logits::None;
+    else fail("{}: logits = '{}': expected \"all\", \"last\", \"none\" or positions", fn, w);
+  } else if (!lua_isnil(L, -1)) {
+    o.logits = model::Logits::Positions;
+    o.logit_positions = to_tensor(L, lua_gettop(L), fn, at::kLong).to(at::kLong).to(m.device());
+  }
+  lua_pop(L, 1);
+}
+
+// intervene = { [layer] = iv, SITE = { [layer] = iv } } (the table at t)
+void read_interventions(lua_State* L, int t, model::ForwardOptions& o, const model::Model& m, Refs& refs,
+                        const char* fn) {
+  check_table(L, t, fn);
+  const at::Tensor like = at::empty({0}, at::TensorOptions().dtype(m.dtype()).device(m.device()));
+  auto read_layers = [&](int st, model::Site site, const std::string& what, int lo) {
+    lua_pushnil(L);
+    while (lua_next(L, st)) {
+      if (lua_type(L, -2) != LUA_TNUMBER) fail("{}: {} keys are layer numbers", fn, what);
+      const int layer = int(to_integer(L, -2, fmt::format("{}: {} key (a layer)", fn, what), lo, m.n_layers() - 1));
+      o.intervene[model::HookPoint{layer, site}] = read_intervention(L, lua_gettop(L), layer, like, refs);
+      lua_pop(L, 1);
     }
-    lua_pop(L, 1);
-    o.from_layer = opt_int(L, opts, "from_layer", fn).value_or(0);
-    o.to_layer = opt_int(L, opts, "to_layer", fn).value_or(-1);
-    lua_getfield(L, opts, "hidden");
-    if (!lua_isnil(L, -1)) o.hidden = check_tensor(L, lua_gettop(L), fn).to(m.device());
-    lua_pop(L, 1);
-    lua_getfield(L, opts, "logits");
-    if (lua_type(L, -1) == LUA_TSTRING) {
-      const std::string w = lua_tostring(L, -1);
-      if (w == "all") o.logits = model::Logits::All;
-      else if (w == "last") o.logits = model::Logits::Last;
-      else if (w == "none") o.logits = model::Logits::None;
-      else fail("{}: logits = '{}': expected \"all\", \"last\", \"none\" or positions", fn, w);
-    } else if (!lua_isnil(L, -1)) {
-      o.logits = model::Logits::Positions;
-      o.logit_positions = to_tensor(L, lua_gettop(L), fn, at::kLong).to(at::kLong).to(m.device());
-    }
-    lua_pop(L, 1);
-    lua_getfield(L, opts, "intervene");
-    if (!lua_isnil(L, -1)) {
-      const int t = lua_gettop(L);
-      check_table(L, t, fn);
-      at::Tensor like = at::empty({0}, at::TensorOptions().dtype(m.dtype()).device(m.device()));
-      lua_pushnil(L);
-      while (lua_next(L, t)) {
-        if (lua_type(L, -2) == LUA_TSTRING) {  // a site: { [layer] = intervention }
-          const model::Site site = model::parse_site(lua_tostring(L, -2));
-          const int st = lua_gettop(L);
-          check_table(L, st, fn);
-          lua_pushnil(L);
-          while (lua_next(L, st)) {
-            if (lua_type(L, -2) != LUA_TNUMBER)
-              fail("{}: intervene.{} keys are layer numbers", fn, model::site_name(site));
-            const int layer = int(to_integer(L, -2, fmt::format("{}: intervene.{} key (a layer)", fn, model::site_name(site)),
-                                             site == model::Site::ResidPost ? -1 : 0, m.n_layers() - 1));
-            o.intervene[model::HookPoint{layer, site}] = read_intervention(L, lua_gettop(L), layer, like, refs);
-            lua_pop(L, 1);
-          }
-          lua_pop(L, 1);
-          continue;
-        }
-        if (lua_type(L, -2) != LUA_TNUMBER) fail("{}: intervene keys are layer numbers or site names", fn);
-        const int layer = int(to_integer(L, -2, fmt::format("{}: intervene key (a layer)", fn), -1, m.n_layers() - 1));
-        o.intervene[layer] = read_intervention(L, lua_gettop(L), layer, like, refs);
-        lua_pop(L, 1);
-      }
+  };
+  lua_pushnil(L);
+  while (lua_next(L, t)) {
+    if (lua_type(L, -2) == LUA_TSTRING) {  // a site: { [layer] = intervention }
+      const model::Site site = model::parse_site(lua_tostring(L, -2));
+      check_table(L, lua_gettop(L), fn);
+      read_layers(lua_gettop(L), site, fmt::format("intervene.{}", model::site_name(site)),
+                  site == model::Site::ResidPost ? -1 : 0);
+    } else if (lua_type(L, -2) == LUA_TNUMBER) {
+      const int layer = int(to_integer(L, -2, fmt::format("{}: intervene key (a layer)", fn), -1, m.n_layers() - 1));
+      o.intervene[layer] = read_intervention(L, lua_gettop(L), layer, like, refs);
+    } else {
+      fail("{}: intervene keys are layer numbers or site names", fn);
     }
     lua_pop(L, 1);
   }
-  if (mask.defined()) o.attention_mask = mask.to(m.device());
-  model::ForwardResult r = m.forward(ids, o);
+}
+
+void push_forward_result(lua_State* L, const model::ForwardResult& r, const model::ForwardOptions& o,
+                         const at::Tensor& mask) {
   lua_createtable(L, 0, 3);
-  if (r.logits.defined()) {
-    push_tensor(L, r.logits);
-    lua_setfield(L, -2, "logits");
-  }
-  if (r.residual.defined()) {
-    push_tensor(L, r.residual);
-    lua_setfield(L, -2, "residual");
-  }
-  if (o.capture) {
+  if (r.logits.defined()) set_tensor(L, "logits", r.logits);
+  if (r.residual.defined()) set_tensor(L, "residual", r.residual);
+  if (o.capture) {  // hidden[i]: 0-based keys, 0 = the embeddings
     lua_createtable(L, int(r.hidden.size()), 1);
     for (size_t i = 0; i < r.hidden.size(); i++) {
       if (!r.hidden[i].defined()) continue;
@@ -452,10 +380,39 @@ int m_forward(lua_State* L) {
     }
     lua_setfield(L, -2, "sites");
   }
-  if (mask.defined()) {
-    push_tensor(L, mask);
-    lua_setfield(L, -2, "attention_mask");
+  if (mask.defined()) set_tensor(L, "attention_mask", mask);
+}
+
+// m:forward(ids, {attention_mask=, capture=, from_layer=, to_layer=, hidden=, logits=, intervene=})
+int m_forward(lua_State* L) {
+  const char* fn = "model:forward";
+  Box& b = check_box(L, 1, fn);
+  // intervene callbacks run Lua in the middle of the pass: the pass holds its own reference
+  // to the model (so nothing it uses can go away under it) and marks the handle running.
+  const std::shared_ptr<model::Model> keep = b.m;
+  Running running(b);
+  const model::Model& m = *keep;
+  model::ForwardOptions o;
+  Refs refs{L, {}};
+  at::Tensor mask, ids;
+  if (!lua_isnil(L, 2)) ids = read_ids(L, 2, fn, model::pad_token(m.config()), &mask).to(m.device());
+  const int opts = 3;
+  check_options(L, opts, fn, {"attention_mask", "capture", "from_layer", "to_layer", "hidden", "logits", "intervene"});
+  if (lua_istable(L, opts)) {
+    lua_getfield(L, opts, "attention_mask");
+    if (!lua_isnil(L, -1)) mask = to_tensor(L, lua_gettop(L), fn, at::kLong).to(at::kLong);
+    lua_getfield(L, opts, "hidden");
+    if (!lua_isnil(L, -1)) o.hidden = check_tensor(L, lua_gettop(L), fn).to(m.device());
+    lua_getfield(L, opts, "intervene");
+    if (!lua_isnil(L, -1)) read_interventions(L, lua_gettop(L), o, m, refs, fn);
+    lua_pop(L, 3);
+    read_capture(L, opts, o, fn);
+    read_logits(L, opts, o, m, fn);
+    o.from_layer = opt_int(L, opts, "from_layer", fn).value_or(0);
+    o.to_layer = opt_int(L, opts, "to_layer", fn).value_or(-1);
   }
+  if (mask.defined()) o.attention_mask = mask.to(m.device());
+  push_forward_result(L, m.forward(ids, o), o, mask);
   return 1;
 }
 
@@ -465,15 +422,10 @@ int m_layer(lua_State* L) {
   const int64_t l = check_integer(L, 2, "model:layer");
   LT_CHECK(l >= 0 && l < b.m->n_layers(), "model:layer: layer {} out of range 0..{}", l, b.m->n_layers() - 1);
   lua_createtable(L, 0, 2);
-  push(L, b.m->layer_kind(int(l)));
-  lua_setfield(L, -2, "kind");
-  const auto sites = b.m->layer_sites(int(l));
-  lua_createtable(L, int(sites.size()), 0);
-  for (size_t i = 0; i < sites.size(); i++) {
-    push(L, std::string(model::site_name(sites[i])));
-    lua_rawseti(L, -2, int(i + 1));
-  }
-  lua_setfield(L, -2, "sites");
+  set_field(L, "kind", b.m->layer_kind(int(l)));
+  std::vector<std::string> sites;
+  for (model::Site site : b.m->layer_sites(int(l))) sites.emplace_back(model::site_name(site));
+  set_array(L, "sites", sites);
   return 1;
 }
 
@@ -501,125 +453,95 @@ int m_lens(lua_State* L) {
   return 1;
 }
 
-// m:generate(prompts, {max_new_tokens=, temperature=, top_k=, top_p=, seed=, stop=, stop_ids=})
-// prompts: a string, a list of strings, a list of ids, or a list of id lists. Strings give
-// strings back (cut before a stop string), ids give ids; the second result holds per prompt
-// {ids=, finish="stop_id"|"stop"|"length"}.
-int m_generate(lua_State* L) {
-  const char* fn = "model:generate";
-  Box& b = check_box(L, 1, fn);
-  const bool single_string = lua_type(L, 2) == LUA_TSTRING;
-  bool strings = single_string;
-  std::vector<std::vector<int64_t>> prompts;
-  auto need_tok = [&]() -> const text::Tokenizer& {
-    if (!b.tok) fail("{}: {} has no tokenizer.json: pass token ids instead of text", fn, b.path);
-    return *b.tok;
+// Prompts for m:generate: a string, a list of strings, a list of ids, or a list of id lists.
+struct GenPrompts {
+  std::vector<std::vector<int64_t>> ids;
+  bool strings = false, single = false;  // single: one prompt given bare (a string or one id list)
+};
+
+const text::Tokenizer& need_tokenizer(const Box& b, const char* fn) {
+  if (!b.tok) fail("{}: {} has no tokenizer.json: pass token ids instead of text", fn, b.path);
+  return *b.tok;
+}
+
+GenPrompts read_gen_prompts(lua_State* L, const Box& b, bool special, const char* fn) {
+  GenPrompts p;
+  auto encode = [&](const std::string& s) {
+    const auto ids = need_tokenizer(b, fn).encode(s, special);
+    p.ids.emplace_back(ids.begin(), ids.end());
   };
+  if (lua_type(L, 2) == LUA_TSTRING) {
+    p.strings = p.single = true;
+    encode(lua_tostring(L, 2));
+    return p;
+  }
+  check_table(L, 2, fn);
+  lua_rawgeti(L, 2, 1);
+  const int kind = lua_type(L, -1);
+  lua_pop(L, 1);
+  if (kind == LUA_TSTRING) {
+    p.strings = true;
+    for (const std::string& s : read_strings(L, 2, fn, "prompts")) encode(s);
+  } else {
+    p.single = kind == LUA_TNUMBER;
+    p.ids = read_id_rows(L, 2, fn);
+  }
+  return p;
+}
+
+model::GenerateOptions read_generate_options(lua_State* L, int opts, const char* fn) {
   // intervene belongs to m:forward: generation's decode steps run with a cache that
   // m:forward's interventions do not reach, so it is refused rather than ignored
-  if (lua_istable(L, 3)) {
-    lua_getfield(L, 3, "intervene");
+  if (lua_istable(L, opts)) {
+    lua_getfield(L, opts, "intervene");
     const bool has = !lua_isnil(L, -1);
     lua_pop(L, 1);
     LT_CHECK(!has, "{}: option intervene is not supported by generate (it would not reach the decode "
              "steps); intervene with m:forward and pick tokens from its logits", fn);
   }
-  check_options(L, 3, fn, {"special", "max_new_tokens", "temperature", "top_k", "top_p", "seed", "stop", "stop_ids"});
-  const bool special = opt_bool(L, 3, "special", fn).value_or(true);
-  auto encode = [&](const std::string& s) {
-    auto ids = need_tok().encode(s, special);
-    return std::vector<int64_t>(ids.begin(), ids.end());
-  };
-  bool single_ids = false;
-  if (single_string) {
-    prompts.push_back(encode(lua_tostring(L, 2)));
-  } else {
-    check_table(L, 2, fn);
-    lua_rawgeti(L, 2, 1);
-    const int kind = lua_type(L, -1);
-    lua_pop(L, 1);
-    if (kind == LUA_TSTRING) {
-      strings = true;
-      for (int i = 1; i <= int(lua_objlen(L, 2)); i++) {
-        lua_rawgeti(L, 2, i);
-        prompts.push_back(encode(check_string(L, lua_gettop(L), fn)));
-        lua_pop(L, 1);
-      }
-    } else {
-      single_ids = kind == LUA_TNUMBER;
-      prompts = read_id_rows(L, 2, fn);
-    }
-  }
+  check_options(L, opts, fn, {"special", "max_new_tokens", "temperature", "top_k", "top_p", "seed", "stop", "stop_ids"});
   model::GenerateOptions g;
-  g.max_new_tokens = opt_int(L, 3, "max_new_tokens", fn, 0).value_or(g.max_new_tokens);
-  g.temperature = opt_number(L, 3, "temperature", fn).value_or(g.temperature);
-  g.top_k = opt_integer(L, 3, "top_k", fn, 0).value_or(g.top_k);
-  g.top_p = opt_number(L, 3, "top_p", fn).value_or(g.top_p);
-  g.seed = opt_seed(L, 3, fn, "generate");
-  std::vector<std::string> stops;
-  if (lua_istable(L, 3)) {
-    lua_getfield(L, 3, "stop");
-    if (lua_isstring(L, -1)) stops.push_back(lua_tostring(L, -1));
-    else if (lua_istable(L, -1))
-      for (int i = 1; i <= int(lua_objlen(L, -1)); i++) {
-        lua_rawgeti(L, -1, i);
-        stops.push_back(check_string(L, lua_gettop(L), fn));
-        lua_pop(L, 1);
-      }
-    lua_pop(L, 1);
-    lua_getfield(L, 3, "stop_ids");
-    if (lua_istable(L, -1)) {
-      std::vector<int64_t> ids;
-      for (int i = 1; i <= int(lua_objlen(L, -1)); i++) {
-        lua_rawgeti(L, -1, i);
-        ids.push_back(to_integer(L, -1, fmt::format("{}: stop_ids[{}]", fn, i), 0, INT32_MAX));
-        lua_pop(L, 1);
-      }
-      g.stop_ids = ids;
-    }
+  g.max_new_tokens = opt_int(L, opts, "max_new_tokens", fn, 0).value_or(g.max_new_tokens);
+  g.temperature = opt_number(L, opts, "temperature", fn).value_or(g.temperature);
+  g.top_k = opt_integer(L, opts, "top_k", fn, 0).value_or(g.top_k);
+  g.top_p = opt_number(L, opts, "top_p", fn).value_or(g.top_p);
+  g.seed = opt_seed(L, opts, fn, "generate");
+  if (lua_istable(L, opts)) {
+    lua_getfield(L, opts, "stop_ids");
+    if (!lua_isnil(L, -1)) g.stop_ids = read_integers(L, lua_gettop(L), fn, "stop_ids", 0, INT32_MAX);
     lua_pop(L, 1);
   }
-  if (!stops.empty()) {
-    const text::Tokenizer& tok = need_tok();
-    g.stop = [&tok, &stops](int, const std::vector<int64_t>& toks) {
-      const std::string text = tok.decode(std::vector<int32_t>(toks.begin(), toks.end()), true);
-      for (const auto& s : stops)
-        if (text.find(s) != std::string::npos) return true;
-      return false;
-    };
-  }
-  auto gens = model::generate(*b.m, prompts, g);
-  auto result_text = [&](const model::Generation& gen) {
-    std::string text = need_tok().decode(std::vector<int32_t>(gen.tokens.begin(), gen.tokens.end()), true);
-    size_t cut = std::string::npos;
-    for (const auto& s : stops) cut = std::min(cut, text.find(s));
-    return cut == std::string::npos ? text : text.substr(0, cut);
+  return g;
+}
+
+// m:generate(prompts, {max_new_tokens=, temperature=, top_k=, top_p=, seed = (stream
+// "generate"), stop=, stop_ids=, special=}). Strings give strings back (cut before a stop
+// string), ids give ids; the second result holds per prompt {ids=, finish="stop_id"|"stop"|"length"}.
+int m_generate(lua_State* L) {
+  const char* fn = "model:generate";
+  Box& b = check_box(L, 1, fn);
+  model::GenerateOptions g = read_generate_options(L, 3, fn);
+  const GenPrompts p = read_gen_prompts(L, b, opt_bool(L, 3, "special", fn).value_or(true), fn);
+  const std::vector<std::string> stops = opt_strings(L, 3, "stop", fn);
+  if (!stops.empty()) g.stop = model::stop_strings(need_tokenizer(b, fn), stops);
+  const auto gens = model::generate(*b.m, p.ids, g);
+  auto push_result = [&](const model::Generation& gen) {
+    if (p.strings) push(L, model::cut_at_stops(need_tokenizer(b, fn), gen.tokens, stops));
+    else push_array(L, gen.tokens);
   };
-  auto push_ids_row = [&](const std::vector<int64_t>& ids) {
-    lua_createtable(L, int(ids.size()), 0);
-    for (size_t i = 0; i < ids.size(); i++) {
-      lua_pushnumber(L, double(ids[i]));
-      lua_rawseti(L, -2, int(i + 1));
-    }
-  };
-  // first result
-  if (single_string) push(L, result_text(gens[0]));
-  else if (single_ids) push_ids_row(gens[0].tokens);
+  if (p.single) push_result(gens[0]);
   else {
     lua_createtable(L, int(gens.size()), 0);
     for (size_t i = 0; i < gens.size(); i++) {
-      if (strings) push(L, result_text(gens[i])); else push_ids_row(gens[i].tokens);
+      push_result(gens[i]);
       lua_rawseti(L, -2, int(i + 1));
     }
   }
-  // second result: details per prompt
   lua_createtable(L, int(gens.size()), 0);
   for (size_t i = 0; i < gens.size(); i++) {
     lua_createtable(L, 0, 2);
-    push_ids_row(gens[i].tokens);
-    lua_setfield(L, -2, "ids");
-    push(L, gens[i].finish);
-    lua_setfield(L, -2, "finish");
+    set_array(L, "ids", gens[i].tokens);
+    set_field(L, "finish", gens[i].finish);
     lua_rawseti(L, -2, int(i + 1));
   }
   return 2;
@@ -738,7 +660,7 @@ void register_model(lua_State* L) {
       {"clone", LT_FN(m_clone)}, {"save", LT_FN(m_save)}, {"parameters", LT_FN(m_parameters)},
       {"n_params", LT_FN(m_n_params)}, {"to", LT_FN(m_to)}, {"free", LT_FN(m_free)},
       {"layer", LT_FN(m_layer)}, {"parts", LT_FN(m_parts)}, {nullptr, nullptr}};
-  new_class(L, kMeta, methods, LT_FN(m_index), m_gc, LT_FN(m_tostring));
+  new_class(L, kMeta, methods, LT_FN(m_index), m_gc, LT_FN(m_tostring), model_train_methods());
   new_module(L, "model");
   static const luaL_Reg fns[] = {{"load", LT_FN(l_load)}, {"new", LT_FN(l_new)}, {"hybrid", LT_FN(l_hybrid)},
                                  {"info", LT_FN(l_info)},

@@ -21,49 +21,17 @@
 #include "runtime/rl/grpo.h"
 #include "runtime/rl/logprob.h"
 #include "runtime/rl/loss.h"
+#include "runtime/rl/prepare.h"
 #include "runtime/rl/prompts.h"
 #include "runtime/rl/reference.h"
 #include "runtime/rl/reward.h"
 #include "runtime/rl/rollout.h"
-#include "runtime/store/session.h"
 #include "runtime/train/loop.h"
 
 namespace ltrun::lua {
 namespace {
 
 const char kRefMeta[] = "lt.rl.Reference";
-
-std::vector<double> read_numbers(lua_State* L, int idx, const char* fn) {
-  check_table(L, idx, fn);
-  std::vector<double> v;
-  for (int i = 1; i <= int(lua_objlen(L, idx)); ++i) {
-    lua_rawgeti(L, idx, i);
-    if (lua_type(L, -1) != LUA_TNUMBER)
-      fail("{}: entry {} must be a number, got {}", fn, i, type_name(L, -1));
-    v.push_back(lua_tonumber(L, -1));
-    lua_pop(L, 1);
-  }
-  return v;
-}
-
-std::vector<std::string> read_strings(lua_State* L, int idx, const char* fn) {
-  check_table(L, idx, fn);
-  std::vector<std::string> v;
-  for (int i = 1; i <= int(lua_objlen(L, idx)); ++i) {
-    lua_rawgeti(L, idx, i);
-    v.push_back(check_string(L, lua_gettop(L), fn));
-    lua_pop(L, 1);
-  }
-  return v;
-}
-
-void push_numbers(lua_State* L, const std::vector<double>& v) {
-  lua_createtable(L, int(v.size()), 0);
-  for (size_t i = 0; i < v.size(); ++i) {
-    lua_pushnumber(L, v[i]);
-    lua_rawseti(L, -2, int(i + 1));
-  }
-}
 
 // t[key] as a tensor (required)
 at::Tensor field_tensor(lua_State* L, int t, const char* key, const char* fn, bool required = true) {
@@ -79,10 +47,10 @@ at::Tensor field_tensor(lua_State* L, int t, const char* key, const char* fn, bo
 int l_advantages(lua_State* L) {
   const char* fn = "lt.rl.advantages";
   check_options(L, 3, fn, {"norm", "eps"});
-  const auto r = read_numbers(L, 1, fn);
+  const auto r = read_numbers(L, 1, fn, "rewards");
   const int64_t G = check_integer(L, 2, fn);
   const rl::AdvNorm norm = rl::parse_adv_norm(opt_string(L, 3, "norm", fn).value_or("std"));
-  push_numbers(L, rl::advantages(r, G, norm, opt_number(L, 3, "eps", fn).value_or(1e-6)));
+  push_array(L, rl::advantages(r, G, norm, opt_number(L, 3, "eps", fn).value_or(1e-6)));
   return 1;
 }
 
@@ -145,56 +113,22 @@ rl::RolloutOptions read_rollout_options(lua_State* L, int o, const char* fn) {
   r.top_p = opt_number(L, o, "top_p", fn).value_or(r.top_p);
   r.batch = opt_integer(L, o, "batch", fn).value_or(r.batch);
   r.seed = opt_seed(L, o, fn, "rl.rollout");
+  r.stop = opt_strings(L, o, "stop", fn);
   if (lua_istable(L, o)) {
-    lua_getfield(L, o, "stop");
-    if (lua_isstring(L, -1)) r.stop.push_back(lua_tostring(L, -1));
-    else if (lua_istable(L, -1)) r.stop = read_strings(L, lua_gettop(L), fn);
-    lua_pop(L, 1);
     lua_getfield(L, o, "stop_ids");
-    if (lua_istable(L, -1)) {
-      std::vector<int64_t> ids;
-      for (double d : read_numbers(L, lua_gettop(L), fn)) ids.push_back(int64_t(d));
-      r.stop_ids = ids;
-    }
+    if (!lua_isnil(L, -1)) r.stop_ids = read_integers(L, lua_gettop(L), fn, "stop_ids", 0);
     lua_pop(L, 1);
   }
   return r;
 }
 
-// The longest prompt (in tokens) a rollout takes: max_prompt_tokens when given, and never more
-// than the model's positions leave after max_response (prompt + response <= max_position_embeddings).
-// Checked on every prompt before anything is generated: a 50,000-character question would
-// otherwise reach the attention of the whole group at once (tens of GB) before failing.
-struct PromptLimit {
-  int64_t tokens = 0;  // 0: no limit
-  std::string why;
-};
-PromptLimit prompt_limit(lua_State* L, int opts, const ModelHandle& h, int64_t max_response, const char* fn) {
-  PromptLimit p;
-  const int64_t max_pos = h.m->config().max_position_embeddings;
-  if (max_pos > 0) {
-    LT_CHECK(max_response < max_pos, "{}: max_response {} leaves no room for a prompt within the model's "
-             "max_position_embeddings {}", fn, max_response, max_pos);
-    p.tokens = max_pos - max_response;
-    p.why = fmt::format("the model's max_position_embeddings {} less max_response {}", max_pos, max_response);
-  }
-  if (auto m = opt_integer(L, opts, "max_prompt_tokens", fn, 1)) {
-    if (p.tokens == 0 || *m < p.tokens) {
-      p.tokens = *m;
-      p.why = "max_prompt_tokens";
-    }
-  }
-  return p;
-}
-
-void check_prompt_length(const PromptLimit& lim, size_t n, const std::string& what, const char* fn) {
-  if (lim.tokens > 0 && int64_t(n) > lim.tokens)
-    fail("{}: {}: the prompt is {} tokens, longer than {} ({}); shorten it or drop the item", fn, what, n,
-         lim.tokens, lim.why);
+rl::PromptLimit prompt_limit(lua_State* L, int opts, const ModelHandle& h, int64_t max_response, const char* fn) {
+  return rl::prompt_limit(h.m->config().max_position_embeddings, max_response,
+                          opt_integer(L, opts, "max_prompt_tokens", fn, 1), fn);
 }
 
 std::vector<std::vector<int64_t>> read_prompt_ids(lua_State* L, int idx, const ModelHandle& h,
-                                                  const PromptLimit& lim, const char* fn) {
+                                                  const rl::PromptLimit& lim, const char* fn) {
   check_table(L, idx, fn);
   std::vector<std::vector<int64_t>> out;
   for (int i = 1; i <= int(lua_objlen(L, idx)); ++i) {
@@ -202,13 +136,11 @@ std::vector<std::vector<int64_t>> read_prompt_ids(lua_State* L, int idx, const M
     if (lua_type(L, -1) == LUA_TSTRING) {
       if (!h.tok) fail("{}: {} has no tokenizer.json: pass token ids instead of text", fn, h.path);
       const auto ids = h.tok->encode(lua_tostring(L, -1), true);
-      check_prompt_length(lim, ids.size(), fmt::format("prompt {}", i), fn);
+      rl::check_prompt_length(lim, ids.size(), fmt::format("prompt {}", i), fn);
       out.emplace_back(ids.begin(), ids.end());
     } else if (lua_istable(L, -1)) {
-      std::vector<int64_t> row;
-      for (double d : read_numbers(L, lua_gettop(L), fn)) row.push_back(int64_t(d));
-      check_prompt_length(lim, row.size(), fmt::format("prompt {}", i), fn);
-      out.push_back(row);
+      out.push_back(read_integers(L, lua_gettop(L), fn, "prompt ids", 0));
+      rl::check_prompt_length(lim, out.back().size(), fmt::format("prompt {}", i), fn);
     } else {
       fail("{}: prompt {} must be a string or a list of ids, got {}", fn, i, type_name(L, -1));
     }
@@ -230,29 +162,14 @@ void push_rollouts(lua_State* L, const rl::Rollouts& r) {
   set_field(L, "prompt_len", double(r.seq.prompt_len));
   set_field(L, "resp_len", double(r.seq.resp_len));
   set_field(L, "tokens", double(r.tokens));
-  auto strings = [&](const char* key, const std::vector<std::string>& v) {
-    lua_createtable(L, int(v.size()), 0);
-    for (size_t i = 0; i < v.size(); ++i) {
-      push(L, v[i]);
-      lua_rawseti(L, -2, int(i + 1));
-    }
-    lua_setfield(L, -2, key);
-  };
-  strings("texts", r.texts);
-  strings("finish", r.finish);
-  lua_createtable(L, int(r.prompt_index.size()), 0);
-  for (size_t i = 0; i < r.prompt_index.size(); ++i) {
-    lua_pushnumber(L, double(r.prompt_index[i] + 1));
-    lua_rawseti(L, -2, int(i + 1));
-  }
-  lua_setfield(L, -2, "prompt_index");
+  set_array(L, "texts", r.texts);
+  set_array(L, "finish", r.finish);
+  std::vector<int64_t> prompt_number(r.prompt_index);  // 1-based prompt numbers
+  for (int64_t& i : prompt_number) i += 1;
+  set_array(L, "prompt_index", prompt_number);
   lua_createtable(L, int(r.responses.size()), 0);
   for (size_t i = 0; i < r.responses.size(); ++i) {
-    lua_createtable(L, int(r.responses[i].size()), 0);
-    for (size_t j = 0; j < r.responses[i].size(); ++j) {
-      lua_pushnumber(L, double(r.responses[i][j]));
-      lua_rawseti(L, -2, int(j + 1));
-    }
+    push_array(L, r.responses[i]);
     lua_rawseti(L, -2, int(i + 1));
   }
   lua_setfield(L, -2, "responses");
@@ -397,6 +314,14 @@ void push_item(lua_State* L, const rl::PromptItem& it) {
   set_field(L, "source", it.source);
 }
 
+void push_items(lua_State* L, const std::vector<rl::PromptItem>& items) {
+  lua_createtable(L, int(items.size()), 0);
+  for (size_t i = 0; i < items.size(); ++i) {
+    push_item(L, items[i]);
+    lua_rawseti(L, -2, int(i + 1));
+  }
+}
+
 std::vector<rl::PromptItem> read_items(lua_State* L, int idx, const char* fn) {
   check_table(L, idx, fn);
   std::vector<rl::PromptItem> out;
@@ -426,11 +351,7 @@ int l_prompts(lua_State* L) {
   auto items = rl::load_prompts(check_string(L, 1, fn), f);
   const int64_t n = opt_integer(L, 2, "n", fn).value_or(0);
   if (n > 0) items = rl::sample_prompts(items, n, opt_seed(L, 2, fn, "rl.prompts"));
-  lua_createtable(L, int(items.size()), 0);
-  for (size_t i = 0; i < items.size(); ++i) {
-    push_item(L, items[i]);
-    lua_rawseti(L, -2, int(i + 1));
-  }
+  push_items(L, items);
   return 1;
 }
 
@@ -452,30 +373,13 @@ int l_chat_prompt(lua_State* L) {
 int l_decontaminate(lua_State* L) {
   const char* fn = "lt.rl.decontaminate";
   check_options(L, 3, fn, {"n"});
-  const auto items = read_items(L, 1, fn);
-  const auto texts = read_strings(L, 2, fn);
-  const rl::Decontamination d = rl::decontaminate(items, texts, int(opt_integer(L, 3, "n", fn).value_or(8)));
-  lua_createtable(L, int(d.kept.size()), 0);
-  for (size_t i = 0; i < d.kept.size(); ++i) {
-    push_item(L, d.kept[i]);
-    lua_rawseti(L, -2, int(i + 1));
-  }
+  const rl::Decontamination d = rl::decontaminate(read_items(L, 1, fn), read_strings(L, 2, fn, "eval_texts"),
+                                                  int(opt_integer(L, 3, "n", fn).value_or(8)));
+  push_items(L, d.kept);
   lua_pushnumber(L, double(d.removed));
-  lua_createtable(L, int(d.removed_ids.size()), 0);
-  for (size_t i = 0; i < d.removed_ids.size(); ++i) {
-    push(L, d.removed_ids[i]);
-    lua_rawseti(L, -2, int(i + 1));
-  }
+  push_array(L, d.removed_ids);
   return 3;
 }
-
-// A Lua function kept in the registry for the lifetime of a call.
-struct LuaRef {
-  lua_State* L;
-  int ref = LUA_NOREF;
-  explicit LuaRef(lua_State* l) : L(l) {}
-  ~LuaRef() { luaL_unref(L, LUA_REGISTRYINDEX, ref); }
-};
 
 // items: a path (lt.rl.prompts' layouts) or a list of {question=, answer=, id=}
 std::vector<rl::PromptItem> items_arg(lua_State* L, int opts, const char* key, const char* fn,
@@ -497,31 +401,19 @@ std::vector<rl::PromptItem> items_arg(lua_State* L, int opts, const char* key, c
   return out;
 }
 
-std::vector<std::vector<int64_t>> encode_items(const ModelHandle& h, const std::vector<rl::PromptItem>& items,
-                                               const std::string& tmpl, const std::string& chat,
-                                               const PromptLimit& lim, const char* fn) {
+const text::Tokenizer& tokenizer_of(const ModelHandle& h, const char* fn) {
   if (!h.tok) fail("{}: {} has no tokenizer.json", fn, h.path);
-  std::vector<std::vector<int64_t>> out;
-  for (size_t i = 0; i < items.size(); ++i) {
-    const rl::PromptItem& it = items[i];
-    std::string p = rl::format_prompt(it.question, tmpl);
-    if (!chat.empty()) p = rl::chat_prompt(p, chat);
-    const auto ids = h.tok->encode(p, true);
-    check_prompt_length(lim, ids.size(),
-                        it.source.empty() ? fmt::format("item {} (id {})", i + 1, it.id) : it.source, fn);
-    out.emplace_back(ids.begin(), ids.end());
-  }
-  return out;
+  return *h.tok;
 }
 
 // template / chat options shared by grpo and accuracy: template = "...{question}..." (default:
 // question + the \boxed{} instruction); chat = true: wrapped by the model folder's
 // tokenizer_config.json chat template
-std::pair<std::string, std::string> prompt_style(lua_State* L, int opts, const ModelHandle& h, const char* fn) {
-  const std::string tmpl = opt_string(L, opts, "template", fn).value_or("");
-  std::string chat;
-  if (opt_bool(L, opts, "chat", fn).value_or(false)) chat = h.path + "/tokenizer_config.json";
-  return {tmpl, chat};
+rl::PromptStyle prompt_style(lua_State* L, int opts, const ModelHandle& h, const char* fn) {
+  rl::PromptStyle s;
+  s.tmpl = opt_string(L, opts, "template", fn).value_or("");
+  if (opt_bool(L, opts, "chat", fn).value_or(false)) s.chat_config = h.path + "/tokenizer_config.json";
+  return s;
 }
 
 // lt.rl.accuracy(m, items | path, {template=, chat=, max_response=256, batch=64}) -> fraction
@@ -531,36 +423,60 @@ int l_accuracy(lua_State* L) {
   const char* fn = "lt.rl.accuracy";
   const ModelHandle& h = check_model(L, 1, fn);
   check_options(L, 3, fn, {"template", "chat", "max_response", "batch", "max_prompt_tokens"});
-  std::vector<rl::PromptItem> items;
-  if (lua_type(L, 2) == LUA_TSTRING) items = rl::load_prompts(lua_tostring(L, 2));
-  else items = read_items(L, 2, fn);
-  const auto [tmpl, chat] = prompt_style(L, 3, h, fn);
+  const auto items = lua_type(L, 2) == LUA_TSTRING ? rl::load_prompts(lua_tostring(L, 2)) : read_items(L, 2, fn);
   const int64_t max_response = opt_integer(L, 3, "max_response", fn).value_or(256);
-  const auto prompts = encode_items(h, items, tmpl, chat, prompt_limit(L, 3, h, max_response, fn), fn);
+  const auto prompts = rl::encode_prompts(tokenizer_of(h, fn), items, prompt_style(L, 3, h, fn),
+                                          prompt_limit(L, 3, h, max_response, fn), fn);
   std::vector<bool> correct;
   lua_pushnumber(L, rl::heldout_accuracy(*h.m, prompts, items, max_response,
                                          decoder(h), opt_integer(L, 3, "batch", fn).value_or(64), &correct));
-  lua_createtable(L, int(correct.size()), 0);
-  for (size_t i = 0; i < correct.size(); ++i) {
-    lua_pushboolean(L, correct[i]);
-    lua_rawseti(L, -2, int(i + 1));
-  }
+  push_array(L, correct);
   return 2;
+}
+
+// A reward function written in Lua: fn(item, response) -> number
+rl::Reward lua_reward(lua_State* L, int fidx, const std::string& name, double weight,
+                      std::vector<std::unique_ptr<LuaRef>>& keep) {
+  keep.push_back(std::make_unique<LuaRef>(L, fidx, "lt.rl.grpo", "reward"));
+  return {name, weight, [L, f = keep.back().get(), name](const rl::PromptItem& it, const std::string& resp) {
+            lua_rawgeti(L, LUA_REGISTRYINDEX, f->ref);
+            push_item(L, it);
+            push(L, resp);
+            f->pcall(fmt::format("rl reward {}", name), 2, 1);
+            if (!lua_isnumber(L, -1)) {
+              lua_pop(L, 1);
+              fail("rl reward {}: must return a number (item {})", name, it.id);
+            }
+            const double x = lua_tonumber(L, -1);
+            lua_pop(L, 1);
+            return x;
+          }};
+}
+
+// rewards.NAME at v: a weight (built-in), a function, or {weight=, form=, fn=}
+rl::Reward read_reward(lua_State* L, int v, const std::string& name, std::vector<std::unique_ptr<LuaRef>>& keep,
+                       const char* fn) {
+  const std::string what = fmt::format("{}: rewards.{}", fn, name);
+  if (lua_isnumber(L, v)) return rl::builtin_reward(name, lua_tonumber(L, v), "any", what);
+  if (lua_isfunction(L, v)) return lua_reward(L, v, name, 1.0, keep);
+  if (!lua_istable(L, v)) fail("{}: expected a weight, a function or {{weight=, fn=}}", what);
+  check_options(L, v, what.c_str(), {"weight", "form", "fn"});
+  const double weight = opt_number(L, v, "weight", fn).value_or(1.0);
+  lua_getfield(L, v, "fn");
+  if (lua_isfunction(L, -1)) return lua_reward(L, lua_gettop(L), name, weight, keep);
+  lua_pop(L, 1);
+  return rl::builtin_reward(name, weight, opt_string(L, v, "form", fn).value_or("any"), what);
 }
 
 // rewards = {math = w, format = w | {weight = w, form = "boxed"|"hash"|"any"},
 //            NAME = function(item, response) -> number | {weight = w, fn = function}}
 std::vector<rl::Reward> read_rewards(lua_State* L, int opts, std::vector<std::unique_ptr<LuaRef>>& keep,
                                      const char* fn) {
-  std::vector<rl::Reward> out;
   lua_getfield(L, opts, "rewards");
   const int t = lua_gettop(L);
   if (lua_isnil(L, t)) {
     lua_pop(L, 1);
-    out.push_back({"math", 1.0, [](const rl::PromptItem& it, const std::string& r) {
-                     return rl::math_reward(r, it.answer);
-                   }});
-    return out;
+    return {rl::builtin_reward("math", 1.0, "any", fn)};
   }
   check_table(L, t, fn);
   std::vector<std::string> names;
@@ -571,62 +487,10 @@ std::vector<rl::Reward> read_rewards(lua_State* L, int opts, std::vector<std::un
     names.push_back(lua_tostring(L, -1));
   }
   std::sort(names.begin(), names.end());
+  std::vector<rl::Reward> out;
   for (const std::string& name : names) {
     lua_getfield(L, t, name.c_str());
-    const int v = lua_gettop(L);
-    rl::Reward r;
-    r.name = name;
-    int fidx = 0;
-    std::string form = "any";
-    if (lua_isnumber(L, v)) {
-      r.weight = lua_tonumber(L, v);
-    } else if (lua_isfunction(L, v)) {
-      fidx = v;
-    } else if (lua_istable(L, v)) {
-      check_options(L, v, fmt::format("{}: rewards.{}", fn, name).c_str(), {"weight", "form", "fn"});
-      r.weight = opt_number(L, v, "weight", fn).value_or(1.0);
-      form = opt_string(L, v, "form", fn).value_or("any");
-      lua_getfield(L, v, "fn");
-      if (lua_isfunction(L, -1)) fidx = lua_gettop(L);
-      else lua_pop(L, 1);
-    } else {
-      fail("{}: rewards.{}: expected a weight, a function or {{weight=, fn=}}", fn, name);
-    }
-    if (fidx) {
-      lua_pushvalue(L, fidx);
-      keep.push_back(std::make_unique<LuaRef>(L));
-      keep.back()->ref = luaL_ref(L, LUA_REGISTRYINDEX);
-      const int ref = keep.back()->ref;
-      r.fn = [L, ref, name](const rl::PromptItem& it, const std::string& resp) {
-        lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
-        lua_createtable(L, 0, 4);
-        set_field(L, "id", it.id);
-        set_field(L, "question", it.question);
-        set_field(L, "answer", it.answer);
-        set_field(L, "source", it.source);
-        push(L, resp);
-        if (lua_pcall(L, 2, 1, 0) != 0) {
-          std::string msg = lua_isstring(L, -1) ? lua_tostring(L, -1) : "error";
-          lua_pop(L, 1);
-          fail("rl reward {}: {}", name, msg);
-        }
-        if (!lua_isnumber(L, -1)) {
-          lua_pop(L, 1);
-          fail("rl reward {}: must return a number (item {})", name, it.id);
-        }
-        const double x = lua_tonumber(L, -1);
-        lua_pop(L, 1);
-        return x;
-      };
-    } else if (name == "math") {
-      r.fn = [](const rl::PromptItem& it, const std::string& resp) { return rl::math_reward(resp, it.answer); };
-    } else if (name == "format") {
-      rl::format_reward("", form);  // checks the form now
-      r.fn = [form](const rl::PromptItem&, const std::string& resp) { return rl::format_reward(resp, form); };
-    } else {
-      fail("{}: rewards.{}: not a built-in reward (math, format): give a function", fn, name);
-    }
-    out.push_back(std::move(r));
+    out.push_back(read_reward(L, lua_gettop(L), name, keep, fn));
     lua_settop(L, t);
   }
   lua_pop(L, 1);
@@ -634,50 +498,9 @@ std::vector<rl::Reward> read_rewards(lua_State* L, int opts, std::vector<std::un
   return out;
 }
 
-// lt.rl.grpo(m, {data = path | items, eval = path | items, question_field=, answer_field=,
-//   n = (seeded down-sampling of data), decontaminate = 8 (n-gram size; 0: off; against eval),
-//   template=, chat=, algo = "grpo" | "dr_grpo", norm=, agg=, kl=, clip_ratio = 0.2, clip_high=,
-//   prompts = 8, group_size = 8, max_response = 256, temperature = 1, top_k=, top_p=, stop=,
-//   stop_ids=, rollout_batch = 0, epochs = 1, mini_batches = 1, micro_batch = 16, chunk = 1024,
-//   copy_reference = false, rewards = {...}, accuracy = "math", iterations = 10 (batches of
-//   rollouts; steps = iterations * epochs * mini_batches), eval_n = all, eval_max_response=,
-//   seed = (stream "rl.grpo"), and the loop options of read_loop_options (bindings/train.h;
-//   here lr = 1e-6, decay = "constant", weight_decay = 0)}) -> {steps=, wall_s=, tokens_per_s=, decontaminated=,
-//   heldout = {[step] = accuracy}, log = {{step=, loss=, grad_norm=, reward_mean=, ...}}}
-int l_grpo(lua_State* L) {
-  const char* fn = "lt.rl.grpo";
-  const ModelHandle& h = check_model(L, 1, fn);
-  check_table(L, 2, fn);
-  train::LoopOptions defaults;
-  defaults.lr = 1e-6;
-  defaults.decay = "constant";
-  defaults.weight_decay = 0.0;
-  train::LoopOptions lo = read_loop_options(L, 2, fn, defaults);
-  check_options(L, 2, fn,
-                option_keys({"data", "eval", "question_field", "answer_field", "n", "eval_n", "decontaminate",
-                             "template", "chat", "algo", "norm", "agg", "kl", "clip_ratio", "clip_high", "prompts",
-                             "group_size", "max_response", "max_prompt_tokens", "temperature", "top_k", "top_p",
-                             "stop", "stop_ids", "rollout_batch", "epochs", "mini_batches", "micro_batch", "chunk",
-                             "copy_reference", "rewards", "accuracy", "iterations", "seed"},
-                            kLoopOptions));
-  std::vector<rl::PromptItem> items = items_arg(L, 2, "data", fn, true);
-  std::vector<rl::PromptItem> evals = items_arg(L, 2, "eval", fn, false);
-  const uint64_t seed = opt_seed(L, 2, fn, "rl.grpo");
-  const int64_t n = opt_integer(L, 2, "n", fn).value_or(0);
-  if (n > 0) items = rl::sample_prompts(items, n, seed);
-  const int64_t eval_n = opt_integer(L, 2, "eval_n", fn).value_or(0);
-  if (eval_n > 0) evals = rl::sample_prompts(evals, eval_n, seed + 1);
-  int64_t removed = 0;
-  const int64_t ngram = opt_integer(L, 2, "decontaminate", fn).value_or(8);
-  if (ngram > 0 && !evals.empty()) {
-    std::vector<std::string> texts;
-    for (const auto& e : evals) texts.push_back(e.question);
-    rl::Decontamination d = rl::decontaminate(items, texts, int(ngram));
-    removed = d.removed;
-    items = std::move(d.kept);
-    LT_CHECK(!items.empty(), "{}: decontamination removed every prompt", fn);
-  }
-  const auto [tmpl, chat] = prompt_style(L, 2, h, fn);
+// GRPO's own options (the loop's are read_loop_options'); the prompts are encoded later
+rl::GrpoOptions read_grpo_options(lua_State* L, const ModelHandle& h, uint64_t seed,
+                                  std::vector<std::unique_ptr<LuaRef>>& keep, const char* fn) {
   rl::GrpoOptions go;
   go.algo = opt_string(L, 2, "algo", fn).value_or("grpo");
   if (auto s = opt_string(L, 2, "norm", fn)) go.norm = rl::parse_adv_norm(*s);
@@ -696,31 +519,12 @@ int l_grpo(lua_State* L) {
   go.chunk = opt_integer(L, 2, "chunk", fn).value_or(go.chunk);
   go.copy_reference = opt_bool(L, 2, "copy_reference", fn).value_or(false);
   go.accuracy = opt_string(L, 2, "accuracy", fn).value_or("math");
-  std::vector<std::unique_ptr<LuaRef>> keep;
   go.rewards = read_rewards(L, 2, keep, fn);
-  if (!evals.empty()) {
-    go.eval_items = evals;
-    go.eval_max_response = opt_integer(L, 2, "eval_max_response", fn).value_or(0);
-    go.eval_prompts = encode_items(
-        h, evals, tmpl, chat,
-        prompt_limit(L, 2, h, go.eval_max_response > 0 ? go.eval_max_response : go.rollout.max_response, fn), fn);
-  }
-  const auto prompt_ids = encode_items(h, items, tmpl, chat, prompt_limit(L, 2, h, go.rollout.max_response, fn), fn);
+  go.eval_max_response = opt_integer(L, 2, "eval_max_response", fn).value_or(0);
+  return go;
+}
 
-  const int64_t iterations = opt_integer(L, 2, "iterations", fn).value_or(10);
-  LT_CHECK(iterations >= 1, "{}: iterations must be >= 1", fn);
-  lo.steps = iterations * rl::grpo_steps_per_rollout(go);
-  if (h.tok) lo.checkpoint_files.push_back(h.tok->path());
-  lo.group = dist::active();  // under `ltrun launch`: prompts sharded over the ranks, data parallel
-  if (lo.sink.param) {
-    lo.sink.param("decontaminated", std::to_string(removed));
-    lo.sink.param("rl_prompts", std::to_string(items.size()));
-    lo.sink.param("eval_prompts", std::to_string(evals.size()));
-  }
-
-  rl::GrpoObjective obj(*h.m, items, prompt_ids, go);
-  const train::LoopResult r = train::run_loop(*h.m, obj, lo);
-
+void push_grpo_result(lua_State* L, const train::LoopResult& r, int64_t removed, size_t prompts) {
   lua_createtable(L, 0, 8);
   set_field(L, "steps", double(r.steps_done));
   set_field(L, "start_step", double(r.start_step));
@@ -728,7 +532,7 @@ int l_grpo(lua_State* L) {
   set_field(L, "tokens_per_s", r.tokens_per_s);
   set_field(L, "final_loss", r.final_loss);
   set_field(L, "decontaminated", double(removed));
-  set_field(L, "prompts", double(items.size()));
+  set_field(L, "prompts", double(prompts));
   lua_newtable(L);
   for (const auto& [step, ms] : r.evals)
     for (const auto& [k, v] : ms)
@@ -750,6 +554,59 @@ int l_grpo(lua_State* L) {
     lua_rawseti(L, -2, int(i + 1));
   }
   lua_setfield(L, -2, "log");
+}
+
+// lt.rl.grpo(m, {data = path | items, eval = path | items, question_field=, answer_field=,
+//   n = (seeded down-sampling of data), decontaminate = 8 (n-gram size; 0: off; against eval),
+//   template=, chat=, algo = "grpo" | "dr_grpo", norm=, agg=, kl=, clip_ratio = 0.2, clip_high=,
+//   prompts = 8, group_size = 8, max_response = 256, temperature = 1, top_k=, top_p=, stop=,
+//   stop_ids=, rollout_batch = 0, epochs = 1, mini_batches = 1, micro_batch = 16, chunk = 1024,
+//   copy_reference = false, rewards = {...}, accuracy = "math", iterations = 10 (batches of
+//   rollouts; steps = iterations * epochs * mini_batches), eval_n = all, eval_max_response=,
+//   seed = (stream "rl.grpo"), and the loop options of read_loop_options (bindings/train.h;
+//   here lr = 1e-6, decay = "constant", weight_decay = 0)}) -> {steps=, wall_s=, tokens_per_s=,
+//   decontaminated=, heldout = {[step] = accuracy}, log = {{step=, loss=, grad_norm=, reward_mean=, ...}}}
+int l_grpo(lua_State* L) {
+  const char* fn = "lt.rl.grpo";
+  const ModelHandle& h = check_model(L, 1, fn);
+  check_table(L, 2, fn);
+  train::LoopOptions defaults;
+  defaults.lr = 1e-6;
+  defaults.decay = "constant";
+  defaults.weight_decay = 0.0;
+  train::LoopOptions lo = read_loop_options(L, 2, fn, defaults);
+  check_options(L, 2, fn,
+                option_keys({"data", "eval", "question_field", "answer_field", "n", "eval_n", "decontaminate",
+                             "template", "chat", "algo", "norm", "agg", "kl", "clip_ratio", "clip_high", "prompts",
+                             "group_size", "max_response", "max_prompt_tokens", "temperature", "top_k", "top_p",
+                             "stop", "stop_ids", "rollout_batch", "epochs", "mini_batches", "micro_batch", "chunk",
+                             "copy_reference", "rewards", "accuracy", "iterations", "seed"},
+                            kLoopOptions));
+  const uint64_t seed = opt_seed(L, 2, fn, "rl.grpo");
+  const rl::GrpoData d = rl::prepare_grpo_data(
+      items_arg(L, 2, "data", fn, true), items_arg(L, 2, "eval", fn, false), opt_integer(L, 2, "n", fn).value_or(0),
+      opt_integer(L, 2, "eval_n", fn).value_or(0), opt_integer(L, 2, "decontaminate", fn).value_or(8), seed, fn);
+  std::vector<std::unique_ptr<LuaRef>> keep;
+  rl::GrpoOptions go = read_grpo_options(L, h, seed, keep, fn);
+  const rl::PromptStyle style = prompt_style(L, 2, h, fn);
+  const int64_t eval_response = go.eval_max_response > 0 ? go.eval_max_response : go.rollout.max_response;
+  go.eval_items = d.evals;
+  if (!d.evals.empty())
+    go.eval_prompts = rl::encode_prompts(tokenizer_of(h, fn), d.evals, style, prompt_limit(L, 2, h, eval_response, fn), fn);
+  const auto prompt_ids = rl::encode_prompts(tokenizer_of(h, fn), d.items, style,
+                                             prompt_limit(L, 2, h, go.rollout.max_response, fn), fn);
+  const int64_t iterations = opt_integer(L, 2, "iterations", fn).value_or(10);
+  LT_CHECK(iterations >= 1, "{}: iterations must be >= 1", fn);
+  lo.steps = iterations * rl::grpo_steps_per_rollout(go);
+  if (h.tok) lo.checkpoint_files.push_back(h.tok->path());
+  lo.group = dist::active();  // under `ltrun launch`: prompts sharded over the ranks, data parallel
+  if (lo.sink.param) {
+    lo.sink.param("decontaminated", std::to_string(d.removed));
+    lo.sink.param("rl_prompts", std::to_string(d.items.size()));
+    lo.sink.param("eval_prompts", std::to_string(d.evals.size()));
+  }
+  rl::GrpoObjective obj(*h.m, d.items, prompt_ids, go);
+  push_grpo_result(L, train::run_loop(*h.m, obj, lo), d.removed, d.items.size());
   return 1;
 }
 

@@ -13,7 +13,6 @@
 #include "bindings/tensor.h"
 #include "runtime/core/env.h"
 #include "runtime/core/interrupt.h"
-#include "runtime/store/artifact.h"
 #include "runtime/store/session.h"
 
 #include <ATen/ATen.h>
@@ -138,7 +137,7 @@ int l_log_layers(lua_State* L) {
 // lt.run.artifact(path[, {kind=}]) → the path stored: a regular file under the folder the run
 // started in or its run store's folder (runtime/store/artifact.h), with its sha256
 int l_artifact(lua_State* L) {
-  auto& s = session(L, "lt.run.artifact");
+  RunSink& s = sink(L, "lt.run.artifact");
   const std::string path = check_string(L, 1, "lt.run.artifact");
   if (lua_istable(L, 2)) {
     lua_pushnil(L);
@@ -149,7 +148,7 @@ int l_artifact(lua_State* L) {
     }
   }
   const std::string kind = opt_string(L, 2, "kind", "lt.run.artifact").value_or("");
-  push(L, store::register_artifact(s.store(), s.current(), path, kind));
+  push(L, s.artifact(path, kind));
   return 1;
 }
 
@@ -176,7 +175,7 @@ int l_query(lua_State* L) {
       binds.emplace_back(value_text(L, i));
     }
   }
-  store::Table t = s.store().query(sql, binds);
+  store::Table t = s.query(sql, binds);
   lua_createtable(L, int(t.rows.size()), 0);
   for (size_t r = 0; r < t.rows.size(); r++) {
     lua_createtable(L, 0, int(t.columns.size()));
@@ -247,7 +246,7 @@ int l_take_lease(lua_State* L) {
   auto& s = session(L, fn);
   const std::string key = check_string(L, 1, fn), job = check_string(L, 2, fn);
   const int64_t pid = check_integer(L, 3, fn, 1, INT32_MAX);
-  const auto held = s.store().take_lease(key, job, pid, s.current());
+  const auto held = s.take_lease(key, job, pid);
   if (!held) return 0;
   lua_createtable(L, 0, 4);
   set_field(L, "host", held->host);
@@ -260,7 +259,7 @@ int l_take_lease(lua_State* L) {
 int l_release_lease(lua_State* L) {
   const char* fn = "lt.run.release_lease";
   const std::string key = check_string(L, 1, fn), job = check_string(L, 2, fn);
-  session(L, fn).store().release_lease(key, job, check_integer(L, 3, fn, 1, INT32_MAX));
+  session(L, fn).release_lease(key, job, check_integer(L, 3, fn, 1, INT32_MAX));
   return 0;
 }
 

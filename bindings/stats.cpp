@@ -21,28 +21,12 @@ std::vector<double> sample(lua_State* L, int idx, const char* fn) {
     LT_CHECK(t.dim() == 1, "{}: argument {}: expected a 1-D tensor or a Lua array, got {} dims", fn, idx, t.dim());
     return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
   }
-  check_table(L, idx, fn);
-  std::vector<double> v;
-  const int n = int(lua_objlen(L, idx));
-  v.reserve(size_t(n));
-  for (int i = 1; i <= n; i++) {
-    lua_rawgeti(L, idx, i);
-    if (lua_type(L, -1) != LUA_TNUMBER)
-      fail("{}: argument {}: element {} is {}; expected a number", fn, idx, i, type_name(L, -1));
-    v.push_back(lua_tonumber(L, -1));
-    lua_pop(L, 1);
-  }
-  return v;
+  return read_numbers(L, idx, fn, idx == 1 ? "argument 1" : "argument 2");
 }
 
 // lt.stats.rank(a) → Lua array of 1-based ranks, ties as average ranks
 int l_rank(lua_State* L) {
-  const auto r = stats::rank(sample(L, 1, "lt.stats.rank"), "lt.stats.rank");
-  lua_createtable(L, int(r.size()), 0);
-  for (size_t i = 0; i < r.size(); i++) {
-    lua_pushnumber(L, r[i]);
-    lua_rawseti(L, -2, int(i + 1));
-  }
+  push_array(L, stats::rank(sample(L, 1, "lt.stats.rank"), "lt.stats.rank"));
   return 1;
 }
 

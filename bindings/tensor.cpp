@@ -22,6 +22,7 @@
 #include "runtime/core/device.h"
 #include "runtime/core/env.h"
 #include "runtime/core/tensor_format.h"
+#include "runtime/core/tensor_ops.h"
 
 namespace ltrun::lua {
 namespace {
@@ -64,18 +65,6 @@ at::Tensor operand(lua_State* L, int idx, const char* fn, const at::Tensor& like
   return check_tensor(L, idx, fn);
 }
 
-int64_t norm_index(int64_t i, int64_t size, int64_t dim) {
-  const int64_t j = i < 0 ? i + size : i;
-  if (j < 0 || j >= size) fail("index {} is out of range for dimension {} of size {}", i, dim, size);
-  return j;
-}
-
-int64_t norm_dim(const at::Tensor& t, int64_t d) {
-  const int64_t n = std::max<int64_t>(t.dim(), 1);
-  if (d < -n || d >= n) fail("dimension {} is out of range for a tensor with {} dimension(s)", d, t.dim());
-  return d < 0 ? d + n : d;
-}
-
 // shape from varargs numbers at [from, ...] or one table at `from`; returns the index after it.
 // lo: the smallest entry (-1 where view/reshape infer a size; 0 for a new tensor)
 std::vector<int64_t> read_shape(lua_State* L, int from, const char* fn, int* next, int64_t lo = -1) {
@@ -101,35 +90,9 @@ std::vector<int64_t> read_shape(lua_State* L, int from, const char* fn, int* nex
   return shape;
 }
 
-// A new tensor of `shape`: its bytes are counted first (an int64 overflow, or a CPU tensor
-// larger than the machine's memory, is refused before anything is allocated) and a failed
-// allocation becomes one line naming the shape and the bytes wanted (LibTorch's own error
-// carries a 25-line C++ backtrace).
 template <class F>
 at::Tensor new_tensor(const char* fn, const std::vector<int64_t>& shape, const at::TensorOptions& o, F make) {
-  const c10::ScalarType dtype = o.dtype().toScalarType();
-  int64_t bytes = int64_t(c10::elementSize(dtype));
-  bool overflow = false;
-  if (std::find(shape.begin(), shape.end(), int64_t(0)) != shape.end()) bytes = 0;
-  else for (int64_t s : shape) overflow = overflow || __builtin_mul_overflow(bytes, s, &bytes);
-  const std::string what = fmt::format("{}: a {} tensor of shape [{}]", fn, dtype_name(dtype), fmt::join(shape, ", "));
-  if (overflow) fail("{} needs more than 2^63 bytes", what);
-  const bool cpu = !o.device_opt() || o.device_opt()->is_cpu();
-  if (cpu && bytes > (int64_t(1) << 28)) {  // small tensors: no look at the machine
-    static const int64_t have = machine_memory_bytes();  // RAM + swap: read once
-    if (have > 0 && bytes > have)
-      fail("{} needs {} bytes ({}), more than this machine's memory ({})", what, bytes, human_bytes(double(bytes)),
-           human_bytes(double(have)));
-  }
-  try {
-    return make();
-  } catch (const c10::Error& e) {
-    std::string msg = e.what_without_backtrace();
-    if (auto nl = msg.find('\n'); nl != std::string::npos) msg.resize(nl);
-    if (msg.find("alloc") != std::string::npos || msg.find("out of memory") != std::string::npos)
-      fail("{} needs {} bytes ({}) and could not be allocated: {}", what, bytes, human_bytes(double(bytes)), msg);
-    fail("{}: {}", fn, msg);  // an argument LibTorch refused (randint's bounds, ...)
-  }
+  return checked_new(fn, shape, o, make);  // runtime/core/tensor_ops.h
 }
 
 at::TensorOptions read_options(lua_State* L, int idx, const char* fn, c10::ScalarType dflt) {
@@ -206,20 +169,16 @@ at::Tensor index_view(lua_State* L, at::Tensor t, int key, const char* fn) {
     } else if (lua_type(L, e) == LUA_TSTRING && std::string(lua_tostring(L, e)) == ":") {
       dim++;
     } else if (lua_istable(L, e)) {
-      const int64_t size = t.size(dim);
       lua_rawgeti(L, e, 1);
       lua_rawgeti(L, e, 2);
       lua_rawgeti(L, e, 3);
-      int64_t start = lua_isnil(L, -3) ? 0 : to_integer(L, -3, fmt::format("{}: slice start", fn));
-      int64_t stop = lua_isnil(L, -2) ? size : to_integer(L, -2, fmt::format("{}: slice stop", fn));
-      int64_t step = lua_isnil(L, -1) ? 1 : to_integer(L, -1, fmt::format("{}: slice step", fn));
-      lua_pop(L, 3);
-      if (start < 0) start += size;
-      if (stop < 0) stop += size;
-      start = std::clamp<int64_t>(start, 0, size);
-      stop = std::clamp<int64_t>(stop, start, size);
+      auto bound = [&](int i, const char* what) {
+        return lua_isnil(L, i) ? std::nullopt : std::optional<int64_t>(to_integer(L, i, fmt::format("{}: slice {}", fn, what)));
+      };
+      const int64_t step = bound(-1, "step").value_or(1);
       LT_CHECK(step > 0, "{}: slice step must be positive, got {}", fn, step);
-      t = t.slice(dim, start, stop, step);
+      t = py_slice(t, dim, bound(-3, "start"), bound(-2, "stop"), step);
+      lua_pop(L, 3);
       dim++;
     } else {
       fail("{}: index entries are numbers, {{start, stop[, step]}} or \":\", not {}", fn, type_name(L, e));
@@ -258,13 +217,8 @@ int m_index(lua_State* L) {
     lua_pop(L, 1);
     const std::string k = lua_tostring(L, 2);
     at::Tensor& t = check_tensor(L, 1, "tensor");
-    if (k == "shape") {
-      lua_createtable(L, int(t.dim()), 0);
-      for (int64_t i = 0; i < t.dim(); i++) {
-        lua_pushnumber(L, double(t.size(i)));
-        lua_rawseti(L, -2, int(i + 1));
-      }
-    } else if (k == "dtype") push(L, dtype_name(t.scalar_type()));
+    if (k == "shape") push_array(L, t.sizes().vec());
+    else if (k == "dtype") push(L, dtype_name(t.scalar_type()));
     else if (k == "device") push(L, t.device().str());
     else if (k == "ndim") lua_pushinteger(L, lua_Integer(t.dim()));
     else if (k == "requires_grad") lua_pushboolean(L, t.requires_grad());
@@ -359,32 +313,52 @@ LT_UNARY(t_t, t.t())
 LT_UNARY(t_flatten, t.flatten())
 #undef LT_UNARY
 
-int t_matmul(lua_State* L) {
-  push_tensor(L, at::matmul(check_tensor(L, 1, "matmul"), check_tensor(L, 2, "matmul")));
-  return 1;
-}
+// One-line methods: T returns a tensor, SELF changes t in place and returns it, NUM a number.
+#define LT_T(name, fn, expr)                  \
+  int name(lua_State* L) {                    \
+    at::Tensor& t = check_tensor(L, 1, fn);   \
+    push_tensor(L, expr);                     \
+    return 1;                                 \
+  }
+#define LT_SELF(name, fn, expr)               \
+  int name(lua_State* L) {                    \
+    at::Tensor& t = check_tensor(L, 1, fn);   \
+    expr;                                     \
+    lua_settop(L, 1);                         \
+    return 1;                                 \
+  }
+#define LT_NUM(name, fn, expr)                \
+  int name(lua_State* L) {                    \
+    at::Tensor& t = check_tensor(L, 1, fn);   \
+    lua_pushnumber(L, expr);                  \
+    return 1;                                 \
+  }
+LT_T(t_matmul, "matmul", at::matmul(t, check_tensor(L, 2, "matmul")))
+LT_T(t_transpose, "transpose", t.transpose(check_integer(L, 2, "transpose"), check_integer(L, 3, "transpose")))
+LT_T(t_squeeze, "squeeze", lua_isnoneornil(L, 2) ? t.squeeze() : t.squeeze(norm_dim(t, check_integer(L, 2, "squeeze"))))
+LT_T(t_unsqueeze, "unsqueeze", t.unsqueeze(check_integer(L, 2, "unsqueeze")))
+LT_T(t_narrow, "narrow", t.narrow(norm_dim(t, check_integer(L, 2, "narrow")), check_integer(L, 3, "narrow"), check_integer(L, 4, "narrow")))
+LT_T(t_index_select, "index_select", t.index_select(norm_dim(t, check_integer(L, 2, "index_select")), to_tensor(L, 3, "index_select", at::kLong).to(at::kLong).to(t.device())))
+LT_T(t_gather, "gather", t.gather(norm_dim(t, check_integer(L, 2, "gather")), to_tensor(L, 3, "gather", at::kLong).to(at::kLong).to(t.device())))
+LT_T(t_masked_fill, "masked_fill", t.masked_fill(to_tensor(L, 2, "masked_fill", at::kBool).to(at::kBool), check_number(L, 3, "masked_fill")))
+LT_SELF(t_fill, "fill", t.fill_(check_number(L, 2, "fill")))
+LT_SELF(t_zero, "zero", t.zero_())
+LT_SELF(t_copy, "copy", t.copy_(to_tensor(L, 2, "copy", t.scalar_type())))
+LT_SELF(t_requires_grad_, "requires_grad_", t.requires_grad_(lua_isnoneornil(L, 2) ? true : lua_toboolean(L, 2) != 0))
+LT_NUM(t_numel, "numel", double(t.numel()))
+LT_NUM(t_dim, "dim", double(t.dim()))
+LT_NUM(t_nbytes, "nbytes", double(t.numel() * int64_t(t.element_size())))
+#undef LT_T
+#undef LT_SELF
+#undef LT_NUM
 
 int t_size(lua_State* L) {
   at::Tensor& t = check_tensor(L, 1, "size");
   if (lua_isnoneornil(L, 2)) {
-    lua_createtable(L, int(t.dim()), 0);
-    for (int64_t i = 0; i < t.dim(); i++) {
-      lua_pushnumber(L, double(t.size(i)));
-      lua_rawseti(L, -2, int(i + 1));
-    }
+    push_array(L, t.sizes().vec());
     return 1;
   }
   lua_pushnumber(L, double(t.size(norm_dim(t, check_integer(L, 2, "size")))));
-  return 1;
-}
-
-int t_numel(lua_State* L) {
-  lua_pushnumber(L, double(check_tensor(L, 1, "numel").numel()));
-  return 1;
-}
-
-int t_dim(lua_State* L) {
-  lua_pushinteger(L, lua_Integer(check_tensor(L, 1, "dim").dim()));
   return 1;
 }
 
@@ -432,54 +406,18 @@ int t_cuda(lua_State* L) {
   return 1;
 }
 
-int t_view(lua_State* L) {
-  at::Tensor& t = check_tensor(L, 1, "view");
-  push_tensor(L, t.view(read_shape(L, 2, "view", nullptr)));
-  return 1;
-}
-
-int t_reshape(lua_State* L) {
-  at::Tensor& t = check_tensor(L, 1, "reshape");
-  push_tensor(L, t.reshape(read_shape(L, 2, "reshape", nullptr)));
-  return 1;
-}
-
-int t_expand(lua_State* L) {
-  at::Tensor& t = check_tensor(L, 1, "expand");
-  push_tensor(L, t.expand(read_shape(L, 2, "expand", nullptr)));
-  return 1;
-}
-
-int t_permute(lua_State* L) {
-  at::Tensor& t = check_tensor(L, 1, "permute");
-  push_tensor(L, t.permute(read_shape(L, 2, "permute", nullptr)));
-  return 1;
-}
-
-int t_transpose(lua_State* L) {
-  at::Tensor& t = check_tensor(L, 1, "transpose");
-  push_tensor(L, t.transpose(check_integer(L, 2, "transpose"), check_integer(L, 3, "transpose")));
-  return 1;
-}
-
-int t_squeeze(lua_State* L) {
-  at::Tensor& t = check_tensor(L, 1, "squeeze");
-  push_tensor(L, lua_isnoneornil(L, 2) ? t.squeeze() : t.squeeze(norm_dim(t, check_integer(L, 2, "squeeze"))));
-  return 1;
-}
-
-int t_unsqueeze(lua_State* L) {
-  at::Tensor& t = check_tensor(L, 1, "unsqueeze");
-  push_tensor(L, t.unsqueeze(check_integer(L, 2, "unsqueeze")));
-  return 1;
-}
-
-int t_narrow(lua_State* L) {
-  at::Tensor& t = check_tensor(L, 1, "narrow");
-  const int64_t d = norm_dim(t, check_integer(L, 2, "narrow"));
-  push_tensor(L, t.narrow(d, check_integer(L, 3, "narrow"), check_integer(L, 4, "narrow")));
-  return 1;
-}
+// methods taking a shape (varargs or one table)
+#define LT_SHAPED(name, op)                                    \
+  int name(lua_State* L) {                                     \
+    at::Tensor& t = check_tensor(L, 1, #op);                   \
+    push_tensor(L, t.op(read_shape(L, 2, #op, nullptr)));      \
+    return 1;                                                  \
+  }
+LT_SHAPED(t_view, view)
+LT_SHAPED(t_reshape, reshape)
+LT_SHAPED(t_expand, expand)
+LT_SHAPED(t_permute, permute)
+#undef LT_SHAPED
 
 int t_select(lua_State* L) {
   at::Tensor& t = check_tensor(L, 1, "select");
@@ -490,56 +428,10 @@ int t_select(lua_State* L) {
 
 int t_slice(lua_State* L) {
   at::Tensor& t = check_tensor(L, 1, "slice");
-  const int64_t d = norm_dim(t, check_integer(L, 2, "slice"));
-  const int64_t size = t.size(d);
-  int64_t start = lua_isnoneornil(L, 3) ? 0 : check_integer(L, 3, "slice");
-  int64_t stop = lua_isnoneornil(L, 4) ? size : check_integer(L, 4, "slice");
-  int64_t step = lua_isnoneornil(L, 5) ? 1 : check_integer(L, 5, "slice");
-  if (start < 0) start += size;
-  if (stop < 0) stop += size;
-  start = std::clamp<int64_t>(start, 0, size);
-  push_tensor(L, t.slice(d, start, std::clamp<int64_t>(stop, start, size), step));
-  return 1;
-}
-
-int t_index_select(lua_State* L) {
-  at::Tensor& t = check_tensor(L, 1, "index_select");
-  const int64_t d = norm_dim(t, check_integer(L, 2, "index_select"));
-  push_tensor(L, t.index_select(d, to_tensor(L, 3, "index_select", at::kLong).to(at::kLong).to(t.device())));
-  return 1;
-}
-
-int t_gather(lua_State* L) {
-  at::Tensor& t = check_tensor(L, 1, "gather");
-  const int64_t d = norm_dim(t, check_integer(L, 2, "gather"));
-  push_tensor(L, t.gather(d, to_tensor(L, 3, "gather", at::kLong).to(at::kLong).to(t.device())));
-  return 1;
-}
-
-int t_masked_fill(lua_State* L) {
-  at::Tensor& t = check_tensor(L, 1, "masked_fill");
-  push_tensor(L, t.masked_fill(to_tensor(L, 2, "masked_fill", at::kBool).to(at::kBool),
-                               check_number(L, 3, "masked_fill")));
-  return 1;
-}
-
-int t_fill(lua_State* L) {  // in place, returns the tensor itself
-  at::Tensor& t = check_tensor(L, 1, "fill");
-  t.fill_(check_number(L, 2, "fill"));
-  lua_settop(L, 1);
-  return 1;
-}
-
-int t_zero(lua_State* L) {
-  check_tensor(L, 1, "zero").zero_();
-  lua_settop(L, 1);
-  return 1;
-}
-
-int t_copy(lua_State* L) {
-  at::Tensor& t = check_tensor(L, 1, "copy");
-  t.copy_(to_tensor(L, 2, "copy", t.scalar_type()));
-  lua_settop(L, 1);
+  auto opt = [&](int i) { return lua_isnoneornil(L, i) ? std::nullopt : std::optional<int64_t>(check_integer(L, i, "slice")); };
+  const int64_t step = opt(5).value_or(1);
+  LT_CHECK(step > 0, "slice: step must be positive, got {}", step);
+  push_tensor(L, py_slice(t, norm_dim(t, check_integer(L, 2, "slice")), opt(3), opt(4), step));
   return 1;
 }
 
@@ -565,65 +457,29 @@ int t_clamp(lua_State* L) {
   return 1;
 }
 
-int t_softmax(lua_State* L) {
-  at::Tensor& t = check_tensor(L, 1, "softmax");
-  push_tensor(L, t.softmax(lua_isnoneornil(L, 2) ? -1 : check_integer(L, 2, "softmax")));
-  return 1;
-}
-
-int t_log_softmax(lua_State* L) {
-  at::Tensor& t = check_tensor(L, 1, "log_softmax");
-  push_tensor(L, t.log_softmax(lua_isnoneornil(L, 2) ? -1 : check_integer(L, 2, "log_softmax")));
-  return 1;
-}
-
-int t_cumsum(lua_State* L) {
-  at::Tensor& t = check_tensor(L, 1, "cumsum");
-  push_tensor(L, t.cumsum(norm_dim(t, check_integer(L, 2, "cumsum"))));
-  return 1;
-}
+// methods taking an optional dimension (default -1)
+#define LT_ALONG(name, op)                                                                  \
+  int name(lua_State* L) {                                                                  \
+    at::Tensor& t = check_tensor(L, 1, #op);                                                \
+    push_tensor(L, t.op(lua_isnoneornil(L, 2) ? -1 : norm_dim(t, check_integer(L, 2, #op)))); \
+    return 1;                                                                               \
+  }
+LT_ALONG(t_softmax, softmax)
+LT_ALONG(t_log_softmax, log_softmax)
+LT_ALONG(t_cumsum, cumsum)
+#undef LT_ALONG
 
 // Reductions: t:sum() over everything → number; t:sum(dim[, keepdim]) → tensor.
-enum class Red { sum, mean, prod, std, var, norm, amax, amin, all, any, logsumexp };
-template <Red R>
+template <Reduction R>
 int t_reduce(lua_State* L) {
   at::Tensor& t = check_tensor(L, 1, "reduction");
-  if (lua_isnoneornil(L, 2)) {
-    at::Tensor r;
-    switch (R) {
-      case Red::sum: r = t.sum(); break;
-      case Red::mean: r = t.mean(); break;
-      case Red::prod: r = t.prod(); break;
-      case Red::std: r = t.std(); break;
-      case Red::var: r = t.var(); break;
-      case Red::norm: r = t.norm(); break;
-      case Red::amax: r = t.max(); break;
-      case Red::amin: r = t.min(); break;
-      case Red::all: r = t.all(); break;
-      case Red::any: r = t.any(); break;
-      case Red::logsumexp: r = t.flatten().logsumexp(0); break;
-    }
-    if (t.requires_grad()) push_tensor(L, r);  // keep the graph for backward()
-    else push_value(L, r);
+  if (!lua_isnoneornil(L, 2)) {
+    push_tensor(L, reduce(t, R, check_integer(L, 2, "reduction"), lua_toboolean(L, 3) != 0));
     return 1;
   }
-  const int64_t d = norm_dim(t, check_integer(L, 2, "reduction"));
-  const bool keep = lua_toboolean(L, 3) != 0;
-  at::Tensor r;
-  switch (R) {
-    case Red::sum: r = t.sum(d, keep); break;
-    case Red::mean: r = t.mean(d, keep); break;
-    case Red::prod: r = t.prod(d, keep); break;
-    case Red::std: r = t.std(d, true, keep); break;
-    case Red::var: r = t.var(d, true, keep); break;
-    case Red::norm: r = t.norm(2, d, keep); break;
-    case Red::amax: r = t.amax(d, keep); break;
-    case Red::amin: r = t.amin(d, keep); break;
-    case Red::all: r = t.all(d, keep); break;
-    case Red::any: r = t.any(d, keep); break;
-    case Red::logsumexp: r = t.logsumexp(d, keep); break;
-  }
-  push_tensor(L, r);
+  const at::Tensor r = reduce(t, R);
+  if (t.requires_grad()) push_tensor(L, r);  // keep the graph for backward()
+  else push_value(L, r);
   return 1;
 }
 
@@ -698,13 +554,6 @@ int t_backward(lua_State* L) {
   return 0;
 }
 
-int t_requires_grad_(lua_State* L) {
-  at::Tensor& t = check_tensor(L, 1, "requires_grad_");
-  t.requires_grad_(lua_isnoneornil(L, 2) ? true : lua_toboolean(L, 2) != 0);
-  lua_settop(L, 1);
-  return 1;
-}
-
 int t_zero_grad(lua_State* L) {
   at::Tensor& t = check_tensor(L, 1, "zero_grad");
   if (t.grad().defined()) t.mutable_grad() = at::Tensor();
@@ -717,12 +566,6 @@ int t_free(lua_State* L) {
   b->bytes = 0;
   b->t = at::Tensor();
   return 0;
-}
-
-int t_nbytes(lua_State* L) {
-  at::Tensor& t = check_tensor(L, 1, "nbytes");
-  lua_pushnumber(L, double(t.numel() * int64_t(t.element_size())));
-  return 1;
 }
 
 int t_is_contiguous(lua_State* L) {
@@ -795,12 +638,7 @@ int l_arange(lua_State* L) {  // arange(stop) | arange(start, stop[, step]) [, o
   }
   const bool ints = start == std::floor(start) && stop == std::floor(stop) && step == std::floor(step);
   const at::TensorOptions o = read_options(L, opts, "lt.arange", ints ? at::kLong : at::kFloat);
-  LT_CHECK(std::isfinite(start) && std::isfinite(stop) && std::isfinite(step) && step != 0,
-           "lt.arange: start {}, stop {}, step {}: expected finite numbers and a step other than 0", start, stop, step);
-  const double n = std::ceil((stop - start) / step);
-  LT_CHECK(n >= 0, "lt.arange: start {}, stop {}, step {}: the step leads away from stop", start, stop, step);
-  LT_CHECK(n < 9.2e18, "lt.arange: start {}, stop {}, step {}: {} elements is too many", start, stop, step, n);
-  const std::vector<int64_t> shape{n > 0 ? int64_t(n) : 0};
+  const std::vector<int64_t> shape{arange_size(start, stop, step, "lt.arange")};
   push_tensor(L, new_tensor("lt.arange", shape, o, [&] { return at::arange(start, stop, step, o); }));
   return 1;
 }
@@ -882,14 +720,10 @@ int l_manual_seed(lua_State* L) {
 
 int l_memory(lua_State* L) {
   lua_createtable(L, 0, 4);
-  lua_pushnumber(L, double(g_mem.live));
-  lua_setfield(L, -2, "tensor_bytes");
-  lua_pushnumber(L, double(g_mem.threshold));
-  lua_setfield(L, -2, "gc_threshold");
-  lua_pushnumber(L, double(g_mem.collections));
-  lua_setfield(L, -2, "forced_collections");
-  lua_pushnumber(L, lua_gc(L, LUA_GCCOUNT, 0) * 1024.0);
-  lua_setfield(L, -2, "lua_bytes");
+  set_field(L, "tensor_bytes", double(g_mem.live));
+  set_field(L, "gc_threshold", double(g_mem.threshold));
+  set_field(L, "forced_collections", double(g_mem.collections));
+  set_field(L, "lua_bytes", lua_gc(L, LUA_GCCOUNT, 0) * 1024.0);
   return 1;
 }
 
@@ -921,6 +755,11 @@ void push_tensor(lua_State* L, at::Tensor t) {
   lua_setmetatable(L, -2);
 }
 
+void set_tensor(lua_State* L, const char* key, at::Tensor t) {
+  push_tensor(L, std::move(t));
+  lua_setfield(L, -2, key);
+}
+
 bool is_tensor(lua_State* L, int idx) { return luaL_testudata(L, idx, kMeta) != nullptr; }
 
 at::Tensor& check_tensor(lua_State* L, int idx, const char* fn) {
@@ -943,71 +782,73 @@ at::Tensor to_tensor(lua_State* L, int idx, const char* fn, c10::ScalarType numb
   fail("{}: argument {}: expected a tensor, number or table, got {}", fn, idx, type_name(L, idx));
 }
 
+const luaL_Reg kMethods[] = {
+    {"size", LT_FN(t_size)}, {"numel", LT_FN(t_numel)}, {"dim", LT_FN(t_dim)},
+    {"item", LT_FN(t_item)}, {"totable", LT_FN(t_totable)}, {"clone", LT_FN(t_clone)},
+    {"contiguous", LT_FN(t_contiguous)}, {"detach", LT_FN(t_detach)}, {"to", LT_FN(t_to)},
+    {"float", LT_FN(t_float)}, {"double", LT_FN(t_double)}, {"long", LT_FN(t_long)},
+    {"int", LT_FN(t_int)}, {"bool", LT_FN(t_bool)}, {"bfloat16", LT_FN(t_bfloat16)},
+    {"half", LT_FN(t_half)}, {"cpu", LT_FN(t_cpu)}, {"cuda", LT_FN(t_cuda)},
+    {"view", LT_FN(t_view)}, {"reshape", LT_FN(t_reshape)}, {"expand", LT_FN(t_expand)},
+    {"permute", LT_FN(t_permute)}, {"transpose", LT_FN(t_transpose)}, {"t", LT_FN(t_t)},
+    {"flatten", LT_FN(t_flatten)}, {"squeeze", LT_FN(t_squeeze)}, {"unsqueeze", LT_FN(t_unsqueeze)},
+    {"narrow", LT_FN(t_narrow)}, {"select", LT_FN(t_select)}, {"slice", LT_FN(t_slice)},
+    {"index_select", LT_FN(t_index_select)}, {"gather", LT_FN(t_gather)},
+    {"masked_fill", LT_FN(t_masked_fill)}, {"fill", LT_FN(t_fill)}, {"zero", LT_FN(t_zero)},
+    {"copy", LT_FN(t_copy)}, {"add", LT_FN(m_add)}, {"sub", LT_FN(m_sub)}, {"mul", LT_FN(m_mul)},
+    {"div", LT_FN(m_div)}, {"pow", LT_FN(m_pow)}, {"add_", LT_FN(t_add_)}, {"sub_", LT_FN(t_sub_)},
+    {"mul_", LT_FN(t_mul_)}, {"div_", LT_FN(t_div_)}, {"matmul", LT_FN(t_matmul)},
+    {"exp", LT_FN(t_exp)}, {"log", LT_FN(t_log)}, {"log1p", LT_FN(t_log1p)}, {"sqrt", LT_FN(t_sqrt)},
+    {"rsqrt", LT_FN(t_rsqrt)}, {"abs", LT_FN(t_abs)}, {"neg", LT_FN(t_neg)}, {"tanh", LT_FN(t_tanh)},
+    {"sigmoid", LT_FN(t_sigmoid)}, {"relu", LT_FN(t_relu)}, {"sin", LT_FN(t_sin)}, {"cos", LT_FN(t_cos)},
+    {"floor", LT_FN(t_floor)}, {"ceil", LT_FN(t_ceil)}, {"round", LT_FN(t_round)},
+    {"sign", LT_FN(t_sign)}, {"reciprocal", LT_FN(t_reciprocal)}, {"isnan", LT_FN(t_isnan)},
+    {"clamp", LT_FN(t_clamp)}, {"softmax", LT_FN(t_softmax)}, {"log_softmax", LT_FN(t_log_softmax)},
+    {"cumsum", LT_FN(t_cumsum)}, {"sum", LT_FN(t_reduce<Reduction::sum>)}, {"mean", LT_FN(t_reduce<Reduction::mean>)},
+    {"prod", LT_FN(t_reduce<Reduction::prod>)}, {"std", LT_FN(t_reduce<Reduction::std>)},
+    {"var", LT_FN(t_reduce<Reduction::var>)}, {"norm", LT_FN(t_reduce<Reduction::norm>)},
+    {"amax", LT_FN(t_reduce<Reduction::amax>)}, {"amin", LT_FN(t_reduce<Reduction::amin>)},
+    {"all", LT_FN(t_reduce<Reduction::all>)}, {"any", LT_FN(t_reduce<Reduction::any>)},
+    {"logsumexp", LT_FN(t_reduce<Reduction::logsumexp>)}, {"max", LT_FN(t_maxmin<true>)},
+    {"min", LT_FN(t_maxmin<false>)}, {"argmax", LT_FN(t_argmaxmin<true>)},
+    {"argmin", LT_FN(t_argmaxmin<false>)}, {"topk", LT_FN(t_topk)}, {"sort", LT_FN(t_sort)},
+    {"eq", LT_FN(t_eq)}, {"ne", LT_FN(t_ne)}, {"lt", LT_FN(t_lt)}, {"le", LT_FN(t_le)},
+    {"gt", LT_FN(t_gt)}, {"ge", LT_FN(t_ge)}, {"maximum", LT_FN(t_maximum)},
+    {"minimum", LT_FN(t_minimum)}, {"equal", LT_FN(t_equal)}, {"allclose", LT_FN(t_allclose)},
+    {"backward", LT_FN(t_backward)}, {"requires_grad_", LT_FN(t_requires_grad_)},
+    {"zero_grad", LT_FN(t_zero_grad)}, {"free", LT_FN(t_free)}, {"nbytes", LT_FN(t_nbytes)},
+    {"is_contiguous", LT_FN(t_is_contiguous)}, {nullptr, nullptr}};
+const luaL_Reg kMetaMethods[] = {
+    {"__gc", m_gc},  // never throws: not wrapped
+    {"__tostring", LT_FN(m_tostring)}, {"__len", LT_FN(m_len)}, {"__newindex", LT_FN(m_newindex)},
+    {"__add", LT_FN(m_add)}, {"__sub", LT_FN(m_sub)}, {"__mul", LT_FN(m_mul)},
+    {"__div", LT_FN(m_div)}, {"__pow", LT_FN(m_pow)}, {"__mod", LT_FN(m_remainder)},
+    {"__unm", LT_FN(m_unm)}, {nullptr, nullptr}};
+
+const luaL_Reg kFunctions[] = {
+    {"tensor", LT_FN(l_tensor)}, {"zeros", LT_FN(l_filled<0>)}, {"ones", LT_FN(l_filled<1>)},
+    {"randn", LT_FN(l_filled<2>)}, {"rand", LT_FN(l_filled<3>)}, {"full", LT_FN(l_full)},
+    {"arange", LT_FN(l_arange)}, {"linspace", LT_FN(l_linspace)}, {"eye", LT_FN(l_eye)},
+    {"randint", LT_FN(l_randint)}, {"cat", LT_FN(l_cat)}, {"stack", LT_FN(l_stack)},
+    {"where", LT_FN(l_where)}, {"is_tensor", LT_FN(l_is_tensor)}, {"no_grad", LT_FN(l_no_grad)},
+    {"manual_seed", LT_FN(l_manual_seed)}, {"memory", LT_FN(l_memory)},
+    {"gc_threshold", LT_FN(l_gc_threshold)}, {nullptr, nullptr}};
+
 void register_tensor(lua_State* L) {
-  static const luaL_Reg methods[] = {
-      {"size", LT_FN(t_size)}, {"numel", LT_FN(t_numel)}, {"dim", LT_FN(t_dim)},
-      {"item", LT_FN(t_item)}, {"totable", LT_FN(t_totable)}, {"clone", LT_FN(t_clone)},
-      {"contiguous", LT_FN(t_contiguous)}, {"detach", LT_FN(t_detach)}, {"to", LT_FN(t_to)},
-      {"float", LT_FN(t_float)}, {"double", LT_FN(t_double)}, {"long", LT_FN(t_long)},
-      {"int", LT_FN(t_int)}, {"bool", LT_FN(t_bool)}, {"bfloat16", LT_FN(t_bfloat16)},
-      {"half", LT_FN(t_half)}, {"cpu", LT_FN(t_cpu)}, {"cuda", LT_FN(t_cuda)},
-      {"view", LT_FN(t_view)}, {"reshape", LT_FN(t_reshape)}, {"expand", LT_FN(t_expand)},
-      {"permute", LT_FN(t_permute)}, {"transpose", LT_FN(t_transpose)}, {"t", LT_FN(t_t)},
-      {"flatten", LT_FN(t_flatten)}, {"squeeze", LT_FN(t_squeeze)}, {"unsqueeze", LT_FN(t_unsqueeze)},
-      {"narrow", LT_FN(t_narrow)}, {"select", LT_FN(t_select)}, {"slice", LT_FN(t_slice)},
-      {"index_select", LT_FN(t_index_select)}, {"gather", LT_FN(t_gather)},
-      {"masked_fill", LT_FN(t_masked_fill)}, {"fill", LT_FN(t_fill)}, {"zero", LT_FN(t_zero)},
-      {"copy", LT_FN(t_copy)}, {"add", LT_FN(m_add)}, {"sub", LT_FN(m_sub)}, {"mul", LT_FN(m_mul)},
-      {"div", LT_FN(m_div)}, {"pow", LT_FN(m_pow)}, {"add_", LT_FN(t_add_)}, {"sub_", LT_FN(t_sub_)},
-      {"mul_", LT_FN(t_mul_)}, {"div_", LT_FN(t_div_)}, {"matmul", LT_FN(t_matmul)},
-      {"exp", LT_FN(t_exp)}, {"log", LT_FN(t_log)}, {"log1p", LT_FN(t_log1p)}, {"sqrt", LT_FN(t_sqrt)},
-      {"rsqrt", LT_FN(t_rsqrt)}, {"abs", LT_FN(t_abs)}, {"neg", LT_FN(t_neg)}, {"tanh", LT_FN(t_tanh)},
-      {"sigmoid", LT_FN(t_sigmoid)}, {"relu", LT_FN(t_relu)}, {"sin", LT_FN(t_sin)}, {"cos", LT_FN(t_cos)},
-      {"floor", LT_FN(t_floor)}, {"ceil", LT_FN(t_ceil)}, {"round", LT_FN(t_round)},
-      {"sign", LT_FN(t_sign)}, {"reciprocal", LT_FN(t_reciprocal)}, {"isnan", LT_FN(t_isnan)},
-      {"clamp", LT_FN(t_clamp)}, {"softmax", LT_FN(t_softmax)}, {"log_softmax", LT_FN(t_log_softmax)},
-      {"cumsum", LT_FN(t_cumsum)}, {"sum", LT_FN(t_reduce<Red::sum>)}, {"mean", LT_FN(t_reduce<Red::mean>)},
-      {"prod", LT_FN(t_reduce<Red::prod>)}, {"std", LT_FN(t_reduce<Red::std>)},
-      {"var", LT_FN(t_reduce<Red::var>)}, {"norm", LT_FN(t_reduce<Red::norm>)},
-      {"amax", LT_FN(t_reduce<Red::amax>)}, {"amin", LT_FN(t_reduce<Red::amin>)},
-      {"all", LT_FN(t_reduce<Red::all>)}, {"any", LT_FN(t_reduce<Red::any>)},
-      {"logsumexp", LT_FN(t_reduce<Red::logsumexp>)}, {"max", LT_FN(t_maxmin<true>)},
-      {"min", LT_FN(t_maxmin<false>)}, {"argmax", LT_FN(t_argmaxmin<true>)},
-      {"argmin", LT_FN(t_argmaxmin<false>)}, {"topk", LT_FN(t_topk)}, {"sort", LT_FN(t_sort)},
-      {"eq", LT_FN(t_eq)}, {"ne", LT_FN(t_ne)}, {"lt", LT_FN(t_lt)}, {"le", LT_FN(t_le)},
-      {"gt", LT_FN(t_gt)}, {"ge", LT_FN(t_ge)}, {"maximum", LT_FN(t_maximum)},
-      {"minimum", LT_FN(t_minimum)}, {"equal", LT_FN(t_equal)}, {"allclose", LT_FN(t_allclose)},
-      {"backward", LT_FN(t_backward)}, {"requires_grad_", LT_FN(t_requires_grad_)},
-      {"zero_grad", LT_FN(t_zero_grad)}, {"free", LT_FN(t_free)}, {"nbytes", LT_FN(t_nbytes)},
-      {"is_contiguous", LT_FN(t_is_contiguous)}, {nullptr, nullptr}};
-  static const luaL_Reg meta[] = {
-      {"__gc", m_gc},  // never throws: not wrapped
-      {"__tostring", LT_FN(m_tostring)}, {"__len", LT_FN(m_len)}, {"__newindex", LT_FN(m_newindex)},
-      {"__add", LT_FN(m_add)}, {"__sub", LT_FN(m_sub)}, {"__mul", LT_FN(m_mul)},
-      {"__div", LT_FN(m_div)}, {"__pow", LT_FN(m_pow)}, {"__mod", LT_FN(m_remainder)},
-      {"__unm", LT_FN(m_unm)}, {nullptr, nullptr}};
   luaL_newmetatable(L, kMeta);
-  set_funcs(L, meta);
+  set_funcs(L, kMetaMethods);
   lua_pushstring(L, kMeta);
   lua_setfield(L, -2, "__name");
   lua_newtable(L);  // methods, the upvalue of __index
-  set_funcs(L, methods);
+  set_funcs(L, kMethods);
   lua_pushvalue(L, -1);
   lua_setfield(L, -3, "methods");
   lua_pushcclosure(L, LT_FN(m_index), 1);
   lua_setfield(L, -2, "__index");
   lua_pop(L, 1);
 
-  static const luaL_Reg fns[] = {
-      {"tensor", LT_FN(l_tensor)}, {"zeros", LT_FN(l_filled<0>)}, {"ones", LT_FN(l_filled<1>)},
-      {"randn", LT_FN(l_filled<2>)}, {"rand", LT_FN(l_filled<3>)}, {"full", LT_FN(l_full)},
-      {"arange", LT_FN(l_arange)}, {"linspace", LT_FN(l_linspace)}, {"eye", LT_FN(l_eye)},
-      {"randint", LT_FN(l_randint)}, {"cat", LT_FN(l_cat)}, {"stack", LT_FN(l_stack)},
-      {"where", LT_FN(l_where)}, {"is_tensor", LT_FN(l_is_tensor)}, {"no_grad", LT_FN(l_no_grad)},
-      {"manual_seed", LT_FN(l_manual_seed)}, {"memory", LT_FN(l_memory)},
-      {"gc_threshold", LT_FN(l_gc_threshold)}, {nullptr, nullptr}};
   lua_getglobal(L, "lt");
-  set_funcs(L, fns);
+  set_funcs(L, kFunctions);
   lua_pop(L, 1);
 }
 

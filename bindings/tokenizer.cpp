@@ -17,25 +17,9 @@ bool add_special(lua_State* L, int opts, const char* fn) {
   return opt_bool(L, opts, "special", fn).value_or(true);
 }
 
-void push_ids(lua_State* L, const std::vector<int32_t>& ids) {
-  lua_createtable(L, int(ids.size()), 0);
-  for (size_t i = 0; i < ids.size(); i++) {
-    lua_pushnumber(L, ids[i]);
-    lua_rawseti(L, -2, int(i + 1));
-  }
-}
-
 std::vector<int32_t> read_ids(lua_State* L, int idx, const char* fn) {
-  check_table(L, idx, fn);
-  std::vector<int32_t> ids;
-  const int n = int(lua_objlen(L, idx));
-  for (int i = 1; i <= n; i++) {
-    lua_rawgeti(L, idx, i);
-    if (lua_type(L, -1) != LUA_TNUMBER) fail("{}: ids must be numbers (entry {})", fn, i);
-    ids.push_back(int32_t(to_integer(L, -1, fmt::format("{}: ids[{}]", fn, i), 0, INT32_MAX)));
-    lua_pop(L, 1);
-  }
-  return ids;
+  const auto v = read_integers(L, idx, fn, "ids", 0, INT32_MAX);
+  return std::vector<int32_t>(v.begin(), v.end());
 }
 
 int l_load(lua_State* L) {
@@ -45,23 +29,17 @@ int l_load(lua_State* L) {
 
 int t_encode(lua_State* L) {
   const auto& t = check_tokenizer(L, 1, "tokenizer:encode");
-  push_ids(L, t.encode(check_string(L, 2, "tokenizer:encode"), add_special(L, 3, "tokenizer:encode")));
+  push_array(L, t.encode(check_string(L, 2, "tokenizer:encode"), add_special(L, 3, "tokenizer:encode")));
   return 1;
 }
 
 int t_encode_batch(lua_State* L) {
   const auto& t = check_tokenizer(L, 1, "tokenizer:encode_batch");
-  check_table(L, 2, "tokenizer:encode_batch");
-  std::vector<std::string> texts;
-  for (int i = 1; i <= int(lua_objlen(L, 2)); i++) {
-    lua_rawgeti(L, 2, i);
-    texts.push_back(check_string(L, lua_gettop(L), "tokenizer:encode_batch"));
-    lua_pop(L, 1);
-  }
-  auto all = t.encode_batch(texts, add_special(L, 3, "tokenizer:encode_batch"));
+  auto all = t.encode_batch(read_strings(L, 2, "tokenizer:encode_batch", "texts"),
+                            add_special(L, 3, "tokenizer:encode_batch"));
   lua_createtable(L, int(all.size()), 0);
   for (size_t i = 0; i < all.size(); i++) {
-    push_ids(L, all[i]);
+    push_array(L, all[i]);
     lua_rawseti(L, -2, int(i + 1));
   }
   return 1;
@@ -72,14 +50,10 @@ int t_encode_with_offsets(lua_State* L) {
   const auto& t = check_tokenizer(L, 1, "tokenizer:encode_with_offsets");
   auto e = t.encode_with_offsets(check_string(L, 2, "tokenizer:encode_with_offsets"),
                                  add_special(L, 3, "tokenizer:encode_with_offsets"));
-  push_ids(L, e.ids);
+  push_array(L, e.ids);
   lua_createtable(L, int(e.offsets.size()), 0);
   for (size_t i = 0; i < e.offsets.size(); i++) {
-    lua_createtable(L, 2, 0);
-    lua_pushnumber(L, double(e.offsets[i].begin + 1));
-    lua_rawseti(L, -2, 1);
-    lua_pushnumber(L, double(e.offsets[i].end));
-    lua_rawseti(L, -2, 2);
+    push_array(L, std::vector<double>{double(e.offsets[i].begin + 1), double(e.offsets[i].end)});
     lua_rawseti(L, -2, int(i + 1));
   }
   return 2;
@@ -114,10 +88,8 @@ int m_index(lua_State* L) {
   lua_pop(L, 1);
   if (k == "vocab_size") lua_pushnumber(L, t.vocab_size());
   else if (k == "path") push(L, t.path());
-  else if (k == "special_ids") {
-    std::vector<int32_t> ids = t.special_ids();
-    push_ids(L, ids);
-  } else lua_pushnil(L);
+  else if (k == "special_ids") push_array(L, t.special_ids());
+  else lua_pushnil(L);
   return 1;
 }
 

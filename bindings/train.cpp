@@ -5,8 +5,8 @@
 // A spec is data: {layers = {0, 1}, part = "attention"|"mlp"|"norms"} for blocks (0-based
 // numbers as in model.layers.N), a string "embeddings" | "final_norm" | "lm_head" | "all",
 // a number (one block), or a list of specs (their union). nil or {} selects nothing.
-// The methods are added to lt.Model's method table (the upvalue of its __index) here, so
-// that bindings/model.cpp stays free of training code.
+// The methods are in model_train_methods(), which bindings/model.cpp puts in lt.Model's
+// method table, so that it stays free of training code.
 #include <ATen/ATen.h>
 
 #include <filesystem>
@@ -17,7 +17,6 @@
 #include "bindings/train.h"
 #include "bindings/model.h"
 #include "bindings/tensor.h"
-#include "runtime/corpus/corpus.h"
 #include "runtime/dist/dist.h"
 #include "runtime/model/model.h"
 #include "runtime/text/tokenizer.h"
@@ -29,9 +28,6 @@
 namespace ltrun::lua {
 namespace {
 
-const ModelHandle& check_model_box(lua_State* L, int idx, const char* fn) {
-  return check_model(L, idx, fn);  // bindings/model.h
-}
 model::Model& model_of(lua_State* L, int idx, const char* fn) { return *check_model(L, idx, fn).m; }
 
 // n_layers from a model or a number
@@ -86,13 +82,7 @@ train::Spec read_spec(lua_State* L, int idx, const char* fn) {
 
 void push_block_spec(lua_State* L, const std::set<int>& layers, const char* part = nullptr) {
   lua_createtable(L, 0, 2);
-  lua_createtable(L, int(layers.size()), 0);
-  int i = 1;
-  for (int l : layers) {
-    lua_pushnumber(L, l);
-    lua_rawseti(L, -2, i++);
-  }
-  lua_setfield(L, -2, "layers");
+  set_array(L, "layers", std::vector<int>(layers.begin(), layers.end()));
   if (part) {
     lua_pushstring(L, part);
     lua_setfield(L, -2, "part");
@@ -214,14 +204,6 @@ std::map<int, double> read_lr_mult(lua_State* L, int opts, const char* fn) {
   return out;
 }
 
-// lt.train.causal_lm(m, {data = DIR | tensor [N, T+1], val = tensor, seq_len = 128, steps =,
-//   micro_batch =, grad_accum =, eval_batches = 8, seed = (stream "train.order"),
-//   force_full_backward =, activation_checkpointing =, on_step = function(step, loss),
-//   shard_optimizer = false, overlap_all_reduce = false, bucket_bytes = 25 MiB, and the loop
-//   options of read_loop_options (bindings/train.h)}) → summary table (the last three under
-//   `ltrun launch`: ZeRO-1 and the all-reduce overlapped with backward, runtime/train/loop.h)
-// On resume the data order continues with the checkpoint's data seed; an explicit seed =
-// that differs from it is an error.
 std::pair<double, double> read_betas(lua_State* L, int opts, const char* fn, std::pair<double, double> b) {
   lua_getfield(L, opts, "betas");
   if (!lua_isnil(L, -1)) {
@@ -272,14 +254,10 @@ train::LoopOptions read_loop_options(lua_State* L, int idx, const char* fn, cons
 
 namespace {
 
-int l_causal_lm(lua_State* L) {
-  const char* fn = "lt.train.causal_lm";
-  const ModelHandle& box = check_model_box(L, 1, fn);
-  model::Model& m = *box.m;
-  check_table(L, 2, fn);
-  const train::TrainOptions defaults;
+// The causal LM's own options (the loop's are read_loop_options').
+train::TrainOptions read_train_options(lua_State* L, const ModelHandle& box, const char* fn) {
   train::TrainOptions o;
-  static_cast<train::LoopOptions&>(o) = read_loop_options(L, 2, fn, defaults);
+  static_cast<train::LoopOptions&>(o) = read_loop_options(L, 2, fn, train::TrainOptions{});
   check_options(L, 2, fn, option_keys({"data", "val", "seq_len", "steps", "micro_batch", "grad_accum",
                                        "eval_batches", "seed", "force_full_backward", "activation_checkpointing",
                                        "on_step", "shard_optimizer", "overlap_all_reduce", "bucket_bytes"},
@@ -295,82 +273,29 @@ int l_causal_lm(lua_State* L) {
   o.force_full_backward = opt_bool(L, 2, "force_full_backward", fn).value_or(false);
   o.activation_checkpointing = opt_bool(L, 2, "activation_checkpointing", fn).value_or(false);
   if (box.tok) o.checkpoint_files.push_back(box.tok->path());
-  // on_step = function(step, loss): after each optimizer step; may change the freeze plan
-  struct Ref {
-    lua_State* L;
-    int ref = LUA_NOREF;
-    ~Ref() { luaL_unref(L, LUA_REGISTRYINDEX, ref); }
-  } on_step{L};
-  lua_getfield(L, 2, "on_step");
-  if (!lua_isnil(L, -1)) {
-    check_function(L, -1, fn);
-    on_step.ref = luaL_ref(L, LUA_REGISTRYINDEX);
-    o.on_step = [L, ref = on_step.ref](int64_t step, double loss) {
-      lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
-      lua_pushnumber(L, double(step));
-      lua_pushnumber(L, loss);
-      if (lua_pcall(L, 2, 0, 0) != 0) {
-        std::string msg = lua_isstring(L, -1) ? lua_tostring(L, -1) : "error in on_step";
-        lua_pop(L, 1);
-        fail("lt.train.causal_lm: on_step at step {}: {}", step, msg);
-      }
-    };
-  } else {
-    lua_pop(L, 1);
-  }
+  return o;
+}
+
+// data = a packed corpus folder (shuffled windows, validation from its val split) or a token
+// tensor [N, seq_len + 1] (with val = a tensor)
+train::DataSource read_data(lua_State* L, const model::Model& m, const train::TrainOptions& o, const char* fn) {
   const int64_t seq_len = opt_integer(L, 2, "seq_len", fn).value_or(128);
   const int64_t eval_batches = opt_integer(L, 2, "eval_batches", fn).value_or(8);
   const bool seed_given = opt_integer(L, 2, "seed", fn).has_value();
   const uint64_t seed = opt_seed(L, 2, fn, "train.order");
-
-  train::DataSource data;
   lua_getfield(L, 2, "data");
-  if (lua_type(L, -1) == LUA_TSTRING) {
-    const std::string dir = lua_tostring(L, -1);
-    corpus::Corpus c = corpus::Corpus::open(dir);
-    LT_CHECK(c.vocab_size() <= m.config().vocab_size,
-             "{}: corpus {} was tokenized with a vocabulary of {}, the model has {}", fn, dir,
-             c.vocab_size(), m.config().vocab_size);
-    auto w = std::make_shared<std::unique_ptr<corpus::Windows>>(
-        std::make_unique<corpus::Windows>(c, "train", seq_len, seed));
-    data.next = [w](int64_t b) { return (*w)->next(b); };
-    data.cursor = [w] { return (*w)->cursor(); };
-    data.seek = [w](uint64_t x) { (*w)->seek(x); };
-    data.seed = seed;
-    data.seed_given = seed_given;
-    data.reseed = [w, c, seq_len](uint64_t s) {
-      *w = std::make_unique<corpus::Windows>(c, "train", seq_len, s);
-    };
-    if (c.tokens("val") > seq_len) {
-      auto v = std::make_shared<corpus::Windows>(c, "val", seq_len, seed, /*shuffle=*/false);
-      const int64_t mb = o.micro_batch, nb = eval_batches;
-      data.validation = [v, mb, nb] {
-        std::vector<at::Tensor> out;
-        int64_t i = 0;
-        for (int64_t k = 0; k < nb && i < v->count(); ++k) {
-          const int64_t n = std::min(mb, v->count() - i);
-          std::vector<at::Tensor> rows;
-          for (int64_t j = 0; j < n; ++j) rows.push_back(v->get(i + j));
-          out.push_back(at::stack(rows));
-          i += n;
-        }
-        return out;
-      };
-    }
-    data.describe = fmt::format("{} (seq_len {}, {} train windows)", dir, seq_len, (*w)->count());
-  } else if (is_tensor(L, -1)) {
-    at::Tensor val;
-    lua_getfield(L, 2, "val");
-    if (is_tensor(L, -1)) val = check_tensor(L, -1, fn);
-    lua_pop(L, 1);
-    data = train::tensor_source(check_tensor(L, -1, fn), val);
-  } else {
-    fail("{}: option data: expected a packed corpus folder or a token tensor [N, seq_len + 1], got {}",
-         fn, type_name(L, -1));
-  }
-  lua_pop(L, 1);
+  const int d = lua_gettop(L);
+  if (lua_type(L, d) == LUA_TSTRING)
+    return train::corpus_source(lua_tostring(L, d), m.config().vocab_size, seq_len, seed, seed_given, o.micro_batch,
+                                eval_batches);
+  if (!is_tensor(L, d))
+    fail("{}: option data: expected a packed corpus folder or a token tensor [N, seq_len + 1], got {}", fn,
+         type_name(L, d));
+  lua_getfield(L, 2, "val");
+  return train::tensor_source(check_tensor(L, d, fn), is_tensor(L, -1) ? check_tensor(L, -1, fn) : at::Tensor());
+}
 
-  const train::TrainResult r = train::train_causal_lm(m, data, o);
+void push_train_result(lua_State* L, const train::TrainResult& r) {
   lua_createtable(L, 0, 16);
   set_field(L, "steps", double(r.steps_done));
   set_field(L, "start_step", double(r.start_step));
@@ -384,30 +309,41 @@ int l_causal_lm(lua_State* L) {
   set_field(L, "bytes_all_reduced", double(r.bytes_all_reduced));
   set_field(L, "optimizer_state_bytes", double(r.optimizer_state_bytes));
   if (r.val_loss >= 0) set_field(L, "val_loss", r.val_loss);
-  lua_pushboolean(L, r.stopped_early);
-  lua_setfield(L, -2, "stopped_early");
-  lua_createtable(L, int(r.log.size()), 0);
-  for (size_t i = 0; i < r.log.size(); ++i) {
-    lua_pushnumber(L, r.log[i].loss);
-    lua_rawseti(L, -2, int(i + 1));
-  }
-  lua_setfield(L, -2, "losses");
-  lua_createtable(L, int(r.log.size()), 0);
-  for (size_t i = 0; i < r.log.size(); ++i) {
-    lua_pushnumber(L, r.log[i].lr);
-    lua_rawseti(L, -2, int(i + 1));
-  }
-  lua_setfield(L, -2, "lrs");
+  set_bool(L, "stopped_early", r.stopped_early);
+  std::vector<double> losses, lrs;
+  for (const auto& s : r.log) losses.push_back(s.loss), lrs.push_back(s.lr);
+  set_array(L, "losses", losses);
+  set_array(L, "lrs", lrs);
   lua_createtable(L, int(r.val_losses.size()), 0);
   for (size_t i = 0; i < r.val_losses.size(); ++i) {
-    lua_createtable(L, 2, 0);
-    lua_pushnumber(L, double(r.val_losses[i].first));
-    lua_rawseti(L, -2, 1);
-    lua_pushnumber(L, r.val_losses[i].second);
-    lua_rawseti(L, -2, 2);
+    push_array(L, std::vector<double>{double(r.val_losses[i].first), r.val_losses[i].second});
     lua_rawseti(L, -2, int(i + 1));
   }
   lua_setfield(L, -2, "val_losses");
+}
+
+// lt.train.causal_lm(m, {data = DIR | tensor [N, T+1], val = tensor, seq_len = 128, steps =,
+//   micro_batch =, grad_accum =, eval_batches = 8, seed = (stream "train.order"),
+//   force_full_backward =, activation_checkpointing =, on_step = function(step, loss),
+//   shard_optimizer = false, overlap_all_reduce = false, bucket_bytes = 25 MiB, and the loop
+//   options of read_loop_options (bindings/train.h)}) → summary table (the last three under
+//   `ltrun launch`: ZeRO-1 and the all-reduce overlapped with backward, runtime/train/loop.h)
+// On resume the data order continues with the checkpoint's data seed; an explicit seed =
+// that differs from it is an error. on_step runs after each optimizer step and may change
+// the freeze plan.
+int l_causal_lm(lua_State* L) {
+  const char* fn = "lt.train.causal_lm";
+  const ModelHandle& box = check_model(L, 1, fn);
+  check_table(L, 2, fn);
+  train::TrainOptions o = read_train_options(L, box, fn);
+  lua_getfield(L, 2, "on_step");
+  const LuaRef on_step(L, lua_gettop(L), fn, "on_step");
+  if (on_step.ref != LUA_NOREF)
+    o.on_step = [L, &on_step](int64_t step, double loss) {
+      on_step.call(fmt::format("lt.train.causal_lm: on_step at step {}", step), double(step), loss);
+    };
+  train::DataSource data = read_data(L, *box.m, o, fn);
+  push_train_result(L, train::train_causal_lm(*box.m, data, o));
   return 1;
 }
 
@@ -426,12 +362,9 @@ int l_param_groups(lua_State* L) {
     lua_setfield(L, -2, "name");
     set_field(L, "lr_mult", groups[i].lr_mult);
     set_field(L, "weight_decay", groups[i].weight_decay);
-    lua_createtable(L, int(groups[i].params.size()), 0);
-    for (size_t k = 0; k < groups[i].params.size(); ++k) {
-      push(L, groups[i].params[k].name);
-      lua_rawseti(L, -2, int(k + 1));
-    }
-    lua_setfield(L, -2, "params");
+    std::vector<std::string> names;
+    for (const auto& p : groups[i].params) names.push_back(p.name);
+    set_array(L, "params", names);
     lua_rawseti(L, -2, int(i + 1));
   }
   return 1;
@@ -454,14 +387,8 @@ int l_weight_change(lua_State* L) {
     }
   }
   lua_createtable(L, 0, 5);
-  for (auto [key, v] : {std::pair{"layers", &w.layers}, std::pair{"relative", &w.relative}}) {
-    lua_createtable(L, int(v->size()), 0);
-    for (size_t i = 0; i < v->size(); ++i) {
-      lua_pushnumber(L, (*v)[i]);
-      lua_rawseti(L, -2, int(i + 1));
-    }
-    lua_setfield(L, -2, key);
-  }
+  set_array(L, "layers", w.layers);
+  set_array(L, "relative", w.relative);
   set_field(L, "embeddings", w.embeddings);
   set_field(L, "final_norm", w.final_norm);
   set_field(L, "lm_head", w.lm_head);
@@ -498,20 +425,15 @@ train::MetricSink train_sink(lua_State* L) {
   return k;
 }
 
-void register_train(lua_State* L) {
-  // methods on lt.Model: the method table is the upvalue of its __index closure
-  luaL_getmetatable(L, "lt.Model");
-  LT_CHECK(lua_istable(L, -1), "register_train: register_model must run first");
-  lua_getfield(L, -1, "__index");
-  LT_CHECK(lua_getupvalue(L, -1, 1) != nullptr && lua_istable(L, -1),
-           "register_train: lt.Model's __index has no method table");
+const luaL_Reg* model_train_methods() {
   static const luaL_Reg methods[] = {{"freeze", LT_FN(m_freeze)},
                                      {"train_only", LT_FN(m_train_only)},
                                      {"n_trainable", LT_FN(m_n_trainable)},
                                      {nullptr, nullptr}};
-  set_funcs(L, methods);
-  lua_pop(L, 3);
+  return methods;
+}
 
+void register_train(lua_State* L) {
   new_module(L, "layers");
   static const luaL_Reg layers[] = {
       {"shallow", LT_FN(l_shallow)}, {"deep", LT_FN(l_deep)}, {"range", LT_FN(l_range)},

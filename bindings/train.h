@@ -20,4 +20,8 @@ train::MetricSink train_sink(lua_State* L);
 train::LoopOptions read_loop_options(lua_State* L, int idx, const char* fn, const train::LoopOptions& defaults);
 extern const std::vector<const char*> kLoopOptions;
 
+// The lt.Model methods of training: m:freeze(spec), m:train_only(spec), m:n_trainable();
+// bindings/model.cpp registers them with its own.
+const luaL_Reg* model_train_methods();
+
 }  // namespace ltrun::lua

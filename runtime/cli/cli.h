@@ -1,11 +1,13 @@
 // runtime/cli/cli.h: the `ltrun` command line. main.cpp parses global options and picks a
-// command; script runs go through bindings/interp.h (the CLI itself holds no Lua).
+// command; scripts and the REPL run in a ScriptHost (host.h: the Lua interpreter of bindings/,
+// handed in by bindings/cli/main.cpp), so runtime/cli holds no Lua.
 #pragma once
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "runtime/cli/host.h"
 #include "runtime/store/store.h"
 
 namespace ltrun::cli {
@@ -16,6 +18,7 @@ struct Globals {
   std::optional<uint64_t> seed;   // --seed N, or a fresh one for --seed fresh; unset: kDefaultSeed
   std::optional<int64_t> parent;  // --parent-run RUN: the script's run is a child of RUN (scan workers)
   std::string name;               // --run-name NAME: the script's run name (default: the script's)
+  HostFactory make_host;          // the interpreter scripts and the REPL run in
 };
 
 // The run seed when --seed is not given (a rerun takes the stored seed): fixed, so that a

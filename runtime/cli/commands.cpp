@@ -10,6 +10,7 @@
 #include "runtime/core/env.h"
 #include "runtime/core/error.h"
 #include "runtime/core/sha256.h"
+#include "runtime/store/views.h"
 
 namespace ltrun::cli {
 namespace {
@@ -20,11 +21,6 @@ int64_t parse_run_id(const std::string& s) {
   return std::stoll(s);
 }
 
-void print_section(store::Store& st, const char* title, const std::string& sql, int64_t id) {
-  store::Table t = st.query(sql, {store::Value(id)});
-  if (t.rows.empty()) return;
-  std::printf("\n%s\n%s", title, format_table(t, TableFormat::aligned).c_str());
-}
 
 }  // namespace
 
@@ -106,33 +102,25 @@ int cmd_show(const Globals& g, const std::vector<std::string>& args) {
   return show_run(*st, g.db, *id);
 }
 
-int show_run(store::Store& st_ref, const std::string& db, int64_t id) {
-  store::Store* st = &st_ref;
-  store::Table run = st->query(
-      "SELECT id, parent_id, rerun_of, name, status, script_path, script_sha256, args_json, seed, device, "
-      "torch_version, ltrun_version, git_rev, host, pid, started_at, finished_at, "
-      "length(script_text) AS script_bytes FROM runs WHERE id = ?", {store::Value(id)});
-  LT_CHECK(!run.rows.empty(), "{}: no run with id {}", db, id);
-  for (size_t c = 0; c < run.columns.size(); c++) {
-    const std::string v = store::to_text(run.rows[0][c]);
-    if (!v.empty()) std::printf("%-14s %s\n", run.columns[c].c_str(), escape_controls(v, false).c_str());
+int show_run(store::Store& st, const std::string& db, int64_t id) {
+  store::RunSummary sum;
+  try {
+    sum = store::run_summary(store::query_of(st), id);  // the same view as /api/runs/ID
+  } catch (const Error& e) {
+    fail("{}: {}", db, e.what());
   }
-  print_section(*st, "params", "SELECT key, value FROM params WHERE run_id = ? ORDER BY key", id);
-  print_section(*st, "metrics",
-      "SELECT name, count(*) AS points, min(step) AS first_step, max(step) AS last_step, "
-      "(SELECT value FROM metrics l WHERE l.run_id = m.run_id AND l.name = m.name ORDER BY step DESC, rowid DESC LIMIT 1) AS last, "
-      "min(value) AS min, max(value) AS max FROM metrics m WHERE run_id = ? GROUP BY name ORDER BY name", id);
-  print_section(*st, "layer metrics",
-      "SELECT name, grp, count(*) AS rows, min(layer) AS first_layer, max(layer) AS last_layer, "
-      "min(value) AS min, max(value) AS max FROM layer_metrics WHERE run_id = ? GROUP BY name, grp ORDER BY name, grp", id);
-  print_section(*st, "evaluation",
-      "SELECT bench, protocol, count(*) AS items, avg(correct) AS accuracy FROM eval_items "
-      "WHERE run_id = ? GROUP BY bench, protocol ORDER BY bench, protocol", id);
-  print_section(*st, "artifacts", "SELECT kind, path, sha256 FROM artifacts WHERE run_id = ? ORDER BY rowid", id);
-  print_section(*st, "children", "SELECT id, name, status, started_at, finished_at FROM runs WHERE parent_id = ? ORDER BY id", id);
-  store::Table err = st->query("SELECT error FROM runs WHERE id = ? AND error IS NOT NULL", {store::Value(id)});
-  if (!err.rows.empty())
-    std::printf("\nerror\n%s\n", escape_controls(store::to_text(err.rows[0][0]), true).c_str());
+  std::string error;
+  for (size_t c = 0; c < sum.run.columns.size(); c++) {
+    const std::string v = store::to_text(sum.run.rows[0][c]);
+    if (sum.run.columns[c] == "error") error = v;
+    else if (!v.empty()) std::printf("%-14s %s\n", sum.run.columns[c].c_str(), escape_controls(v, false).c_str());
+  }
+  const std::pair<const char*, const store::Table*> sections[] = {
+      {"params", &sum.params}, {"metrics", &sum.metrics}, {"layer metrics", &sum.layer_metrics},
+      {"evaluation", &sum.eval}, {"artifacts", &sum.artifacts}, {"children", &sum.children}};
+  for (const auto& [title, t] : sections)
+    if (!t->rows.empty()) std::printf("\n%s\n%s", title, format_table(*t, TableFormat::aligned).c_str());
+  if (!error.empty()) std::printf("\nerror\n%s\n", escape_controls(error, true).c_str());
   return kExitOk;
 }
 

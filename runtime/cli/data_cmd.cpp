@@ -6,7 +6,7 @@
 
 #include "runtime/cli/cli.h"
 #include "runtime/core/error.h"
-#include "runtime/corpus/corpus.h"
+#include "runtime/data/corpus.h"
 
 namespace ltrun::cli {
 namespace {
@@ -32,13 +32,13 @@ int cmd_data(const Globals& g, const std::vector<std::string>& args) {
   }
   if (args[0] == "info") {
     LT_CHECK(args.size() == 2, "usage: ltrun data info DIR");
-    const corpus::Corpus c = corpus::Corpus::open(args[1]);
+    const data::Corpus c = data::Corpus::open(args[1]);
     fmt::print("{}: train {} tokens, val {} tokens, vocab {}, eos id {}\n", args[1],
                c.tokens("train"), c.tokens("val"), c.vocab_size(), c.eos_id());
     return kExitOk;
   }
   LT_CHECK(args[0] == "pack", "data: unknown subcommand '{}' (pack, info)", args[0]);
-  corpus::PackOptions o;
+  data::PackOptions o;
   if (g.seed) o.seed = *g.seed;
   ArgReader a(args, 1, "data pack");
   while (a.next()) {
@@ -65,7 +65,7 @@ int cmd_data(const Globals& g, const std::vector<std::string>& args) {
   LT_CHECK(!o.tokenizer.empty(), "data pack: --tokenizer PATH is required");
   LT_CHECK(!o.out_dir.empty(), "data pack: --out DIR is required");
   LT_CHECK(!o.inputs.empty(), "data pack: no INPUT files or folders given");
-  const corpus::PackResult r = corpus::pack(o);
+  const data::PackResult r = data::pack(o);
   fmt::print("{}: {} documents ({} bytes) -> train {} tokens ({} docs), val {} tokens ({} docs) "
              "in {:.1f}s ({:.0f} tokens/s)\n",
              r.out_dir, r.documents, r.bytes, r.train_tokens, r.train_documents, r.val_tokens,

@@ -1,5 +1,6 @@
-// runtime/cli/main.cpp: `ltrun` entry point: global options, then a script, -e CODE, a
-// subcommand, or the REPL when nothing is given.
+// runtime/cli/main.cpp: the `ltrun` command line (cli::main; the program's main() is
+// bindings/cli/main.cpp): global options, then a script, -e CODE, a subcommand, or the REPL
+// when nothing is given.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -63,12 +64,13 @@ bool take_value(int& i, int argc, char** argv, const char* name, std::string& ou
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  using namespace ltrun;
-  using namespace ltrun::cli;
+namespace ltrun::cli {
+
+int main(int argc, char** argv, const HostFactory& make_host) {
   install_crash_handler();  // a crash names where (crash.h)
   tune_allocator();  // before the first tensor: training reuses freed buffers (env.h)
   Globals g;
+  g.make_host = make_host;
   const char* env_db = std::getenv("LTRUN_DB");
   g.db = env_db && *env_db ? env_db : "ltrun.db";
   try {
@@ -145,3 +147,5 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
 }
+
+}  // namespace ltrun::cli

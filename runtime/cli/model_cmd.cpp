@@ -6,7 +6,7 @@
 #include "runtime/core/error.h"
 #include "runtime/model/config.h"
 #include "runtime/model/create.h"
-#include "runtime/model/hybrid.h"
+#include "runtime/model/assemble.h"
 #include "runtime/model/info.h"
 
 namespace ltrun::cli {

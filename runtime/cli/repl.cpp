@@ -9,7 +9,6 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "bindings/interp.h"
 #include "runtime/cli/cli.h"
 #include "runtime/core/device.h"
 #include "runtime/core/env.h"
@@ -20,13 +19,13 @@
 namespace ltrun::cli {
 namespace {
 
-lua::Interp* g_interp = nullptr;
+ScriptHost* g_host = nullptr;
 
 char* completion_entry(const char* text, int state) {
   static std::vector<std::string> matches;
   static size_t next = 0;
   if (state == 0) {
-    matches = g_interp ? g_interp->complete(text) : std::vector<std::string>{};
+    matches = g_host ? g_host->complete(text) : std::vector<std::string>{};
     next = 0;
   }
   return next < matches.size() ? strdup(matches[next++].c_str()) : nullptr;
@@ -58,7 +57,8 @@ int run_repl(const Globals& g) {
   store::Session session(store, start);
   seed_all(seed);
 
-  lua::Interp interp;
+  const std::unique_ptr<ScriptHost> host = g.make_host();
+  ScriptHost& interp = *host;
   RunContext ctx;
   ctx.seed = seed;
   ctx.device = device.str();
@@ -66,7 +66,7 @@ int run_repl(const Globals& g) {
   ctx.session = &session;
   interp.set_run(ctx);
   interp.set_script("=stdin", {});
-  g_interp = &interp;
+  g_host = &interp;
   const std::string hist = history_path();
   if (tty) {
     std::printf("ltrun %s (LibTorch %s, device %s, run %lld in %s). `=expr` prints; Ctrl-D quits.\n",
@@ -92,10 +92,10 @@ int run_repl(const Globals& g) {
     }
     chunk += chunk.empty() ? line : "\n" + line;
     clear_interrupt();
-    lua::Outcome o = interp.eval(chunk);
-    if (o.kind == lua::Outcome::incomplete) continue;
+    Outcome o = interp.eval(chunk);
+    if (o.kind == Outcome::incomplete) continue;
     if (tty && !chunk.empty()) add_history(chunk.c_str());
-    if (o.kind == lua::Outcome::ok) {
+    if (o.kind == Outcome::ok) {
       for (const auto& v : o.values) std::printf("%s\n", v.c_str());
       std::fflush(stdout);
       transcript += o.script + "\n";
@@ -109,7 +109,7 @@ int run_repl(const Globals& g) {
     write_history(hist.c_str());
     std::printf("\n");
   }
-  g_interp = nullptr;
+  g_host = nullptr;
   store->query("UPDATE runs SET script_text = ?, script_sha256 = ? WHERE id = ?",
                {store::Value(transcript), store::Value(sha256_hex(transcript)), store::Value(session.root())});
   session.end(session.root(), store::Status::ok);

@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "bindings/interp.h"
 #include "runtime/cli/cli.h"
 #include "runtime/core/device.h"
 #include "runtime/core/env.h"
@@ -53,26 +52,26 @@ int run_script(const Globals& g, const ScriptRun& r) {
       io::write_file_atomic(std::string(ld) + "/run", std::to_string(run_id) + "\n");
   }
   seed_all(seed);
-  lua::Outcome o;
+  Outcome o;
   {
-    lua::Interp interp;
+    const std::unique_ptr<ScriptHost> host = g.make_host();
     RunContext ctx;
     ctx.seed = seed;
     ctx.device = device.str();
     ctx.sink = &session;
     ctx.session = &session;
-    interp.set_run(ctx);
-    interp.set_script(r.script_path.empty() ? r.chunk_name : r.script_path, r.args);
-    o = interp.run(r.code, r.chunk_name);
+    host->set_run(ctx);
+    host->set_script(r.script_path.empty() ? r.chunk_name : r.script_path, r.args);
+    o = host->run(r.code, r.chunk_name);
   }
   // child runs a failing script left open end with it
-  const store::Status status = o.kind == lua::Outcome::ok            ? store::Status::ok
-                               : o.kind == lua::Outcome::interrupted ? store::Status::interrupted
+  const store::Status status = o.kind == Outcome::ok            ? store::Status::ok
+                               : o.kind == Outcome::interrupted ? store::Status::interrupted
                                                                      : store::Status::failed;
   // A store error while closing (a flush that fails: disk full, a dropped table) is reported
   // beside the script's own error, never instead of it; the runs still close (as failed).
   const std::vector<std::string> store_errors = session.end_all(status, o.message);
-  if (o.kind == lua::Outcome::ok && store_errors.empty()) return kExitOk;
+  if (o.kind == Outcome::ok && store_errors.empty()) return kExitOk;
   if (!o.message.empty()) std::fprintf(stderr, "%s\n", o.message.c_str());
   for (const auto& e : store_errors) std::fprintf(stderr, "ltrun: closing the run failed: %s\n", e.c_str());
   const bool interrupted = status == store::Status::interrupted;

@@ -20,6 +20,12 @@ class Session;
 
 namespace ltrun {
 
+// One scored benchmark item (the store's eval_items row).
+struct EvalRecord {
+  std::string bench, item_id, category, protocol, prediction, answer;
+  std::optional<bool> correct;
+};
+
 // What code writes to "the current run". Every member writes to the innermost open run at the
 // time of the call (a child run while one is open).
 class RunSink {
@@ -30,6 +36,10 @@ class RunSink {
   virtual void layer_metric(const std::string& name, int64_t layer, const std::string& grp, double value,
                             std::optional<int64_t> step = std::nullopt) = 0;
   virtual void param(const std::string& key, const std::string& value) = 0;
+  virtual void eval_item(const EvalRecord& e) = 0;
+  // Registers a file as an artifact of the run (kind: "" = from its extension); returns the
+  // path stored (runtime/store/artifact.h says which files are taken).
+  virtual std::string artifact(const std::string& path, const std::string& kind) = 0;
   virtual void flush() = 0;  // what was written so far is durable
 };
 

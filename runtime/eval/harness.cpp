@@ -332,4 +332,31 @@ HarnessResult evaluate(const model::Model& m, const text::Tokenizer& tok, const 
   return res;
 }
 
+void log_result(RunSink& sink, const std::string& bench, const HarnessResult& res) {
+  for (const auto& r : res.items) {
+    EvalRecord e;
+    e.bench = bench;
+    e.item_id = r.sample ? r.item->id + "#" + std::to_string(r.sample) : r.item->id;
+    e.category = r.item->category;
+    e.protocol = r.protocol;
+    e.prediction = r.prediction;
+    e.answer = r.item->answer;
+    if (!r.item->answer.empty()) e.correct = r.correct;
+    sink.eval_item(e);
+  }
+  for (const auto& sum : res.summaries) {
+    const std::string base = bench + "/" + sum.protocol;
+    if (sum.all.n) sink.metric(base + "/acc", sum.all.acc());
+    const bool has_categories = std::any_of(sum.by_category.begin(), sum.by_category.end(),
+                                            [](const auto& c) { return !c.first.empty() && c.second.n; });
+    if (has_categories) sink.metric(base + "/acc_macro", sum.acc_macro());
+    for (const auto& [cat, sc] : sum.by_category)
+      if (!cat.empty() && sc.n) sink.metric(base + "/acc/" + cat, sc.acc());
+    if (sum.samples > 1) {
+      sink.metric(fmt::format("{}/avg@{}", bench, sum.samples), sum.avg_at_k);
+      sink.metric(fmt::format("{}/pass@{}", bench, sum.samples), sum.pass_at_k);
+    }
+  }
+}
+
 }  // namespace ltrun::eval

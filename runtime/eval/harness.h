@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/core/run_context.h"
 #include "runtime/eval/benchmark.h"
 
 namespace ltrun::model { class Model; }
@@ -78,5 +79,10 @@ HarnessResult evaluate(const model::Model& m, const text::Tokenizer& tok, const 
 // The prompt a math item gets (zero-shot, step by step, answer marked as the benchmarks do);
 // with a template, the template with each "{question}" replaced by the question.
 std::string math_prompt(const Item& item, const std::string& tmpl = "");
+
+// Writes a result to the current run: every item to eval_items (sample k > 0 as "ID#k"; correct
+// only where the item has an answer) and the metrics BENCH/PROTOCOL/acc, .../acc_macro (when
+// categories are known), .../acc/CATEGORY, and BENCH/avg@K, BENCH/pass@K (samples K > 1).
+void log_result(RunSink& sink, const std::string& bench, const HarnessResult& res);
 
 }  // namespace ltrun::eval

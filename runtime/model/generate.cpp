@@ -9,6 +9,7 @@
 #include <ATen/core/grad_mode.h>
 
 #include "runtime/core/error.h"
+#include "runtime/text/tokenizer.h"
 
 namespace ltrun::model {
 
@@ -157,6 +158,24 @@ std::vector<Generation> generate(const Model& model,
     logits = model.forward(at::tensor(feed, at::kLong).view({B, 1}), f).logits.select(1, 0);
   }
   return out;
+}
+
+std::function<bool(int, const std::vector<int64_t>&)> stop_strings(const text::Tokenizer& tok,
+                                                                   const std::vector<std::string>& stops) {
+  return [&tok, &stops](int, const std::vector<int64_t>& toks) {
+    const std::string text = tok.decode(std::vector<int32_t>(toks.begin(), toks.end()), true);
+    for (const auto& s : stops)
+      if (text.find(s) != std::string::npos) return true;
+    return false;
+  };
+}
+
+std::string cut_at_stops(const text::Tokenizer& tok, const std::vector<int64_t>& tokens,
+                         const std::vector<std::string>& stops) {
+  std::string text = tok.decode(std::vector<int32_t>(tokens.begin(), tokens.end()), true);
+  size_t cut = std::string::npos;
+  for (const auto& s : stops) cut = std::min(cut, text.find(s));
+  return cut == std::string::npos ? text : text.substr(0, cut);
 }
 
 }  // namespace ltrun::model

@@ -13,6 +13,10 @@
 
 #include "runtime/model/model.h"
 
+namespace ltrun::text {
+class Tokenizer;
+}
+
 namespace ltrun::model {
 
 struct GenerateOptions {
@@ -65,5 +69,13 @@ std::vector<Generation> generate(const Model& model,
 // made on the CPU so that a seed gives the same tokens on every device). Greedy ignores gen.
 at::Tensor next_tokens(const at::Tensor& logits, const GenerateOptions& options,
                        at::Generator& gen);
+
+// Stop strings for text generation: a GenerateOptions::stop that ends a row once its decoded
+// new tokens contain one of `stops`, and the decoded text of a row cut before the first stop
+// string in it (tok and stops must outlive the returned function).
+std::function<bool(int, const std::vector<int64_t>&)> stop_strings(const text::Tokenizer& tok,
+                                                                   const std::vector<std::string>& stops);
+std::string cut_at_stops(const text::Tokenizer& tok, const std::vector<int64_t>& tokens,
+                         const std::vector<std::string>& stops);
 
 }  // namespace ltrun::model

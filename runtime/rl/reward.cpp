@@ -64,4 +64,14 @@ Scores score(const std::vector<PromptItem>& items, const std::vector<int64_t>& i
   return s;
 }
 
+Reward builtin_reward(const std::string& name, double weight, const std::string& form, const std::string& what) {
+  if (name == "math")
+    return {name, weight, [](const PromptItem& it, const std::string& r) { return math_reward(r, it.answer); }};
+  if (name == "format") {
+    format_reward("", form);  // checks the form now
+    return {name, weight, [form](const PromptItem&, const std::string& r) { return format_reward(r, form); }};
+  }
+  fail("{}: not a built-in reward (math, format): give a function", what);
+}
+
 }  // namespace ltrun::rl

@@ -27,6 +27,10 @@ struct Reward {
   std::function<double(const PromptItem& item, const std::string& response)> fn;
 };
 
+// A built-in reward by name: "math" (math_reward against the item's answer) or "format"
+// (format_reward in `form`); another name is an error naming it (`what`: where it was asked).
+Reward builtin_reward(const std::string& name, double weight, const std::string& form, const std::string& what);
+
 struct Scores {
   std::vector<double> total;                 // per response: sum of weight * value
   std::vector<std::vector<double>> by_reward;  // [reward][response] unweighted values

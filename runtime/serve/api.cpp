@@ -12,6 +12,7 @@
 #include "runtime/core/env.h"
 #include "runtime/core/sha256.h"
 #include "runtime/store/artifact.h"
+#include "runtime/store/views.h"
 #include "runtime/serve/downsample.h"
 
 namespace ltrun::serve {
@@ -236,12 +237,14 @@ class Handler {
   }
 
   json run(int64_t id) {
-    auto t = q("SELECT id, parent_id, rerun_of, name, status, error, script_path, script_sha256, script_text, "
-               "args_json, seed, device, torch_version, ltrun_version, git_rev, host, pid, started_at, finished_at, "
-               "round((julianday(coalesce(finished_at, strftime('%Y-%m-%d %H:%M:%f','now'))) - julianday(started_at)) * 86400, 1) AS secs "
-               "FROM runs WHERE id = ?", {Value(id)});
-    if (t.rows.empty()) http_fail(404, "no run with id {} in {}", id, db_.path());
-    json runs = objects(t);
+    const store::Query query = [this](const std::string& sql, const std::vector<Value>& b) { return q(sql, b); };
+    store::RunSummary sum;
+    try {
+      sum = store::run_summary(query, id);  // the same view as `ltrun show`
+    } catch (const Error&) {
+      http_fail(404, "no run with id {} in {}", id, db_.path());
+    }
+    json runs = objects(sum.run);
     add_alive(runs);
     json r = runs[0];
     json args = json::array();
@@ -252,45 +255,28 @@ class Handler {
     r["args"] = args;
     r.erase("args_json");
     // the command that made the run, and the one that replays it (a child replays with its root)
+    const std::string text = store::to_text(q("SELECT script_text FROM runs WHERE id = ?", {Value(id)}).rows[0][0]);
     std::string cmd = "ltrun";
     if (r["script_path"].is_string() && !r["script_path"].get<std::string>().empty())
       cmd += " " + shell_quote(r["script_path"].get<std::string>());
-    else if (r["script_text"].is_string())
-      cmd += " -e " + shell_quote(r["script_text"].get<std::string>());
+    else if (!text.empty())
+      cmd += " -e " + shell_quote(text);
     for (const auto& a : args)
       if (a.is_string()) cmd += " " + shell_quote(a.get<std::string>());
-    int64_t root = id;
-    for (int guard = 0; guard < 64; guard++) {
-      auto pt = q("SELECT parent_id FROM runs WHERE id = ?", {Value(root)});
-      if (pt.rows.empty() || !std::holds_alternative<int64_t>(pt.rows[0][0])) break;
-      root = std::get<int64_t>(pt.rows[0][0]);
-    }
+    const int64_t root = store::root_run(query, id);
     if (r["seed"].is_number() && root == id) cmd = "ltrun --seed " + std::to_string(r["seed"].get<int64_t>()) + cmd.substr(5);
     r["command"] = root == id ? cmd : "";
     r["rerun"] = "ltrun --db " + shell_quote(db_.path()) + " rerun " + std::to_string(root);
     r["root"] = root;
+    r["script_text"] = text;
 
     json params = json::object();
-    for (const auto& row : q("SELECT key, value FROM params WHERE run_id = ? ORDER BY key", {Value(id)}).rows)
-      params[store::to_text(row[0])] = to_json(row[1]);
-
-    json metrics = objects(q(
-        "SELECT name, count(*) AS points, min(step) AS first_step, max(step) AS last_step, "
-        "(SELECT value FROM metrics l WHERE l.run_id = m.run_id AND l.name = m.name ORDER BY step DESC, rowid DESC LIMIT 1) AS last, "
-        "min(value) AS min, max(value) AS max, min(t) AS t0, max(t) AS t1 FROM metrics m WHERE run_id = ? GROUP BY name ORDER BY name",
-        {Value(id)}));
-    json layers = objects(q(
-        "SELECT name, count(DISTINCT grp) AS groups, count(DISTINCT layer) AS layers, "
-        "min(layer) AS first_layer, max(layer) AS last_layer, count(DISTINCT step) AS steps, count(*) AS rows, "
-        "min(value) AS min, max(value) AS max FROM layer_metrics WHERE run_id = ? GROUP BY name ORDER BY min(rowid)",
-        {Value(id)}));
-
+    for (const auto& row : sum.params.rows) params[store::to_text(row[0])] = to_json(row[1]);
+    json metrics = objects(sum.metrics);
+    json layers = objects(sum.layer_metrics);
     // evaluation: per bench and protocol, with its categories
     json evals = json::array();
-    auto et = q("SELECT bench, protocol, coalesce(category, '') AS category, count(*) AS items, "
-                "sum(correct) AS correct, avg(correct) AS accuracy FROM eval_items WHERE run_id = ? "
-                "GROUP BY bench, protocol, category ORDER BY bench, protocol, category", {Value(id)});
-    for (const auto& row : et.rows) {
+    for (const auto& row : sum.eval.rows) {
       const std::string bench = store::to_text(row[0]), protocol = store::to_text(row[1]);
       if (evals.empty() || evals.back()["bench"] != bench || evals.back()["protocol"] != protocol)
         evals.push_back({{"bench", bench}, {"protocol", protocol}, {"items", 0}, {"correct", 0},
@@ -311,7 +297,7 @@ class Handler {
                           ? json(double(e["correct"].get<int64_t>()) / double(e["scored"].get<int64_t>()))
                           : json(nullptr);
 
-    json artifacts = objects(q("SELECT kind, path, sha256, t FROM artifacts WHERE run_id = ? ORDER BY rowid", {Value(id)}));
+    json artifacts = objects(sum.artifacts);
     const auto roots = store::artifact_roots(run_workdir(id), db_.path());
     for (size_t k = 0; k < artifacts.size(); k++) {
       auto& a = artifacts[k];
@@ -324,10 +310,7 @@ class Handler {
       if (f.problem == store::ArtifactFile::Problem::none) a["bytes"] = f.size;
       else if (a["exists"]) a["refused"] = f.error;
     }
-    json children = objects(q(
-        "SELECT id, name, status, started_at, finished_at, "
-        "round((julianday(coalesce(finished_at, strftime('%Y-%m-%d %H:%M:%f','now'))) - julianday(started_at)) * 86400, 1) AS secs "
-        "FROM runs WHERE parent_id = ? ORDER BY id", {Value(id)}));
+    json children = objects(sum.children);
     return {{"run", r}, {"params", params}, {"metrics", metrics}, {"layer_metrics", layers},
             {"eval", evals}, {"artifacts", artifacts}, {"children", children}};
   }

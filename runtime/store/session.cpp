@@ -8,6 +8,7 @@
 
 #include "runtime/core/error.h"
 #include "runtime/core/interrupt.h"
+#include "runtime/store/artifact.h"
 
 namespace ltrun::store {
 namespace {
@@ -108,6 +109,12 @@ void Session::layer_metric(const std::string& name, int64_t layer, const std::st
 }
 
 void Session::param(const std::string& key, const std::string& value) { store_->param(current(), key, value); }
+
+void Session::eval_item(const EvalRecord& e) { store_->eval_item(current(), e); }
+
+std::string Session::artifact(const std::string& path, const std::string& kind) {
+  return register_artifact(*store_, current(), path, kind);
+}
 
 void Session::flush() { store_->flush(); }
 

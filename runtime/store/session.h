@@ -36,12 +36,23 @@ class Session : public RunSink {
   // errors of the closings that failed (each run is still closed as far as the store allows).
   std::vector<std::string> end_all(Status s, const std::string& error = "");
 
+  // Reads (SQL over the store) and a scan's job leases taken for current() (Store::take_lease).
+  Table query(const std::string& sql, const std::vector<Value>& binds) { return store_->query(sql, binds); }
+  std::optional<Lease> take_lease(const std::string& key, const std::string& job, int64_t pid) {
+    return store_->take_lease(key, job, pid, current());
+  }
+  void release_lease(const std::string& key, const std::string& job, int64_t pid) {
+    store_->release_lease(key, job, pid);
+  }
+
   // RunSink: writes to current()
   int64_t run_id() const override { return current(); }
   void metric(const std::string& name, double value, std::optional<int64_t> step = std::nullopt) override;
   void layer_metric(const std::string& name, int64_t layer, const std::string& grp, double value,
                     std::optional<int64_t> step = std::nullopt) override;
   void param(const std::string& key, const std::string& value) override;
+  void eval_item(const EvalRecord& e) override;
+  std::string artifact(const std::string& path, const std::string& kind) override;
   void flush() override;
 
  private:

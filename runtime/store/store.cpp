@@ -678,8 +678,12 @@ Table Store::query(const std::string& sql, const std::vector<Value>& binds) {
 }
 
 std::string named_query(const std::string& name, const std::vector<std::string>& dirs) {
-  LT_CHECK(!name.empty() && name.find('/') == std::string::npos && name != "." && name != "..",
-           "bad query name '{}'", name);
+  // a file name of db/queries: letters, digits, '_', '-', '.' (never a path), and short
+  LT_CHECK(!name.empty() && name.size() <= 100 && name != "." && name != ".." &&
+               name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") ==
+                   std::string::npos,
+           "bad query name '{}{}' (a name of db/queries: letters, digits, _ - . and at most 100 characters)",
+           name.substr(0, 100), name.size() > 100 ? "..." : "");
   for (const auto& f : embedded_sql())
     if (std::string(f.path) == "db/queries/" + name + ".sql") return f.text;
   for (const auto& dir : dirs) {

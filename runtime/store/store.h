@@ -11,6 +11,8 @@
 #include <variant>
 #include <vector>
 
+#include "runtime/core/run_context.h"
+
 struct sqlite3;
 
 namespace ltrun::store {
@@ -25,10 +27,7 @@ struct RunStart {
   std::optional<int64_t> seed;
 };
 
-struct EvalItem {
-  std::string bench, item_id, category, protocol, prediction, answer;
-  std::optional<bool> correct;
-};
+using EvalItem = ::ltrun::EvalRecord;  // runtime/core/run_context.h
 
 struct Lease {
   std::string key, job, host;

@@ -1,6 +1,8 @@
 // runtime/train/trainer.cpp: the causal-LM objective on the shared loop.
 #include "runtime/train/trainer.h"
 
+#include "runtime/data/corpus.h"
+
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 #include <fmt/format.h>
@@ -33,6 +35,28 @@ DataSource tensor_source(at::Tensor rows, at::Tensor val) {
   }
   d.describe = fmt::format("tensor [{}, {}]", rows.size(0), rows.size(1));
   return d;
+}
+
+DataSource corpus_source(const std::string& dir, int64_t vocab_size, int64_t seq_len, uint64_t seed,
+                         bool seed_given, int64_t val_batch, int64_t n_val_batches) {
+  data::Corpus c = data::Corpus::open(dir);
+  LT_CHECK(c.vocab_size() <= vocab_size, "corpus {} was tokenized with a vocabulary of {}, the model has {}", dir,
+           c.vocab_size(), vocab_size);
+  auto w = std::make_shared<std::unique_ptr<data::Windows>>(
+      std::make_unique<data::Windows>(c, "train", seq_len, seed));
+  DataSource data;
+  data.next = [w](int64_t b) { return (*w)->next(b); };
+  data.cursor = [w] { return (*w)->cursor(); };
+  data.seek = [w](uint64_t x) { (*w)->seek(x); };
+  data.seed = seed;
+  data.seed_given = seed_given;
+  data.reseed = [w, c, seq_len](uint64_t s) { *w = std::make_unique<data::Windows>(c, "train", seq_len, s); };
+  if (c.tokens("val") > seq_len)
+    data.validation = [c, seq_len, val_batch, n_val_batches] {
+      return data::validation_batches(c, "val", seq_len, val_batch, n_val_batches);
+    };
+  data.describe = fmt::format("{} (seq_len {}, {} train windows)", dir, seq_len, (*w)->count());
+  return data;
 }
 
 double eval_loss(const model::Model& m, const std::vector<at::Tensor>& batches) {

@@ -37,6 +37,13 @@ struct DataSource {
 // Rows of a [N, seq_len + 1] tensor in order, wrapping around; validation from `val` if given.
 DataSource tensor_source(at::Tensor rows, at::Tensor val = {});
 
+// The train split of a packed corpus folder (runtime/data) in windows of seq_len + 1 tokens,
+// shuffled by `seed` (seed_given: asked for explicitly, see DataSource::seed); validation: the
+// val split's first n_val_batches batches of val_batch windows (none when the split is too
+// short). A corpus tokenized with a vocabulary larger than vocab_size is an error naming both.
+DataSource corpus_source(const std::string& dir, int64_t vocab_size, int64_t seq_len, uint64_t seed,
+                         bool seed_given, int64_t val_batch, int64_t n_val_batches);
+
 struct TrainOptions : LoopOptions {
   int64_t micro_batch = 8, grad_accum = 1;
   bool activation_checkpointing = false;  // recompute blocks in backward (loss.h)

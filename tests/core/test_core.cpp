@@ -18,6 +18,7 @@
 #include "runtime/core/run_context.h"
 #include "runtime/core/sha256.h"
 #include "runtime/core/tensor_format.h"
+#include "runtime/core/tensor_ops.h"
 
 using namespace ltrun;
 
@@ -119,4 +120,46 @@ TEST_CASE("process_alive: a process that ended but is not reaped yet (a zombie) 
   CHECK_FALSE(process_alive(long(child)));
   CHECK_FALSE(process_alive(1L << 32));  // would wrap to 0 (our process group) as a pid_t
   CHECK_FALSE(process_alive(0));
+}
+
+TEST_CASE("tensor ops: indices, dimensions and slices as PyTorch and Python take them") {
+  const at::Tensor t = at::arange(10);
+  CHECK(norm_index(-1, 10, 0) == 9);
+  CHECK(norm_index(0, 10, 0) == 0);
+  CHECK_THROWS_WITH(norm_index(10, 10, 0), "index 10 is out of range for dimension 0 of size 10");
+  CHECK_THROWS_WITH(norm_index(-11, 10, 2), "index -11 is out of range for dimension 2 of size 10");
+  CHECK(norm_dim(at::zeros({2, 3}), -1) == 1);
+  CHECK(norm_dim(at::scalar_tensor(1.0), 0) == 0);
+  CHECK_THROWS_WITH(norm_dim(at::zeros({2, 3}), 2), "dimension 2 is out of range for a tensor with 2 dimension(s)");
+  // Python: list(range(10))[-3:] == [7, 8, 9]; [2:100:3] == [2, 5, 8]; [5:2] == []
+  CHECK(py_slice(t, 0, -3, std::nullopt).equal(at::arange(7, 10)));
+  CHECK(py_slice(t, 0, 2, 100, 3).equal(at::arange(2, 10, 3)));
+  CHECK(py_slice(t, 0, 5, 2).numel() == 0);
+  CHECK(py_slice(t, 0, -100, 3).equal(at::arange(0, 3)));
+  CHECK_THROWS_WITH(py_slice(t, 0, 0, 5, 0), "slice step must be positive, got 0");
+}
+
+TEST_CASE("tensor ops: reductions by name against hand values") {
+  const at::Tensor t = at::tensor({1.0, 2.0, 3.0, 4.0}, at::kDouble).reshape({2, 2});
+  CHECK(reduce(t, Reduction::sum).item<double>() == 10.0);
+  CHECK(reduce(t, Reduction::prod).item<double>() == 24.0);
+  CHECK(reduce(t, Reduction::amax).item<double>() == 4.0);
+  CHECK(reduce(t, Reduction::var).item<double>() == Approx(5.0 / 3.0));  // unbiased: sum((x - 2.5)^2) / 3
+  CHECK(reduce(t, Reduction::sum, -1).equal(at::tensor({3.0, 7.0}, at::kDouble)));
+  CHECK(reduce(t, Reduction::mean, 0, true).sizes() == at::IntArrayRef({1, 2}));
+  // logsumexp over everything: log(e^1 + e^2 + e^3 + e^4) = 4.4401896985611957
+  CHECK(reduce(t, Reduction::logsumexp).item<double>() == Approx(4.4401896985611957).epsilon(1e-12));
+}
+
+TEST_CASE("tensor ops: sizes checked before allocating; arange's length") {
+  const auto o = at::TensorOptions().dtype(at::kFloat);
+  CHECK(checked_new("lt.zeros", {2, 3}, o, [] { return at::zeros({2, 3}); }).numel() == 6);
+  CHECK_THROWS_WITH(checked_new("lt.zeros", {int64_t(1) << 40, int64_t(1) << 40}, o, [] { return at::Tensor(); }),
+                    "lt.zeros: a float32 tensor of shape [1099511627776, 1099511627776] needs more than 2^63 bytes");
+  CHECK(arange_size(0, 10, 3, "f") == 4);  // 0 3 6 9
+  CHECK(arange_size(5, 5, 1, "f") == 0);
+  CHECK(arange_size(1, 0, -0.25, "f") == 4);
+  CHECK_THROWS_WITH(arange_size(0, 1, 0, "lt.arange"),
+                    "lt.arange: start 0, stop 1, step 0: expected finite numbers and a step other than 0");
+  CHECK_THROWS_WITH(arange_size(0, 1, -1, "f"), "f: start 0, stop 1, step -1: the step leads away from stop");
 }

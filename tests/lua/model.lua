@@ -131,7 +131,7 @@ T.case("integer arguments out of range: errors before any conversion wraps them"
            "option max_new_tokens: 1000000000000 is out of range 0%.%.2147483647")
   T.raises(function() m:generate("x", { max_new_tokens = -1 }) end, "out of range")
   T.raises(function() m:forward(ids, { from_layer = 2 ^ 33 }) end, "from_layer: 8589934592 is out of range")
-  T.raises(function() m:forward({ 1, 2 ^ 40 }) end, "token id: 1099511627776 is out of range")
+  T.raises(function() m:forward({ 1, 2 ^ 40 }) end, "token ids%[2%]: 1099511627776 is out of range")
   T.raises(function() tok:decode({ 1, 2 ^ 32 + 1 }) end, "out of range")
   T.raises(function() tok:id_to_token(2 ^ 40) end, "out of range")
   T.raises(function() m:generate("x", { stop_ids = { 2 ^ 53 } }) end, "stop_ids%[1%]")

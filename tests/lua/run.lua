@@ -81,6 +81,10 @@ T.case("query: named queries from db/queries with ? parameters; an unknown name 
   T.ok(st.running and st.running >= 1, "@status counts this running run")
   T.raises(function() q("@no_such_query") end, "lt%.run%.query: no named query @no_such_query %(known: .*run_metrics")
   T.raises(function() q("@../etc") end, "bad query name '%.%./etc'")
+  -- a long or odd name is refused and shown cut, not echoed whole (twice) in the error
+  local err = T.raises(function() q("@" .. string.rep("a", 5000)) end, "bad query name 'a+%.%.%.' %(a name of db/queries")
+  T.ok(#tostring(err) < 400, "the error is short")
+  T.raises(function() q("@a b") end, "bad query name 'a b'")
 end)
 
 T.case("seed: the run's seed and its named streams", function()

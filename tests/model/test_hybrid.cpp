@@ -1,4 +1,4 @@
-// tests/model/test_hybrid.cpp: hybrid assembly (runtime/model/hybrid.h) and the ltrun_hybrid
+// tests/model/test_hybrid.cpp: hybrid assembly (runtime/model/assemble.h) and the ltrun_hybrid
 // architecture: exactly the donor tensors asked for are copied (bit-equal, named, nothing
 // else), fresh layers get HF's init, vocabulary and hidden-size mismatches are refused naming
 // both donors, the save -> load round trip is bit-exact, and the forward pass equals the
@@ -16,7 +16,7 @@
 #include "runtime/core/env.h"
 #include "runtime/core/fs.h"
 #include "runtime/io/checkpoint.h"
-#include "runtime/model/hybrid.h"
+#include "runtime/model/assemble.h"
 #include "runtime/model/model.h"
 
 using namespace ltrun::model;

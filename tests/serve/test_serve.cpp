@@ -20,6 +20,7 @@
 #include "runtime/serve/server.h"
 #include "runtime/store/artifact.h"
 #include "runtime/store/store.h"
+#include "runtime/store/views.h"
 #include "tests/test_util.h"
 
 using namespace ltrun;
@@ -292,4 +293,62 @@ TEST_CASE("host_allowed: localhost and IP addresses with any port, named hosts o
   CHECK_FALSE(valid_host_name("box.lan:80"));
   CHECK_FALSE(valid_host_name(""));
   CHECK_FALSE(valid_host_name("a b"));
+}
+
+TEST_CASE("one run summary: /api/runs/ID and `ltrun show` read the same view (store/views.h)") {
+  const std::string dir = ltrun_test::scratch_dir("serve", "views");
+  const std::string path = dir + "/runs.db";
+  int64_t id = 0;
+  {
+    auto st = store::Store::open(path);
+    store::RunStart r;
+    r.name = "study";
+    r.seed = 7;
+    id = st->begin_run(r);
+    for (int s = 0; s < 4; s++) st->metric(id, "loss", 4.0 - s, s);
+    st->param(id, "lr", "0.1");
+    st->layer_metric(id, "js", 0, "g", 0.5);
+    st->layer_metric(id, "js", 1, "g", 0.25);
+    st->eval_item(id, {"mcq", "q1", "cat", "logit", "A", "A", true});
+    st->eval_item(id, {"mcq", "q2", "cat", "logit", "B", "A", false});
+    store::RunStart c = r;
+    c.parent_id = id;
+    c.name = "child";
+    st->end_run(st->begin_run(c), store::Status::ok);
+    st->end_run(id, store::Status::ok);
+  }
+  auto st = store::Store::open(path);
+  const store::RunSummary sum = store::run_summary(store::query_of(*st), id);
+  Api api(std::make_shared<Reader>(path), 500);
+  const json got = body(api.get("/api/runs/" + std::to_string(id), {}));
+  // every field of the view is in the API's run, with the same value (args_json as args)
+  for (size_t c = 0; c < sum.run.columns.size(); c++) {
+    const std::string& k = sum.run.columns[c];
+    if (k == "args_json") continue;
+    INFO(k);
+    REQUIRE(got["run"].contains(k));
+    const store::Value& v = sum.run.rows[0][c];
+    if (std::holds_alternative<int64_t>(v)) CHECK(got["run"][k] == std::get<int64_t>(v));
+    else if (std::holds_alternative<std::string>(v)) CHECK(got["run"][k] == std::get<std::string>(v));
+    else if (std::holds_alternative<std::monostate>(v)) CHECK(got["run"][k].is_null());
+  }
+  CHECK(got["run"]["seed"] == 7);
+  CHECK(got["run"]["status"] == "ok");
+  // the sections: the same rows (by their names) as the view
+  REQUIRE(got["metrics"].size() == sum.metrics.rows.size());
+  CHECK(got["metrics"][0]["name"] == "loss");
+  CHECK(got["metrics"][0]["points"] == 4);
+  CHECK(got["metrics"][0]["last"] == 1.0);
+  for (const char* col : {"points", "first_step", "last_step", "min", "max", "t0", "t1"})
+    CHECK(got["metrics"][0].contains(col));
+  REQUIRE(got["layer_metrics"].size() == 1);
+  CHECK(got["layer_metrics"][0]["layers"] == 2);
+  CHECK(got["params"]["lr"] == "0.1");
+  REQUIRE(got["eval"].size() == 1);
+  CHECK(got["eval"][0]["items"] == 2);
+  CHECK(got["eval"][0]["accuracy"] == 0.5);
+  REQUIRE(got["children"].size() == 1);
+  CHECK(got["children"][0]["name"] == "child");
+  CHECK(got["run"]["root"] == id);
+  CHECK_THROWS_WITH(store::run_summary(store::query_of(*st), 9999), "no run with id 9999");
 }

@@ -1,5 +1,5 @@
 // runtime/model/arch/hybrid.cpp: "ltrun_hybrid", a stack whose layers come from different
-// architectures (assembled from donor checkpoints by runtime/model/hybrid.h, which documents
+// architectures (assembled from donor checkpoints by runtime/model/assemble.h, which documents
 // the config.json). Each layer is its donor architecture's own layer, built from its own
 // layer config (`layer_configs[layer_config_ids[l]]`, a complete config.json of a registered
 // architecture) and wrapped so that it reads that config (its attention, norms, RoPE, Mamba2
@@ -161,13 +161,13 @@ void read(const ConfigReader& r, Config& c) {
 
 // The keys of the config.json this stack was read from (a hybrid is always made from one).
 void write(const Config& c, nlohmann::json& j) {
-  LT_CHECK(!c.json.empty(), "ltrun_hybrid: a hybrid config is made from config.json text (runtime/model/hybrid.h)");
+  LT_CHECK(!c.json.empty(), "ltrun_hybrid: a hybrid config is made from config.json text (runtime/model/assemble.h)");
   const nlohmann::json read = nlohmann::json::parse(c.json);
   for (const auto& [k, v] : read.items()) j[k] = v;
 }
 
 std::unique_ptr<Layer> make_layer(const Config& c, int layer) {
-  LT_CHECK(!c.json.empty(), "ltrun_hybrid: a hybrid config is made from config.json text (runtime/model/hybrid.h)");
+  LT_CHECK(!c.json.empty(), "ltrun_hybrid: a hybrid config is made from config.json text (runtime/model/assemble.h)");
   const nlohmann::json j = nlohmann::json::parse(c.json);
   const size_t k = j.at("layer_config_ids").at(size_t(layer)).get<size_t>();
   auto sub = std::make_unique<Config>(parse_layer_config(j.at("layer_configs").at(k), c.source, k));

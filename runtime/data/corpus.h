@@ -1,4 +1,4 @@
-// runtime/corpus/corpus.h: a tokenized corpus on disk: packing text files, JSONL and folders
+// runtime/data/corpus.h: a tokenized corpus on disk: packing text files, JSONL and folders
 // into uint32 token shards plus index.json (EOS between documents, train/validation split
 // by document), memory-mapped reading, and deterministic shuffled windows of seq_len + 1.
 #pragma once
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace ltrun::corpus {
+namespace ltrun::data {
 
 struct PackOptions {
   std::string tokenizer;            // tokenizer.json or a folder holding one
@@ -83,4 +83,9 @@ class Windows {
   std::vector<int64_t> perm_;
 };
 
-}  // namespace ltrun::corpus
+// The held-out batches of a split, in order (unshuffled): up to n_batches batches of up to
+// batch windows each, int64 [b, seq_len + 1]; empty when the split has no window.
+std::vector<at::Tensor> validation_batches(const Corpus& c, const std::string& split, int64_t seq_len,
+                                           int64_t batch, int64_t n_batches);
+
+}  // namespace ltrun::data

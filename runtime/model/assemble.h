@@ -1,4 +1,4 @@
-// runtime/model/hybrid.h: assembling a layer stack from donor checkpoints (`ltrun model
+// runtime/model/assemble.h: assembling a layer stack from donor checkpoints (`ltrun model
 // hybrid`, lt.model.hybrid): each layer is layer i of a donor, copied exactly, or a fresh layer
 // of a given kind initialised as HF initialises it; embeddings from one named donor, final
 // norm and LM head from another (or the same). Saved as a Hugging Face model folder.

@@ -1,4 +1,4 @@
-// tests/corpus/test_corpus.cpp: packing text / fortune / JSONL / folders into token shards
+// tests/data/test_corpus.cpp: packing text / fortune / JSONL / folders into token shards
 // (checked against the tokenizer run document by document), the train/validation split,
 // memory-mapped reading, deterministic shuffled windows, and errors that name the file.
 #include <ATen/ATen.h>
@@ -11,7 +11,7 @@
 #include <set>
 
 #include "runtime/core/error.h"
-#include "runtime/corpus/corpus.h"
+#include "runtime/data/corpus.h"
 #include "runtime/text/tokenizer.h"
 #include "tests/test_util.h"
 
@@ -36,7 +36,7 @@ std::string make_tokenizer(const std::string& dir) {
   return path;
 }
 
-std::vector<int64_t> all_tokens(const corpus::Corpus& c, const std::string& split) {
+std::vector<int64_t> all_tokens(const data::Corpus& c, const std::string& split) {
   at::Tensor t = c.slice(split, 0, c.tokens(split));
   return std::vector<int64_t>(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel());
 }
@@ -53,7 +53,7 @@ TEST_CASE("pack: fortune text, JSONL and folders; EOS after every document") {
   write(fs::path(d) / "folder" / "c" / "one.dat", std::string("\xff\xfe\x00\x01", 4));  // skipped
   write(fs::path(d) / "folder" / ".hidden", "not read");
 
-  const auto docs = corpus::read_documents(
+  const auto docs = data::read_documents(
       {(fs::path(d) / "in" / "a.txt").string(), (fs::path(d) / "in" / "b.jsonl").string(),
        (fs::path(d) / "folder").string()},
       "body");
@@ -64,13 +64,13 @@ TEST_CASE("pack: fortune text, JSONL and folders; EOS after every document") {
   CHECK(docs[3] == "hello world");
   CHECK(docs[4] == "a cat and a dog\n");
   int64_t bytes = 0;
-  const auto few = corpus::read_documents(
+  const auto few = data::read_documents(
       {(fs::path(d) / "in" / "a.txt").string(), (fs::path(d) / "in" / "b.jsonl").string()}, "body",
       /*max_bytes=*/15, &bytes);
   CHECK(few.size() == 2);  // the second document starts below the limit, the third does not
   CHECK(bytes == 12 + 11);
 
-  corpus::PackOptions o;
+  data::PackOptions o;
   o.tokenizer = tok_path;
   o.inputs = {(fs::path(d) / "in" / "a.txt").string(), (fs::path(d) / "in" / "b.jsonl").string(),
               (fs::path(d) / "folder").string()};
@@ -79,7 +79,7 @@ TEST_CASE("pack: fortune text, JSONL and folders; EOS after every document") {
   o.val_fraction = 0.0;
   o.shard_tokens = 7;  // several shards
   o.progress = false;
-  const corpus::PackResult r = corpus::pack(o);
+  const data::PackResult r = data::pack(o);
   const text::Tokenizer tok = text::Tokenizer::load(tok_path);
   const int32_t eos = *tok.token_to_id("<|endoftext|>");
   CHECK(r.eos_id == eos);
@@ -88,7 +88,7 @@ TEST_CASE("pack: fortune text, JSONL and folders; EOS after every document") {
     for (int32_t id : tok.encode(doc, false)) expect.push_back(id);
     expect.push_back(eos);
   }
-  const corpus::Corpus c = corpus::Corpus::open(o.out_dir);
+  const data::Corpus c = data::Corpus::open(o.out_dir);
   CHECK(all_tokens(c, "train") == expect);
   CHECK(r.train_tokens == int64_t(expect.size()));
   CHECK(c.tokens("val") == 0);
@@ -105,23 +105,23 @@ TEST_CASE("pack: validation split by document, seeded") {
   for (int i = 0; i < 200; ++i) text += "doc number " + std::to_string(i) + "\n%\n";
   write(fs::path(d) / "f.txt", text);
   auto run = [&](uint64_t seed, const std::string& out) {
-    corpus::PackOptions o;
+    data::PackOptions o;
     o.tokenizer = tok_path;
     o.inputs = {(fs::path(d) / "f.txt").string()};
     o.out_dir = (fs::path(d) / out).string();
     o.val_fraction = 0.1;
     o.seed = seed;
     o.progress = false;
-    return corpus::pack(o);
+    return data::pack(o);
   };
   const auto a = run(1, "a"), b = run(1, "b"), c = run(2, "c");
   CHECK(a.val_documents > 5);
   CHECK(a.val_documents < 40);
   CHECK(a.train_documents + a.val_documents == 200);
-  CHECK(all_tokens(corpus::Corpus::open(a.out_dir), "val") ==
-        all_tokens(corpus::Corpus::open(b.out_dir), "val"));
-  CHECK(all_tokens(corpus::Corpus::open(a.out_dir), "val") !=
-        all_tokens(corpus::Corpus::open(c.out_dir), "val"));
+  CHECK(all_tokens(data::Corpus::open(a.out_dir), "val") ==
+        all_tokens(data::Corpus::open(b.out_dir), "val"));
+  CHECK(all_tokens(data::Corpus::open(a.out_dir), "val") !=
+        all_tokens(data::Corpus::open(c.out_dir), "val"));
 }
 
 TEST_CASE("windows: every window once per epoch, seeded order, resumable cursor") {
@@ -130,17 +130,17 @@ TEST_CASE("windows: every window once per epoch, seeded order, resumable cursor"
   std::string text;
   for (int i = 0; i < 100; ++i) text += "the cat sat on the mat " + std::to_string(i) + "\n%\n";
   write(fs::path(d) / "f.txt", text);
-  corpus::PackOptions o;
+  data::PackOptions o;
   o.tokenizer = tok_path;
   o.inputs = {(fs::path(d) / "f.txt").string()};
   o.out_dir = (fs::path(d) / "out").string();
   o.val_fraction = 0;
   o.progress = false;
   o.shard_tokens = 100;
-  corpus::pack(o);
-  const corpus::Corpus c = corpus::Corpus::open(o.out_dir);
+  data::pack(o);
+  const data::Corpus c = data::Corpus::open(o.out_dir);
   const int64_t seq = 16;
-  corpus::Windows w(c, "train", seq, 7);
+  data::Windows w(c, "train", seq, 7);
   CHECK(w.count() == (c.tokens("train") - 1) / seq);
   // window i is tokens [i * seq, i * seq + seq + 1) of the stream, across shard boundaries
   const std::vector<int64_t> all = all_tokens(c, "train");
@@ -165,10 +165,10 @@ TEST_CASE("windows: every window once per epoch, seeded order, resumable cursor"
   CHECK_FALSE(at::equal(epoch, at::stack(in_order)));  // shuffled
   CHECK(w.cursor() == uint64_t(w.count()));
   // same seed, same order; another seed, another order; seek resumes exactly
-  corpus::Windows same(c, "train", seq, 7), other(c, "train", seq, 8);
+  data::Windows same(c, "train", seq, 7), other(c, "train", seq, 8);
   CHECK(at::equal(same.next(5), epoch.narrow(0, 0, 5)));
   CHECK_FALSE(at::equal(other.next(5), epoch.narrow(0, 0, 5)));
-  corpus::Windows r(c, "train", seq, 7);
+  data::Windows r(c, "train", seq, 7);
   r.seek(3);
   CHECK(at::equal(r.next(2), epoch.narrow(0, 3, 2)));
   CHECK(r.cursor() == 5);
@@ -181,16 +181,16 @@ TEST_CASE("pack: empty, non-UTF-8 and malformed inputs are errors naming the fil
   write(fs::path(d) / "latin1.txt", "caf\xe9\n");
   write(fs::path(d) / "bad.jsonl", "{\"text\": \"ok\"}\n{\"other\": 1}\n");
   auto pack_one = [&](const std::string& f) {
-    corpus::PackOptions o;
+    data::PackOptions o;
     o.tokenizer = tok_path;
     o.inputs = {(fs::path(d) / f).string()};
     o.out_dir = (fs::path(d) / "out").string();
     o.progress = false;
-    corpus::pack(o);
+    data::pack(o);
   };
   CHECK_THROWS_WITH(pack_one("empty.txt"), Catch::Contains("empty.txt is empty"));
   CHECK_THROWS_WITH(pack_one("latin1.txt"), Catch::Contains("latin1.txt is not UTF-8"));
   CHECK_THROWS_WITH(pack_one("bad.jsonl"), Catch::Contains("bad.jsonl:2: no string field \"text\""));
   CHECK_THROWS_WITH(pack_one("missing.txt"), Catch::Contains("missing.txt does not exist"));
-  CHECK_THROWS_WITH(corpus::Corpus::open(d), Catch::Contains("no index.json"));
+  CHECK_THROWS_WITH(data::Corpus::open(d), Catch::Contains("no index.json"));
 }

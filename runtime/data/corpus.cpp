@@ -1,6 +1,6 @@
-// runtime/corpus/corpus.cpp: reading documents, packing shards + index.json, mmap reading,
+// runtime/data/corpus.cpp: reading documents, packing shards + index.json, mmap reading,
 // shuffled windows.
-#include "runtime/corpus/corpus.h"
+#include "runtime/data/corpus.h"
 
 #include <ATen/ATen.h>
 #include <fcntl.h>
@@ -25,7 +25,7 @@
 #include "runtime/text/tokenizer.h"
 #include "runtime/text/utf8.h"
 
-namespace ltrun::corpus {
+namespace ltrun::data {
 
 namespace fs = std::filesystem;
 
@@ -394,4 +394,21 @@ at::Tensor Windows::next(int64_t batch) {
   return out;
 }
 
-}  // namespace ltrun::corpus
+std::vector<at::Tensor> validation_batches(const Corpus& c, const std::string& split, int64_t seq_len,
+                                           int64_t batch, int64_t n_batches) {
+  LT_CHECK(batch > 0, "validation batches: batch must be > 0, got {}", batch);
+  std::vector<at::Tensor> out;
+  if (c.tokens(split) <= seq_len) return out;
+  const Windows v(c, split, seq_len, 0, /*shuffle=*/false);
+  int64_t i = 0;
+  for (int64_t k = 0; k < n_batches && i < v.count(); ++k) {
+    const int64_t n = std::min(batch, v.count() - i);
+    std::vector<at::Tensor> rows;
+    for (int64_t j = 0; j < n; ++j) rows.push_back(v.get(i + j));
+    out.push_back(at::stack(rows));
+    i += n;
+  }
+  return out;
+}
+
+}  // namespace ltrun::data

@@ -1,11 +1,11 @@
-// bindings/corpus.cpp: lt.data: pack (text / JSONL / folders → uint32 token shards +
+// bindings/data.cpp: lt.data: pack (text / JSONL / folders → uint32 token shards +
 // index.json), info (what a packed corpus holds), windows (token rows [n, seq_len + 1] in
 // the trainer's deterministic shuffled order).
 #include <ATen/ATen.h>
 
 #include "bindings/luat.h"
 #include "bindings/tensor.h"
-#include "runtime/corpus/corpus.h"
+#include "runtime/data/corpus.h"
 
 namespace ltrun::lua {
 namespace {
@@ -35,7 +35,7 @@ int l_pack(lua_State* L) {
   check_table(L, 1, fn);
   check_options(L, 1, fn, {"tokenizer", "inputs", "input", "out", "field", "val", "seed", "eos", "max_bytes",
                            "shard_tokens", "progress"});
-  corpus::PackOptions o;
+  data::PackOptions o;
   o.tokenizer = opt_string(L, 1, "tokenizer", fn).value_or("");
   LT_CHECK(!o.tokenizer.empty(), "{}: option tokenizer (a tokenizer.json or model folder) is required", fn);
   o.out_dir = opt_string(L, 1, "out", fn).value_or("");
@@ -49,7 +49,7 @@ int l_pack(lua_State* L) {
   o.max_bytes = opt_integer(L, 1, "max_bytes", fn).value_or(0);
   o.shard_tokens = opt_integer(L, 1, "shard_tokens", fn).value_or(o.shard_tokens);
   o.progress = opt_bool(L, 1, "progress", fn).value_or(true);
-  const corpus::PackResult r = corpus::pack(o);
+  const data::PackResult r = data::pack(o);
   lua_createtable(L, 0, 9);
   set_field(L, "dir", r.out_dir);
   set_field(L, "documents", double(r.documents));
@@ -65,7 +65,7 @@ int l_pack(lua_State* L) {
 
 // lt.data.info(DIR) → {train_tokens =, val_tokens =, eos_id =, vocab_size =}
 int l_info(lua_State* L) {
-  const corpus::Corpus c = corpus::Corpus::open(check_string(L, 1, "lt.data.info"));
+  const data::Corpus c = data::Corpus::open(check_string(L, 1, "lt.data.info"));
   lua_createtable(L, 0, 4);
   set_field(L, "train_tokens", double(c.tokens("train")));
   set_field(L, "val_tokens", double(c.tokens("val")));
@@ -80,9 +80,9 @@ int l_info(lua_State* L) {
 int l_windows(lua_State* L) {
   const char* fn = "lt.data.windows";
   check_options(L, 2, fn, {"split", "seq_len", "n", "seed", "cursor", "shuffle"});
-  const corpus::Corpus c = corpus::Corpus::open(check_string(L, 1, fn));
+  const data::Corpus c = data::Corpus::open(check_string(L, 1, fn));
   const std::string split = opt_string(L, 2, "split", fn).value_or("train");
-  corpus::Windows w(c, split, opt_integer(L, 2, "seq_len", fn).value_or(128),
+  data::Windows w(c, split, opt_integer(L, 2, "seq_len", fn).value_or(128),
                     opt_seed(L, 2, fn, "data.windows"),
                     opt_bool(L, 2, "shuffle", fn).value_or(split == "train"));
   w.seek(uint64_t(opt_integer(L, 2, "cursor", fn).value_or(0)));
@@ -94,7 +94,7 @@ int l_windows(lua_State* L) {
 
 }  // namespace
 
-void register_corpus(lua_State* L) {
+void register_data(lua_State* L) {
   new_module(L, "data");
   static const luaL_Reg fns[] = {{"pack", LT_FN(l_pack)}, {"info", LT_FN(l_info)},
                                  {"windows", LT_FN(l_windows)}, {nullptr, nullptr}};

@@ -1,8 +1,8 @@
-// runtime/model/hybrid.cpp: assemble_hybrid: donor configs and tensors read from their
+// runtime/model/assemble.cpp: assemble_hybrid: donor configs and tensors read from their
 // checkpoints (only the tensors asked for are read), the config written (native or
 // ltrun_hybrid), fresh layers from Model::init, copied tensors over them, saved with the
 // embedding donor's tokenizer files.
-#include "runtime/model/hybrid.h"
+#include "runtime/model/assemble.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>

@@ -1,0 +1,108 @@
+// runtime/core/tensor_ops.cpp: see tensor_ops.h.
+#include "runtime/core/tensor_ops.h"
+
+#include <ATen/ATen.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "runtime/core/device.h"
+#include "runtime/core/env.h"
+#include "runtime/core/error.h"
+
+namespace ltrun {
+
+int64_t norm_index(int64_t i, int64_t size, int64_t dim) {
+  const int64_t j = i < 0 ? i + size : i;
+  if (j < 0 || j >= size) fail("index {} is out of range for dimension {} of size {}", i, dim, size);
+  return j;
+}
+
+int64_t norm_dim(const at::Tensor& t, int64_t d) {
+  const int64_t n = std::max<int64_t>(t.dim(), 1);
+  if (d < -n || d >= n) fail("dimension {} is out of range for a tensor with {} dimension(s)", d, t.dim());
+  return d < 0 ? d + n : d;
+}
+
+at::Tensor py_slice(const at::Tensor& t, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> stop,
+                    int64_t step) {
+  LT_CHECK(step > 0, "slice step must be positive, got {}", step);
+  const int64_t size = t.size(dim);
+  int64_t a = start.value_or(0), b = stop.value_or(size);
+  if (a < 0) a += size;
+  if (b < 0) b += size;
+  a = std::clamp<int64_t>(a, 0, size);
+  return t.slice(dim, a, std::clamp<int64_t>(b, a, size), step);
+}
+
+at::Tensor reduce(const at::Tensor& t, Reduction r, std::optional<int64_t> dim, bool keep) {
+  if (!dim) {
+    switch (r) {
+      case Reduction::sum: return t.sum();
+      case Reduction::mean: return t.mean();
+      case Reduction::prod: return t.prod();
+      case Reduction::std: return t.std();
+      case Reduction::var: return t.var();
+      case Reduction::norm: return t.norm();
+      case Reduction::amax: return t.max();
+      case Reduction::amin: return t.min();
+      case Reduction::all: return t.all();
+      case Reduction::any: return t.any();
+      case Reduction::logsumexp: return t.flatten().logsumexp(0);
+    }
+  }
+  const int64_t d = norm_dim(t, *dim);
+  switch (r) {
+    case Reduction::sum: return t.sum(d, keep);
+    case Reduction::mean: return t.mean(d, keep);
+    case Reduction::prod: return t.prod(d, keep);
+    case Reduction::std: return t.std(d, true, keep);
+    case Reduction::var: return t.var(d, true, keep);
+    case Reduction::norm: return t.norm(2, d, keep);
+    case Reduction::amax: return t.amax(d, keep);
+    case Reduction::amin: return t.amin(d, keep);
+    case Reduction::all: return t.all(d, keep);
+    case Reduction::any: return t.any(d, keep);
+    case Reduction::logsumexp: return t.logsumexp(d, keep);
+  }
+  fail("reduce: unknown reduction");
+}
+
+at::Tensor checked_new(const std::string& fn, const std::vector<int64_t>& shape, const at::TensorOptions& o,
+                       const std::function<at::Tensor()>& make) {
+  const c10::ScalarType dtype = o.dtype().toScalarType();
+  int64_t bytes = int64_t(c10::elementSize(dtype));
+  bool overflow = false;
+  if (std::find(shape.begin(), shape.end(), int64_t(0)) != shape.end()) bytes = 0;
+  else for (int64_t s : shape) overflow = overflow || __builtin_mul_overflow(bytes, s, &bytes);
+  const std::string what = fmt::format("{}: a {} tensor of shape [{}]", fn, dtype_name(dtype), fmt::join(shape, ", "));
+  if (overflow) fail("{} needs more than 2^63 bytes", what);
+  const bool cpu = !o.device_opt() || o.device_opt()->is_cpu();
+  if (cpu && bytes > (int64_t(1) << 28)) {  // small tensors: no look at the machine
+    static const int64_t have = machine_memory_bytes();  // RAM + swap: read once
+    if (have > 0 && bytes > have)
+      fail("{} needs {} bytes ({}), more than this machine's memory ({})", what, bytes, human_bytes(double(bytes)),
+           human_bytes(double(have)));
+  }
+  try {
+    return make();
+  } catch (const c10::Error& e) {
+    std::string msg = e.what_without_backtrace();
+    if (auto nl = msg.find('\n'); nl != std::string::npos) msg.resize(nl);
+    if (msg.find("alloc") != std::string::npos || msg.find("out of memory") != std::string::npos)
+      fail("{} needs {} bytes ({}) and could not be allocated: {}", what, bytes, human_bytes(double(bytes)), msg);
+    fail("{}: {}", fn, msg);  // an argument LibTorch refused (randint's bounds, ...)
+  }
+}
+
+int64_t arange_size(double start, double stop, double step, const std::string& fn) {
+  LT_CHECK(std::isfinite(start) && std::isfinite(stop) && std::isfinite(step) && step != 0,
+           "{}: start {}, stop {}, step {}: expected finite numbers and a step other than 0", fn, start, stop, step);
+  const double n = std::ceil((stop - start) / step);
+  LT_CHECK(n >= 0, "{}: start {}, stop {}, step {}: the step leads away from stop", fn, start, stop, step);
+  LT_CHECK(n < 9.2e18, "{}: start {}, stop {}, step {}: {} elements is too many", fn, start, stop, step, n);
+  return n > 0 ? int64_t(n) : 0;
+}
+
+}  // namespace ltrun

@@ -1,0 +1,40 @@
+// runtime/core/tensor_ops.h: the tensor policy of the Lua API (bindings/tensor.cpp) in C++:
+// PyTorch-style index and dimension normalisation, Python-style slices, reductions by name,
+// and new tensors whose size is checked before anything is allocated.
+#pragma once
+#include <ATen/core/Tensor.h>
+#include <c10/core/TensorOptions.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ltrun {
+
+// i in [-size, size) → [0, size); else an error naming the index, dimension and size.
+int64_t norm_index(int64_t i, int64_t size, int64_t dim);
+// d in [-n, n) for a tensor of n >= 1 dimensions (a 0-d tensor counts as 1) → [0, n).
+int64_t norm_dim(const at::Tensor& t, int64_t d);
+// t[start:stop:step] along dim as Python slices it: negative bounds count from the end, bounds
+// are clamped into range (an empty slice, never an error); unset: the whole dimension. step > 0.
+at::Tensor py_slice(const at::Tensor& t, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> stop,
+                    int64_t step = 1);
+
+enum class Reduction { sum, mean, prod, std, var, norm, amax, amin, all, any, logsumexp };
+// Over everything (dim unset: a 0-d tensor) or along dim (std/var unbiased, norm: 2-norm).
+at::Tensor reduce(const at::Tensor& t, Reduction r, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+
+// A new tensor of `shape` made by `make`: its bytes are counted first (an int64 overflow, or a
+// CPU tensor larger than the machine's memory, is refused before anything is allocated) and a
+// failed allocation becomes one line naming fn, the shape and the bytes wanted (LibTorch's own
+// error carries a 25-line C++ backtrace).
+at::Tensor checked_new(const std::string& fn, const std::vector<int64_t>& shape, const at::TensorOptions& o,
+                       const std::function<at::Tensor()>& make);
+
+// The number of elements of arange(start, stop, step), stop excluded; an error naming fn and
+// the three numbers for a step of 0, non-finite numbers or a step away from stop.
+int64_t arange_size(double start, double stop, double step, const std::string& fn);
+
+}  // namespace ltrun
