@@ -12,12 +12,16 @@
 -- plus any lt.eval benchmark. S = the mean accuracy over the benchmarks.
 --   local task = require("lt.scan_task").new(cfg)  -- cfg.model, algo, data, bench, bench_limit, work
 --   task.training_data() → packed corpus folder (causal_lm) or prompt items (GRPO);
---   task.score(m[, seed]) → S (logged); task.self_consistency(m) (GRPO, math benchmarks)
+--   task.score(m[, rep]) → S (logged); task.self_consistency(m, k, temperature) (GRPO, math);
+--   task.train_and_score(m, o) → S; task.run_job(job, key): one job of a scan in its worker
+-- Seeds: the data order, the samples and the held-out subsets come from the run's seed
+-- streams (a scan's workers share its seed); the training texts' items (seed 2) and the
+-- built-in benchmarks are fixed data.
 local tasks = require "lt.tasks"
 local math_task = require "lt.tasks.math"
 local M = {}
 
--- the prompt format of the tiny math model (experiments/pretrain_math.lua, grpo.lua)
+-- the prompt format of the tiny math model (lt.tasks.math)
 M.math_template = require("lt.tasks.math").template
 
 function M.is_rl(algo) return algo == "grpo" or algo == "dr_grpo" end
