@@ -110,6 +110,15 @@ for f in "$root"/experiments/*.lua; do
   "$LTRUN" "$f" --no_such=1 >/dev/null 2>err.txt
   check "$name --no_such=1 is an error naming it" contains "$(cat err.txt)" "unknown arg --no_such"
 done
+# a study is a short script over lib/lt: at most 80 lines, the paper studies at most 60; no
+# study loads another's file
+for f in "$root"/experiments/*.lua; do
+  name=$(basename "$f" .lua); lines=$(wc -l <"$f"); most=80
+  case $name in freeze_deep|layer_tracer|grpo|layer_scan|layer_strategies|hybrid) most=60 ;; esac
+  check "$name is a short study ($lines lines, at most $most)" test "$lines" -le "$most"
+done
+check "no loadfile / dofile in lib/ or experiments/" equals \
+  "$(grep -rlE --include='*.lua' '(^|[^.[:alnum:]_])(loadfile|dofile)[[:space:]]*\(' "$root/lib" "$root/experiments")" ""
 help=$("$LTRUN" "$root/experiments/freeze_deep.lua" --help 2>&1)
 check "freeze_deep --help: an arg, its default, its help" contains "$help" "  --steps=300
       optimizer steps (>= 1)"
