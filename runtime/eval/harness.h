@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/core/fields.h"
 #include "runtime/core/run_context.h"
 #include "runtime/eval/benchmark.h"
 
@@ -36,6 +37,11 @@ struct HarnessOptions {
   std::string math_template;
   std::function<void(size_t done, size_t total)> progress;  // called after each batch
 };
+
+// The options scripts set by key (runtime/core/fields.h): protocols, shots (>= 0),
+// batch_size (>= 1), max_new_tokens (>= 0), samples (>= 1), top_p, template (math_template).
+// temperature, seed and progress are the caller's (temperature's default depends on samples).
+const Fields<HarnessOptions>& harness_option_fields();
 
 struct ItemResult {
   const Item* item = nullptr;
@@ -79,6 +85,9 @@ HarnessResult evaluate(const model::Model& m, const text::Tokenizer& tok, const 
 // The prompt a math item gets (zero-shot, step by step, answer marked as the benchmarks do);
 // with a template, the template with each "{question}" replaced by the question.
 std::string math_prompt(const Item& item, const std::string& tmpl = "");
+// The prompt the harness gives an item: math_prompt for GSM8K and MATH-500 items (shots
+// unused), else choice_prompt with the shots.
+std::string item_prompt(const Item& item, const std::vector<Item>& shots = {});
 
 // Writes a result to the current run: every item to eval_items (sample k > 0 as "ID#k"; correct
 // only where the item has an answer) and the metrics BENCH/PROTOCOL/acc, .../acc_macro (when
