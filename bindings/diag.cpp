@@ -241,11 +241,7 @@ int l_trace(lua_State* L) {
   lua_createtable(L, 0, 8);
   set_field(L, "n_layers", m.n_layers());
   set_bool(L, "final_djs", o.include_final_djs);
-  lua_createtable(L, int(traces.size()), 0);
-  for (size_t i = 0; i < traces.size(); i++) {
-    push_sample_trace(L, traces[i], m.n_layers());
-    lua_rawseti(L, -2, int(i + 1));
-  }
+  push_list(L, traces, [&](const diag::SampleTrace& t) { push_sample_trace(L, t, m.n_layers()); });
   lua_setfield(L, -2, "samples");
   set_summary(L, diag::summarize(traces, ratios, o.tau));
   return 1;

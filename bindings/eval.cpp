@@ -70,11 +70,7 @@ std::vector<eval::Item> read_items(lua_State* L, int t, const char* fn) {
 int l_load(lua_State* L) {
   const auto fmt_name = check_string(L, 1, "lt.eval.load");
   const auto items = eval::load_benchmark(eval::parse_format(fmt_name), check_string(L, 2, "lt.eval.load"));
-  lua_createtable(L, int(items.size()), 0);
-  for (size_t i = 0; i < items.size(); i++) {
-    push_item(L, items[i]);
-    lua_rawseti(L, -2, int(i + 1));
-  }
+  push_list(L, items, [L](const eval::Item& it) { push_item(L, it); });
   return 1;
 }
 
@@ -143,11 +139,7 @@ int l_score(lua_State* L) {
     push_summary(L, sum);
     lua_setfield(L, -2, sum.protocol.c_str());
   }
-  lua_createtable(L, int(res.items.size()), 0);
-  for (size_t i = 0; i < res.items.size(); i++) {
-    push_item_result(L, res.items[i]);
-    lua_rawseti(L, -2, int(i + 1));
-  }
+  push_list(L, res.items, [L](const eval::ItemResult& r) { push_item_result(L, r); });
   lua_setfield(L, -2, "items");
   return 1;
 }

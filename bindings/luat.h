@@ -124,15 +124,30 @@ std::vector<std::string> opt_strings(lua_State* L, int t, const char* key, const
 void push(lua_State* L, const std::string& s);
 inline void push(lua_State* L, double v) { lua_pushnumber(L, v); }
 inline void push(lua_State* L, const char* s) { lua_pushstring(L, s); }
-// Vectors to Lua arrays: numbers, strings or booleans; entry i at key first + i.
+template <class T>
+struct is_vector : std::false_type {};
+template <class T>
+struct is_vector<std::vector<T>> : std::true_type {};
+// Vectors to Lua arrays: numbers, strings, booleans or vectors of these (arrays of arrays,
+// 1-based); entry i at key first + i.
 template <class T>
 void push_array(lua_State* L, const std::vector<T>& v, int first = 1) {
   lua_createtable(L, int(v.size()), first == 0 ? 1 : 0);
   for (size_t i = 0; i < v.size(); i++) {
     if constexpr (std::is_same_v<T, bool>) lua_pushboolean(L, v[i]);
     else if constexpr (std::is_arithmetic_v<T>) lua_pushnumber(L, double(v[i]));
+    else if constexpr (is_vector<T>::value) push_array(L, v[i]);
     else push(L, v[i]);
     lua_rawseti(L, -2, int(i) + first);
+  }
+}
+// A Lua array of v's elements, each pushed by push_one(element).
+template <class T, class F>
+void push_list(lua_State* L, const std::vector<T>& v, F push_one) {
+  lua_createtable(L, int(v.size()), 0);
+  for (size_t i = 0; i < v.size(); i++) {
+    push_one(v[i]);
+    lua_rawseti(L, -2, int(i + 1));
   }
 }
 // t[key] = v for the table on top of the stack

@@ -480,20 +480,12 @@ int m_generate(lua_State* L) {
     else push_array(L, gen.tokens);
   };
   if (p.single) push_result(gens[0]);
-  else {
-    lua_createtable(L, int(gens.size()), 0);
-    for (size_t i = 0; i < gens.size(); i++) {
-      push_result(gens[i]);
-      lua_rawseti(L, -2, int(i + 1));
-    }
-  }
-  lua_createtable(L, int(gens.size()), 0);
-  for (size_t i = 0; i < gens.size(); i++) {
+  else push_list(L, gens, push_result);
+  push_list(L, gens, [L](const model::Generation& gen) {
     lua_createtable(L, 0, 2);
-    set_array(L, "ids", gens[i].tokens);
-    set_field(L, "finish", gens[i].finish);
-    lua_rawseti(L, -2, int(i + 1));
-  }
+    set_array(L, "ids", gen.tokens);
+    set_field(L, "finish", gen.finish);
+  });
   return 2;
 }
 

@@ -156,12 +156,7 @@ void push_rollouts(lua_State* L, const rl::Rollouts& r) {
   std::vector<int64_t> prompt_number(r.prompt_index);  // 1-based prompt numbers
   for (int64_t& i : prompt_number) i += 1;
   set_array(L, "prompt_index", prompt_number);
-  lua_createtable(L, int(r.responses.size()), 0);
-  for (size_t i = 0; i < r.responses.size(); ++i) {
-    push_array(L, r.responses[i]);
-    lua_rawseti(L, -2, int(i + 1));
-  }
-  lua_setfield(L, -2, "responses");
+  set_array(L, "responses", r.responses);
 }
 
 rl::SequenceBatch read_seq(lua_State* L, int t, const char* fn) {
@@ -505,9 +500,7 @@ void push_grpo_result(lua_State* L, const train::LoopResult& r, int64_t removed,
         lua_rawseti(L, -2, int(step));
       }
   lua_setfield(L, -2, "heldout");
-  lua_createtable(L, int(r.log.size()), 0);
-  for (size_t i = 0; i < r.log.size(); ++i) {
-    const auto& s = r.log[i];
+  push_list(L, r.log, [L](const train::StepLog& s) {
     lua_createtable(L, 0, 8);
     set_field(L, "step", double(s.step + 1));
     set_field(L, "loss", s.loss);
@@ -515,8 +508,7 @@ void push_grpo_result(lua_State* L, const train::LoopResult& r, int64_t removed,
     set_field(L, "grad_norm", s.grad_norm);
     set_field(L, "tokens_per_s", s.tokens_per_s);
     for (const auto& [k, v] : s.metrics) set_field(L, k.c_str(), v);
-    lua_rawseti(L, -2, int(i + 1));
-  }
+  });
   lua_setfield(L, -2, "log");
 }
 

@@ -277,11 +277,9 @@ void push_train_result(lua_State* L, const train::TrainResult& r) {
   for (const auto& s : r.log) losses.push_back(s.loss), lrs.push_back(s.lr);
   set_array(L, "losses", losses);
   set_array(L, "lrs", lrs);
-  lua_createtable(L, int(r.val_losses.size()), 0);
-  for (size_t i = 0; i < r.val_losses.size(); ++i) {
-    push_array(L, std::vector<double>{double(r.val_losses[i].first), r.val_losses[i].second});
-    lua_rawseti(L, -2, int(i + 1));
-  }
+  push_list(L, r.val_losses, [L](const std::pair<int64_t, double>& v) {
+    push_array(L, std::vector<double>{double(v.first), v.second});
+  });
   lua_setfield(L, -2, "val_losses");
 }
 
@@ -318,17 +316,15 @@ int l_param_groups(lua_State* L) {
   check_options(L, 2, fn, {"weight_decay", "lr_mult"});
   const double wd = opt_number(L, 2, "weight_decay", fn).value_or(0.01);
   const auto groups = train::param_groups(m, wd, read_lr_mult(L, 2, fn));
-  lua_createtable(L, int(groups.size()), 0);
-  for (size_t i = 0; i < groups.size(); ++i) {
+  push_list(L, groups, [L](const train::ParamGroup& g) {
     lua_createtable(L, 0, 4);
-    set_field(L, "name", groups[i].name);
-    set_field(L, "lr_mult", groups[i].lr_mult);
-    set_field(L, "weight_decay", groups[i].weight_decay);
+    set_field(L, "name", g.name);
+    set_field(L, "lr_mult", g.lr_mult);
+    set_field(L, "weight_decay", g.weight_decay);
     std::vector<std::string> names;
-    for (const auto& p : groups[i].params) names.push_back(p.name);
+    for (const auto& p : g.params) names.push_back(p.name);
     set_array(L, "params", names);
-    lua_rawseti(L, -2, int(i + 1));
-  }
+  });
   return 1;
 }
 
