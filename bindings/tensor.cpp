@@ -408,15 +408,16 @@ LT_ALONG(t_log_softmax, log_softmax)
 LT_ALONG(t_cumsum, cumsum)
 #undef LT_ALONG
 
-// Reductions: t:sum() over everything → number; t:sum(dim[, keepdim]) → tensor.
-template <Reduction R>
+// Reductions (runtime/core/tensor_ops.h's reductions()[upvalue 1]): t:sum() over everything
+// → number; t:sum(dim[, keepdim]) → tensor.
 int t_reduce(lua_State* L) {
-  at::Tensor& t = check_tensor(L, 1, "reduction");
+  const NamedReduction& op = reductions()[size_t(lua_tointeger(L, lua_upvalueindex(1)))];
+  at::Tensor& t = check_tensor(L, 1, op.name);
   if (!lua_isnoneornil(L, 2)) {
-    push_tensor(L, reduce(t, R, check_integer(L, 2, "reduction"), lua_toboolean(L, 3) != 0));
+    push_tensor(L, reduce(t, op.r, check_integer(L, 2, op.name), lua_toboolean(L, 3) != 0));
     return 1;
   }
-  const at::Tensor r = reduce(t, R);
+  const at::Tensor r = reduce(t, op.r);
   if (t.requires_grad()) push_tensor(L, r);  // keep the graph for backward()
   else push_value(L, r);
   return 1;
@@ -719,14 +720,9 @@ const luaL_Reg kMethods[] = {
     {"fill", LT_FN(t_fill)}, {"zero", LT_FN(t_zero)}, {"copy", LT_FN(t_copy)}, {"add_", LT_FN(t_add_)},
     {"sub_", LT_FN(t_sub_)}, {"mul_", LT_FN(t_mul_)}, {"div_", LT_FN(t_div_)}, {"matmul", LT_FN(t_matmul)},
     {"clamp", LT_FN(t_clamp)}, {"softmax", LT_FN(t_softmax)}, {"log_softmax", LT_FN(t_log_softmax)},
-    {"cumsum", LT_FN(t_cumsum)}, {"sum", LT_FN(t_reduce<Reduction::sum>)}, {"mean", LT_FN(t_reduce<Reduction::mean>)},
-    {"prod", LT_FN(t_reduce<Reduction::prod>)}, {"std", LT_FN(t_reduce<Reduction::std>)},
-    {"var", LT_FN(t_reduce<Reduction::var>)}, {"norm", LT_FN(t_reduce<Reduction::norm>)},
-    {"amax", LT_FN(t_reduce<Reduction::amax>)}, {"amin", LT_FN(t_reduce<Reduction::amin>)},
-    {"all", LT_FN(t_reduce<Reduction::all>)}, {"any", LT_FN(t_reduce<Reduction::any>)},
-    {"logsumexp", LT_FN(t_reduce<Reduction::logsumexp>)}, {"max", LT_FN(t_maxmin<true>)},
-    {"min", LT_FN(t_maxmin<false>)}, {"argmax", LT_FN(t_argmaxmin<true>)}, {"argmin", LT_FN(t_argmaxmin<false>)},
-    {"topk", LT_FN(t_topk)}, {"sort", LT_FN(t_sort)}, {"equal", LT_FN(t_equal)}, {"allclose", LT_FN(t_allclose)},
+    {"cumsum", LT_FN(t_cumsum)}, {"max", LT_FN(t_maxmin<true>)}, {"min", LT_FN(t_maxmin<false>)},
+    {"argmax", LT_FN(t_argmaxmin<true>)}, {"argmin", LT_FN(t_argmaxmin<false>)}, {"topk", LT_FN(t_topk)},
+    {"sort", LT_FN(t_sort)}, {"equal", LT_FN(t_equal)}, {"allclose", LT_FN(t_allclose)},
     {"backward", LT_FN(t_backward)}, {"requires_grad_", LT_FN(t_requires_grad_)}, {"zero_grad", LT_FN(t_zero_grad)},
     {"free", LT_FN(t_free)}, {"nbytes", LT_FN(t_nbytes)}, {"is_contiguous", LT_FN(t_is_contiguous)},
     {nullptr, nullptr}};
@@ -758,6 +754,7 @@ void register_tensor(lua_State* L) {
   lua_newtable(L);  // methods, the upvalue of __index
   set_funcs(L, kMethods);
   for (size_t i = 0; i < unary_ops().size(); i++) set_op(L, unary_ops()[i].name, LT_FN(t_unary), i);
+  for (size_t i = 0; i < reductions().size(); i++) set_op(L, reductions()[i].name, LT_FN(t_reduce), i);
   for (size_t i = 0; i < binary_ops().size(); i++) {
     set_op(L, binary_ops()[i].name, LT_FN(t_binary), i);
     if (binary_ops()[i].meta) {

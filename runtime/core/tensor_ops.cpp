@@ -181,4 +181,13 @@ int64_t storage_bytes(const at::Tensor& t) {
   return int64_t(t.storage().nbytes());
 }
 
+const std::vector<NamedReduction>& reductions() {
+  static const std::vector<NamedReduction> r = {
+      {"sum", Reduction::sum},   {"mean", Reduction::mean}, {"prod", Reduction::prod},
+      {"std", Reduction::std},   {"var", Reduction::var},   {"norm", Reduction::norm},
+      {"amax", Reduction::amax}, {"amin", Reduction::amin}, {"all", Reduction::all},
+      {"any", Reduction::any},   {"logsumexp", Reduction::logsumexp}};
+  return r;
+}
+
 }  // namespace ltrun

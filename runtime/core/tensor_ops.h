@@ -25,6 +25,12 @@ at::Tensor py_slice(const at::Tensor& t, int64_t dim, std::optional<int64_t> sta
 enum class Reduction { sum, mean, prod, std, var, norm, amax, amin, all, any, logsumexp };
 // Over everything (dim unset: a 0-d tensor) or along dim (std/var unbiased, norm: 2-norm).
 at::Tensor reduce(const at::Tensor& t, Reduction r, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+// The reductions by the method names scripts call them (t:sum(), ..., t:logsumexp()).
+struct NamedReduction {
+  const char* name;
+  Reduction r;
+};
+const std::vector<NamedReduction>& reductions();
 
 // A new tensor of `shape` made by `make`: its bytes are counted first (an int64 overflow, or a
 // CPU tensor larger than the machine's memory, is refused before anything is allocated) and a

@@ -1,4 +1,4 @@
-// tests/core: the tensor method tables (unary_ops / binary_ops: unique names, each op against
+// tests/core: the tensor method tables (unary_ops / binary_ops / reductions: unique names, each op against
 // LibTorch's own call) and the tensor memory account that forces Lua collections.
 #include <ATen/ATen.h>
 
@@ -15,6 +15,12 @@ TEST_CASE("tensor op tables: unique names; ops agree with the LibTorch calls") {
   std::set<std::string> names;
   for (const auto& op : unary_ops()) CHECK(names.insert(op.name).second);
   for (const auto& op : binary_ops()) CHECK(names.insert(op.name).second);
+  for (const auto& r : reductions()) CHECK(names.insert(r.name).second);
+  REQUIRE(reductions().size() == 11);
+  CHECK(std::string(reductions().front().name) == "sum");
+  CHECK(reductions().front().r == Reduction::sum);
+  CHECK(std::string(reductions().back().name) == "logsumexp");
+  CHECK(reductions().back().r == Reduction::logsumexp);
   const at::Tensor a = at::tensor({-1.5, 0.0, 2.0}, at::kDouble);
   const at::Tensor b = at::tensor({2.0, -3.0, 2.0}, at::kDouble);
   auto unary = [&](const std::string& n) {
