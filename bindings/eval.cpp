@@ -107,11 +107,7 @@ void push_summary(lua_State* L, const eval::Summary& sum) {
 void push_item_result(lua_State* L, const eval::ItemResult& r) {
   lua_createtable(L, 0, 7);
   set_field(L, "id", r.item->id);
-  set_field(L, "protocol", r.protocol);
-  set_field(L, "prediction", r.prediction);
-  set_field(L, "output", r.output);
-  set_bool(L, "correct", r.correct);
-  set_field(L, "sample", r.sample);
+  set_fields(L, r, eval::item_result_fields());
   if (!r.choice_logp.empty()) set_array(L, "choice_logp", r.choice_logp);  // cloze: the score of each option
 }
 

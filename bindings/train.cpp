@@ -345,11 +345,7 @@ int l_weight_change(lua_State* L) {
     }
   }
   lua_createtable(L, 0, 5);
-  set_array(L, "layers", w.layers);
-  set_array(L, "relative", w.relative);
-  set_field(L, "embeddings", w.embeddings);
-  set_field(L, "final_norm", w.final_norm);
-  set_field(L, "lm_head", w.lm_head);
+  set_fields(L, w, train::weight_change_fields());
   return 1;
 }
 

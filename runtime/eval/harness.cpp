@@ -374,4 +374,13 @@ std::string item_prompt(const Item& item, const std::vector<Item>& shots) {
   return is_math(item) ? math_prompt(item) : choice_prompt(item, shots);
 }
 
+const Fields<ItemResult>& item_result_fields() {
+  static const Fields<ItemResult> f = {{"protocol", &ItemResult::protocol},
+                                       {"prediction", &ItemResult::prediction},
+                                       {"output", &ItemResult::output},
+                                       {"correct", &ItemResult::correct},
+                                       {"sample", &ItemResult::sample}};
+  return f;
+}
+
 }  // namespace ltrun::eval

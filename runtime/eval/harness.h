@@ -54,6 +54,10 @@ struct ItemResult {
   int sample = 0;            // math: which of the samples
 };
 
+// By key (runtime/core/fields.h): protocol, prediction, output, correct, sample (the item's
+// id and the cloze choice_logp are the caller's).
+const Fields<ItemResult>& item_result_fields();
+
 struct Score {
   int n = 0, correct = 0;
   double acc() const { return n ? double(correct) / n : 0.0; }

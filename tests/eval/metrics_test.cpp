@@ -125,3 +125,13 @@ TEST_CASE("parse_compare: exact and math; another name is an error naming fn and
   CHECK_THROWS_WITH(parse_compare("Math", "lt.eval.vote"),
                     "lt.eval.vote: compare = 'Math': expected \"exact\" or \"math\"");
 }
+
+TEST_CASE("item_result_fields: the keys scripts read, unique, correct a boolean") {
+  using namespace ltrun::eval;
+  const auto keys = ltrun::field_keys(item_result_fields(), {"id", "choice_logp"});
+  CHECK(ltrun::duplicate_key(keys) == "");
+  ItemResult r;
+  r.correct = true;
+  for (const auto& f : item_result_fields())
+    if (std::string(f.key) == "correct") CHECK(r.*std::get<bool ItemResult::*>(f.member));
+}
