@@ -33,33 +33,15 @@ std::vector<std::string> read_strings(lua_State* L, int t, const char* key, cons
 int l_pack(lua_State* L) {
   const char* fn = "lt.data.pack";
   check_table(L, 1, fn);
-  check_options(L, 1, fn, {"tokenizer", "inputs", "input", "out", "field", "val", "seed", "eos", "max_bytes",
-                           "shard_tokens", "progress"});
   data::PackOptions o;
-  o.tokenizer = opt_string(L, 1, "tokenizer", fn).value_or("");
+  read_fields(L, 1, fn, o, data::pack_option_fields(), true, {"inputs", "input", "seed"});
   LT_CHECK(!o.tokenizer.empty(), "{}: option tokenizer (a tokenizer.json or model folder) is required", fn);
-  o.out_dir = opt_string(L, 1, "out", fn).value_or("");
   LT_CHECK(!o.out_dir.empty(), "{}: option out (the folder to write) is required", fn);
   o.inputs = read_strings(L, 1, "inputs", fn);
   if (o.inputs.empty()) o.inputs = read_strings(L, 1, "input", fn);
-  o.field = opt_string(L, 1, "field", fn).value_or(o.field);
-  o.val_fraction = opt_number(L, 1, "val", fn).value_or(o.val_fraction);
   o.seed = opt_seed(L, 1, fn, "data.pack");
-  o.eos = opt_string(L, 1, "eos", fn).value_or("");
-  o.max_bytes = opt_integer(L, 1, "max_bytes", fn).value_or(0);
-  o.shard_tokens = opt_integer(L, 1, "shard_tokens", fn).value_or(o.shard_tokens);
-  o.progress = opt_bool(L, 1, "progress", fn).value_or(true);
-  const data::PackResult r = data::pack(o);
   lua_createtable(L, 0, 9);
-  set_field(L, "dir", r.out_dir);
-  set_field(L, "documents", double(r.documents));
-  set_field(L, "train_documents", double(r.train_documents));
-  set_field(L, "val_documents", double(r.val_documents));
-  set_field(L, "train_tokens", double(r.train_tokens));
-  set_field(L, "val_tokens", double(r.val_tokens));
-  set_field(L, "bytes", double(r.bytes));
-  set_field(L, "eos_id", r.eos_id);
-  set_field(L, "seconds", r.seconds);
+  set_fields(L, data::pack(o), data::pack_result_fields());
   return 1;
 }
 

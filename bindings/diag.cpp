@@ -71,30 +71,17 @@ void set_layer_series(lua_State* L, const Series& s) {
 
 void push_split(lua_State* L, const diag::Split& s) {
   lua_createtable(L, 0, 3);
-  set_field(L, "ratio", s.ratio);
-  set_field(L, "b", s.b);
-  set_field(L, "score", s.score);
+  set_fields(L, s, diag::split_fields());
 }
 
 // {allocation = "train_shallow" | "train_deep" | "neither", b, score, ratio,
 //  train = {first, last}, freeze = {first, last}} (block numbers from 0)
 void push_recommendation(lua_State* L, const diag::Recommendation& r) {
   lua_createtable(L, 0, 6);
-  lua_pushstring(L, diag::allocation_name(r.allocation));
-  lua_setfield(L, -2, "allocation");
-  set_field(L, "b", r.split.b);
-  set_field(L, "score", r.split.score);
-  set_field(L, "ratio", r.split.ratio);
+  set_field(L, "allocation", diag::allocation_name(r.allocation));
+  set_fields(L, r.split, diag::split_fields());
   set_array(L, "train", std::vector<int>{r.train_first, r.train_last});
   set_array(L, "freeze", std::vector<int>{r.freeze_first, r.freeze_last});
-}
-
-void push_splits(lua_State* L, const std::vector<diag::Split>& splits) {
-  lua_createtable(L, int(splits.size()), 0);
-  for (size_t i = 0; i < splits.size(); i++) {
-    push_split(L, splits[i]);
-    lua_rawseti(L, -2, int(i + 1));
-  }
 }
 
 std::vector<double> read_ratios(lua_State* L, int opts, const char* fn) {
@@ -160,7 +147,7 @@ int l_splits(lua_State* L) {
   check_options(L, 3, fn, {"ratios"});
   const std::vector<double> tp = read_series(L, 1, fn, "tp");
   auto splits = diag::split_scores(tp, read_series(L, 2, fn, "ls"), read_ratios(L, 3, fn));
-  push_splits(L, splits);
+  push_records(L, splits, diag::split_fields());
   push_split(L, diag::best_split(splits));
   push_recommendation(L, diag::recommend(splits, int(tp.size())));
   return 3;
@@ -178,18 +165,9 @@ int l_splits(lua_State* L) {
 //             highest S(b)), recommendation (see push_recommendation)}
 //   ls_djs and ls have n_layers - 1 entries unless final_djs.
 diag::TraceOptions read_trace_options(lua_State* L, int opts, const char* fn) {
-  check_options(L, opts, fn, {"topk", "candidates", "batch", "tau", "final_djs", "method", "ratios"});
   diag::TraceOptions o;
-  o.topk = opt_integer(L, opts, "topk", fn).value_or(o.topk);
-  o.candidates = opt_integer(L, opts, "candidates", fn).value_or(o.candidates);
-  o.batch = opt_integer(L, opts, "batch", fn).value_or(o.batch);
-  o.tau = opt_number(L, opts, "tau", fn).value_or(o.tau);
-  o.include_final_djs = opt_bool(L, opts, "final_djs", fn).value_or(false);
-  const std::string method = opt_string(L, opts, "method", fn).value_or("prefix");
-  if (method == "naive") o.method = diag::Method::Naive;
-  else if (method == "resume") o.method = diag::Method::Resume;
-  else if (method != "prefix")
-    fail("{}: method '{}': expected \"prefix\", \"resume\" or \"naive\"", fn, method);
+  read_fields(L, opts, fn, o, diag::trace_option_fields(), true, {"method", "ratios"});
+  o.method = diag::parse_method(opt_string(L, opts, "method", fn).value_or("prefix"), fn);
   return o;
 }
 
@@ -246,7 +224,7 @@ void set_summary(lua_State* L, const diag::Summary& sum) {
   set_array(L, "ls", sum.ls);
   set_array(L, "tp_interval", sum.tp_interval);
   if (sum.splits.empty()) return;
-  push_splits(L, sum.splits);
+  push_records(L, sum.splits, diag::split_fields());
   lua_setfield(L, -2, "splits");
   push_split(L, sum.best);
   lua_setfield(L, -2, "split");
@@ -263,11 +241,7 @@ int l_trace(lua_State* L) {
   lua_createtable(L, 0, 8);
   set_field(L, "n_layers", m.n_layers());
   set_bool(L, "final_djs", o.include_final_djs);
-  lua_createtable(L, int(traces.size()), 0);
-  for (size_t i = 0; i < traces.size(); i++) {
-    push_sample_trace(L, traces[i], m.n_layers());
-    lua_rawseti(L, -2, int(i + 1));
-  }
+  push_list(L, traces, [&](const diag::SampleTrace& t) { push_sample_trace(L, t, m.n_layers()); });
   lua_setfield(L, -2, "samples");
   set_summary(L, diag::summarize(traces, ratios, o.tau));
   return 1;

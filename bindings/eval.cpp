@@ -22,16 +22,7 @@ namespace {
 
 void push_item(lua_State* L, const eval::Item& it) {
   lua_createtable(L, 0, 10);
-  set_field(L, "bench", it.bench);
-  set_field(L, "subject", it.subject);
-  set_field(L, "category", it.category);
-  set_field(L, "id", it.id);
-  set_field(L, "split", it.split);
-  set_field(L, "question", it.question);
-  set_field(L, "answer", it.answer);
-  set_field(L, "solution", it.solution);
-  set_field(L, "source", it.source);
-  set_array(L, "choices", it.choices);
+  set_fields(L, it, eval::item_fields());
   if (!it.cloze.empty()) set_field(L, "cloze", it.cloze);
   if (!it.cloze_choices.empty()) set_array(L, "cloze_choices", it.cloze_choices);
 }
@@ -79,31 +70,15 @@ std::vector<eval::Item> read_items(lua_State* L, int t, const char* fn) {
 int l_load(lua_State* L) {
   const auto fmt_name = check_string(L, 1, "lt.eval.load");
   const auto items = eval::load_benchmark(eval::parse_format(fmt_name), check_string(L, 2, "lt.eval.load"));
-  lua_createtable(L, int(items.size()), 0);
-  for (size_t i = 0; i < items.size(); i++) {
-    push_item(L, items[i]);
-    lua_rawseti(L, -2, int(i + 1));
-  }
+  push_list(L, items, [L](const eval::Item& it) { push_item(L, it); });
   return 1;
 }
 
 eval::HarnessOptions read_harness_options(lua_State* L, int opts, const char* fn) {
   eval::HarnessOptions o;
-  check_options(L, opts, fn, {"protocols", "shots", "batch_size", "max_new_tokens", "samples", "temperature",
-                              "top_p", "seed", "template", "bench"});
-  if (lua_istable(L, opts)) {
-    lua_getfield(L, opts, "protocols");
-    if (!lua_isnil(L, -1)) o.protocols = read_strings(L, lua_gettop(L), fn, "protocols");
-    lua_pop(L, 1);
-  }
-  o.shots = opt_int(L, opts, "shots", fn, 0).value_or(0);
-  o.batch_size = opt_int(L, opts, "batch_size", fn, 1).value_or(o.batch_size);
-  o.max_new_tokens = opt_int(L, opts, "max_new_tokens", fn, 0).value_or(0);
-  o.samples = opt_int(L, opts, "samples", fn, 1).value_or(1);
+  read_fields(L, opts, fn, o, eval::harness_option_fields(), true, {"temperature", "seed", "bench"});
   o.temperature = opt_number(L, opts, "temperature", fn).value_or(o.samples > 1 ? 0.7 : 0.0);
-  o.top_p = opt_number(L, opts, "top_p", fn).value_or(1.0);
   o.seed = opt_seed(L, opts, fn, "eval");
-  o.math_template = opt_string(L, opts, "template", fn).value_or("");
   return o;
 }
 
@@ -132,11 +107,7 @@ void push_summary(lua_State* L, const eval::Summary& sum) {
 void push_item_result(lua_State* L, const eval::ItemResult& r) {
   lua_createtable(L, 0, 7);
   set_field(L, "id", r.item->id);
-  set_field(L, "protocol", r.protocol);
-  set_field(L, "prediction", r.prediction);
-  set_field(L, "output", r.output);
-  set_bool(L, "correct", r.correct);
-  set_field(L, "sample", r.sample);
+  set_fields(L, r, eval::item_result_fields());
   if (!r.choice_logp.empty()) set_array(L, "choice_logp", r.choice_logp);  // cloze: the score of each option
 }
 
@@ -164,11 +135,7 @@ int l_score(lua_State* L) {
     push_summary(L, sum);
     lua_setfield(L, -2, sum.protocol.c_str());
   }
-  lua_createtable(L, int(res.items.size()), 0);
-  for (size_t i = 0; i < res.items.size(); i++) {
-    push_item_result(L, res.items[i]);
-    lua_rawseti(L, -2, int(i + 1));
-  }
+  push_list(L, res.items, [L](const eval::ItemResult& r) { push_item_result(L, r); });
   lua_setfield(L, -2, "items");
   return 1;
 }
@@ -176,11 +143,7 @@ int l_score(lua_State* L) {
 // lt.eval.prompt(item[, shots]) → the prompt the harness gives the item
 int l_prompt(lua_State* L) {
   const eval::Item it = read_item(L, 1, "lt.eval.prompt");
-  if (it.bench == "gsm8k" || it.bench == "math500") {
-    push(L, eval::math_prompt(it));
-    return 1;
-  }
-  push(L, eval::choice_prompt(it, lua_istable(L, 2) ? read_items(L, 2, "lt.eval.prompt") : std::vector<eval::Item>{}));
+  push(L, eval::item_prompt(it, lua_istable(L, 2) ? read_items(L, 2, "lt.eval.prompt") : std::vector<eval::Item>{}));
   return 1;
 }
 
@@ -212,9 +175,7 @@ int l_equivalent(lua_State* L) {
 
 eval::Compare compare_opt(lua_State* L, int idx, const char* fn) {
   check_options(L, idx, fn, {"compare"});
-  const std::string c = opt_string(L, idx, "compare", fn).value_or("exact");
-  LT_CHECK(c == "exact" || c == "math", "{}: compare = '{}': expected \"exact\" or \"math\"", fn, c);
-  return c == "math" ? eval::Compare::math : eval::Compare::exact;
+  return eval::parse_compare(opt_string(L, idx, "compare", fn).value_or("exact"), fn);
 }
 
 std::vector<std::string> strings(lua_State* L, int idx, const char* fn) {

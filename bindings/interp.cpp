@@ -94,8 +94,7 @@ void Interp::set_run(const RunContext& ctx) {
   lua_State* L = impl_->L;
   impl_->ctx = ctx;
   lua_getglobal(L, "lt");
-  push(L, ctx.device);
-  lua_setfield(L, -2, "device");
+  set_field(L, "device", ctx.device);
   lua_pop(L, 1);
   lua_getglobal(L, "math");
   lua_getfield(L, -1, "randomseed");

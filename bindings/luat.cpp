@@ -171,6 +171,36 @@ std::optional<bool> opt_bool(lua_State* L, int idx, const char* key, const char*
   return v;
 }
 
+void read_member(lua_State* L, int idx, const char* key, const char* fn, double& v, int64_t, int64_t) {
+  v = opt_number(L, idx, key, fn).value_or(v);
+}
+void read_member(lua_State* L, int idx, const char* key, const char* fn, int64_t& v, int64_t lo, int64_t hi) {
+  v = opt_integer(L, idx, key, fn, lo, hi).value_or(v);
+}
+void read_member(lua_State* L, int idx, const char* key, const char* fn, int& v, int64_t lo, int64_t hi) {
+  v = int(opt_integer(L, idx, key, fn, std::max<int64_t>(lo, INT32_MIN), std::min<int64_t>(hi, INT32_MAX)).value_or(v));
+}
+void read_member(lua_State* L, int idx, const char* key, const char* fn, uint64_t& v, int64_t lo, int64_t hi) {
+  v = uint64_t(opt_integer(L, idx, key, fn, std::max<int64_t>(lo, 0), hi).value_or(int64_t(v)));
+}
+void read_member(lua_State* L, int idx, const char* key, const char* fn, bool& v, int64_t, int64_t) {
+  v = opt_bool(L, idx, key, fn).value_or(v);
+}
+void read_member(lua_State* L, int idx, const char* key, const char* fn, std::string& v, int64_t, int64_t) {
+  v = opt_string(L, idx, key, fn).value_or(v);
+}
+void read_member(lua_State* L, int idx, const char* key, const char* fn, std::vector<std::string>& v, int64_t,
+                 int64_t) {
+  if (!get_field(L, idx, key)) return;
+  lua_pop(L, 1);
+  v = opt_strings(L, idx, key, fn);
+}
+void read_member(lua_State* L, int idx, const char* key, const char* fn, std::vector<double>& v, int64_t, int64_t) {
+  if (!get_field(L, idx, key)) return;
+  v = read_numbers(L, lua_gettop(L), fn, key);
+  lua_pop(L, 1);
+}
+
 namespace {
 const char kRunContextKey[] = "ltrun.run_context";
 }
@@ -276,8 +306,7 @@ void set_funcs(lua_State* L, const luaL_Reg* fns) {
 void new_class(lua_State* L, const char* name, const luaL_Reg* methods, lua_CFunction index,
                lua_CFunction gc, lua_CFunction tostring, const luaL_Reg* more) {
   luaL_newmetatable(L, name);
-  lua_pushstring(L, name);
-  lua_setfield(L, -2, "__name");
+  set_field(L, "__name", name);
   lua_pushcfunction(L, gc);
   lua_setfield(L, -2, "__gc");
   lua_pushcfunction(L, tostring);

@@ -10,9 +10,11 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "runtime/core/error.h"
+#include "runtime/core/fields.h"
 #include "runtime/core/run_context.h"
 #include "runtime/core/interrupt.h"
 
@@ -82,6 +84,27 @@ std::optional<int> opt_int(lua_State* L, int idx, const char* key, const char* f
 std::optional<std::string> opt_string(lua_State* L, int idx, const char* key, const char* fn);
 std::optional<bool> opt_bool(lua_State* L, int idx, const char* key, const char* fn);
 
+// Field lists (runtime/core/fields.h). read_fields: for each field whose key the table at idx
+// (a table, nil or none) holds, s.*member = t[key], checked as opt_* checks (a list of strings
+// also takes one string); absent keys keep s's value. With check, the table's keys are first
+// checked against the fields' keys and `more` (check_options).
+void read_member(lua_State* L, int idx, const char* key, const char* fn, double& v, int64_t, int64_t);
+void read_member(lua_State* L, int idx, const char* key, const char* fn, int64_t& v, int64_t lo, int64_t hi);
+void read_member(lua_State* L, int idx, const char* key, const char* fn, int& v, int64_t lo, int64_t hi);
+void read_member(lua_State* L, int idx, const char* key, const char* fn, uint64_t& v, int64_t lo, int64_t hi);
+void read_member(lua_State* L, int idx, const char* key, const char* fn, bool& v, int64_t, int64_t);
+void read_member(lua_State* L, int idx, const char* key, const char* fn, std::string& v, int64_t, int64_t);
+void read_member(lua_State* L, int idx, const char* key, const char* fn, std::vector<std::string>& v, int64_t,
+                 int64_t);
+void read_member(lua_State* L, int idx, const char* key, const char* fn, std::vector<double>& v, int64_t,
+                 int64_t);
+template <class S>
+void read_fields(lua_State* L, int idx, const char* fn, S& s, const Fields<S>& fs, bool check = false,
+                 const std::vector<const char*>& more = {}) {
+  if (check) check_options(L, idx, fn, field_keys(fs, more));
+  for (const Field<S>& f : fs) std::visit([&](auto m) { read_member(L, idx, f.key, fn, s.*m, f.lo, f.hi); }, f.member);
+}
+
 // The run this state works for (bindings/interp.cpp keeps one per lua_State in the registry;
 // a state without one gets a context of seed 1, cpu, and no store).
 RunContext& run_context(lua_State* L);
@@ -101,15 +124,30 @@ std::vector<std::string> opt_strings(lua_State* L, int t, const char* key, const
 void push(lua_State* L, const std::string& s);
 inline void push(lua_State* L, double v) { lua_pushnumber(L, v); }
 inline void push(lua_State* L, const char* s) { lua_pushstring(L, s); }
-// Vectors to Lua arrays: numbers, strings or booleans; entry i at key first + i.
+template <class T>
+struct is_vector : std::false_type {};
+template <class T>
+struct is_vector<std::vector<T>> : std::true_type {};
+// Vectors to Lua arrays: numbers, strings, booleans or vectors of these (arrays of arrays,
+// 1-based); entry i at key first + i.
 template <class T>
 void push_array(lua_State* L, const std::vector<T>& v, int first = 1) {
   lua_createtable(L, int(v.size()), first == 0 ? 1 : 0);
   for (size_t i = 0; i < v.size(); i++) {
     if constexpr (std::is_same_v<T, bool>) lua_pushboolean(L, v[i]);
     else if constexpr (std::is_arithmetic_v<T>) lua_pushnumber(L, double(v[i]));
+    else if constexpr (is_vector<T>::value) push_array(L, v[i]);
     else push(L, v[i]);
     lua_rawseti(L, -2, int(i) + first);
+  }
+}
+// A Lua array of v's elements, each pushed by push_one(element).
+template <class T, class F>
+void push_list(lua_State* L, const std::vector<T>& v, F push_one) {
+  lua_createtable(L, int(v.size()), 0);
+  for (size_t i = 0; i < v.size(); i++) {
+    push_one(v[i]);
+    lua_rawseti(L, -2, int(i + 1));
   }
 }
 // t[key] = v for the table on top of the stack
@@ -121,6 +159,29 @@ template <class T>
 void set_array(lua_State* L, const char* key, const std::vector<T>& v, int first = 1) {
   push_array(L, v, first);
   lua_setfield(L, -2, key);
+}
+// set_fields: t[key] = s.*member for each field, on the table on top of the stack.
+template <class S>
+void set_fields(lua_State* L, const S& s, const Fields<S>& fs) {
+  for (const Field<S>& f : fs)
+    std::visit(
+        [&](auto m) {
+          if constexpr (std::is_same_v<decltype(s.*m), const bool&>) set_bool(L, f.key, s.*m);
+          else if constexpr (std::is_arithmetic_v<std::decay_t<decltype(s.*m)>>) set_field(L, f.key, double(s.*m));
+          else if constexpr (std::is_same_v<decltype(s.*m), const std::string&>) set_field(L, f.key, s.*m);
+          else set_array(L, f.key, s.*m);
+        },
+        f.member);
+}
+// A list of records: one table per element of v, its fields set by set_fields.
+template <class S>
+void push_records(lua_State* L, const std::vector<S>& v, const Fields<S>& fs) {
+  lua_createtable(L, int(v.size()), 0);
+  for (size_t i = 0; i < v.size(); ++i) {
+    lua_createtable(L, 0, int(fs.size()));
+    set_fields(L, v[i], fs);
+    lua_rawseti(L, -2, int(i + 1));
+  }
 }
 // Registers fns into the table on top of the stack (each must already be wrapped).
 void set_funcs(lua_State* L, const luaL_Reg* fns);

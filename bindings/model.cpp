@@ -96,31 +96,19 @@ at::Tensor read_ids(lua_State* L, int idx, const char* fn, int64_t pad, at::Tens
 }
 
 // Lua functions referenced from C++ for the length of one forward pass
-struct Refs {
-  lua_State* L;
-  std::vector<int> refs;
-  ~Refs() {
-    for (int r : refs) luaL_unref(L, LUA_REGISTRYINDEX, r);
-  }
-};
+using Refs = std::vector<std::unique_ptr<LuaRef>>;
 
 model::Intervention read_intervention(lua_State* L, int v, int layer, const at::Tensor& like, Refs& refs) {
   const char* fn = "model:forward";
   if (lua_isfunction(L, v)) {
-    lua_pushvalue(L, v);
-    const int ref = luaL_ref(L, LUA_REGISTRYINDEX);
-    refs.refs.push_back(ref);
+    refs.push_back(std::make_unique<LuaRef>(L, v, fn, "intervene"));
     // Runs inside the forward pass: Lua errors come back as C++ exceptions, so they unwind
     // the C++ frames normally and the binding trampoline turns them into Lua errors again.
-    auto call = [L, ref](int l, at::Tensor& h) {
-      lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
+    auto call = [L, f = refs.back().get()](int l, at::Tensor& h) {
+      lua_rawgeti(L, LUA_REGISTRYINDEX, f->ref);
       push_tensor(L, h);
       lua_pushnumber(L, l);
-      if (lua_pcall(L, 2, 1, 0) != 0) {
-        std::string msg = lua_isstring(L, -1) ? lua_tostring(L, -1) : "error in intervention";
-        lua_pop(L, 1);
-        fail("intervention after block {}: {}", l, msg);
-      }
+      f->pcall(fmt::format("intervention after block {}", l), 2, 1);
       if (is_tensor(L, -1)) h = check_tensor(L, -1, "intervention");
       lua_pop(L, 1);
     };
@@ -169,30 +157,14 @@ int l_load(lua_State* L) {
 int l_new(lua_State* L) {
   const char* fn = "lt.model.new";
   check_table(L, 1, fn);
-  check_options(L, 1, fn, {"out", "arch", "layers", "hidden", "heads", "kv_heads", "intermediate", "vocab",
-                           "corpus", "tokenizer", "seed", "tie", "pattern", "chunk"});
+  check_options(L, 1, fn, field_keys(model::tiny_spec_fields(), field_keys(model::new_model_fields(), {"seed"})));
   model::NewModelSpec s;
-  s.out_dir = opt_string(L, 1, "out", fn).value_or("");
+  read_fields(L, 1, fn, s, model::new_model_fields());
   LT_CHECK(!s.out_dir.empty(), "{}: option out (the folder to write) is required", fn);
-  s.tiny.arch = opt_string(L, 1, "arch", fn).value_or(s.tiny.arch);
-  s.tiny.layers = opt_integer(L, 1, "layers", fn).value_or(s.tiny.layers);
-  s.tiny.hidden = opt_integer(L, 1, "hidden", fn).value_or(s.tiny.hidden);
-  s.tiny.heads = opt_integer(L, 1, "heads", fn).value_or(s.tiny.heads);
-  s.tiny.kv_heads = opt_integer(L, 1, "kv_heads", fn).value_or(s.tiny.kv_heads);
-  s.tiny.intermediate = opt_integer(L, 1, "intermediate", fn).value_or(s.tiny.intermediate);
+  read_fields(L, 1, fn, s.tiny, model::tiny_spec_fields());
   s.tiny.seed = opt_seed(L, 1, fn, "model.init");
-  s.tiny.tie_word_embeddings = opt_bool(L, 1, "tie", fn).value_or(false);
-  s.tiny.pattern = opt_string(L, 1, "pattern", fn).value_or("");
-  s.tiny.chunk = opt_integer(L, 1, "chunk", fn, 1, 1 << 20).value_or(s.tiny.chunk);
-  s.vocab = opt_int(L, 1, "vocab", fn, 1).value_or(s.vocab);
-  s.tokenizer = opt_string(L, 1, "tokenizer", fn).value_or("");
-  s.corpus = opt_strings(L, 1, "corpus", fn);
-  auto r = model::create_model_dir(s);
   lua_createtable(L, 0, 4);
-  set_field(L, "dir", r.dir);
-  set_field(L, "vocab", double(r.vocab));
-  set_field(L, "parameters", double(r.parameters));
-  set_field(L, "tokenizer", r.tokenizer_source);
+  set_fields(L, model::create_model_dir(s), model::new_model_result_fields());
   return 1;
 }
 
@@ -204,13 +176,8 @@ int l_new(lua_State* L) {
 model::HybridLayerSpec read_hybrid_layer(lua_State* L, int e, const std::string& what) {
   LT_CHECK(lua_istable(L, e), "{}: expected a table {{from=DIR, layer=I}} or {{kind=KIND}}, got {}", what,
            type_name(L, e));
-  check_options(L, e, what.c_str(), {"from", "layer", "kind", "like", "init", "config"});
   model::HybridLayerSpec l;
-  l.from = opt_string(L, e, "from", what.c_str()).value_or("");
-  l.layer = opt_integer(L, e, "layer", what.c_str(), 0, 1 << 20).value_or(-1);
-  l.kind = opt_string(L, e, "kind", what.c_str()).value_or("");
-  l.like = opt_string(L, e, "like", what.c_str()).value_or("");
-  l.init = opt_string(L, e, "init", what.c_str()).value_or("hf");
+  read_fields(L, e, what.c_str(), l, model::hybrid_layer_fields(), true, {"config"});
   LT_CHECK(l.from.empty() == (l.layer < 0), "{}: give both from and layer (a donor's layer), or kind", what);
   LT_CHECK(l.from.empty() || l.like.empty(), "{}: like is for fresh layers (kind=...), not with from", what);
   lua_getfield(L, e, "config");
@@ -221,37 +188,20 @@ model::HybridLayerSpec read_hybrid_layer(lua_State* L, int e, const std::string&
 
 void push_hybrid_result(lua_State* L, const model::HybridResult& r) {
   lua_createtable(L, 0, 9);
-  set_field(L, "dir", r.dir);
-  set_field(L, "arch", r.model_type);
-  set_field(L, "dtype", r.dtype);
-  set_field(L, "n_layers", double(r.n_layers));
-  set_field(L, "parameters", double(r.parameters));
-  set_array(L, "layer_types", r.layer_types);
+  set_fields(L, r, model::hybrid_result_fields());
   set_array(L, "fresh", r.fresh_layers);
-  lua_createtable(L, int(r.copied.size()), 0);
-  for (size_t i = 0; i < r.copied.size(); i++) {
-    lua_createtable(L, 0, 3);
-    set_field(L, "name", r.copied[i].name);
-    set_field(L, "donor", r.copied[i].donor);
-    set_field(L, "donor_name", r.copied[i].donor_name);
-    lua_rawseti(L, -2, int(i + 1));
-  }
+  push_records(L, r.copied, model::hybrid_copy_fields());
   lua_setfield(L, -2, "copied");
-  set_array(L, "warnings", r.warnings);
 }
 
 int l_hybrid(lua_State* L) {
   const char* fn = "lt.model.hybrid";
   check_table(L, 1, fn);
-  check_options(L, 1, fn, {"out", "embed", "head", "seed", "native", "layers"});
   model::HybridSpec s;
-  s.out_dir = opt_string(L, 1, "out", fn).value_or("");
+  read_fields(L, 1, fn, s, model::hybrid_fields(), true, {"seed", "layers"});
   LT_CHECK(!s.out_dir.empty(), "{}: option out (the folder to write) is required", fn);
-  s.embed = opt_string(L, 1, "embed", fn).value_or("");
   LT_CHECK(!s.embed.empty(), "{}: option embed (the embeddings' donor folder) is required", fn);
-  s.head = opt_string(L, 1, "head", fn).value_or("");
   s.seed = opt_seed(L, 1, fn, "model.init");
-  s.native = opt_bool(L, 1, "native", fn).value_or(true);
   lua_getfield(L, 1, "layers");
   const int t = lua_gettop(L);
   if (lua_type(L, t) == LUA_TSTRING) {
@@ -393,7 +343,7 @@ int m_forward(lua_State* L) {
   Running running(b);
   const model::Model& m = *keep;
   model::ForwardOptions o;
-  Refs refs{L, {}};
+  Refs refs;
   at::Tensor mask, ids;
   if (!lua_isnil(L, 2)) ids = read_ids(L, 2, fn, model::pad_token(m.config()), &mask).to(m.device());
   const int opts = 3;
@@ -530,20 +480,12 @@ int m_generate(lua_State* L) {
     else push_array(L, gen.tokens);
   };
   if (p.single) push_result(gens[0]);
-  else {
-    lua_createtable(L, int(gens.size()), 0);
-    for (size_t i = 0; i < gens.size(); i++) {
-      push_result(gens[i]);
-      lua_rawseti(L, -2, int(i + 1));
-    }
-  }
-  lua_createtable(L, int(gens.size()), 0);
-  for (size_t i = 0; i < gens.size(); i++) {
+  else push_list(L, gens, push_result);
+  push_list(L, gens, [L](const model::Generation& gen) {
     lua_createtable(L, 0, 2);
-    set_array(L, "ids", gens[i].tokens);
-    set_field(L, "finish", gens[i].finish);
-    lua_rawseti(L, -2, int(i + 1));
-  }
+    set_array(L, "ids", gen.tokens);
+    set_field(L, "finish", gen.finish);
+  });
   return 2;
 }
 

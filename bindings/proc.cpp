@@ -114,10 +114,8 @@ void register_proc(lua_State* L) {
                                  {"cpus", LT_FN(l_cpus)},   {"pid", LT_FN(l_pid)},
                                  {nullptr, nullptr}};
   set_funcs(L, fns);
-  push(L, self_executable());
-  lua_setfield(L, -2, "exe");
-  lua_pushboolean(L, stderr_is_terminal());
-  lua_setfield(L, -2, "stderr_is_terminal");
+  set_field(L, "exe", self_executable());
+  set_bool(L, "stderr_is_terminal", stderr_is_terminal());
   lua_pop(L, 1);
 }
 

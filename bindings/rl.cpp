@@ -76,8 +76,7 @@ int l_policy_loss(lua_State* L) {
   o.max_len = opt_integer(L, 1, "max_len", fn).value_or(0);
   const rl::PolicyLoss r = rl::policy_loss(logp, old, ref, adv, mask, o);
   lua_createtable(L, 0, 6);
-  push_tensor(L, r.loss);
-  lua_setfield(L, -2, "loss");
+  set_tensor(L, "loss", r.loss);
   set_field(L, "pg", r.pg.item<double>());
   set_field(L, "kl", r.kl.item<double>());
   set_field(L, "clip_frac", r.clip_frac);
@@ -106,14 +105,8 @@ std::function<std::string(const std::vector<int64_t>&)> decoder(const ModelHandl
 
 rl::RolloutOptions read_rollout_options(lua_State* L, int o, const char* fn) {
   rl::RolloutOptions r;
-  r.group_size = opt_integer(L, o, "group_size", fn).value_or(r.group_size);
-  r.max_response = opt_integer(L, o, "max_response", fn).value_or(r.max_response);
-  r.temperature = opt_number(L, o, "temperature", fn).value_or(r.temperature);
-  r.top_k = opt_integer(L, o, "top_k", fn).value_or(r.top_k);
-  r.top_p = opt_number(L, o, "top_p", fn).value_or(r.top_p);
-  r.batch = opt_integer(L, o, "batch", fn).value_or(r.batch);
+  read_fields(L, o, fn, r, rl::rollout_option_fields());
   r.seed = opt_seed(L, o, fn, "rl.rollout");
-  r.stop = opt_strings(L, o, "stop", fn);
   if (lua_istable(L, o)) {
     lua_getfield(L, o, "stop_ids");
     if (!lua_isnil(L, -1)) r.stop_ids = read_integers(L, lua_gettop(L), fn, "stop_ids", 0);
@@ -151,14 +144,10 @@ std::vector<std::vector<int64_t>> read_prompt_ids(lua_State* L, int idx, const M
 
 void push_rollouts(lua_State* L, const rl::Rollouts& r) {
   lua_createtable(L, 0, 12);
-  push_tensor(L, r.seq.ids);
-  lua_setfield(L, -2, "ids");
-  push_tensor(L, r.seq.attention_mask);
-  lua_setfield(L, -2, "attention_mask");
-  push_tensor(L, r.response_mask);
-  lua_setfield(L, -2, "response_mask");
-  push_tensor(L, r.logprobs);
-  lua_setfield(L, -2, "logprobs");
+  set_tensor(L, "ids", r.seq.ids);
+  set_tensor(L, "attention_mask", r.seq.attention_mask);
+  set_tensor(L, "response_mask", r.response_mask);
+  set_tensor(L, "logprobs", r.logprobs);
   set_field(L, "prompt_len", double(r.seq.prompt_len));
   set_field(L, "resp_len", double(r.seq.resp_len));
   set_field(L, "tokens", double(r.tokens));
@@ -167,12 +156,7 @@ void push_rollouts(lua_State* L, const rl::Rollouts& r) {
   std::vector<int64_t> prompt_number(r.prompt_index);  // 1-based prompt numbers
   for (int64_t& i : prompt_number) i += 1;
   set_array(L, "prompt_index", prompt_number);
-  lua_createtable(L, int(r.responses.size()), 0);
-  for (size_t i = 0; i < r.responses.size(); ++i) {
-    push_array(L, r.responses[i]);
-    lua_rawseti(L, -2, int(i + 1));
-  }
-  lua_setfield(L, -2, "responses");
+  set_array(L, "responses", r.responses);
 }
 
 rl::SequenceBatch read_seq(lua_State* L, int t, const char* fn) {
@@ -308,18 +292,7 @@ int l_format_reward(lua_State* L) {
 
 void push_item(lua_State* L, const rl::PromptItem& it) {
   lua_createtable(L, 0, 4);
-  set_field(L, "id", it.id);
-  set_field(L, "question", it.question);
-  set_field(L, "answer", it.answer);
-  set_field(L, "source", it.source);
-}
-
-void push_items(lua_State* L, const std::vector<rl::PromptItem>& items) {
-  lua_createtable(L, int(items.size()), 0);
-  for (size_t i = 0; i < items.size(); ++i) {
-    push_item(L, items[i]);
-    lua_rawseti(L, -2, int(i + 1));
-  }
+  set_fields(L, it, rl::prompt_item_fields());
 }
 
 std::vector<rl::PromptItem> read_items(lua_State* L, int idx, const char* fn) {
@@ -330,10 +303,8 @@ std::vector<rl::PromptItem> read_items(lua_State* L, int idx, const char* fn) {
     const int t = lua_gettop(L);
     check_table(L, t, fn);
     rl::PromptItem it;
-    it.question = opt_string(L, t, "question", fn).value_or("");
-    it.answer = opt_string(L, t, "answer", fn).value_or("");
-    it.id = opt_string(L, t, "id", fn).value_or(std::to_string(i));
-    it.source = opt_string(L, t, "source", fn).value_or("");
+    it.id = std::to_string(i);
+    read_fields(L, t, fn, it, rl::prompt_item_fields());
     if (it.question.empty()) fail("{}: item {} has no question", fn, i);
     out.push_back(std::move(it));
     lua_pop(L, 1);
@@ -351,7 +322,7 @@ int l_prompts(lua_State* L) {
   auto items = rl::load_prompts(check_string(L, 1, fn), f);
   const int64_t n = opt_integer(L, 2, "n", fn).value_or(0);
   if (n > 0) items = rl::sample_prompts(items, n, opt_seed(L, 2, fn, "rl.prompts"));
-  push_items(L, items);
+  push_records(L, items, rl::prompt_item_fields());
   return 1;
 }
 
@@ -375,7 +346,7 @@ int l_decontaminate(lua_State* L) {
   check_options(L, 3, fn, {"n"});
   const rl::Decontamination d = rl::decontaminate(read_items(L, 1, fn), read_strings(L, 2, fn, "eval_texts"),
                                                   int(opt_integer(L, 3, "n", fn).value_or(8)));
-  push_items(L, d.kept);
+  push_records(L, d.kept, rl::prompt_item_fields());
   lua_pushnumber(L, double(d.removed));
   push_array(L, d.removed_ids);
   return 3;
@@ -502,35 +473,23 @@ std::vector<rl::Reward> read_rewards(lua_State* L, int opts, std::vector<std::un
 rl::GrpoOptions read_grpo_options(lua_State* L, const ModelHandle& h, uint64_t seed,
                                   std::vector<std::unique_ptr<LuaRef>>& keep, const char* fn) {
   rl::GrpoOptions go;
-  go.algo = opt_string(L, 2, "algo", fn).value_or("grpo");
+  read_fields(L, 2, fn, go, rl::grpo_option_fields());
   if (auto s = opt_string(L, 2, "norm", fn)) go.norm = rl::parse_adv_norm(*s);
   if (auto s = opt_string(L, 2, "agg", fn)) go.agg = rl::parse_agg(*s);
   if (auto x = opt_number(L, 2, "kl", fn)) go.kl = *x;
   go.clip_low = opt_number(L, 2, "clip_ratio", fn).value_or(0.2);
   go.clip_high = opt_number(L, 2, "clip_high", fn).value_or(go.clip_low);
-  go.prompts = opt_integer(L, 2, "prompts", fn).value_or(go.prompts);
   go.rollout = read_rollout_options(L, 2, fn);
   go.rollout.seed = seed;
   go.rollout.batch = opt_integer(L, 2, "rollout_batch", fn).value_or(0);
   go.rollout.decode = decoder(h);
-  go.epochs = opt_integer(L, 2, "epochs", fn).value_or(1);
-  go.mini_batches = opt_integer(L, 2, "mini_batches", fn).value_or(1);
-  go.micro_batch = opt_integer(L, 2, "micro_batch", fn).value_or(go.micro_batch);
-  go.chunk = opt_integer(L, 2, "chunk", fn).value_or(go.chunk);
-  go.copy_reference = opt_bool(L, 2, "copy_reference", fn).value_or(false);
-  go.accuracy = opt_string(L, 2, "accuracy", fn).value_or("math");
   go.rewards = read_rewards(L, 2, keep, fn);
-  go.eval_max_response = opt_integer(L, 2, "eval_max_response", fn).value_or(0);
   return go;
 }
 
 void push_grpo_result(lua_State* L, const train::LoopResult& r, int64_t removed, size_t prompts) {
-  lua_createtable(L, 0, 8);
-  set_field(L, "steps", double(r.steps_done));
-  set_field(L, "start_step", double(r.start_step));
-  set_field(L, "wall_s", r.wall_s);
-  set_field(L, "tokens_per_s", r.tokens_per_s);
-  set_field(L, "final_loss", r.final_loss);
+  lua_createtable(L, 0, 16);
+  set_fields(L, r, train::loop_result_fields());
   set_field(L, "decontaminated", double(removed));
   set_field(L, "prompts", double(prompts));
   lua_newtable(L);
@@ -541,9 +500,7 @@ void push_grpo_result(lua_State* L, const train::LoopResult& r, int64_t removed,
         lua_rawseti(L, -2, int(step));
       }
   lua_setfield(L, -2, "heldout");
-  lua_createtable(L, int(r.log.size()), 0);
-  for (size_t i = 0; i < r.log.size(); ++i) {
-    const auto& s = r.log[i];
+  push_list(L, r.log, [L](const train::StepLog& s) {
     lua_createtable(L, 0, 8);
     set_field(L, "step", double(s.step + 1));
     set_field(L, "loss", s.loss);
@@ -551,8 +508,7 @@ void push_grpo_result(lua_State* L, const train::LoopResult& r, int64_t removed,
     set_field(L, "grad_norm", s.grad_norm);
     set_field(L, "tokens_per_s", s.tokens_per_s);
     for (const auto& [k, v] : s.metrics) set_field(L, k.c_str(), v);
-    lua_rawseti(L, -2, int(i + 1));
-  }
+  });
   lua_setfield(L, -2, "log");
 }
 
@@ -576,12 +532,12 @@ int l_grpo(lua_State* L) {
   defaults.weight_decay = 0.0;
   train::LoopOptions lo = read_loop_options(L, 2, fn, defaults);
   check_options(L, 2, fn,
-                option_keys({"data", "eval", "question_field", "answer_field", "n", "eval_n", "decontaminate",
-                             "template", "chat", "algo", "norm", "agg", "kl", "clip_ratio", "clip_high", "prompts",
-                             "group_size", "max_response", "max_prompt_tokens", "temperature", "top_k", "top_p",
-                             "stop", "stop_ids", "rollout_batch", "epochs", "mini_batches", "micro_batch", "chunk",
-                             "copy_reference", "rewards", "accuracy", "iterations", "seed"},
-                            kLoopOptions));
+                field_keys(rl::grpo_option_fields(),
+                           option_keys({"data", "eval", "question_field", "answer_field", "n", "eval_n", "decontaminate",
+                                        "template", "chat", "norm", "agg", "kl", "clip_ratio", "clip_high",
+                                        "group_size", "max_response", "max_prompt_tokens", "temperature", "top_k",
+                                        "top_p", "stop", "stop_ids", "rollout_batch", "rewards", "iterations", "seed"},
+                                       kLoopOptions)));
   const uint64_t seed = opt_seed(L, 2, fn, "rl.grpo");
   const rl::GrpoData d = rl::prepare_grpo_data(
       items_arg(L, 2, "data", fn, true), items_arg(L, 2, "eval", fn, false), opt_integer(L, 2, "n", fn).value_or(0),

@@ -139,14 +139,7 @@ int l_log_layers(lua_State* L) {
 int l_artifact(lua_State* L) {
   RunSink& s = sink(L, "lt.run.artifact");
   const std::string path = check_string(L, 1, "lt.run.artifact");
-  if (lua_istable(L, 2)) {
-    lua_pushnil(L);
-    while (lua_next(L, 2)) {
-      if (lua_type(L, -2) != LUA_TSTRING || std::string(lua_tostring(L, -2)) != "kind")
-        fail("lt.run.artifact: unknown option '{}' (known: kind)", value_text(L, -2));
-      lua_pop(L, 1);
-    }
-  }
+  check_options(L, 2, "lt.run.artifact", {"kind"});
   const std::string kind = opt_string(L, 2, "kind", "lt.run.artifact").value_or("");
   push(L, s.artifact(path, kind));
   return 1;

@@ -37,12 +37,9 @@ int l_interrupted(lua_State* L) {
 
 void register_system(lua_State* L) {
   lua_getglobal(L, "lt");
-  push(L, LTRUN_VERSION);
-  lua_setfield(L, -2, "version");
-  push(L, torch_version());
-  lua_setfield(L, -2, "torch_version");
-  push(L, "cpu");
-  lua_setfield(L, -2, "device");
+  set_field(L, "version", LTRUN_VERSION);
+  set_field(L, "torch_version", torch_version());
+  set_field(L, "device", "cpu");
   static const luaL_Reg fns[] = {{"cuda_available", LT_FN(l_cuda_available)},
                                  {"interrupted", LT_FN(l_interrupted)}, {"noop", LT_FN(l_noop)},
                                  {"clock", LT_FN(l_clock)}, {nullptr, nullptr}};

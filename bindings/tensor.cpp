@@ -34,17 +34,7 @@ struct Box {
   int64_t bytes;
 };
 
-struct Memory {
-  int64_t live = 0;       // bytes of storage held by live tensor userdata
-  int64_t since_gc = 0;   // bytes allocated since the last forced collection
-  int64_t threshold = int64_t(512) << 20;
-  int64_t collections = 0;
-} g_mem;
-
-int64_t storage_bytes(const at::Tensor& t) {
-  if (!t.defined() || !t.has_storage()) return 0;
-  return int64_t(t.storage().nbytes());
-}
+TensorMemory g_mem;  // runtime/core/tensor_ops.h
 
 Box* check_box(lua_State* L, int idx, const char* fn) {
   auto* b = static_cast<Box*>(luaL_testudata(L, idx, kMeta));
@@ -53,7 +43,7 @@ Box* check_box(lua_State* L, int idx, const char* fn) {
 }
 
 // Scalars become "wrapped numbers", so t + 1 keeps an int64 t int64, as in PyTorch.
-at::Tensor operand(lua_State* L, int idx, const char* fn, const at::Tensor& like) {
+at::Tensor operand(lua_State* L, int idx, const char* fn) {
   if (lua_type(L, idx) == LUA_TNUMBER) {
     double v = lua_tonumber(L, idx);
     at::Tensor s = (v == std::floor(v) && std::fabs(v) < 9.2e18) ? at::scalar_tensor(int64_t(v), at::kLong)
@@ -88,11 +78,6 @@ std::vector<int64_t> read_shape(lua_State* L, int from, const char* fn, int* nex
   }
   if (next) *next = i;
   return shape;
-}
-
-template <class F>
-at::Tensor new_tensor(const char* fn, const std::vector<int64_t>& shape, const at::TensorOptions& o, F make) {
-  return checked_new(fn, shape, o, make);  // runtime/core/tensor_ops.h
 }
 
 at::TensorOptions read_options(lua_State* L, int idx, const char* fn, c10::ScalarType dflt) {
@@ -192,7 +177,7 @@ at::Tensor index_view(lua_State* L, at::Tensor t, int key, const char* fn) {
 
 int m_gc(lua_State* L) {
   auto* b = static_cast<Box*>(lua_touserdata(L, 1));
-  g_mem.live -= b->bytes;
+  g_mem.released(b->bytes);
   b->~Box();
   return 0;
 }
@@ -244,28 +229,14 @@ int m_newindex(lua_State* L) {
   return 0;
 }
 
-#define LT_BINARY(name, expr)                                         \
-  int name(lua_State* L) {                                            \
-    at::Tensor like = is_tensor(L, 1) ? check_tensor(L, 1, #name) : check_tensor(L, 2, #name); \
-    at::Tensor a = operand(L, 1, #name, like), b = operand(L, 2, #name, like); \
-    push_tensor(L, expr);                                             \
-    return 1;                                                         \
-  }
-LT_BINARY(m_add, at::add(a, b))
-LT_BINARY(m_sub, at::sub(a, b))
-LT_BINARY(m_mul, at::mul(a, b))
-LT_BINARY(m_div, at::div(a, b))
-LT_BINARY(m_pow, at::pow(a, b))
-LT_BINARY(m_remainder, at::remainder(a, b))
-LT_BINARY(t_eq, at::eq(a, b))
-LT_BINARY(t_ne, at::ne(a, b))
-LT_BINARY(t_lt, at::lt(a, b))
-LT_BINARY(t_le, at::le(a, b))
-LT_BINARY(t_gt, at::gt(a, b))
-LT_BINARY(t_ge, at::ge(a, b))
-LT_BINARY(t_maximum, at::maximum(a, b))
-LT_BINARY(t_minimum, at::minimum(a, b))
-#undef LT_BINARY
+// t:add(u), t + u, t:eq(u), ...: runtime/core/tensor_ops.h's binary_ops()[upvalue 1]; one
+// operand may be a number or a boolean, the other must be a tensor.
+int t_binary(lua_State* L) {
+  const BinaryOp& op = binary_ops()[size_t(lua_tointeger(L, lua_upvalueindex(1)))];
+  if (!is_tensor(L, 1)) check_tensor(L, 2, op.name);
+  push_tensor(L, op.fn(operand(L, 1, op.name), operand(L, 2, op.name)));
+  return 1;
+}
 
 int m_unm(lua_State* L) {
   push_tensor(L, at::neg(check_tensor(L, 1, "-")));
@@ -274,44 +245,12 @@ int m_unm(lua_State* L) {
 
 // ---- methods --------------------------------------------------------------------------------
 
-#define LT_UNARY(name, expr)                       \
-  int name(lua_State* L) {                         \
-    const at::Tensor& t = check_tensor(L, 1, #name); \
-    push_tensor(L, expr);                          \
-    return 1;                                      \
-  }
-LT_UNARY(t_exp, t.exp())
-LT_UNARY(t_log, t.log())
-LT_UNARY(t_log1p, t.log1p())
-LT_UNARY(t_sqrt, t.sqrt())
-LT_UNARY(t_rsqrt, t.rsqrt())
-LT_UNARY(t_abs, t.abs())
-LT_UNARY(t_neg, t.neg())
-LT_UNARY(t_tanh, t.tanh())
-LT_UNARY(t_sigmoid, t.sigmoid())
-LT_UNARY(t_relu, t.relu())
-LT_UNARY(t_sin, t.sin())
-LT_UNARY(t_cos, t.cos())
-LT_UNARY(t_floor, t.floor())
-LT_UNARY(t_ceil, t.ceil())
-LT_UNARY(t_round, t.round())
-LT_UNARY(t_sign, t.sign())
-LT_UNARY(t_reciprocal, t.reciprocal())
-LT_UNARY(t_isnan, t.isnan())
-LT_UNARY(t_clone, t.clone())
-LT_UNARY(t_contiguous, t.contiguous())
-LT_UNARY(t_detach, t.detach())
-LT_UNARY(t_float, t.to(at::kFloat))
-LT_UNARY(t_double, t.to(at::kDouble))
-LT_UNARY(t_long, t.to(at::kLong))
-LT_UNARY(t_int, t.to(at::kInt))
-LT_UNARY(t_bool, t.to(at::kBool))
-LT_UNARY(t_bfloat16, t.to(at::kBFloat16))
-LT_UNARY(t_half, t.to(at::kHalf))
-LT_UNARY(t_cpu, t.to(at::kCPU))
-LT_UNARY(t_t, t.t())
-LT_UNARY(t_flatten, t.flatten())
-#undef LT_UNARY
+// t:exp(), t:float(), ...: runtime/core/tensor_ops.h's unary_ops()[upvalue 1]
+int t_unary(lua_State* L) {
+  const UnaryOp& op = unary_ops()[size_t(lua_tointeger(L, lua_upvalueindex(1)))];
+  push_tensor(L, op.fn(check_tensor(L, 1, op.name)));
+  return 1;
+}
 
 // One-line methods: T returns a tensor, SELF changes t in place and returns it, NUM a number.
 #define LT_T(name, fn, expr)                  \
@@ -438,7 +377,7 @@ int t_slice(lua_State* L) {
 #define LT_INPLACE(name, op)                                                     \
   int name(lua_State* L) {                                                       \
     at::Tensor& t = check_tensor(L, 1, #name);                                   \
-    t.op(operand(L, 2, #name, t));                                               \
+    t.op(operand(L, 2, #name));                                               \
     lua_settop(L, 1);                                                            \
     return 1;                                                                    \
   }
@@ -469,15 +408,16 @@ LT_ALONG(t_log_softmax, log_softmax)
 LT_ALONG(t_cumsum, cumsum)
 #undef LT_ALONG
 
-// Reductions: t:sum() over everything → number; t:sum(dim[, keepdim]) → tensor.
-template <Reduction R>
+// Reductions (runtime/core/tensor_ops.h's reductions()[upvalue 1]): t:sum() over everything
+// → number; t:sum(dim[, keepdim]) → tensor.
 int t_reduce(lua_State* L) {
-  at::Tensor& t = check_tensor(L, 1, "reduction");
+  const NamedReduction& op = reductions()[size_t(lua_tointeger(L, lua_upvalueindex(1)))];
+  at::Tensor& t = check_tensor(L, 1, op.name);
   if (!lua_isnoneornil(L, 2)) {
-    push_tensor(L, reduce(t, R, check_integer(L, 2, "reduction"), lua_toboolean(L, 3) != 0));
+    push_tensor(L, reduce(t, op.r, check_integer(L, 2, op.name), lua_toboolean(L, 3) != 0));
     return 1;
   }
-  const at::Tensor r = reduce(t, R);
+  const at::Tensor r = reduce(t, op.r);
   if (t.requires_grad()) push_tensor(L, r);  // keep the graph for backward()
   else push_value(L, r);
   return 1;
@@ -562,7 +502,7 @@ int t_zero_grad(lua_State* L) {
 
 int t_free(lua_State* L) {
   Box* b = check_box(L, 1, "free");
-  g_mem.live -= b->bytes;
+  g_mem.released(b->bytes);
   b->bytes = 0;
   b->t = at::Tensor();
   return 0;
@@ -586,7 +526,7 @@ int l_tensor(lua_State* L) {
     int next = 0;
     auto shape = read_shape(L, 1, "lt.tensor", &next, 0);
     const at::TensorOptions o = read_options(L, next, "lt.tensor", at::kFloat);
-    push_tensor(L, new_tensor("lt.tensor", shape, o, [&] { return at::zeros(shape, o); }));
+    push_tensor(L, checked_new("lt.tensor", shape, o, [&] { return at::zeros(shape, o); }));
     return 1;
   }
   check_table(L, 1, "lt.tensor");
@@ -608,7 +548,7 @@ int l_filled(lua_State* L) {
   auto shape = read_shape(L, 1, names[Kind], &next, 0);
   at::TensorOptions o = read_options(L, next, names[Kind], at::kFloat);
   at::TensorOptions plain = o.requires_grad(false);
-  at::Tensor t = new_tensor(names[Kind], shape, plain, [&] {
+  at::Tensor t = checked_new(names[Kind], shape, plain, [&] {
     return Kind == 0 ? at::zeros(shape, plain) : Kind == 1 ? at::ones(shape, plain)
          : Kind == 2 ? at::randn(shape, plain) : at::rand(shape, plain);
   });
@@ -621,7 +561,7 @@ int l_full(lua_State* L) {
   auto shape = read_shape(L, 1, "lt.full", &next, 0);
   const double v = check_number(L, next, "lt.full");
   const at::TensorOptions o = read_options(L, next + 1, "lt.full", at::kFloat);
-  push_tensor(L, new_tensor("lt.full", shape, o, [&] { return at::full(shape, v, o); }));
+  push_tensor(L, checked_new("lt.full", shape, o, [&] { return at::full(shape, v, o); }));
   return 1;
 }
 
@@ -639,7 +579,7 @@ int l_arange(lua_State* L) {  // arange(stop) | arange(start, stop[, step]) [, o
   const bool ints = start == std::floor(start) && stop == std::floor(stop) && step == std::floor(step);
   const at::TensorOptions o = read_options(L, opts, "lt.arange", ints ? at::kLong : at::kFloat);
   const std::vector<int64_t> shape{arange_size(start, stop, step, "lt.arange")};
-  push_tensor(L, new_tensor("lt.arange", shape, o, [&] { return at::arange(start, stop, step, o); }));
+  push_tensor(L, checked_new("lt.arange", shape, o, [&] { return at::arange(start, stop, step, o); }));
   return 1;
 }
 
@@ -647,14 +587,14 @@ int l_linspace(lua_State* L) {
   const double a = check_number(L, 1, "lt.linspace"), b = check_number(L, 2, "lt.linspace");
   const int64_t n = check_integer(L, 3, "lt.linspace", 0);
   const at::TensorOptions o = read_options(L, 4, "lt.linspace", at::kFloat);
-  push_tensor(L, new_tensor("lt.linspace", {n}, o, [&] { return at::linspace(a, b, n, o); }));
+  push_tensor(L, checked_new("lt.linspace", {n}, o, [&] { return at::linspace(a, b, n, o); }));
   return 1;
 }
 
 int l_eye(lua_State* L) {
   const int64_t n = check_integer(L, 1, "lt.eye", 0);
   const at::TensorOptions o = read_options(L, 2, "lt.eye", at::kFloat);
-  push_tensor(L, new_tensor("lt.eye", {n, n}, o, [&] { return at::eye(n, o); }));
+  push_tensor(L, checked_new("lt.eye", {n, n}, o, [&] { return at::eye(n, o); }));
   return 1;
 }
 
@@ -663,7 +603,7 @@ int l_randint(lua_State* L) {  // randint(low, high, shape[, opts]); high exclud
   int next = 0;
   auto shape = read_shape(L, 3, "lt.randint", &next, 0);
   const at::TensorOptions o = read_options(L, next, "lt.randint", at::kLong);
-  push_tensor(L, new_tensor("lt.randint", shape, o, [&] { return at::randint(lo, hi, shape, o); }));
+  push_tensor(L, checked_new("lt.randint", shape, o, [&] { return at::randint(lo, hi, shape, o); }));
   return 1;
 }
 
@@ -692,8 +632,7 @@ int l_stack(lua_State* L) {
 
 int l_where(lua_State* L) {
   at::Tensor c = check_tensor(L, 1, "lt.where").to(at::kBool);
-  at::Tensor like = is_tensor(L, 2) ? check_tensor(L, 2, "lt.where") : c;
-  push_tensor(L, at::where(c, operand(L, 2, "lt.where", like), operand(L, 3, "lt.where", like)));
+  push_tensor(L, at::where(c, operand(L, 2, "lt.where"), operand(L, 3, "lt.where")));
   return 1;
 }
 
@@ -729,11 +668,7 @@ int l_memory(lua_State* L) {
 
 int l_gc_threshold(lua_State* L) {
   const int64_t old = g_mem.threshold;
-  if (!lua_isnoneornil(L, 1)) {
-    const int64_t v = check_integer(L, 1, "lt.gc_threshold");
-    LT_CHECK(v > 0, "lt.gc_threshold: expected a positive number of bytes, got {}", v);
-    g_mem.threshold = v;
-  }
+  if (!lua_isnoneornil(L, 1)) g_mem.set_threshold(check_integer(L, 1, "lt.gc_threshold"));
   lua_pushnumber(L, double(old));
   return 1;
 }
@@ -742,15 +677,8 @@ int l_gc_threshold(lua_State* L) {
 
 void push_tensor(lua_State* L, at::Tensor t) {
   const int64_t bytes = storage_bytes(t);
-  g_mem.since_gc += bytes;
-  if (g_mem.since_gc > g_mem.threshold) {
-    g_mem.since_gc = 0;
-    g_mem.collections++;
-    lua_gc(L, LUA_GCCOLLECT, 0);
-  }
-  void* mem = lua_newuserdata(L, sizeof(Box));
-  new (mem) Box{std::move(t), bytes};
-  g_mem.live += bytes;
+  if (g_mem.allocated(bytes)) lua_gc(L, LUA_GCCOLLECT, 0);
+  new (lua_newuserdata(L, sizeof(Box))) Box{std::move(t), bytes};
   luaL_getmetatable(L, kMeta);
   lua_setmetatable(L, -2);
 }
@@ -783,46 +711,24 @@ at::Tensor to_tensor(lua_State* L, int idx, const char* fn, c10::ScalarType numb
 }
 
 const luaL_Reg kMethods[] = {
-    {"size", LT_FN(t_size)}, {"numel", LT_FN(t_numel)}, {"dim", LT_FN(t_dim)},
-    {"item", LT_FN(t_item)}, {"totable", LT_FN(t_totable)}, {"clone", LT_FN(t_clone)},
-    {"contiguous", LT_FN(t_contiguous)}, {"detach", LT_FN(t_detach)}, {"to", LT_FN(t_to)},
-    {"float", LT_FN(t_float)}, {"double", LT_FN(t_double)}, {"long", LT_FN(t_long)},
-    {"int", LT_FN(t_int)}, {"bool", LT_FN(t_bool)}, {"bfloat16", LT_FN(t_bfloat16)},
-    {"half", LT_FN(t_half)}, {"cpu", LT_FN(t_cpu)}, {"cuda", LT_FN(t_cuda)},
-    {"view", LT_FN(t_view)}, {"reshape", LT_FN(t_reshape)}, {"expand", LT_FN(t_expand)},
-    {"permute", LT_FN(t_permute)}, {"transpose", LT_FN(t_transpose)}, {"t", LT_FN(t_t)},
-    {"flatten", LT_FN(t_flatten)}, {"squeeze", LT_FN(t_squeeze)}, {"unsqueeze", LT_FN(t_unsqueeze)},
+    {"size", LT_FN(t_size)}, {"numel", LT_FN(t_numel)}, {"dim", LT_FN(t_dim)}, {"item", LT_FN(t_item)},
+    {"totable", LT_FN(t_totable)}, {"to", LT_FN(t_to)}, {"cuda", LT_FN(t_cuda)}, {"view", LT_FN(t_view)},
+    {"reshape", LT_FN(t_reshape)}, {"expand", LT_FN(t_expand)}, {"permute", LT_FN(t_permute)},
+    {"transpose", LT_FN(t_transpose)}, {"squeeze", LT_FN(t_squeeze)}, {"unsqueeze", LT_FN(t_unsqueeze)},
     {"narrow", LT_FN(t_narrow)}, {"select", LT_FN(t_select)}, {"slice", LT_FN(t_slice)},
-    {"index_select", LT_FN(t_index_select)}, {"gather", LT_FN(t_gather)},
-    {"masked_fill", LT_FN(t_masked_fill)}, {"fill", LT_FN(t_fill)}, {"zero", LT_FN(t_zero)},
-    {"copy", LT_FN(t_copy)}, {"add", LT_FN(m_add)}, {"sub", LT_FN(m_sub)}, {"mul", LT_FN(m_mul)},
-    {"div", LT_FN(m_div)}, {"pow", LT_FN(m_pow)}, {"add_", LT_FN(t_add_)}, {"sub_", LT_FN(t_sub_)},
-    {"mul_", LT_FN(t_mul_)}, {"div_", LT_FN(t_div_)}, {"matmul", LT_FN(t_matmul)},
-    {"exp", LT_FN(t_exp)}, {"log", LT_FN(t_log)}, {"log1p", LT_FN(t_log1p)}, {"sqrt", LT_FN(t_sqrt)},
-    {"rsqrt", LT_FN(t_rsqrt)}, {"abs", LT_FN(t_abs)}, {"neg", LT_FN(t_neg)}, {"tanh", LT_FN(t_tanh)},
-    {"sigmoid", LT_FN(t_sigmoid)}, {"relu", LT_FN(t_relu)}, {"sin", LT_FN(t_sin)}, {"cos", LT_FN(t_cos)},
-    {"floor", LT_FN(t_floor)}, {"ceil", LT_FN(t_ceil)}, {"round", LT_FN(t_round)},
-    {"sign", LT_FN(t_sign)}, {"reciprocal", LT_FN(t_reciprocal)}, {"isnan", LT_FN(t_isnan)},
+    {"index_select", LT_FN(t_index_select)}, {"gather", LT_FN(t_gather)}, {"masked_fill", LT_FN(t_masked_fill)},
+    {"fill", LT_FN(t_fill)}, {"zero", LT_FN(t_zero)}, {"copy", LT_FN(t_copy)}, {"add_", LT_FN(t_add_)},
+    {"sub_", LT_FN(t_sub_)}, {"mul_", LT_FN(t_mul_)}, {"div_", LT_FN(t_div_)}, {"matmul", LT_FN(t_matmul)},
     {"clamp", LT_FN(t_clamp)}, {"softmax", LT_FN(t_softmax)}, {"log_softmax", LT_FN(t_log_softmax)},
-    {"cumsum", LT_FN(t_cumsum)}, {"sum", LT_FN(t_reduce<Reduction::sum>)}, {"mean", LT_FN(t_reduce<Reduction::mean>)},
-    {"prod", LT_FN(t_reduce<Reduction::prod>)}, {"std", LT_FN(t_reduce<Reduction::std>)},
-    {"var", LT_FN(t_reduce<Reduction::var>)}, {"norm", LT_FN(t_reduce<Reduction::norm>)},
-    {"amax", LT_FN(t_reduce<Reduction::amax>)}, {"amin", LT_FN(t_reduce<Reduction::amin>)},
-    {"all", LT_FN(t_reduce<Reduction::all>)}, {"any", LT_FN(t_reduce<Reduction::any>)},
-    {"logsumexp", LT_FN(t_reduce<Reduction::logsumexp>)}, {"max", LT_FN(t_maxmin<true>)},
-    {"min", LT_FN(t_maxmin<false>)}, {"argmax", LT_FN(t_argmaxmin<true>)},
-    {"argmin", LT_FN(t_argmaxmin<false>)}, {"topk", LT_FN(t_topk)}, {"sort", LT_FN(t_sort)},
-    {"eq", LT_FN(t_eq)}, {"ne", LT_FN(t_ne)}, {"lt", LT_FN(t_lt)}, {"le", LT_FN(t_le)},
-    {"gt", LT_FN(t_gt)}, {"ge", LT_FN(t_ge)}, {"maximum", LT_FN(t_maximum)},
-    {"minimum", LT_FN(t_minimum)}, {"equal", LT_FN(t_equal)}, {"allclose", LT_FN(t_allclose)},
-    {"backward", LT_FN(t_backward)}, {"requires_grad_", LT_FN(t_requires_grad_)},
-    {"zero_grad", LT_FN(t_zero_grad)}, {"free", LT_FN(t_free)}, {"nbytes", LT_FN(t_nbytes)},
-    {"is_contiguous", LT_FN(t_is_contiguous)}, {nullptr, nullptr}};
+    {"cumsum", LT_FN(t_cumsum)}, {"max", LT_FN(t_maxmin<true>)}, {"min", LT_FN(t_maxmin<false>)},
+    {"argmax", LT_FN(t_argmaxmin<true>)}, {"argmin", LT_FN(t_argmaxmin<false>)}, {"topk", LT_FN(t_topk)},
+    {"sort", LT_FN(t_sort)}, {"equal", LT_FN(t_equal)}, {"allclose", LT_FN(t_allclose)},
+    {"backward", LT_FN(t_backward)}, {"requires_grad_", LT_FN(t_requires_grad_)}, {"zero_grad", LT_FN(t_zero_grad)},
+    {"free", LT_FN(t_free)}, {"nbytes", LT_FN(t_nbytes)}, {"is_contiguous", LT_FN(t_is_contiguous)},
+    {nullptr, nullptr}};
 const luaL_Reg kMetaMethods[] = {
     {"__gc", m_gc},  // never throws: not wrapped
     {"__tostring", LT_FN(m_tostring)}, {"__len", LT_FN(m_len)}, {"__newindex", LT_FN(m_newindex)},
-    {"__add", LT_FN(m_add)}, {"__sub", LT_FN(m_sub)}, {"__mul", LT_FN(m_mul)},
-    {"__div", LT_FN(m_div)}, {"__pow", LT_FN(m_pow)}, {"__mod", LT_FN(m_remainder)},
     {"__unm", LT_FN(m_unm)}, {nullptr, nullptr}};
 
 const luaL_Reg kFunctions[] = {
@@ -834,13 +740,29 @@ const luaL_Reg kFunctions[] = {
     {"manual_seed", LT_FN(l_manual_seed)}, {"memory", LT_FN(l_memory)},
     {"gc_threshold", LT_FN(l_gc_threshold)}, {nullptr, nullptr}};
 
+// t[name] = a closure of f with upvalue i, for the table on top of the stack
+void set_op(lua_State* L, const char* name, lua_CFunction f, size_t i) {
+  lua_pushinteger(L, lua_Integer(i));
+  lua_pushcclosure(L, f, 1);
+  lua_setfield(L, -2, name);
+}
+
 void register_tensor(lua_State* L) {
   luaL_newmetatable(L, kMeta);
   set_funcs(L, kMetaMethods);
-  lua_pushstring(L, kMeta);
-  lua_setfield(L, -2, "__name");
+  set_field(L, "__name", kMeta);
   lua_newtable(L);  // methods, the upvalue of __index
   set_funcs(L, kMethods);
+  for (size_t i = 0; i < unary_ops().size(); i++) set_op(L, unary_ops()[i].name, LT_FN(t_unary), i);
+  for (size_t i = 0; i < reductions().size(); i++) set_op(L, reductions()[i].name, LT_FN(t_reduce), i);
+  for (size_t i = 0; i < binary_ops().size(); i++) {
+    set_op(L, binary_ops()[i].name, LT_FN(t_binary), i);
+    if (binary_ops()[i].meta) {
+      lua_pushvalue(L, -2);  // the metatable
+      set_op(L, binary_ops()[i].meta, LT_FN(t_binary), i);
+      lua_pop(L, 1);
+    }
+  }
   lua_pushvalue(L, -1);
   lua_setfield(L, -3, "methods");
   lua_pushcclosure(L, LT_FN(m_index), 1);

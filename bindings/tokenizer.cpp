@@ -37,11 +37,7 @@ int t_encode_batch(lua_State* L) {
   const auto& t = check_tokenizer(L, 1, "tokenizer:encode_batch");
   auto all = t.encode_batch(read_strings(L, 2, "tokenizer:encode_batch", "texts"),
                             add_special(L, 3, "tokenizer:encode_batch"));
-  lua_createtable(L, int(all.size()), 0);
-  for (size_t i = 0; i < all.size(); i++) {
-    push_array(L, all[i]);
-    lua_rawseti(L, -2, int(i + 1));
-  }
+  push_array(L, all);
   return 1;
 }
 
@@ -51,11 +47,8 @@ int t_encode_with_offsets(lua_State* L) {
   auto e = t.encode_with_offsets(check_string(L, 2, "tokenizer:encode_with_offsets"),
                                  add_special(L, 3, "tokenizer:encode_with_offsets"));
   push_array(L, e.ids);
-  lua_createtable(L, int(e.offsets.size()), 0);
-  for (size_t i = 0; i < e.offsets.size(); i++) {
-    push_array(L, std::vector<double>{double(e.offsets[i].begin + 1), double(e.offsets[i].end)});
-    lua_rawseti(L, -2, int(i + 1));
-  }
+  push_list(L, e.offsets,
+            [L](const auto& o) { push_array(L, std::vector<double>{double(o.begin + 1), double(o.end)}); });
   return 2;
 }
 

@@ -84,8 +84,7 @@ void push_block_spec(lua_State* L, const std::set<int>& layers, const char* part
   lua_createtable(L, 0, 2);
   set_array(L, "layers", std::vector<int>(layers.begin(), layers.end()));
   if (part) {
-    lua_pushstring(L, part);
-    lua_setfield(L, -2, "part");
+    set_field(L, "part", part);
   }
 }
 
@@ -221,33 +220,17 @@ std::pair<double, double> read_betas(lua_State* L, int opts, const char* fn, std
 
 }  // namespace
 
-const std::vector<const char*> kLoopOptions = {
-    "lr", "warmup", "decay", "min_lr_ratio", "weight_decay", "betas", "eps", "clip_grad", "lr_mult",
-    "eval_every", "checkpoint_dir", "checkpoint_every", "keep_checkpoints", "resume", "stop_after", "log",
-    "progress"};
+const std::vector<const char*> kLoopOptions = field_keys(train::loop_option_fields(), {"betas", "lr_mult", "log"});
 
 train::LoopOptions read_loop_options(lua_State* L, int idx, const char* fn, const train::LoopOptions& defaults) {
   refuse_renamed(L, idx, fn, "clip",
                  "clip_grad (the gradient-norm clip) or clip_ratio (the PPO ratio clip of lt.rl.grpo and "
                  "lt.rl.policy_loss)");
   train::LoopOptions o = defaults;
-  o.lr = opt_number(L, idx, "lr", fn).value_or(o.lr);
-  o.warmup = opt_number(L, idx, "warmup", fn).value_or(o.warmup);
-  o.decay = opt_string(L, idx, "decay", fn).value_or(o.decay);
-  o.min_lr_ratio = opt_number(L, idx, "min_lr_ratio", fn).value_or(o.min_lr_ratio);
-  o.weight_decay = opt_number(L, idx, "weight_decay", fn).value_or(o.weight_decay);
-  o.eps = opt_number(L, idx, "eps", fn).value_or(o.eps);
+  read_fields(L, idx, fn, o, train::loop_option_fields());
   std::tie(o.beta1, o.beta2) = read_betas(L, idx, fn, {o.beta1, o.beta2});
-  o.clip = opt_number(L, idx, "clip_grad", fn).value_or(o.clip);
   LT_CHECK(o.clip >= 0, "{}: clip_grad must be >= 0 (0: no clipping), got {}", fn, o.clip);
   if (auto m = read_lr_mult(L, idx, fn); !m.empty()) o.lr_mult = m;
-  o.eval_every = opt_integer(L, idx, "eval_every", fn, 0).value_or(o.eval_every);
-  o.checkpoint_dir = opt_string(L, idx, "checkpoint_dir", fn).value_or(o.checkpoint_dir);
-  o.checkpoint_every = opt_integer(L, idx, "checkpoint_every", fn, 0).value_or(o.checkpoint_every);
-  o.keep_checkpoints = opt_integer(L, idx, "keep_checkpoints", fn, 1).value_or(o.keep_checkpoints);
-  o.resume = opt_bool(L, idx, "resume", fn).value_or(o.resume);
-  o.stop_after = opt_integer(L, idx, "stop_after", fn, -1).value_or(o.stop_after);
-  o.progress = opt_bool(L, idx, "progress", fn).value_or(o.progress);
   o.sink = opt_bool(L, idx, "log", fn).value_or(true) ? train_sink(L) : train::MetricSink{};
   return o;
 }
@@ -258,20 +241,11 @@ namespace {
 train::TrainOptions read_train_options(lua_State* L, const ModelHandle& box, const char* fn) {
   train::TrainOptions o;
   static_cast<train::LoopOptions&>(o) = read_loop_options(L, 2, fn, train::TrainOptions{});
-  check_options(L, 2, fn, option_keys({"data", "val", "seq_len", "steps", "micro_batch", "grad_accum",
-                                       "eval_batches", "seed", "force_full_backward", "activation_checkpointing",
-                                       "on_step", "shard_optimizer", "overlap_all_reduce", "bucket_bytes"},
-                                      kLoopOptions));
-  o.steps = opt_integer(L, 2, "steps", fn).value_or(o.steps);
-  o.micro_batch = opt_integer(L, 2, "micro_batch", fn).value_or(o.micro_batch);
-  o.grad_accum = opt_integer(L, 2, "grad_accum", fn).value_or(o.grad_accum);
+  check_options(L, 2, fn,
+                field_keys(train::train_option_fields(),
+                           option_keys({"data", "val", "seq_len", "eval_batches", "seed", "on_step"}, kLoopOptions)));
+  read_fields(L, 2, fn, o, train::train_option_fields());
   o.group = dist::active();  // data parallel under `ltrun launch` (rank 0 alone logs)
-  o.shard_optimizer = opt_bool(L, 2, "shard_optimizer", fn).value_or(false);
-  o.overlap_all_reduce = opt_bool(L, 2, "overlap_all_reduce", fn).value_or(false);
-  o.bucket_bytes = opt_integer(L, 2, "bucket_bytes", fn).value_or(o.bucket_bytes);
-  LT_CHECK(o.bucket_bytes > 0, "{}: bucket_bytes must be > 0, got {}", fn, o.bucket_bytes);
-  o.force_full_backward = opt_bool(L, 2, "force_full_backward", fn).value_or(false);
-  o.activation_checkpointing = opt_bool(L, 2, "activation_checkpointing", fn).value_or(false);
   if (box.tok) o.checkpoint_files.push_back(box.tok->path());
   return o;
 }
@@ -297,28 +271,15 @@ train::DataSource read_data(lua_State* L, const model::Model& m, const train::Tr
 
 void push_train_result(lua_State* L, const train::TrainResult& r) {
   lua_createtable(L, 0, 16);
-  set_field(L, "steps", double(r.steps_done));
-  set_field(L, "start_step", double(r.start_step));
-  set_field(L, "tokens", double(r.tokens));
-  set_field(L, "trainable_params", double(r.trainable_params));
-  set_field(L, "total_params", double(r.total_params));
-  set_field(L, "lowest_trainable_layer", r.lowest_trainable_layer);
-  set_field(L, "final_loss", r.final_loss);
-  set_field(L, "wall_s", r.wall_s);
-  set_field(L, "tokens_per_s", r.tokens_per_s);
-  set_field(L, "bytes_all_reduced", double(r.bytes_all_reduced));
-  set_field(L, "optimizer_state_bytes", double(r.optimizer_state_bytes));
+  set_fields(L, static_cast<const train::LoopResult&>(r), train::loop_result_fields());
   if (r.val_loss >= 0) set_field(L, "val_loss", r.val_loss);
-  set_bool(L, "stopped_early", r.stopped_early);
   std::vector<double> losses, lrs;
   for (const auto& s : r.log) losses.push_back(s.loss), lrs.push_back(s.lr);
   set_array(L, "losses", losses);
   set_array(L, "lrs", lrs);
-  lua_createtable(L, int(r.val_losses.size()), 0);
-  for (size_t i = 0; i < r.val_losses.size(); ++i) {
-    push_array(L, std::vector<double>{double(r.val_losses[i].first), r.val_losses[i].second});
-    lua_rawseti(L, -2, int(i + 1));
-  }
+  push_list(L, r.val_losses, [L](const std::pair<int64_t, double>& v) {
+    push_array(L, std::vector<double>{double(v.first), v.second});
+  });
   lua_setfield(L, -2, "val_losses");
 }
 
@@ -355,18 +316,15 @@ int l_param_groups(lua_State* L) {
   check_options(L, 2, fn, {"weight_decay", "lr_mult"});
   const double wd = opt_number(L, 2, "weight_decay", fn).value_or(0.01);
   const auto groups = train::param_groups(m, wd, read_lr_mult(L, 2, fn));
-  lua_createtable(L, int(groups.size()), 0);
-  for (size_t i = 0; i < groups.size(); ++i) {
+  push_list(L, groups, [L](const train::ParamGroup& g) {
     lua_createtable(L, 0, 4);
-    push(L, groups[i].name);
-    lua_setfield(L, -2, "name");
-    set_field(L, "lr_mult", groups[i].lr_mult);
-    set_field(L, "weight_decay", groups[i].weight_decay);
+    set_field(L, "name", g.name);
+    set_field(L, "lr_mult", g.lr_mult);
+    set_field(L, "weight_decay", g.weight_decay);
     std::vector<std::string> names;
-    for (const auto& p : groups[i].params) names.push_back(p.name);
+    for (const auto& p : g.params) names.push_back(p.name);
     set_array(L, "params", names);
-    lua_rawseti(L, -2, int(i + 1));
-  }
+  });
   return 1;
 }
 
@@ -387,11 +345,7 @@ int l_weight_change(lua_State* L) {
     }
   }
   lua_createtable(L, 0, 5);
-  set_array(L, "layers", w.layers);
-  set_array(L, "relative", w.relative);
-  set_field(L, "embeddings", w.embeddings);
-  set_field(L, "final_norm", w.final_norm);
-  set_field(L, "lm_head", w.lm_head);
+  set_fields(L, w, train::weight_change_fields());
   return 1;
 }
 

@@ -105,4 +105,89 @@ int64_t arange_size(double start, double stop, double step, const std::string& f
   return n > 0 ? int64_t(n) : 0;
 }
 
+const std::vector<UnaryOp>& unary_ops() {
+  using T = const at::Tensor&;
+  static const std::vector<UnaryOp> ops = {
+      {"exp", [](T t) { return t.exp(); }},
+      {"log", [](T t) { return t.log(); }},
+      {"log1p", [](T t) { return t.log1p(); }},
+      {"sqrt", [](T t) { return t.sqrt(); }},
+      {"rsqrt", [](T t) { return t.rsqrt(); }},
+      {"abs", [](T t) { return t.abs(); }},
+      {"neg", [](T t) { return t.neg(); }},
+      {"tanh", [](T t) { return t.tanh(); }},
+      {"sigmoid", [](T t) { return t.sigmoid(); }},
+      {"relu", [](T t) { return t.relu(); }},
+      {"sin", [](T t) { return t.sin(); }},
+      {"cos", [](T t) { return t.cos(); }},
+      {"floor", [](T t) { return t.floor(); }},
+      {"ceil", [](T t) { return t.ceil(); }},
+      {"round", [](T t) { return t.round(); }},
+      {"sign", [](T t) { return t.sign(); }},
+      {"reciprocal", [](T t) { return t.reciprocal(); }},
+      {"isnan", [](T t) { return t.isnan(); }},
+      {"clone", [](T t) { return t.clone(); }},
+      {"contiguous", [](T t) { return t.contiguous(); }},
+      {"detach", [](T t) { return t.detach(); }},
+      {"float", [](T t) { return t.to(at::kFloat); }},
+      {"double", [](T t) { return t.to(at::kDouble); }},
+      {"long", [](T t) { return t.to(at::kLong); }},
+      {"int", [](T t) { return t.to(at::kInt); }},
+      {"bool", [](T t) { return t.to(at::kBool); }},
+      {"bfloat16", [](T t) { return t.to(at::kBFloat16); }},
+      {"half", [](T t) { return t.to(at::kHalf); }},
+      {"cpu", [](T t) { return t.to(at::kCPU); }},
+      {"t", [](T t) { return t.t(); }},
+      {"flatten", [](T t) { return t.flatten(); }}};
+  return ops;
+}
+
+const std::vector<BinaryOp>& binary_ops() {
+  using T = const at::Tensor&;
+  static const std::vector<BinaryOp> ops = {
+      {"add", [](T a, T b) { return at::add(a, b); }, "__add"},
+      {"sub", [](T a, T b) { return at::sub(a, b); }, "__sub"},
+      {"mul", [](T a, T b) { return at::mul(a, b); }, "__mul"},
+      {"div", [](T a, T b) { return at::div(a, b); }, "__div"},
+      {"pow", [](T a, T b) { return at::pow(a, b); }, "__pow"},
+      {"remainder", [](T a, T b) { return at::remainder(a, b); }, "__mod"},
+      {"eq", [](T a, T b) { return at::eq(a, b); }, nullptr},
+      {"ne", [](T a, T b) { return at::ne(a, b); }, nullptr},
+      {"lt", [](T a, T b) { return at::lt(a, b); }, nullptr},
+      {"le", [](T a, T b) { return at::le(a, b); }, nullptr},
+      {"gt", [](T a, T b) { return at::gt(a, b); }, nullptr},
+      {"ge", [](T a, T b) { return at::ge(a, b); }, nullptr},
+      {"maximum", [](T a, T b) { return at::maximum(a, b); }, nullptr},
+      {"minimum", [](T a, T b) { return at::minimum(a, b); }, nullptr}};
+  return ops;
+}
+
+bool TensorMemory::allocated(int64_t bytes) {
+  live += bytes;
+  since_gc += bytes;
+  if (since_gc <= threshold) return false;
+  since_gc = 0;
+  collections++;
+  return true;
+}
+
+void TensorMemory::set_threshold(int64_t bytes) {
+  LT_CHECK(bytes > 0, "lt.gc_threshold: expected a positive number of bytes, got {}", bytes);
+  threshold = bytes;
+}
+
+int64_t storage_bytes(const at::Tensor& t) {
+  if (!t.defined() || !t.has_storage()) return 0;
+  return int64_t(t.storage().nbytes());
+}
+
+const std::vector<NamedReduction>& reductions() {
+  static const std::vector<NamedReduction> r = {
+      {"sum", Reduction::sum},   {"mean", Reduction::mean}, {"prod", Reduction::prod},
+      {"std", Reduction::std},   {"var", Reduction::var},   {"norm", Reduction::norm},
+      {"amax", Reduction::amax}, {"amin", Reduction::amin}, {"all", Reduction::all},
+      {"any", Reduction::any},   {"logsumexp", Reduction::logsumexp}};
+  return r;
+}
+
 }  // namespace ltrun

@@ -411,4 +411,29 @@ std::vector<at::Tensor> validation_batches(const Corpus& c, const std::string& s
   return out;
 }
 
+const Fields<PackOptions>& pack_option_fields() {
+  static const Fields<PackOptions> f = {{"tokenizer", &PackOptions::tokenizer},
+                                        {"out", &PackOptions::out_dir},
+                                        {"field", &PackOptions::field},
+                                        {"val", &PackOptions::val_fraction},
+                                        {"eos", &PackOptions::eos},
+                                        {"max_bytes", &PackOptions::max_bytes},
+                                        {"shard_tokens", &PackOptions::shard_tokens},
+                                        {"progress", &PackOptions::progress}};
+  return f;
+}
+
+const Fields<PackResult>& pack_result_fields() {
+  static const Fields<PackResult> f = {{"dir", &PackResult::out_dir},
+                                       {"documents", &PackResult::documents},
+                                       {"train_documents", &PackResult::train_documents},
+                                       {"val_documents", &PackResult::val_documents},
+                                       {"train_tokens", &PackResult::train_tokens},
+                                       {"val_tokens", &PackResult::val_tokens},
+                                       {"bytes", &PackResult::bytes},
+                                       {"eos_id", &PackResult::eos_id},
+                                       {"seconds", &PackResult::seconds}};
+  return f;
+}
+
 }  // namespace ltrun::data

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/core/fields.h"
+
 namespace ltrun::data {
 
 struct PackOptions {
@@ -32,6 +34,13 @@ struct PackResult {
   int32_t eos_id = 0;
   double seconds = 0;
 };
+
+// By key (runtime/core/fields.h): the options tokenizer, out (out_dir), field, val
+// (val_fraction), eos, max_bytes, shard_tokens, progress (inputs and seed are the caller's);
+// the results dir (out_dir), documents, train_documents, val_documents, train_tokens,
+// val_tokens, bytes, eos_id, seconds.
+const Fields<PackOptions>& pack_option_fields();
+const Fields<PackResult>& pack_result_fields();
 
 // Documents of the inputs. A text file is split at lines holding only "%" (the fortune
 // format) or kept whole; in .jsonl every line is an object whose `field` is a document;

@@ -224,4 +224,9 @@ const char* allocation_name(Allocation a) {
   return "neither";
 }
 
+const Fields<Split>& split_fields() {
+  static const Fields<Split> f = {{"ratio", &Split::ratio}, {"b", &Split::b}, {"score", &Split::score}};
+  return f;
+}
+
 }  // namespace ltrun::diag

@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "runtime/core/fields.h"
+
 namespace ltrun::diag {
 
 constexpr double kEps = 1e-6;  // the paper's stabiliser in Ratio and ΔJS
@@ -78,6 +80,7 @@ struct Split {
   int b;
   double score;
 };
+const Fields<Split>& split_fields();  // by key (runtime/core/fields.h): ratio, b, score
 // One Split per distinct b, in the order of `ratios`. b = split_layer(ratio, N), lowered to
 // N − 2 when ls leaves out the final block (the deep side then still has an LS value).
 std::vector<Split> split_scores(const std::vector<double>& tp, const std::vector<double>& ls,

@@ -419,4 +419,20 @@ Summary summarize(const std::vector<SampleTrace>& traces, const std::vector<doub
   return s;
 }
 
+const Fields<TraceOptions>& trace_option_fields() {
+  static const Fields<TraceOptions> f = {{"topk", &TraceOptions::topk},
+                                         {"candidates", &TraceOptions::candidates},
+                                         {"batch", &TraceOptions::batch},
+                                         {"tau", &TraceOptions::tau},
+                                         {"final_djs", &TraceOptions::include_final_djs}};
+  return f;
+}
+
+Method parse_method(const std::string& name, const std::string& fn) {
+  if (name == "naive") return Method::Naive;
+  if (name == "resume") return Method::Resume;
+  if (name == "prefix") return Method::Prefix;
+  fail("{}: method '{}': expected \"prefix\", \"resume\" or \"naive\"", fn, name);
+}
+
 }  // namespace ltrun::diag

@@ -13,6 +13,7 @@
 #include <optional>
 #include <vector>
 
+#include "runtime/core/fields.h"
 #include "runtime/diag/measures.h"
 
 namespace ltrun::model {
@@ -50,6 +51,12 @@ struct TraceOptions {
   bool include_final_djs = false;  // keep the final block's ΔJS, undefined (see delta_js)
   Method method = Method::Prefix;
 };
+
+// By key (runtime/core/fields.h): topk, candidates, batch, tau, final_djs (include_final_djs);
+// method is parse_method's.
+const Fields<TraceOptions>& trace_option_fields();
+// "prefix" | "resume" | "naive"; anything else is an error naming fn and the name.
+Method parse_method(const std::string& name, const std::string& fn);
 
 // Series indexed by residual (N + 1 entries: [0] embeddings, [l+1] after block l) or by
 // block (N entries), as in measures.h.

@@ -463,4 +463,13 @@ int choice_index(std::string_view letter) {
   return letter.size() == 1 && letter[0] >= 'A' && letter[0] <= 'Z' ? letter[0] - 'A' : -1;
 }
 
+const Fields<Item>& item_fields() {
+  static const Fields<Item> f = {{"bench", &Item::bench},       {"subject", &Item::subject},
+                                 {"category", &Item::category}, {"id", &Item::id},
+                                 {"split", &Item::split},       {"question", &Item::question},
+                                 {"answer", &Item::answer},     {"solution", &Item::solution},
+                                 {"source", &Item::source},     {"choices", &Item::choices}};
+  return f;
+}
+
 }  // namespace ltrun::eval

@@ -5,6 +5,8 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/core/fields.h"
+
 namespace ltrun::eval {
 
 // One question. Multiple choice: `choices` holds the options A, B, ... and `answer` the
@@ -28,6 +30,10 @@ struct Item {
   int level = 0;         // MATH difficulty 1-5; 0 elsewhere
   std::string source;    // "file:line" the item was read from
 };
+
+// An item's text fields by key (runtime/core/fields.h), as scripts see them: bench, subject,
+// category, id, split, question, answer, solution, source, choices.
+const Fields<Item>& item_fields();
 
 enum class Format { ceval, cmmlu, mmlu, gsm8k, math500, mcq };
 std::string_view format_name(Format f);  // the `bench` of its items

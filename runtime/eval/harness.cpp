@@ -359,4 +359,28 @@ void log_result(RunSink& sink, const std::string& bench, const HarnessResult& re
   }
 }
 
+const Fields<HarnessOptions>& harness_option_fields() {
+  static const Fields<HarnessOptions> f = {{"protocols", &HarnessOptions::protocols},
+                                           {"shots", &HarnessOptions::shots, 0},
+                                           {"batch_size", &HarnessOptions::batch_size, 1},
+                                           {"max_new_tokens", &HarnessOptions::max_new_tokens, 0},
+                                           {"samples", &HarnessOptions::samples, 1},
+                                           {"top_p", &HarnessOptions::top_p},
+                                           {"template", &HarnessOptions::math_template}};
+  return f;
+}
+
+std::string item_prompt(const Item& item, const std::vector<Item>& shots) {
+  return is_math(item) ? math_prompt(item) : choice_prompt(item, shots);
+}
+
+const Fields<ItemResult>& item_result_fields() {
+  static const Fields<ItemResult> f = {{"protocol", &ItemResult::protocol},
+                                       {"prediction", &ItemResult::prediction},
+                                       {"output", &ItemResult::output},
+                                       {"correct", &ItemResult::correct},
+                                       {"sample", &ItemResult::sample}};
+  return f;
+}
+
 }  // namespace ltrun::eval

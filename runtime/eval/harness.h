@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/core/fields.h"
 #include "runtime/core/run_context.h"
 #include "runtime/eval/benchmark.h"
 
@@ -37,6 +38,11 @@ struct HarnessOptions {
   std::function<void(size_t done, size_t total)> progress;  // called after each batch
 };
 
+// The options scripts set by key (runtime/core/fields.h): protocols, shots (>= 0),
+// batch_size (>= 1), max_new_tokens (>= 0), samples (>= 1), top_p, template (math_template).
+// temperature, seed and progress are the caller's (temperature's default depends on samples).
+const Fields<HarnessOptions>& harness_option_fields();
+
 struct ItemResult {
   const Item* item = nullptr;
   std::string protocol;      // "logit", "generate", "generate_contains"
@@ -47,6 +53,10 @@ struct ItemResult {
   std::vector<double> choice_logp;   // cloze: Σ log P(continuation tokens) per option
   int sample = 0;            // math: which of the samples
 };
+
+// By key (runtime/core/fields.h): protocol, prediction, output, correct, sample (the item's
+// id and the cloze choice_logp are the caller's).
+const Fields<ItemResult>& item_result_fields();
 
 struct Score {
   int n = 0, correct = 0;
@@ -79,6 +89,9 @@ HarnessResult evaluate(const model::Model& m, const text::Tokenizer& tok, const 
 // The prompt a math item gets (zero-shot, step by step, answer marked as the benchmarks do);
 // with a template, the template with each "{question}" replaced by the question.
 std::string math_prompt(const Item& item, const std::string& tmpl = "");
+// The prompt the harness gives an item: math_prompt for GSM8K and MATH-500 items (shots
+// unused), else choice_prompt with the shots.
+std::string item_prompt(const Item& item, const std::vector<Item>& shots = {});
 
 // Writes a result to the current run: every item to eval_items (sample k > 0 as "ID#k"; correct
 // only where the item has an answer) and the metrics BENCH/PROTOCOL/acc, .../acc_macro (when

@@ -121,4 +121,9 @@ std::set<std::string> newly_failed(const std::set<std::string>& base,
   return newly_solved(model, base);
 }
 
+Compare parse_compare(const std::string& name, const std::string& fn) {
+  LT_CHECK(name == "exact" || name == "math", "{}: compare = '{}': expected \"exact\" or \"math\"", fn, name);
+  return name == "math" ? Compare::math : Compare::exact;
+}
+
 }  // namespace ltrun::eval

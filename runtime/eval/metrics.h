@@ -28,6 +28,8 @@ double mean_pass_at_k(const std::vector<SampleCount>& items, int k);
 // How answers are grouped: `exact` (equal strings; option letters), `math` (equivalent()
 // classes of math_answer.h, so "0.5", "1/2" and "\frac{1}{2}" are one vote).
 enum class Compare { exact, math };
+// "exact" | "math"; anything else is an error naming fn and the name.
+Compare parse_compare(const std::string& name, const std::string& fn);
 
 struct Vote {
   std::string answer;  // as first written by the earliest voter of the winning group

@@ -425,4 +425,38 @@ HybridResult assemble_hybrid(const HybridSpec& spec) {
   return r;
 }
 
+const Fields<HybridSpec>& hybrid_fields() {
+  static const Fields<HybridSpec> f = {{"out", &HybridSpec::out_dir},
+                                       {"embed", &HybridSpec::embed},
+                                       {"head", &HybridSpec::head},
+                                       {"native", &HybridSpec::native}};
+  return f;
+}
+
+const Fields<HybridLayerSpec>& hybrid_layer_fields() {
+  static const Fields<HybridLayerSpec> f = {{"from", &HybridLayerSpec::from},
+                                            {"layer", &HybridLayerSpec::layer, 0, 1 << 20},
+                                            {"kind", &HybridLayerSpec::kind},
+                                            {"like", &HybridLayerSpec::like},
+                                            {"init", &HybridLayerSpec::init}};
+  return f;
+}
+
+const Fields<HybridResult>& hybrid_result_fields() {
+  static const Fields<HybridResult> f = {{"dir", &HybridResult::dir},
+                                         {"arch", &HybridResult::model_type},
+                                         {"dtype", &HybridResult::dtype},
+                                         {"n_layers", &HybridResult::n_layers},
+                                         {"parameters", &HybridResult::parameters},
+                                         {"layer_types", &HybridResult::layer_types},
+                                         {"warnings", &HybridResult::warnings}};
+  return f;
+}
+
+const Fields<HybridCopy>& hybrid_copy_fields() {
+  static const Fields<HybridCopy> f = {
+      {"name", &HybridCopy::name}, {"donor", &HybridCopy::donor}, {"donor_name", &HybridCopy::donor_name}};
+  return f;
+}
+
 }  // namespace ltrun::model

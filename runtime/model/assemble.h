@@ -44,6 +44,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/core/fields.h"
+
 namespace ltrun::model {
 
 struct HybridLayerSpec {
@@ -84,6 +86,14 @@ struct HybridResult {
 };
 
 HybridResult assemble_hybrid(const HybridSpec& spec);
+
+// By key (runtime/core/fields.h): lt.model.hybrid's options out (out_dir), embed, head, native;
+// a layer's from, layer (0..2^20), kind, like, init; the results dir, arch (model_type),
+// dtype, n_layers, parameters, layer_types, warnings.
+const Fields<HybridSpec>& hybrid_fields();
+const Fields<HybridLayerSpec>& hybrid_layer_fields();
+const Fields<HybridResult>& hybrid_result_fields();
+const Fields<HybridCopy>& hybrid_copy_fields();  // name, donor, donor_name
 
 // The command line's compact layer list: comma-separated items, each
 //   DIR:I or DIR:I-J   layers I..J (inclusive) of the donor DIR, in order

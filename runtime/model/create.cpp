@@ -154,4 +154,33 @@ NewModelResult create_model_dir(const NewModelSpec& spec) {
   return r;
 }
 
+const Fields<TinySpec>& tiny_spec_fields() {
+  static const Fields<TinySpec> f = {{"arch", &TinySpec::arch},
+                                     {"layers", &TinySpec::layers},
+                                     {"hidden", &TinySpec::hidden},
+                                     {"heads", &TinySpec::heads},
+                                     {"kv_heads", &TinySpec::kv_heads},
+                                     {"intermediate", &TinySpec::intermediate},
+                                     {"tie", &TinySpec::tie_word_embeddings},
+                                     {"pattern", &TinySpec::pattern},
+                                     {"chunk", &TinySpec::chunk, 1, 1 << 20}};
+  return f;
+}
+
+const Fields<NewModelSpec>& new_model_fields() {
+  static const Fields<NewModelSpec> f = {{"out", &NewModelSpec::out_dir},
+                                         {"vocab", &NewModelSpec::vocab, 1},
+                                         {"tokenizer", &NewModelSpec::tokenizer},
+                                         {"corpus", &NewModelSpec::corpus}};
+  return f;
+}
+
+const Fields<NewModelResult>& new_model_result_fields() {
+  static const Fields<NewModelResult> f = {{"dir", &NewModelResult::dir},
+                                           {"vocab", &NewModelResult::vocab},
+                                           {"parameters", &NewModelResult::parameters},
+                                           {"tokenizer", &NewModelResult::tokenizer_source}};
+  return f;
+}
+
 }  // namespace ltrun::model

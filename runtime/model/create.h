@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/core/fields.h"
 #include "runtime/model/tiny.h"
 
 namespace ltrun::model {
@@ -25,6 +26,14 @@ struct NewModelResult {
 };
 
 NewModelResult create_model_dir(const NewModelSpec& spec);
+
+// By key (runtime/core/fields.h), lt.model.new's options: of the tiny spec arch, layers,
+// hidden, heads, kv_heads, intermediate, tie (tie_word_embeddings), pattern, chunk
+// (1..2^20); of the spec out (out_dir), vocab (>= 1), tokenizer, corpus; its results dir,
+// vocab, parameters, tokenizer (tokenizer_source).
+const Fields<TinySpec>& tiny_spec_fields();
+const Fields<NewModelSpec>& new_model_fields();
+const Fields<NewModelResult>& new_model_result_fields();
 
 // English fortunes from Debian's `fortunes` package (real text, a few MB), if installed.
 std::vector<std::string> default_corpus();

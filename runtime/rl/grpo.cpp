@@ -415,4 +415,17 @@ void GrpoObjective::load_state(const train::ObjectiveState& s) {
   cur_ = b;
 }
 
+const Fields<GrpoOptions>& grpo_option_fields() {
+  static const Fields<GrpoOptions> f = {{"algo", &GrpoOptions::algo},
+                                        {"prompts", &GrpoOptions::prompts},
+                                        {"epochs", &GrpoOptions::epochs},
+                                        {"mini_batches", &GrpoOptions::mini_batches},
+                                        {"micro_batch", &GrpoOptions::micro_batch},
+                                        {"chunk", &GrpoOptions::chunk},
+                                        {"copy_reference", &GrpoOptions::copy_reference},
+                                        {"accuracy", &GrpoOptions::accuracy},
+                                        {"eval_max_response", &GrpoOptions::eval_max_response}};
+  return f;
+}
+
 }  // namespace ltrun::rl

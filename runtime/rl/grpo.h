@@ -48,6 +48,10 @@ struct GrpoOptions {
   int64_t eval_max_response = 0;     // 0: rollout.max_response
 };
 
+// GRPO's own scalar options by key (runtime/core/fields.h): algo, prompts, epochs,
+// mini_batches, micro_batch, chunk, copy_reference, accuracy, eval_max_response.
+const Fields<GrpoOptions>& grpo_option_fields();
+
 // Rollouts per optimizer step: P * G / mini_batches rows; steps per batch of rollouts:
 // epochs * mini_batches.
 int64_t grpo_steps_per_rollout(const GrpoOptions& o);

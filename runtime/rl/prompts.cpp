@@ -249,4 +249,12 @@ Decontamination decontaminate(const std::vector<PromptItem>& items,
   return d;
 }
 
+const Fields<PromptItem>& prompt_item_fields() {
+  static const Fields<PromptItem> f = {{"id", &PromptItem::id},
+                                       {"question", &PromptItem::question},
+                                       {"answer", &PromptItem::answer},
+                                       {"source", &PromptItem::source}};
+  return f;
+}
+
 }  // namespace ltrun::rl

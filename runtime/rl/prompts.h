@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/core/fields.h"
+
 namespace ltrun::rl {
 
 struct PromptItem {
@@ -15,6 +17,8 @@ struct PromptItem {
   std::string answer;    // the reference final answer
   std::string source;    // "file:line"
 };
+// An item's fields by key (runtime/core/fields.h): id, question, answer, source.
+const Fields<PromptItem>& prompt_item_fields();
 
 // Field names; empty: found by layout, the first present of
 //   question: problem | question | prompt   (prompt may be a chat list: the last user turn)

@@ -88,4 +88,15 @@ Rollouts rollout(const model::Model& m, const std::vector<std::vector<int64_t>>&
   return r;
 }
 
+const Fields<RolloutOptions>& rollout_option_fields() {
+  static const Fields<RolloutOptions> f = {{"group_size", &RolloutOptions::group_size},
+                                           {"max_response", &RolloutOptions::max_response},
+                                           {"temperature", &RolloutOptions::temperature},
+                                           {"top_k", &RolloutOptions::top_k},
+                                           {"top_p", &RolloutOptions::top_p},
+                                           {"batch", &RolloutOptions::batch},
+                                           {"stop", &RolloutOptions::stop}};
+  return f;
+}
+
 }  // namespace ltrun::rl

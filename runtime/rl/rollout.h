@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/core/fields.h"
 #include "runtime/model/model.h"
 #include "runtime/rl/logprob.h"
 
@@ -30,6 +31,10 @@ struct RolloutOptions {
   std::function<std::string(const std::vector<int64_t>&)> decode;  // for stop strings and texts
   int64_t batch = 0;  // rows (prompt copies) per generate call; 0: all at once
 };
+
+// The options scripts set by key (runtime/core/fields.h): group_size, max_response,
+// temperature, top_k, top_p, batch, stop (seed, stop_ids and decode are the caller's).
+const Fields<RolloutOptions>& rollout_option_fields();
 
 struct Rollouts {
   SequenceBatch seq;            // ids / attention_mask [N, P + R], P = prompt_len, R = resp_len

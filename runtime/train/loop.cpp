@@ -406,4 +406,38 @@ LoopResult run_loop(model::Model& m, Objective& obj, const LoopOptions& o) {
   return r;
 }
 
+const Fields<LoopOptions>& loop_option_fields() {
+  static const Fields<LoopOptions> f = {{"lr", &LoopOptions::lr},
+                                        {"warmup", &LoopOptions::warmup},
+                                        {"decay", &LoopOptions::decay},
+                                        {"min_lr_ratio", &LoopOptions::min_lr_ratio},
+                                        {"weight_decay", &LoopOptions::weight_decay},
+                                        {"eps", &LoopOptions::eps},
+                                        {"clip_grad", &LoopOptions::clip},
+                                        {"eval_every", &LoopOptions::eval_every, 0},
+                                        {"checkpoint_dir", &LoopOptions::checkpoint_dir},
+                                        {"checkpoint_every", &LoopOptions::checkpoint_every, 0},
+                                        {"keep_checkpoints", &LoopOptions::keep_checkpoints, 1},
+                                        {"resume", &LoopOptions::resume},
+                                        {"stop_after", &LoopOptions::stop_after, -1},
+                                        {"progress", &LoopOptions::progress}};
+  return f;
+}
+
+const Fields<LoopResult>& loop_result_fields() {
+  static const Fields<LoopResult> f = {{"steps", &LoopResult::steps_done},
+                                       {"start_step", &LoopResult::start_step},
+                                       {"tokens", &LoopResult::tokens},
+                                       {"trainable_params", &LoopResult::trainable_params},
+                                       {"total_params", &LoopResult::total_params},
+                                       {"lowest_trainable_layer", &LoopResult::lowest_trainable_layer},
+                                       {"final_loss", &LoopResult::final_loss},
+                                       {"wall_s", &LoopResult::wall_s},
+                                       {"tokens_per_s", &LoopResult::tokens_per_s},
+                                       {"bytes_all_reduced", &LoopResult::bytes_all_reduced},
+                                       {"optimizer_state_bytes", &LoopResult::optimizer_state_bytes},
+                                       {"stopped_early", &LoopResult::stopped_early}};
+  return f;
+}
+
 }  // namespace ltrun::train

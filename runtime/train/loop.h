@@ -35,6 +35,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/core/fields.h"
 #include "runtime/model/model.h"
 #include "runtime/train/optim.h"
 
@@ -165,6 +166,15 @@ struct LoopResult {
 };
 
 LoopResult run_loop(model::Model& m, Objective& obj, const LoopOptions& o);
+
+// The loop options and results by the keys scripts use (runtime/core/fields.h): lr, warmup,
+// decay, min_lr_ratio, weight_decay, eps, clip_grad (clip), eval_every (>= 0), checkpoint_dir,
+// checkpoint_every (>= 0), keep_checkpoints (>= 1), resume, stop_after (>= -1), progress;
+// steps (steps_done), start_step, tokens, trainable_params, total_params,
+// lowest_trainable_layer, final_loss, wall_s, tokens_per_s, bytes_all_reduced,
+// optimizer_state_bytes, stopped_early.
+const Fields<LoopOptions>& loop_option_fields();
+const Fields<LoopResult>& loop_result_fields();
 
 // The checkpoint format: DIR/step-NNNNNNNN/{config.json, model.safetensors,
 // generation_config.json, optimizer.safetensors, objective.safetensors (when the objective

@@ -149,4 +149,16 @@ TrainResult train_causal_lm(model::Model& m, DataSource& data, const TrainOption
   return r;
 }
 
+const Fields<TrainOptions>& train_option_fields() {
+  static const Fields<TrainOptions> f = {{"steps", &TrainOptions::steps},
+                                         {"micro_batch", &TrainOptions::micro_batch},
+                                         {"grad_accum", &TrainOptions::grad_accum},
+                                         {"shard_optimizer", &TrainOptions::shard_optimizer},
+                                         {"overlap_all_reduce", &TrainOptions::overlap_all_reduce},
+                                         {"bucket_bytes", &TrainOptions::bucket_bytes, 1},
+                                         {"force_full_backward", &TrainOptions::force_full_backward},
+                                         {"activation_checkpointing", &TrainOptions::activation_checkpointing}};
+  return f;
+}
+
 }  // namespace ltrun::train

@@ -49,6 +49,11 @@ struct TrainOptions : LoopOptions {
   bool activation_checkpointing = false;  // recompute blocks in backward (loss.h)
 };
 
+// The causal LM's own options by key (runtime/core/fields.h): steps, micro_batch, grad_accum,
+// shard_optimizer, overlap_all_reduce, bucket_bytes (> 0), force_full_backward,
+// activation_checkpointing.
+const Fields<TrainOptions>& train_option_fields();
+
 struct TrainResult : LoopResult {
   double val_loss = -1;
   std::vector<std::pair<int64_t, double>> val_losses;  // (step, loss)

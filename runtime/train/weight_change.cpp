@@ -42,4 +42,13 @@ WeightChange weight_change(const model::Model& trained, const model::Model& base
   return w;
 }
 
+const Fields<WeightChange>& weight_change_fields() {
+  static const Fields<WeightChange> f = {{"layers", &WeightChange::layers},
+                                         {"relative", &WeightChange::relative},
+                                         {"embeddings", &WeightChange::embeddings},
+                                         {"final_norm", &WeightChange::final_norm},
+                                         {"lm_head", &WeightChange::lm_head}};
+  return f;
+}
+
 }  // namespace ltrun::train

@@ -387,3 +387,17 @@ TEST_CASE("summarize: the final block's ΔJS stays out of the LS profile and S(b
   CHECK(s.recommendation.allocation == Allocation::TrainShallow);
   CHECK(s.recommendation.split.b == 1);
 }
+
+TEST_CASE("parse_method: the three names; another is an error naming the function and the name") {
+  using namespace ltrun::diag;
+  CHECK(parse_method("prefix", "f") == Method::Prefix);
+  CHECK(parse_method("resume", "f") == Method::Resume);
+  CHECK(parse_method("naive", "f") == Method::Naive);
+  try {
+    parse_method("Prefix", "lt.diag.trace");
+    FAIL("no error");
+  } catch (const std::exception& e) {
+    CHECK(std::string(e.what()) == "lt.diag.trace: method 'Prefix': expected \"prefix\", \"resume\" or \"naive\"");
+  }
+  CHECK(ltrun::duplicate_key(ltrun::field_keys(trace_option_fields(), {"method", "ratios"})) == "");
+}

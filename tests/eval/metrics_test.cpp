@@ -117,3 +117,21 @@ TEST_CASE("C-Eval / CMMLU Average: macro mean of the four categories beside the 
   CHECK(s.acc_macro() == Approx(23.0 / 48.0).epsilon(1e-12));
   CHECK(ltrun::eval::Summary{}.acc_macro() == 0.0);
 }
+
+TEST_CASE("parse_compare: exact and math; another name is an error naming fn and the name") {
+  using namespace ltrun::eval;
+  CHECK(parse_compare("exact", "f") == Compare::exact);
+  CHECK(parse_compare("math", "f") == Compare::math);
+  CHECK_THROWS_WITH(parse_compare("Math", "lt.eval.vote"),
+                    "lt.eval.vote: compare = 'Math': expected \"exact\" or \"math\"");
+}
+
+TEST_CASE("item_result_fields: the keys scripts read, unique, correct a boolean") {
+  using namespace ltrun::eval;
+  const auto keys = ltrun::field_keys(item_result_fields(), {"id", "choice_logp"});
+  CHECK(ltrun::duplicate_key(keys) == "");
+  ItemResult r;
+  r.correct = true;
+  for (const auto& f : item_result_fields())
+    if (std::string(f.key) == "correct") CHECK(r.*std::get<bool ItemResult::*>(f.member));
+}

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "runtime/core/error.h"
+#include "runtime/eval/harness.h"
 #include "runtime/eval/prompt.h"
 
 using namespace ltrun::eval;
@@ -108,4 +109,24 @@ TEST_CASE("cloze form: the item's own context and continuations, or question + A
   Item no_answer = q;
   no_answer.answer.clear();
   CHECK_THROWS_WITH(cloze_prompt(q, {no_answer}), Catch::Contains("has no answer"));
+}
+
+TEST_CASE("item_prompt: math items get math_prompt (no shots), others choice_prompt with shots") {
+  using namespace ltrun::eval;
+  Item m;
+  m.bench = "gsm8k";
+  m.question = "What is 2 + 3?";
+  Item c;
+  c.bench = "mmlu";
+  c.subject = "x";
+  c.question = "Pick one";
+  c.choices = {"a", "b", "c", "d"};
+  c.answer = "A";
+  Item shot = c;
+  shot.question = "A shot question";
+  CHECK(item_prompt(m, {shot}) == math_prompt(m));
+  CHECK(item_prompt(c, {shot}) == choice_prompt(c, {shot}));
+  CHECK(item_prompt(c, {shot}) != choice_prompt(c));
+  m.bench = "math500";
+  CHECK(item_prompt(m) == math_prompt(m));
 }
