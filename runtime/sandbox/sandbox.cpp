@@ -147,8 +147,9 @@ struct Launch {
     r = {l.nproc, l.nproc};
     if (::setrlimit(RLIMIT_NPROC, &r) != 0) child_fail(err_fd, 127);
   }
-  if (l.drop_root && (::setgroups(0, nullptr) != 0 || ::setgid(kNobody) != 0 || ::setuid(kNobody) != 0))
-    child_fail(err_fd, 127);
+  // Not possible for root in a user namespace without nobody mapped: there uid 0 is another
+  // host uid, which RLIMIT_NPROC binds; available() checks that it binds, wherever we run.
+  if (l.drop_root && ::setgroups(0, nullptr) == 0 && ::setgid(kNobody) == 0) (void)!::setuid(kNobody);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // after setuid, which clears it
   if (::getppid() != parent) ::_exit(127);
   ::execve(argv[0], argv, envp);
@@ -417,12 +418,18 @@ Availability available(const std::string& bwrap, const std::string& python) {
     p.bwrap = bwrap;
     p.python = python;
     p.timeout = 30;
+    p.nproc = 4;  // it must bind: 16 forks cannot all succeed (they sleep until the sandbox ends)
+    p.code = "import os, time\nn = 0\ntry:\n  while n < 16:\n    if os.fork() == 0:\n"
+             "      time.sleep(30)\n      os._exit(0)\n    n += 1\nexcept OSError:\n  pass\nprint(n)\n";
     try {
       Raw raw = run_bwrap(p);
       if (raw.status_json.find("child-pid") == std::string::npos)
         a.reason = "bwrap cannot set up its namespaces: " + last_line(raw.err.text());
       else if (raw.exit_code != 0)
         a.reason = fmt::format("python exits {} in the sandbox: {}", raw.exit_code, last_line(raw.err.text()));
+      else if (raw.out.head.empty() || std::atoi(raw.out.head.c_str()) >= p.nproc)
+        a.reason = "RLIMIT_NPROC does not bind in the sandbox (root without CAP_SETUID?): " +
+                   last_line(raw.out.text()) + " of 16 forks with a limit of 4";
       else
         a.ok = true;
     } catch (const std::exception& e) {
