@@ -29,7 +29,8 @@ for _ in $(seq 100); do [ -s port ] && break; sleep 0.1; done
 out=$(SANDBOX_TEST_PORT=$(cat port) SANDBOX_TEST_REPO=$SRC SANDBOX_TEST_UNIQUE=$$-$RANDOM \
       "$LTRUN" "$SRC/tests/cli/sandbox.lua" 2>err.txt); rc=$?
 echo "$out"
-check "the isolation checks (tests/cli/sandbox.lua)" equals "$rc" "0" || cat err.txt >&2
+[ "$rc" = 0 ] || cat err.txt >&2
+check "the isolation checks (tests/cli/sandbox.lua)" equals "$rc" "0"
 check "the Lua side reported its count" contains "$out" " passed, 0 failed"
 
 # unsafe_local_exec: a warning on stderr and the param on the run
