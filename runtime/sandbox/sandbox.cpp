@@ -322,7 +322,12 @@ Raw run_bwrap(const Program& p) {
   l.argv = {p.bwrap, "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session",
             "--ro-bind", "/usr", "/usr"};
   add_root_dirs(l.argv);
-  l.argv.insert(l.argv.end(), {"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+  // tmpfs files are memory outside RLIMIT_AS: /tmp holds at most memory_mb, /dev/shm 64 MiB,
+  // the rest of /dev is read-only (its device nodes still work)
+  const std::string tmp_size = std::to_string(p.memory_mb << 20);
+  const std::string shm_size = std::to_string(std::min<int64_t>(p.memory_mb, 64) << 20);
+  l.argv.insert(l.argv.end(), {"--proc", "/proc", "--dev", "/dev", "--size", shm_size, "--tmpfs", "/dev/shm",
+                               "--remount-ro", "/dev", "--size", tmp_size, "--tmpfs", "/tmp",
                                "--ro-bind-data", "3", "/tmp/main.py", "--remount-ro", "/",
                                "--chdir", "/tmp", "--json-status-fd", "4", "--",
                                "/usr/bin/prlimit", "--nproc=" + std::to_string(p.nproc),

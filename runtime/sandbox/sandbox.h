@@ -2,7 +2,8 @@
 // benchmarks): Debian's bubblewrap puts /usr/bin/python3 in new user, pid, ipc, uts, cgroup and
 // network namespaces (no network: the host's loopback is another namespace's), with the host's
 // /usr (and the /bin, /lib... links to it) read-only and nothing else of the host: a read-only
-// empty root, a private tmpfs /tmp as working folder, its own /proc and a minimal /dev. Limits:
+// empty root, a private tmpfs /tmp as working folder (at most memory_mb of files), its own /proc
+// and a minimal read-only /dev (with a 64 MiB /dev/shm). Limits:
 // CPU seconds, address space, file size (rlimits set in the child before exec), processes
 // (RLIMIT_NPROC, set inside the namespaces by prlimit, see below), a wall-clock timeout that
 // kills the whole sandbox, and stdout / stderr captured up to a cap each.

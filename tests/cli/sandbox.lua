@@ -69,6 +69,15 @@ check("files: ... the file is not in the host's /tmp", not file_exists(tmp_name)
 r = run{ code = ("import os\nprint(os.path.exists(%q))"):format(tmp_name) }
 check("files: ... nor in the next sandbox's /tmp", r.status == "ok" and r.stdout == "False\n", r)
 
+r = run{ code = "for i in range(40):\n  open(f'/tmp/f{i}', 'wb').write(b'x' * (15 << 20))\nprint('wrote 600 MiB')", memory_mb = 256 }
+check("files: /tmp holds at most memory_mb (tmpfs files are memory too)", r.status == "error"
+  and r.stderr:find("No space left on device", 1, true), r)
+r = run{ code = "open('/tmp/big', 'wb').write(b'x' * (17 << 20))", memory_mb = 256 }
+check("files: a file over 16 MiB (RLIMIT_FSIZE)", r.status == "error" and r.stderr:find("File too large", 1, true), r)
+r = run{ code = "open('/dev/null', 'w').write('x')\nopen('/dev/shm/a', 'w').write('x')\nopen('/dev/escape', 'w')" }
+check("files: /dev/null and /dev/shm work, the rest of /dev is read-only", r.status == "error"
+  and r.stderr:find("Read-only file system: '/dev/escape'", 1, true), r)
+
 -- network: the host listens on 127.0.0.1:port; inside, that address is another namespace's
 local connect = ("import socket\ns = socket.create_connection(('127.0.0.1', %d), timeout=5)\nprint('connected')"):format(port)
 r = run{ code = connect }
