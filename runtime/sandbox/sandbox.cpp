@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -168,8 +169,27 @@ struct Raw {  // what the supervisor saw
   double wall = 0;
 };
 
+// SIGPIPE blocked in this thread while it lives: a program that exits without reading its stdin
+// makes our write fail with EPIPE, and the signal that comes with it would end ltrun. A SIGPIPE
+// left pending by such a write (thread-directed) is consumed before the mask is restored.
+struct BlockSigpipe {
+  sigset_t pipe, old;
+  BlockSigpipe() {
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, &old);
+  }
+  ~BlockSigpipe() {
+    const timespec zero{0, 0};
+    while (sigtimedwait(&pipe, nullptr, &zero) > 0) {
+    }
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  }
+};
+
 // Starts the launch, feeds stdin, captures, enforces the wall timeout, reaps.
 Raw supervise(const Launch& l, const Program& p, int code_fd) {
+  BlockSigpipe no_sigpipe;
   Fd in_r, in_w, out_r, out_w, err_r, err_w, st_r, st_w, ex_r, ex_w;
   make_pipe(in_r, in_w);
   make_pipe(out_r, out_w);
@@ -365,6 +385,15 @@ void warn_unsafe() {
 }
 
 Result run_checked(const Program& p) {  // validated, availability checked
+  // Python 3.11 runs a source file only up to its first NUL byte (3.12 refuses it): a program
+  // "solution\0tests" would pass without running its tests. Refused as 3.12 does, not run.
+  if (const size_t nul = p.code.find('\0'); nul != std::string::npos) {
+    Result r;
+    r.status = Status::Error;
+    r.exit_code = 1;
+    r.err = fmt::format("SyntaxError: source code cannot contain null bytes (ltrun sandbox: byte {}; not run)\n", nul);
+    return r;
+  }
   if (p.unsafe_local_exec) return classify(run_unsafe(p), false);
   Raw raw = run_bwrap(p);
   if (raw.status_json.find("child-pid") == std::string::npos && !raw.timed_out && !raw.interrupted)

@@ -21,7 +21,8 @@ namespace ltrun::sandbox {
 
 enum class Status {
   Ok,       // exited 0
-  Error,    // exited non-zero (an exception, a failed assert, sys.exit(1), ...)
+  Error,    // exited non-zero (an exception, a failed assert, sys.exit(1), ...), or not run:
+            // code with a NUL byte (Python 3.11 would silently run only what precedes it)
   Timeout,  // the wall-clock timeout (we killed it) or the CPU limit (SIGXCPU)
   Memory,   // ended non-zero with Python's MemoryError (or a fatal "memory" error) as the last
             // line of stderr: what RLIMIT_AS makes of an allocation past memory_mb

@@ -35,6 +35,16 @@ r = run{ code = "import sys\nprint('to stderr', file=sys.stderr)\nraise ValueErr
 check("error: exit 1, stderr has the message and the traceback", r.status == "error" and r.exit == 1
   and r.stderr:find("to stderr", 1, true) and r.stderr:find("ValueError: boom", 1, true), r)
 
+r = run{ code = "print('no read')", stdin = ("x"):rep(10 * 1024 * 1024) }
+check("stdin: 10 MiB that the program never reads (ltrun used to die of SIGPIPE here)",
+  r.status == "ok" and r.stdout == "no read\n", r)
+r = run{ code = "import sys\nprint(len(sys.stdin.buffer.read()))", stdin = ("x"):rep(10 * 1024 * 1024) }
+check("stdin: 10 MiB read in full", r.status == "ok" and r.stdout == "10485760\n", r)
+
+r = run{ code = "print('solution')\0assert False, 'the tests'" }
+check("a NUL byte in the code: error, not run (Python 3.11 would run up to the NUL and pass)",
+  r.status == "error" and r.stdout == "" and r.stderr:find("source code cannot contain null bytes", 1, true), r)
+
 -- an infinite loop: timeout, killed at the wall-clock limit
 r = run{ code = "while True: pass", timeout = 1 }
 check("timeout: an infinite loop ends as timeout", r.status == "timeout", r)

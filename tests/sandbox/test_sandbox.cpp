@@ -137,6 +137,18 @@ TEST_CASE("sandbox: unsafe_local_exec: statuses from the same rlimits") {
   CHECK_THAT(r.out, Catch::Contains(std::string(kTruncatedMarker) + "1000 bytes, 199000 more dropped]"));
   CHECK(r.err == "yyyyyyyyyy");
 
+  // Python 3.11 would run "solution" alone and exit 0
+  r = run(unsafe(std::string("print('solution')\0assert False, 'tests'", 39)));
+  CHECK(r.status == Status::Error);
+  CHECK(r.out.empty());
+  CHECK_THAT(r.err, Catch::Contains("source code cannot contain null bytes"));
+
+  p = unsafe("print('no read')");  // its stdin is never read: our write gets EPIPE, not SIGPIPE
+  p.stdin_data.assign(size_t(4) << 20, 'x');
+  r = run(p);
+  CHECK(r.status == Status::Ok);
+  CHECK(r.out == "no read\n");
+
   r = run(unsafe("import os, signal\nos.kill(os.getpid(), signal.SIGTERM)"));
   CHECK(r.status == Status::Killed);
   CHECK(r.signal == 15);
