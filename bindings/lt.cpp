@@ -23,6 +23,7 @@ void register_rl(lua_State* L);      // bindings/rl.cpp: lt.rl (rollouts, reward
 void register_fs(lua_State* L);      // bindings/fs.cpp: lt.fs (mkdir, remove, list; no shell)
 
 void register_dist(lua_State* L);    // bindings/dist.cpp: lt.dist (ranks, collectives)
+void register_sandbox(lua_State* L); // bindings/sandbox.cpp: lt.sandbox (Python in bubblewrap)
 
 void open_lt(lua_State* L) {
   lua_newtable(L);
@@ -42,6 +43,7 @@ void open_lt(lua_State* L) {
   register_rl(L);
   register_fs(L);
   register_dist(L);
+  register_sandbox(L);
 }
 
 }  // namespace ltrun::lua
