@@ -28,12 +28,14 @@ return exp.study{
     local ck_names = {}
     for i, n in ipairs(names) do ck_names[i] = n .. "/train_shallow" end
     exp.checkpoints(cfg, ck_names)  -- --resume=true with nothing to resume: an error before any donor is made
+    local fd_args = exp.pairs_arg(cfg.freeze_deep, "--freeze_deep")
+    freeze_deep.config(fd_args)     -- a wrong key or value in --freeze_deep: an error before any donor is made
     local qwen3 = lt.models.resolve(cfg.qwen3, "tiny-qwen3")
     local rows = hybrid.assemble(qwen3, lt.models.resolve(cfg.nemotron, "tiny-nemotron"), cfg)
     local results = {}
     for name, row in exp.sorted(rows) do
       local ck = cfg.checkpoint_dir ~= "" and (cfg.checkpoint_dir .. "/" .. name) or ""
-      local fd = exp.pairs_arg(cfg.freeze_deep, "--freeze_deep")
+      local fd = exp.pairs_arg(cfg.freeze_deep, "--freeze_deep")  -- a fresh table per row
       for k, v in pairs{ model = row.dir, plans = "train_shallow", split = row.shallow / row.n_layers, steps = cfg.steps,
                          old = qwen3 .. "/heldout.txt", bench = cfg.bench, out = cfg.out .. "/" .. name, checkpoint_dir = ck,
                          checkpoint_every = cfg.checkpoint_every,

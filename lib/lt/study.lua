@@ -34,11 +34,12 @@ local function show(v) return type(v) == "string" and ("%q"):format(v):gsub("\\\
 
 -- checks one value of arg `key` against its spec; returns the value in the arg's type
 local function check(name, key, spec, v)
-  local d = spec[1]
-  local function bad(what) error(("%s: --%s=%s: %s"):format(name, key, tostring(v), what), 0) end
+  local d, given = spec[1], v
+  local function bad(what) error(("%s: --%s=%s: %s"):format(name, key, tostring(given), what), 0) end
   if type(d) == "number" then
     if type(v) == "string" then v = tonumber(v) or bad("expected a number") end
     if type(v) ~= "number" or v ~= v then bad("expected a number") end
+    if v == math.huge or v == -math.huge then bad("expected a finite number") end
     if spec.int and v ~= math.floor(v) then bad("expected a whole number") end
     if spec.min and v < spec.min then bad(("below the least allowed, %s"):format(spec.min)) end
     if spec.max and v > spec.max then bad(("above the most allowed, %s"):format(spec.max)) end

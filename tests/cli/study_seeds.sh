@@ -125,6 +125,9 @@ check "freeze_deep --help: an arg, its default, its help" contains "$help" "  --
 check "freeze_deep --help: the preset" contains "$help" "preset --preset=paper: "
 "$LTRUN" "$root/experiments/freeze_deep.lua" --steps=abc >/dev/null 2>err.txt
 check "--steps=abc is an error naming the arg" contains "$(cat err.txt)" "freeze_deep: --steps=abc: expected a number"
+"$LTRUN" "$root/experiments/hybrid.lua" --freeze_deep="nosuch=1" --models=hy_bad >/dev/null 2>err.txt
+check "hybrid: a wrong key in --freeze_deep is an error naming it" contains "$(cat err.txt)" "freeze_deep: unknown arg --nosuch"
+check "hybrid: ... found before anything is assembled" test ! -e hy_bad
 "$LTRUN" "$root/experiments/grpo.lua" --algo=ppo >/dev/null 2>err.txt
 check "a choice outside the list is an error naming the arg" contains "$(cat err.txt)" "grpo: --algo=ppo: 'ppo' is not one of grpo, dr_grpo"
 finish

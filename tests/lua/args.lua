@@ -54,6 +54,8 @@ T.case("exp.study: defaults, presets under explicit values, types, ranges, choic
   T.raises(function() study.config{ stpes = 1 } end, "toy: unknown arg %-%-stpes %(known: ")
   T.raises(function() study.config{ steps = "abc" } end, "toy: %-%-steps=abc: expected a number")
   T.raises(function() study.config{ steps = 2.5 } end, "expected a whole number")
+  T.raises(function() study.config{ steps = "1e400" } end, "expected a finite number")
+  T.raises(function() study.config{ frac = 0 / 0 } end, "expected a number")
   T.raises(function() study.config{ steps = 0 } end, "below the least allowed, 1")
   T.raises(function() study.config{ frac = 1.5 } end, "above the most allowed, 1")
   T.raises(function() study.config{ mode = "z" } end, "'z' is not one of x, y")
