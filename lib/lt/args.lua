@@ -30,7 +30,8 @@ function M.parse(argv)
   return opts, positional
 end
 
-local function sorted_keys(t)
+-- the keys of t, sorted (for messages and stable orders)
+function M.sorted_keys(t)
   local keys = {}
   for k in pairs(t) do keys[#keys + 1] = k end
   table.sort(keys)
@@ -43,10 +44,10 @@ end
 function M.merge(defaults, opts)
   local cfg = {}
   for k, v in pairs(defaults) do cfg[k] = v end
-  for _, k in ipairs(sorted_keys(opts)) do
+  for _, k in ipairs(M.sorted_keys(opts)) do
     local v, d = opts[k], defaults[k]
     if d == nil then
-      error(("unknown option --%s (known: %s)"):format(k, table.concat(sorted_keys(defaults), ", ")), 0)
+      error(("unknown option --%s (known: %s)"):format(k, table.concat(M.sorted_keys(defaults), ", ")), 0)
     end
     if type(d) == "number" and type(v) ~= "number" then
       error(("option --%s expects a number, got '%s'"):format(k, tostring(v)), 0)

@@ -72,6 +72,17 @@ function M.with_defaults(specs, defaults)
   return out
 end
 
+-- the shape of a model a recipe makes (lt.model.new); exp.model_args{layers = 8, vocab = 2048}:
+-- the group with these defaults
+local model_specs = {
+  layers = { 4, "decoder blocks (layers)", int = true, min = 1 },
+  hidden = { 128, "hidden size", int = true, min = 8 },
+  heads = { 4, "attention heads", int = true, min = 1 },
+  kv_heads = { 2, "key/value heads", int = true, min = 1 },
+  vocab = { 1024, "BPE vocabulary size to train", int = true, min = 260 },
+}
+function M.model_args(defaults) return M.with_defaults(model_specs, defaults or {}) end
+
 -- checkpointing of a study's trainings (exp.checkpoints below turns them into options)
 M.checkpoint_args = {
   checkpoint_dir = { "", "checkpoint folder (\"\": no checkpoints)" },

@@ -23,12 +23,7 @@
 local args = require "lt.args"
 local M = {}
 
-local function sorted_keys(t)
-  local keys = {}
-  for k in pairs(t) do keys[#keys + 1] = k end
-  table.sort(keys)
-  return keys
-end
+local sorted_keys = args.sorted_keys
 
 local function show(v) return type(v) == "string" and ("%q"):format(v):gsub("\\\n", "\\n") or tostring(v) end
 

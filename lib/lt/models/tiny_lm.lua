@@ -32,12 +32,8 @@ local M = {}
 M.args = exp.merge_args(
   exp.train_args{ steps = 1200, lr = 5e-3, warmup = 0.05, seq_len = 64, micro_batch = 16, eval_every = 0 },
   exp.checkpoint_args,
+  exp.model_args{ layers = 8, vocab = 2048 },
   { out = { "models/tiny-qwen3", "the model folder to write" },
-    layers = { 8, "decoder blocks (layers)", int = true, min = 1 },
-    hidden = { 128, "hidden size", int = true, min = 8 },
-    heads = { 4, "attention heads", int = true, min = 1 },
-    kv_heads = { 2, "key/value heads", int = true, min = 1 },
-    vocab = { 2048, "BPE vocabulary size to train", int = true, min = 260 },
     english_bytes = { 150000, "bytes of English documents in the corpus", int = true, min = 0 },
     heldout_every = { 50, "one English document in N held out (OUT/heldout.txt)", int = true, min = 2 },
     statement_rounds = { 8, "repeats of each antonym statement", int = true, min = 0 },

@@ -17,12 +17,8 @@ local M = {}
 M.args = exp.merge_args(
   exp.train_args{ steps = 600, lr = 3e-3, warmup = 0.05, seq_len = 64, micro_batch = 16, eval_every = 200 },
   exp.checkpoint_args,
+  exp.model_args{ layers = 4, vocab = 512 },
   { out = { "models/tiny-math", "the model folder to write" },
-    layers = { 4, "decoder blocks (layers)", int = true, min = 1 },
-    hidden = { 128, "hidden size", int = true, min = 8 },
-    heads = { 4, "attention heads", int = true, min = 1 },
-    kv_heads = { 2, "key/value heads", int = true, min = 1 },
-    vocab = { 512, "BPE vocabulary size to train", int = true, min = 260 },
     docs = { 20000, "pre-training documents (worked problems)", int = true, min = 1 },
     rl_prompts = { 2000, "problems in train.jsonl (the RL prompts)", int = true, min = 1 },
     test = { 200, "held-out problems in test.jsonl", int = true, min = 1 },
