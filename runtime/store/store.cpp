@@ -103,6 +103,19 @@ struct Store::Impl {
     if (err) sqlite3_free(err);
     if (rc != SQLITE_OK) fail_sql(rc, what);
   }
+  // exec, retried while SQLite answers busy. Switching a new file to WAL takes an exclusive lock,
+  // and SQLite answers SQLITE_BUSY at once, without calling the busy handler, when two
+  // connections would otherwise deadlock on it (seen with four processes opening one new store).
+  void exec_waiting(const std::string& sql, const char* what) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+    for (int attempt = 0;; attempt++) {
+      int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr);
+      if (rc == SQLITE_OK) return;
+      if ((rc & 0xff) != SQLITE_BUSY || std::chrono::steady_clock::now() > deadline) fail_sql(rc, what);
+      // 1..64 ms, staggered by pid so that two waiting openers do not retry in step
+      std::this_thread::sleep_for(std::chrono::milliseconds(1 + (attempt * 7 + getpid()) % 64));
+    }
+  }
   sqlite3_stmt* prepare(const std::string& sql, bool persistent = false) {
     sqlite3_stmt* st = nullptr;
     int rc = sqlite3_prepare_v3(db, sql.c_str(), -1, persistent ? SQLITE_PREPARE_PERSISTENT : 0, &st,
@@ -144,11 +157,11 @@ struct Store::Impl {
   }
 
   void migrate() {
-    exec("PRAGMA journal_mode=WAL", "enabling WAL");
+    exec_waiting("PRAGMA journal_mode=WAL", "enabling WAL");
     exec("PRAGMA synchronous=NORMAL", "setting synchronous");
     exec("PRAGMA foreign_keys=ON", "enabling foreign keys");
     // BEGIN IMMEDIATE: two processes opening a new file at once must not both migrate.
-    exec("BEGIN IMMEDIATE", "locking for migration");
+    exec_waiting("BEGIN IMMEDIATE", "locking for migration");
     try {
       version = int(int_query("PRAGMA user_version"));
       const auto all = migrations();
@@ -190,7 +203,7 @@ struct Store::Impl {
     }
     sqlite3_finalize(st);
     if (dead.empty()) return;
-    exec("BEGIN IMMEDIATE", "locking to mark crashed runs");
+    exec_waiting("BEGIN IMMEDIATE", "locking to mark crashed runs");
     sqlite3_stmt* up = prepare(
         "UPDATE runs SET status='crashed', finished_at=?, error=coalesce(error, ?) "
         "WHERE id=? AND status='running'");
