@@ -23,10 +23,16 @@ return exp.study{
     sc = { 8, "GRPO: self-consistency samples of the full model per item (0: off)", int = true, min = 0 },
     sc_temperature = { 0.7, "their temperature", min = 0 },
     analyze = { false, "only the analysis, from the store (after merging shards)" },
+    layer_lr = { 0, "learning rate of the single-block jobs (0: --lr); S_full is then reused across values", min = 0 },
     min_gap = { 0.02, "C is undefined when |S_full − S_base| is below this", min = 0 },
-    top_k = { 3, "layers in the summary's top-k and the Jaccard of newly solved items", int = true, min = 1 },
+    top_k = { 3, "layers in the summary's top-k, the Jaccard of newly solved items and a vote (besides top-3, top-5)",
+              int = true, min = 1 },
     checkpoint_every = { 0, "each job checkpoints every N steps (0: off)", int = true, min = 0 },
     checkpoint_dir = { "", "the jobs' checkpoint folder (\"\": WORK/ckpt when checkpointing)" } }),
+  -- the paper's GRPO (Table 8, A.3, A.5) where this tool has its values; the rest veRL's GRPO
+  -- recipe (README: "The paper's GRPO in a scan")
+  presets = { paper = { kl = -1, agg = "paper", epochs = 1, mini_batches = 4, clip_ratio = 0.2, temperature = 1.0,
+                        top_k = 7 } },
   run = function(cfg)
     scan_task.defaults(cfg)  -- the algorithm's model (made when missing), data, bench, lr, micro_batch, bench_limit
     if (cfg.checkpoint_every > 0 or cfg.checkpoint_dir ~= "") and cfg.eval_every > 0 then
@@ -45,7 +51,7 @@ return exp.study{
     if not cfg.analyze then
       task.trainer()        -- an unknown or unavailable --algo fails here, not in every worker
       task.training_data()  -- made once, before the workers read it
-      scan.check(scan.launch(cfg, jobs, key, cfg.work .. "/logs/" .. lt.run.id()))
+      scan.check(scan.launch(cfg, (ls.reuse_full(cfg, key, jobs)), key, cfg.work .. "/logs/" .. lt.run.id()))
     end
-    ls.analyze(cfg, key, jobs, layers, n_layers, { 3, 5 })
+    ls.analyze(cfg, key, jobs, layers, n_layers, cfg.top_k > 5 and { 3, 5, cfg.top_k } or { 3, 5 })
   end }

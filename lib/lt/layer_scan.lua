@@ -64,7 +64,7 @@ end
 -- scan_key = key (jobs "base", "full", "layer_<l>"), with its metric `score` and the
 -- per-benchmark `score/<bench>`. → {base = {run, score, by_bench}, full = ..., layers =
 -- {[l] = ...}}, missing = {job names with no ok run, of `expected` when given}.
-function M.gather(key, expected)
+function M.gather(key, expected, full_key)
   local rows = lt.run.query([[
     SELECT r.id, r.name, m.name AS metric, m.value FROM runs r
       JOIN params p ON p.run_id = r.id AND p.key = 'scan_key' AND p.value = ?
@@ -88,6 +88,18 @@ function M.gather(key, expected)
     if entry then
       if r.metric == "score" then entry.score = r.value
       else entry.by_bench[r.metric:sub(7)] = r.value end
+    end
+  end
+  if not out.full and full_key then  -- a full run reused from another scan (M.reuse_full)
+    local f = lt.run.query([[SELECT r.id, m.name AS metric, m.value FROM runs r
+      JOIN params p ON p.run_id = r.id AND p.key = 'full_key' AND p.value = ?
+      JOIN metrics m ON m.run_id = r.id AND (m.name = 'score' OR m.name LIKE 'score/%')
+     WHERE r.status = 'ok' AND r.name = 'full' AND r.id = (SELECT max(r2.id) FROM runs r2 JOIN params p2
+       ON p2.run_id = r2.id AND p2.key = 'full_key' AND p2.value = p.value WHERE r2.name = 'full' AND r2.status = 'ok')
+     ORDER BY m.step]], full_key)
+    for _, r in ipairs(f) do
+      out.full = out.full or { run = r.id, by_bench = {} }
+      if r.metric == "score" then out.full.score = r.value else out.full.by_bench[r.metric:sub(7)] = r.value end
     end
   end
   out.missing = {}
@@ -160,22 +172,66 @@ function M.describe(run)
   return ("run %d (%s)"):format(run, table.concat(p, " "))
 end
 
+-- C on the overall score (S, the mean over the benchmarks) against each benchmark's own C_l
+-- (§3.2, Figure 2's second curve): the Pearson correlation over the layers, printed and logged
+-- as contribution_pearson/<bench>, when there are two benchmarks or more (with one, the
+-- overall score is that benchmark's) and the benchmark has C for every layer.
+function M.overall_vs_benchmarks(c, layers, by_bench)
+  local benches = require("lt.args").sorted_keys(by_bench)
+  if #benches < 2 or #layers < 3 then return end
+  local overall = {}
+  for i, l in ipairs(layers) do overall[i] = c[l] end
+  local parts = {}
+  for _, b in ipairs(benches) do
+    if #by_bench[b] == #layers then
+      local r, p = lt.stats.pearson(overall, by_bench[b])
+      if r == r then
+        lt.run.log("contribution_pearson/" .. b, r)
+        parts[#parts + 1] = ("%s r = %.3f (p = %.2g)"):format(b, r, p)
+      else
+        parts[#parts + 1] = b .. " r undefined (C_l the same for every layer)"
+      end
+    end
+  end
+  if #parts > 0 then print("C on the overall score against each benchmark's C_l: " .. table.concat(parts, ", ")) end
+end
+
 -- ---- the scan study (experiments/layer_scan.lua) ------------------------------------------------
 -- The scan key: what makes two trainings comparable: the task, the hyper-parameters and the
--- run's seed (which orders the data and draws the samples), not workers or shards.
-function M.scan_key(cfg)
+-- run's seed (which orders the data and draws the samples), not workers or shards. full =
+-- true: the key of the full job alone (the blocks' --layer_lr left out), its param full_key.
+function M.scan_key(cfg, full)
   local parts = {}
   for _, k in ipairs{ "model", "algo", "data", "bench", "bench_limit", "steps", "lr", "warmup", "seq_len",
                       "micro_batch", "eval_every" } do
     parts[#parts + 1] = k .. "=" .. tostring(cfg[k])
   end
   if scan_task.is_rl(cfg.algo) then
-    for _, k in ipairs{ "prompts", "group_size", "max_response", "score_samples", "score_temperature" } do
-      parts[#parts + 1] = k .. "=" .. tostring(cfg[k])
-    end
+    for _, k in ipairs{ "score_samples", "score_temperature" } do parts[#parts + 1] = k .. "=" .. tostring(cfg[k]) end
+    local go = scan_task.grpo_options(cfg)  -- every GRPO option, as the jobs train with it
+    for _, k in ipairs(require("lt.args").sorted_keys(go)) do parts[#parts + 1] = k .. "=" .. tostring(go[k]) end
   end
+  if not full and (cfg.layer_lr or 0) > 0 then parts[#parts + 1] = "layer_lr=" .. tostring(cfg.layer_lr) end
   parts[#parts + 1] = ("seed=%.0f"):format(lt.run.seed())
   return "layer_scan:" .. scan.hash(table.concat(parts, ";"))
+end
+
+-- S_full once per full-training setting: with --layer_lr (the blocks trained at their own
+-- learning rate) a scan whose full job already ran ok at these settings (model, data,
+-- algorithm, lr, steps, seed and the rest of scan_key; param full_key) reuses that run
+-- instead of training it again, so C's normaliser stays the same run across --layer_lr
+-- values. → the jobs to launch ("full" dropped when reused) and the full_key
+function M.reuse_full(cfg, key, jobs)
+  local fk = M.scan_key(cfg, true)
+  if fk == key then return jobs, fk end
+  local r = lt.run.query([[SELECT max(r.id) AS id FROM runs r JOIN params p ON p.run_id = r.id AND p.key = 'full_key'
+                            WHERE p.value = ? AND r.name = 'full' AND r.status = 'ok']], fk)[1]
+  if not (r and r.id) then return jobs, fk end
+  print(("S_full: run %d (the full job at --lr=%g with these settings), not trained again"):format(r.id, cfg.lr))
+  lt.run.param("full_run", r.id)
+  local out = {}
+  for _, j in ipairs(jobs) do if j ~= "full" then out[#out + 1] = j end end
+  return out, fk
 end
 
 -- The analysis of a finished scan, from the store (all shards merged, resumed scans
@@ -185,7 +241,7 @@ end
 -- Jaccard of the problems the top-k layer models newly solve, the weight change of §5.2
 -- (Figure 9). Returns nothing when a job has no ok run yet or C is undefined (said why).
 function M.analyze(cfg, key, jobs, layers, n_layers, ensembles)
-  local g = M.gather(key, jobs)
+  local g = M.gather(key, jobs, M.scan_key(cfg, true))
   if #g.missing > 0 then
     print(("scan %s: no ok run yet for %s; contributions need all of them (run again with --resume=true, "
            .. "or merge the shards' DBs with `ltrun db merge` and run with --analyze=true)"):format(key, table.concat(g.missing, ", ")))
@@ -201,15 +257,20 @@ function M.analyze(cfg, key, jobs, layers, n_layers, ensembles)
     lt.run.param("contribution", "undefined: " .. why)
     return
   end
+  local by_bench = {}  -- bench → {C_l in `layers` order}
   for _, l in ipairs(layers) do
     lt.run.log_layers("contribution", { c[l] }, { first = l })
     for bench, s in pairs(g.layers[l].by_bench) do
       local gap = g.full.by_bench[bench] - g.base.by_bench[bench]
       if math.abs(gap) >= cfg.min_gap then
-        lt.run.log_layers("contribution", { (s - g.base.by_bench[bench]) / gap }, { first = l, grp = bench })
+        local cb = (s - g.base.by_bench[bench]) / gap
+        lt.run.log_layers("contribution", { cb }, { first = l, grp = bench })
+        by_bench[bench] = by_bench[bench] or {}
+        table.insert(by_bench[bench], cb)
       end
     end
   end
+  M.overall_vs_benchmarks(c, layers, by_bench)
 
   print(("%-8s %8s %8s"):format("layer", "S_l", "C_l"))
   for _, l in ipairs(layers) do print(("%-8d %8.4f %8.3f"):format(l, scores[l], c[l])) end
@@ -327,7 +388,11 @@ function M.stored_scan(run)
     cfg[k] = sp[k]
   end
   -- GRPO scans (score_samples / score_temperature: S from sampled answers, as the scan scored)
-  for _, k in ipairs{ "prompts", "group_size", "max_response", "score_samples", "score_temperature" } do cfg[k] = sp[k] end
+  for _, k in ipairs{ "prompts", "group_size", "max_response", "score_samples", "score_temperature", "epochs",
+                      "mini_batches", "kl", "agg", "clip_ratio", "clip_high", "temperature" } do
+    cfg[k] = sp[k]
+  end
+  if cfg.agg ~= nil then cfg.agg = tostring(cfg.agg) end
   cfg.work = (cfg.work ~= "" and cfg.work) or (cfg.model .. ".layer_scan")
   cfg.bench, cfg.model = tostring(cfg.bench), tostring(cfg.model)
   local rank = {}

@@ -45,11 +45,40 @@ M.args = {
   score_temperature = { 1.0, "temperature of those samples", min = 0 },
   eval_every = { 0, "score every N steps, S the best (0: at the end)", int = true, min = 0 },
   work = { "", "work folder (\"\": MODEL.layer_scan)" },
+  -- lt.rl.grpo's own options, by its names, with its defaults (M.grpo_options)
+  epochs = { 1, "GRPO: PPO epochs over each batch of rollouts", int = true, min = 1 },
+  mini_batches = { 1, "GRPO: optimizer steps per epoch, each on a slice of the batch", int = true, min = 1 },
+  kl = { -1, "GRPO: coefficient of the k3 KL to the base model (-1: the algorithm's: grpo 0.001, dr_grpo 0)",
+         min = -1 },
+  agg = { "", "GRPO: loss aggregation (\"\": the algorithm's; paper: per-response length normalisation, "
+              .. "seq-mean-token-mean, for grpo and the constant normaliser, seq-mean-token-sum-norm, for dr_grpo)",
+          choices = { "", "paper", "token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm" } },
+  clip_ratio = { 0.2, "GRPO: PPO ratio clip epsilon (the low side; the high side too unless clip_high)", min = 0 },
+  clip_high = { 0, "GRPO: the high side's epsilon, clip-higher (0: clip_ratio)", min = 0 },
+  temperature = { 1.0, "GRPO: rollout temperature", min = 0 },
 }
+
+-- the GRPO options of a scan's cfg, resolved (kl and agg from the algorithm where left to it),
+-- as lt.rl.grpo takes them; a scan stored before these options reached it (nil) gets
+-- lt.rl.grpo's defaults, which are the args' defaults
+function M.grpo_options(cfg)
+  local preset = lt.rl.preset(cfg.algo)
+  local kl = cfg.kl or -1
+  if kl < 0 and kl ~= -1 then error(("--kl=%s: expected -1 (the algorithm's) or a coefficient >= 0"):format(kl), 0) end
+  local agg = cfg.agg or ""
+  if agg == "" then agg = preset.agg
+  elseif agg == "paper" then agg = cfg.algo == "dr_grpo" and "seq-mean-token-sum-norm" or "seq-mean-token-mean" end
+  return { algo = cfg.algo, prompts = cfg.prompts, group_size = cfg.group_size, max_response = cfg.max_response,
+           epochs = cfg.epochs or 1, mini_batches = cfg.mini_batches or 1, kl = kl >= 0 and kl or preset.kl, agg = agg,
+           clip_ratio = cfg.clip_ratio or 0.2,
+           clip_high = (cfg.clip_high or 0) > 0 and cfg.clip_high or (cfg.clip_ratio or 0.2),
+           temperature = cfg.temperature or 1.0 }
+end
 
 -- Options the scan leaves at "" or 0 take their algorithm's default: the embedded default
 -- model, data and benchmark of that training, and its learning rate and micro-batch.
--- Changes cfg in place and returns it.
+-- Changes cfg in place and returns it; in a run, logs the GRPO kl, agg and clip_high that
+-- the scan's "" / -1 / 0 stand for (params grpo_kl, grpo_agg, grpo_clip_high).
 function M.defaults(cfg)
   local rl = M.is_rl(cfg.algo)
   local d = rl and { model = "tiny-math-8l", data = "math", bench = "math_heldout", lr = 1e-4, micro_batch = 32,
@@ -60,6 +89,10 @@ function M.defaults(cfg)
     if cfg[k] == nil or cfg[k] == "" or cfg[k] == 0 then cfg[k] = k == "model" and lt.models.get(v) or v end
   end
   cfg.work = (cfg.work and cfg.work ~= "") and cfg.work or (cfg.model .. ".layer_scan")
+  if rl and lt.run.id() then
+    local go = M.grpo_options(cfg)  -- what "" and -1 resolved to, beside the args
+    lt.run.param{ grpo_kl = go.kl, grpo_agg = go.agg, grpo_clip_high = go.clip_high }
+  end
   return cfg
 end
 
@@ -173,7 +206,7 @@ function M.new(cfg)
   -- the causal-LM trainer on the task's texts; o: lr_mult, checkpoint_dir, checkpoint_every,
   -- resume, stop_after
   function t.train_causal_lm(m, o)
-    return lt.train.causal_lm(m, { data = t.training_data(), steps = cfg.steps, lr = cfg.lr, warmup = cfg.warmup,
+    return lt.train.causal_lm(m, { data = t.training_data(), steps = cfg.steps, lr = o.lr or cfg.lr, warmup = cfg.warmup,
                                    seq_len = cfg.seq_len, micro_batch = cfg.micro_batch, weight_decay = 0.01,
                                    betas = { 0.9, 0.95 }, clip_grad = 1.0, lr_mult = o.lr_mult,
                                    checkpoint_dir = o.checkpoint_dir, checkpoint_every = o.checkpoint_every,
@@ -181,14 +214,16 @@ function M.new(cfg)
   end
 
   -- GRPO (or Dr. GRPO) with the math answer reward; cfg.steps batches of rollouts of
-  -- cfg.prompts prompts x cfg.group_size samples, one optimizer step each
+  -- cfg.prompts prompts x cfg.group_size samples, epochs x mini_batches optimizer steps each
   function t.train_grpo(m, o)
-    return lt.rl.grpo(m, { data = t.training_data(), template = M.math_template, algo = cfg.algo,
-                           prompts = cfg.prompts, group_size = cfg.group_size, max_response = cfg.max_response,
-                           temperature = 1.0, iterations = cfg.steps, lr = cfg.lr, warmup = cfg.warmup,
-                           micro_batch = cfg.micro_batch, rewards = { math = 1.0 }, lr_mult = o.lr_mult,
-                           checkpoint_dir = o.checkpoint_dir, checkpoint_every = o.checkpoint_every,
-                           resume = o.resume, stop_after = o.stop_after, decontaminate = 0 })
+    local go = M.grpo_options(cfg)
+    for k, v in pairs{ data = t.training_data(), template = M.math_template, iterations = cfg.steps, lr = o.lr or cfg.lr,
+                       warmup = cfg.warmup, micro_batch = cfg.micro_batch, rewards = { math = 1.0 },
+                       lr_mult = o.lr_mult, checkpoint_dir = o.checkpoint_dir, checkpoint_every = o.checkpoint_every,
+                       resume = o.resume, stop_after = o.stop_after, decontaminate = 0 } do
+      go[k] = v
+    end
+    return lt.rl.grpo(m, go)
   end
 
   -- self-consistency (§5.1): k samples of the model per item of the first math benchmark in
@@ -231,7 +266,7 @@ function M.new(cfg)
     return t.train_causal_lm
   end
 
-  -- trains m with `o` (lr_mult; checkpoint_dir, checkpoint_every, resume: the job's own
+  -- trains m with `o` (lr: instead of cfg.lr; lr_mult; checkpoint_dir, checkpoint_every, resume: the job's own
   -- checkpoints, see exp.checkpoints); with cfg.eval_every > 0 scores it every so many steps
   -- and logs the best score as S (best checkpoint by score), else scores it once at the end
   function t.train_and_score(m, o)
@@ -253,7 +288,7 @@ function M.new(cfg)
       local at = math.min(stop, cfg.steps)
       -- the first stretch starts afresh (resume with no checkpoint is an error), the others
       -- continue from the checkpoint the one before wrote at its stop_after
-      fn(m, { lr_mult = o.lr_mult, checkpoint_dir = dir, checkpoint_every = cfg.eval_every,
+      fn(m, { lr = o.lr, lr_mult = o.lr_mult, checkpoint_dir = dir, checkpoint_every = cfg.eval_every,
               resume = lt.train.latest_checkpoint(dir) ~= nil, stop_after = at })
       local s = t.score(m)
       lt.run.log("score_at", s, { step = at })
@@ -293,7 +328,12 @@ function M.new(cfg)
     if not l and job ~= "full" then error(("--job=%s: expected base, full or layer_<l>"):format(job), 0) end
     m:train_only(l and tonumber(l) or "all")
     lt.run.param("trainable", l and ("block " .. l) or "all")
-    local s = t.train_and_score(m, job_checkpoints(job, key))
+    local o = job_checkpoints(job, key)
+    if l and (cfg.layer_lr or 0) > 0 then o.lr = cfg.layer_lr end  -- the blocks' own learning rate
+    lt.run.param("job_lr", o.lr or cfg.lr)
+    -- a full run is S_full for every scan with its settings whatever the blocks' lr (full_key)
+    if job == "full" then lt.run.param("full_key", require("lt.layer_scan").scan_key(cfg, true)) end
+    local s = t.train_and_score(m, o)
     if job == "full" and M.is_rl(cfg.algo) and (cfg.sc or 0) > 0 then t.self_consistency(m, cfg.sc, cfg.sc_temperature) end
     lt.train.weight_change(m, base, { log = "weight_change" })
     m:free()

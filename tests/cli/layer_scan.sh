@@ -51,4 +51,23 @@ check "merged analysis has 3 contributions" equals "$(sqlite3 all.db "select cou
 check "same scores as the single-store scan (same seed)" equals \
   "$(sqlite3 all.db "select group_concat(v) from (select round(m.value,6) v from runs r join metrics m on m.run_id=r.id and m.name='score' where r.name in ('base','full','layer_0','layer_1','layer_2') order by r.name)")" \
   "$(sqlite3 runs.db "select group_concat(v) from (select round(m.value,6) v from runs r join metrics m on m.run_id=r.id and m.name='score' where r.name in ('base','full','layer_0','layer_1','layer_2') order by r.name)")"
+
+# --layer_lr: the blocks at their own learning rate; S_full is the full run of the first scan
+# above (same settings and seed), not trained again, so C's normaliser stays that run
+full=$(sql1 "select id from runs where name='full'")
+out=$("$LTRUN" --seed 5 "$root/experiments/layer_scan.lua" "${opts[@]}" --layer_lr=0.003 2>err3.txt); rc=$?
+check "--layer_lr scan exits 0" equals "$rc" "0"
+[ "$rc" = 0 ] || cat err3.txt >&2
+check "it reuses the full run" contains "$out" "S_full: run $full "
+check "no second full run" equals "$(sql1 "select count(*) from runs where name='full'")" "1"
+scan2=$(sql1 "select max(id) from runs where name='layer_scan'")
+check "the blocks trained at --layer_lr, the base ran again" equals "$(sql1 "
+  select count(*) from runs r join params p on p.run_id=r.id and p.key='job_lr' and cast(p.value as real)=0.003
+   where r.parent_id=$scan2 and r.name glob 'layer_[0-9]*'")|$(sql1 "select count(*) from runs where parent_id=$scan2 and name='base'")" "3|1"
+check "C_l = (S_l - S_base) / (S_full - S_base) with the reused S_full" equals "$(sql1 "
+  with sc as (select r.name, m.value v from runs r join metrics m on m.run_id=r.id and m.name='score'
+               where r.parent_id=$scan2 or r.id=$full)
+  select count(*) from layer_metrics lm join sc on sc.name='layer_'||lm.layer
+   where lm.run_id=$scan2 and lm.name='contribution' and lm.grp='' and
+     abs(lm.value - (sc.v-(select v from sc where name='base'))/((select v from sc where name='full')-(select v from sc where name='base'))) < 1e-9")" "3"
 finish

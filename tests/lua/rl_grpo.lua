@@ -80,6 +80,34 @@ T.case("grpo: steps, metrics, rewards from Lua, frozen prefix", function()
   T.ok(not p["model.layers.2.mlp.up_proj.weight"]:equal(q["model.layers.2.mlp.up_proj.weight"]), "block 2 trained")
 end)
 
+-- With more than one optimizer step per batch of rollouts the policy moves away from the one
+-- that sampled them: the PPO ratio leaves 1 and the clip acts. Every row's advantage is nonzero
+-- here (the reward "other", checked in the case above), so the first step changes each trained
+-- weight by about lr = 1e-3 (Adam's first step is lr times the gradient's sign): the log-probs
+-- of the batch's tokens move by far more than fp32 noise (~1e-6, see approx_kl above), and with
+-- clip_ratio = 1e-4 the clip acts on every token whose ratio moved by more than 1e-4 in its
+-- advantage's direction (measured on CPU: |approx_kl| 7.5e-3 .. 4e-2 at steps 2-4, clip_frac
+-- 0.5 .. 0.97). Under bf16 autocast (CUDA) log-probs carry noise up to ~0.02 (see above): the
+-- clip there is 0.05 (noise alone never reaches it) and "moved" means |approx_kl| > 2e-3, twice
+-- the noise bound used above.
+T.case("grpo: epochs > 1 move the PPO ratio off 1 and the clip acts", function()
+  local cuda = lt.device:match("^cuda") ~= nil
+  local clip, moved = cuda and 0.05 or 1e-4, cuda and 2e-3 or 1e-4
+  local m = lt.model.load(tmp .. "/m"):train_only("all")
+  local r = lt.rl.grpo(m, opts{ log = false, clip_ratio = clip, iterations = 1 })
+  T.eq(#r.log, 4, "1 batch x 2 epochs x 2 mini-batches")
+  T.near(r.log[1].approx_kl, 0, cuda and 1e-3 or 1e-5, "step 1: the policy that sampled")
+  T.eq(r.log[1].clip_frac, 0, "step 1: the ratio is 1 up to noise, nothing clipped")
+  for i = 2, 4 do
+    T.ok(math.abs(r.log[i].approx_kl) > moved, ("step %d: the ratio left 1 (approx_kl %g)"):format(i, r.log[i].approx_kl))
+    T.ok(r.log[i].clip_frac > 0, ("step %d: the clip acted (clip_frac %g)"):format(i, r.log[i].clip_frac))
+  end
+  -- one step per batch (epochs = mini_batches = 1): every step is on-policy, nothing clipped
+  local one = lt.rl.grpo(lt.model.load(tmp .. "/m"):train_only("all"),
+                         opts{ log = false, clip_ratio = clip, iterations = 2, epochs = 1, mini_batches = 1 })
+  for _, s in ipairs(one.log) do T.eq(s.clip_frac, 0, "on-policy step " .. s.step .. ": nothing clipped") end
+end)
+
 T.case("grpo: resume is exact, rollouts in flight included", function()
   local full = lt.model.load(tmp .. "/m"):train_only("all")
   lt.rl.grpo(full, opts{ log = false })

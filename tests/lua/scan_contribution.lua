@@ -140,6 +140,23 @@ T.case("self-consistency: majority of each item's samples by hand (math equivale
   T.eq(voted.d, "")
 end)
 
+T.case("C on the overall score against each benchmark's C_l: Pearson by hand", function()
+  -- overall C (0.5, 0, 1.25, -0.5) against two benchmarks' C_l; Pearson by the textbook sum
+  -- formula in double precision (python3): 0.9967905774402657 and -0.1797491205220151
+  local c = { [0] = 0.5, [1] = 0.0, [2] = 1.25, [3] = -0.5 }
+  ls.overall_vs_benchmarks(c, { 0, 1, 2, 3 }, { a = { 0.4, 0.1, 1.0, -0.2 }, b = { 1.0, 0.5, 0.0, 0.25 },
+                                               short = { 0.1, 0.2 } })
+  lt.run.flush()
+  local got = {}
+  for _, r in ipairs(lt.run.query("SELECT name, value FROM metrics WHERE run_id = ? AND name LIKE 'contribution_pearson/%'",
+                                  lt.run.id())) do
+    got[r.name] = r.value
+  end
+  T.near(got["contribution_pearson/a"], 0.9967905774402657, 1e-12)
+  T.near(got["contribution_pearson/b"], -0.1797491205220151, 1e-12)
+  T.eq(got["contribution_pearson/short"], nil, "a benchmark without C for every layer is left out")
+end)
+
 T.case("scan defaults by algorithm", function()
   local st = require "lt.scan_task"
   -- the default model is lt.models' tiny-math-8l: a stand-in in a models folder of this test
