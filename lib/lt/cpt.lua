@@ -108,7 +108,8 @@ end
 
 -- The comparison: one row per plan (and the base) with the gain on the new domain, the cost on
 -- the old one, the task and each protocol's accuracy on the first benchmark (the first
--- protocol's retention = plan's / base's); the other benchmarks under the headline protocol;
+-- protocol's retention = plan's / base's), under --preset=paper also the paper's Average (the
+-- macro mean over categories) per protocol; the other benchmarks under the headline protocol;
 -- a warning when the base gives one letter to nearly every logit item.
 function M.print(results, cfg)
   local b, benches, protocols = results.base, exp.list(cfg.bench), shown(exp.list(cfg.protocols))
@@ -127,13 +128,25 @@ function M.print(results, cfg)
     cols[#cols + 1] = { "acc_" .. p, "%9.3f", head = "acc " .. short[p] }
     if k == 1 then cols[#cols + 1] = { "retention", "%9.2f" } end
   end
+  -- the paper's "Average" (Tables 1-2): the macro mean over the benchmark's categories, of the
+  -- logit protocol and of the answer-included generate rule (generate_contains)
+  local paper = cfg.preset == "paper"
+  if paper then
+    print("avg PROTOCOL = the paper's Average: the mean of the per-category accuracies (generate: answer-included rule)")
+    for _, p in ipairs(protocols) do
+      if p ~= "generate" then cols[#cols + 1] = { "avg_" .. p, "%9.3f", head = "avg " .. short[p] } end
+    end
+  end
   local rows = {}
   for name, r in exp.sorted(results) do
     local row = { plan = name, trainable_params = r.trainable_params, wall_s = r.wall_s, tokens_per_s = r.tokens_per_s,
                   new_loss = r.new_loss, gain = b.new_loss - r.new_loss, old_loss = r.old_loss,
                   old_delta = r.old_loss and (r.old_loss - b.old_loss), task_acc = r.task_acc,
                   retention = b.acc[protocols[1]] > 0 and r.acc[protocols[1]] / b.acc[protocols[1]] or 0 }
-    for _, p in ipairs(protocols) do row["acc_" .. p] = r.acc[p] end
+    for _, p in ipairs(protocols) do
+      row["acc_" .. p] = r.acc[p]
+      if paper then row["avg_" .. p] = r.scores[benches[1]][p].acc_macro end
+    end
     rows[#rows + 1] = row
   end
   report.table{ columns = cols, rows = rows, csv = cfg.out .. "/results.csv" }

@@ -159,4 +159,34 @@ T.case("chart helpers: axis ticks by hand, one bar per plan and category, long t
   T.ok(T.read(path):find("<polyline", 1, true), "a line")
 end)
 
+T.case("--preset=paper: the table carries the paper's Average, the macro mean over categories", function()
+  -- the preset's values, each overridden by a small one (explicit values win over a preset),
+  -- on two C-Eval subjects of two categories (computer_network: STEM, high_school_chinese:
+  -- Humanities)
+  local out = tmp .. "/paper"
+  require("experiments.freeze_deep").run{ preset = "paper", model = tmp .. "/m", corpus = corpus, old = old, steps = 2,
+    lr = 1e-3, seq_len = 32, dtype = "", micro_batch = 4, grad_accum = 1, max_bytes = 20000, bench_limit = 0,
+    eval_every = 0, val_windows = 4, task_probe = 0, plans = "full", bench = "ceval:" .. root .. "/tests/data/eval/ceval",
+    out = out }
+  lt.run.flush()
+  local csv = T.read(out .. "/results.csv")
+  local header = csv:match("^[^\n]+")
+  T.ok(header:find("avg_logit", 1, true) and header:find("avg_generate_contains", 1, true), header)
+  T.ok(not header:find("avg_generate,", 1, true), "the first-letter rule has no Average column")
+  -- this call's own full run: the latest child named full (the study ran in this test's run)
+  local full = lt.run.query("SELECT max(id) AS id FROM runs WHERE parent_id = ? AND name = 'full'", study)[1].id
+  local cols = {}
+  for c in header:gmatch("[^,]+") do cols[#cols + 1] = c end
+  local row
+  for line in csv:gmatch("[^\n]+") do if line:match('^"full",') then row = line end end
+  local vals, i = {}, 0
+  for v in (row .. ","):gmatch("([^,]*),") do i = i + 1; vals[cols[i]] = tonumber(v) end
+  for _, p in ipairs{ "logit", "generate_contains" } do
+    local cats = lt.run.query("SELECT value FROM metrics WHERE run_id = ? AND name LIKE ?", full, "ceval/" .. p .. "/acc/%")
+    T.eq(#cats, 2, p .. ": two categories")
+    -- the CSV holds the value as %.17g or the like; 1e-9 covers any printing
+    T.near(vals["avg_" .. p], (cats[1].value + cats[2].value) / 2, 1e-9, p .. ": Average = mean of the categories")
+  end
+end)
+
 T.finish()
