@@ -40,6 +40,7 @@ return exp.study{
             .. "evaluations before a resume would be lost); leave one of them off", 0)
     end
     local task = scan_task.new(cfg)
+    if cfg.lr_sweep ~= "" and cfg.job == "" then cfg.lr = ls.choose_lr(cfg, not cfg.analyze) end
     local key = cfg.scan_key ~= "" and cfg.scan_key or ls.scan_key(cfg)
     for _, k in ipairs{ "model", "data", "bench", "bench_limit", "lr", "micro_batch", "work" } do lt.run.param(k, cfg[k]) end
     if cfg.job ~= "" then return task.run_job(cfg.job, key) end
@@ -51,7 +52,8 @@ return exp.study{
     if not cfg.analyze then
       task.trainer()        -- an unknown or unavailable --algo fails here, not in every worker
       task.training_data()  -- made once, before the workers read it
-      scan.check(scan.launch(cfg, (ls.reuse_full(cfg, key, jobs)), key, cfg.work .. "/logs/" .. lt.run.id()))
+      scan.check(scan.launch(cfg, (ls.reuse_full(cfg, key, jobs)), key, cfg.work .. "/logs/" .. lt.run.id(),
+                             { ("--lr=%.17g"):format(cfg.lr) }))  -- the swept lr, when swept
     end
     ls.analyze(cfg, key, jobs, layers, n_layers, cfg.top_k > 5 and { 3, 5, cfg.top_k } or { 3, 5 })
   end }

@@ -200,11 +200,15 @@ end
 -- The scan key: what makes two trainings comparable: the task, the hyper-parameters and the
 -- run's seed (which orders the data and draws the samples), not workers or shards. full =
 -- true: the key of the full job alone (the blocks' --layer_lr left out), its param full_key.
-function M.scan_key(cfg, full)
+-- sweep = true: the key of an lr sweep's jobs (the rates of --lr_sweep instead of --lr).
+function M.scan_key(cfg, full, sweep)
   local parts = {}
   for _, k in ipairs{ "model", "algo", "data", "bench", "bench_limit", "steps", "lr", "warmup", "seq_len",
                       "micro_batch", "eval_every" } do
-    parts[#parts + 1] = k .. "=" .. tostring(cfg[k])
+    if not (sweep and k == "lr") then parts[#parts + 1] = k .. "=" .. tostring(cfg[k]) end
+  end
+  if (cfg.lr_sweep or "") ~= "" then  -- the held-out prompts are not trained on
+    parts[#parts + 1] = ("lr_sweep=%s;val_prompts=%d"):format(cfg.lr_sweep, cfg.val_prompts)
   end
   if scan_task.is_rl(cfg.algo) then
     for _, k in ipairs{ "score_samples", "score_temperature" } do parts[#parts + 1] = k .. "=" .. tostring(cfg[k]) end
@@ -214,6 +218,38 @@ function M.scan_key(cfg, full)
   if not full and (cfg.layer_lr or 0) > 0 then parts[#parts + 1] = "layer_lr=" .. tostring(cfg.layer_lr) end
   parts[#parts + 1] = ("seed=%.0f"):format(lt.run.seed())
   return "layer_scan:" .. scan.hash(table.concat(parts, ";"))
+end
+
+-- --lr_sweep: the full job at each rate (jobs sweep_<i>, in the scan's workers; launch = false:
+-- only read back, for --analyze), each scored on the held-out training prompts (val_score); the
+-- best (ties: the first in the list) is the scan's --lr. Logs lr_sweep/<rate> and param
+-- lr_chosen; → the chosen rate
+function M.choose_lr(cfg, launch)
+  local lrs = scan_task.sweep_lrs(cfg)
+  if (cfg.shard or "") ~= "" or os.getenv("SLURM_ARRAY_TASK_COUNT") then
+    error("--lr_sweep in a shard: a shard would run only some of the rates; sweep unsharded, then give the "
+          .. "shards the chosen rate as --lr", 0)
+  end
+  local key, jobs = M.scan_key(cfg, false, true), {}
+  for i = 1, #lrs do jobs[i] = "sweep_" .. i end
+  if launch then scan.check(scan.launch(cfg, jobs, key, cfg.work .. "/logs/" .. lt.run.id() .. "_sweep")) end
+  local got = {}
+  for _, r in ipairs(lt.run.query([[SELECT r.name, m.value FROM runs r JOIN params p ON p.run_id = r.id
+      AND p.key = 'scan_key' AND p.value = ? JOIN metrics m ON m.run_id = r.id AND m.name = 'val_score'
+      WHERE r.status = 'ok' ORDER BY r.id]], key)) do
+    got[tonumber(r.name:match("^sweep_(%d+)$"))] = r.value  -- the latest ok run of each rate
+  end
+  local best
+  print(("learning-rate sweep of the full job (%d held-out training prompts):"):format(cfg.val_prompts))
+  for i, lr in ipairs(lrs) do
+    if not got[i] then error(("--lr_sweep: no ok run of sweep_%d (lr %g) in the store; run the scan again"):format(i, lr), 0) end
+    print(("  lr %-10g val score %.4f"):format(lr, got[i]))
+    lt.run.log("lr_sweep/" .. ("%g"):format(lr), got[i])
+    if not best or got[i] > got[best] then best = i end
+  end
+  print(("chosen: lr %g (the blocks train at %s)"):format(lrs[best], (cfg.layer_lr or 0) > 0 and ("--layer_lr=" .. cfg.layer_lr) or "it too"))
+  lt.run.param("lr_chosen", lrs[best])
+  return lrs[best]
 end
 
 -- S_full once per full-training setting: with --layer_lr (the blocks trained at their own

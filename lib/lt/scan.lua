@@ -319,9 +319,13 @@ M.args = {
 -- the report and logs jobs_run / jobs_skipped / jobs_crashed / jobs_failed / scan_wall_s.
 -- → lt.scan.run's result, for scan.check (which fails the run naming a crashed or failed job)
 function M.launch(cfg, jobs, key, log_dir, extra)
-  local pass = {}
+  local pass, over = {}, {}
+  for _, a in ipairs(extra or {}) do over[a:match("^%-%-([%w_]+)=") or a] = true end  -- extra wins over the same key
   for _, a in ipairs(arg or {}) do
-    if not a:match("^%-%-job=") and not a:match("^%-%-scan_key=") and not a:match("^%-%-resume") then pass[#pass + 1] = a end
+    if not a:match("^%-%-job=") and not a:match("^%-%-scan_key=") and not a:match("^%-%-resume")
+       and not over[a:match("^%-%-([%w_]+)=") or ""] then
+      pass[#pass + 1] = a
+    end
   end
   for _, a in ipairs(extra or {}) do pass[#pass + 1] = a end
   local res = M.run{ jobs = jobs, workers = cfg.workers, devices = cfg.devices, key = key, resume = cfg.resume,

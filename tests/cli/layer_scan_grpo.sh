@@ -112,4 +112,34 @@ check "self-consistency = majority vote of the samples" equals "$(sql1 "
   select round(abs((select avg(coalesce(p = answer, 0)) from v)
                    - (select m.value from runs r join metrics m on m.run_id=r.id and m.name='self_consistency'
                        where r.name='full')), 9) as diff")" "0"
+# --lr_sweep: the full job at each rate on the training prompts without --val_prompts held-out
+# ones, scored on those (avg@3, as S); the best becomes the scan's --lr
+out=$("$LTRUN" --seed 3 "$root/experiments/layer_scan.lua" --algo=grpo --model=models/math --layers=0 --steps=2 --prompts=2 \
+  --group_size=4 --max_response=20 --bench_limit=12 --sc=0 --score_samples=3 --workers=2 --min_gap=0 \
+  --lr_sweep=1e-5,3e-3 --val_prompts=8 2>err4.txt); rc=$?
+check "lr sweep scan exits 0" equals "$rc" "0"
+[ "$rc" = 0 ] || { cat err4.txt >&2; echo "$out" >&2; }
+scan3=$(sql1 "select max(id) from runs where name='layer_scan'")
+check "two sweep runs, each at its rate" equals "$(sql1 "
+  select group_concat(v, ' ') from (select r.name || ':' || cast(p.value as real) v from runs r
+    join params p on p.run_id=r.id and p.key='job_lr' where r.parent_id=$scan3 and r.name like 'sweep_%' order by r.name)")" \
+  "sweep_1:1.0e-05 sweep_2:0.003"
+check "val_score = share of correct sampled answers on the 8 held-out prompts" equals "$(sql1 "
+  select count(*) from runs r join metrics m on m.run_id=r.id and m.name='val_score'
+   where r.parent_id=$scan3 and r.name like 'sweep_%' and
+     (select count(*) from eval_items e where e.run_id=r.id and e.bench='validation')=24 and
+     abs(m.value - (select avg(correct) from eval_items e where e.run_id=r.id and e.bench='validation')) < 1e-9")" "2"
+chosen=$(sql1 "select r.name from runs r join metrics m on m.run_id=r.id and m.name='val_score'
+                where r.parent_id=$scan3 and r.name like 'sweep_%' order by m.value desc, r.name limit 1")
+want=$([ "$chosen" = sweep_1 ] && echo 1e-05 || echo 0.003)
+check "the best rate is chosen and the jobs train at it" equals "$(sql1 "
+  select cast(value as real) from params where run_id=$scan3 and key='lr_chosen'")|$(sql1 "
+  select count(*) from runs r join params p on p.run_id=r.id and p.key='job_lr'
+   where r.parent_id=$scan3 and r.name in ('full','layer_0') and cast(p.value as real)=$want")" \
+  "$(sql1 "select cast($want as real)")|2"
+# the toy's 40 prompts: decontamination drops none of them (whole questions: the recipe keeps
+# the test questions out), so each job trains on 40 - 8
+check "no job trains on the held-out prompts" equals "$(sql1 "
+  select count(*) from runs r join params a on a.run_id=r.id and a.key='rl_prompts'
+   where r.parent_id=$scan3 and r.name in ('full','layer_0','sweep_1','sweep_2') and cast(a.value as int) + 8 = 40")" "4"
 finish
