@@ -32,9 +32,12 @@ function M.plans(names)
 end
 
 -- ---- tables -------------------------------------------------------------------------------------
+-- a number format as a text format of the same width and side ("%+7.3f" → "%7s")
+local function as_text(fmt) return (fmt:gsub("%%(%-?)[+ #0]*(%d*)%.?%d*[dfgsx]", "%%%1%2s")) end
+
 local function cell(fmt, v)
-  if v == nil or v ~= v then return (fmt:gsub("%%([-%d]*)%.?%d*[dfgsx]", "%%%1s")):format("n/a") end
-  if type(v) == "string" and not fmt:find("s$") then return (fmt:gsub("%%([-%d]*)%.?%d*[dfgx]", "%%%1s")):format(v) end
+  if v == nil or v ~= v then return as_text(fmt):format("n/a") end
+  if type(v) == "string" and not fmt:find("s$") then return as_text(fmt):format(v) end
   return fmt:format(v)
 end
 
@@ -47,8 +50,7 @@ function M.table(o)
   if o.title then lines[1] = o.title end
   local head = {}
   for i, c in ipairs(o.columns) do
-    local width = c[2]:match("^%%(-?%d+)") or ""
-    head[i] = ("%" .. width .. "s"):format(c.head or c[1])
+    head[i] = as_text(c[2]):format(c.head or c[1])
   end
   lines[#lines + 1] = table.concat(head, " ")
   for _, r in ipairs(o.rows) do

@@ -13,6 +13,11 @@ T.case("a table: header, formats, n/a for missing and NaN, CSV of the raw values
                              csv = tmp .. "/t.csv" }
   T.eq(text, "plan       val   n\nfull     1.235   4\nbase       n/a n/a")
   T.eq(T.read(tmp .. "/t.csv"), 'plan,loss,n\n"full",1.23456,4\n"base",,\n')
+  -- flags: a signed, zero-padded or left-justified number column prints n/a in its width (a
+  -- base with no old-domain text left freeze_deep's "old +/-" (%+7.3f) empty and crashed it)
+  local t2 = report.table{ columns = { { "d", "%+7.3f" }, { "z", "%05d" }, { "l", "%-6.1f" } },
+                           rows = { { d = 0.5, z = 7, l = 2 }, {} } }
+  T.eq(t2, "      d     z l     \n +0.500 00007 2.0   \n    n/a   n/a n/a   ")
 end)
 
 T.case("paired: items up and down, the two-sided sign test by hand", function()
