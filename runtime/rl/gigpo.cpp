@@ -43,10 +43,11 @@ void check_group(const std::vector<Episode>& group, AdvNorm norm) {
   }
 }
 
-// (v_k - mean v) / F(v) for each k. One value, or all equal: 0
-// (tested as equality, so that rounding in the mean can never turn equal values into +-1 when
-// eps is 0).
-std::vector<double> relative(const std::vector<double>& v, AdvNorm norm, double eps) {
+// (v_k - mean v) / F(v) for each k. One value, or all equal: 0 (tested as equality, so that
+// rounding in the mean can never turn equal values into +-1 when eps is 0). The std is taken of
+// the deviations divided by the largest one, so that neither squares of large returns overflow
+// (1e200) nor those of tiny ones underflow to a zero std. `what` names the values in errors.
+std::vector<double> relative(const std::vector<double>& v, AdvNorm norm, double eps, const std::string& what) {
   const size_t n = v.size();
   std::vector<double> out(n, 0.0);
   const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
@@ -54,11 +55,16 @@ std::vector<double> relative(const std::vector<double>& v, AdvNorm norm, double 
   double mean = 0;
   for (double x : v) mean += x;
   mean /= double(n);
+  double scale = 0;
+  for (double x : v) scale = std::max(scale, std::abs(x - mean));
+  LT_CHECK(std::isfinite(mean) && std::isfinite(scale),
+           "rl.gigpo: the {} overflow doubles (values from {} to {})", what, *lo, *hi);
+  if (scale == 0) return out;
   double sd = 1;
   if (norm == AdvNorm::Std) {
     double ss = 0;
-    for (double x : v) ss += (x - mean) * (x - mean);
-    sd = std::sqrt(ss / double(n - 1)) + eps;
+    for (double x : v) ss += ((x - mean) / scale) * ((x - mean) / scale);
+    sd = scale * std::sqrt(ss / double(n - 1)) + eps;
   }
   for (size_t k = 0; k < n; ++k) out[k] = (v[k] - mean) / sd;
   return out;
@@ -85,7 +91,9 @@ std::vector<double> episode_advantages(const std::vector<Episode>& group, AdvNor
   std::vector<double> ret(group.size(), 0.0);
   for (size_t i = 0; i < group.size(); ++i)
     for (double r : group[i].rewards) ret[i] += r;
-  return relative(ret, norm, eps);
+  for (size_t i = 0; i < group.size(); ++i)
+    LT_CHECK(std::isfinite(ret[i]), "rl.gigpo: episode {}'s return overflows doubles", i + 1);
+  return relative(ret, norm, eps, "episode returns");
 }
 
 GigpoAdvantages gigpo_advantages(const std::vector<Episode>& group, const GigpoOptions& o) {
@@ -96,7 +104,9 @@ GigpoAdvantages gigpo_advantages(const std::vector<Episode>& group, const GigpoO
   a.episode_return.assign(N, 0.0);
   for (size_t i = 0; i < N; ++i)
     for (double r : group[i].rewards) a.episode_return[i] += r;
-  a.episode = relative(a.episode_return, o.norm, o.eps);
+  for (size_t i = 0; i < N; ++i)
+    LT_CHECK(std::isfinite(a.episode_return[i]), "rl.gigpo: episode {}'s return overflows doubles", i + 1);
+  a.episode = relative(a.episode_return, o.norm, o.eps, "episode returns");
 
   // anchor groups by first appearance; members[g] lists (episode, step) of group g
   std::unordered_map<std::string, int64_t> id;
@@ -105,6 +115,9 @@ GigpoAdvantages gigpo_advantages(const std::vector<Episode>& group, const GigpoO
   a.anchor_group.resize(N);
   for (size_t i = 0; i < N; ++i) {
     a.returns[i] = discounted_returns(group[i].rewards, o.gamma);
+    for (size_t t = 0; t < a.returns[i].size(); ++t)
+      LT_CHECK(std::isfinite(a.returns[i][t]), "rl.gigpo: episode {} step {}: the discounted return overflows doubles",
+               i + 1, t + 1);
     a.anchor_group[i].resize(group[i].anchors.size());
     for (size_t t = 0; t < group[i].anchors.size(); ++t) {
       auto [it, fresh] = id.emplace(group[i].anchors[t], int64_t(members.size()));
@@ -117,12 +130,13 @@ GigpoAdvantages gigpo_advantages(const std::vector<Episode>& group, const GigpoO
   a.step.resize(N);
   for (size_t i = 0; i < N; ++i) a.step[i].assign(group[i].rewards.size(), 0.0);
   a.group_size.reserve(members.size());
-  for (const auto& m : members) {
+  for (size_t g = 0; g < members.size(); ++g) {
+    const auto& m = members[g];
     a.group_size.push_back(int64_t(m.size()));
     std::vector<double> v;
     v.reserve(m.size());
     for (auto [i, t] : m) v.push_back(a.returns[i][t]);
-    const std::vector<double> rel = relative(v, o.norm, o.eps);
+    const std::vector<double> rel = relative(v, o.norm, o.eps, fmt::format("returns of anchor group {}", g + 1));
     for (size_t k = 0; k < m.size(); ++k) a.step[m[k].first][m[k].second] = rel[k];
   }
 
@@ -131,6 +145,8 @@ GigpoAdvantages gigpo_advantages(const std::vector<Episode>& group, const GigpoO
     a.advantage[i].resize(a.step[i].size());
     for (size_t t = 0; t < a.step[i].size(); ++t)
       a.advantage[i][t] = a.episode[i] + o.omega * a.step[i][t];
+    for (double x : a.advantage[i])
+      LT_CHECK(std::isfinite(x), "rl.gigpo: episode {}: an advantage overflows doubles (omega {})", i + 1, o.omega);
   }
   return a;
 }

@@ -314,9 +314,10 @@ T.case("checker: errors name the environment and the field", function()
   end
   local env = envs.check(bad_env({ "o" }, good_step), "bad")
   T.raises(function() env:step("a") end, "env 'bad': step before reset")
-  for _, s in ipairs({ -1, 1.5, "3", 0 / 0, math.huge }) do
-    T.raises(function() env:reset(s) end, "env 'bad': reset: the seed must be an integer >= 0", tostring(s))
+  for _, s in ipairs({ -1, 1.5, "3", 0 / 0, math.huge, 2 ^ 60 }) do
+    T.raises(function() env:reset(s) end, "env 'bad': reset: the seed must be an integer in %[0, 2%^53%]", tostring(s))
   end
+  T.raises(function() env:reset() end, "env 'bad': reset: the seed must be an integer in %[0, 2%^53%], got nil")
   env:reset(0)
   T.raises(function() env:step(7) end, "env 'bad': step: the action is the number 7, expected a string")
   T.raises(function() envs.check({ reset = function() end }, "half") end, "env 'half': has no function 'step'")
@@ -402,7 +403,9 @@ T.case("rollout: bad arguments and policies are named", function()
            "turn 1: policy_fn returned nil, expected the action text")
   T.raises(function() envs.rollout(env, function(_, t) return t < 3 and "up" or 3 end, { seed = 1 }) end,
            "turn 3: policy_fn returned the number 3")
-  T.raises(function() envs.rollout(env, pol, { seed = -2 }) end, "the seed must be an integer >= 0")
+  T.raises(function() envs.rollout(env, pol, { seed = -2 }) end, "the seed must be an integer in")
+  T.raises(function() envs.rollout(env, function(_, t) if t == 2 then error("model died") end return "up" end, { seed = 1 }) end,
+           "lt.envs.rollout: turn 2: policy_fn failed: .*model died")
 end)
 
 T.case("rollout + GiGPO anchors: episodes of one seed share their first anchor", function()

@@ -179,6 +179,36 @@ TEST_CASE("gigpo: equal values give exactly 0 even with eps 0", "[rl][gigpo]") {
   }
 }
 
+TEST_CASE("gigpo: returns near the ends of the double range", "[rl][gigpo]") {
+  // returns +-1e308: mean 0, unbiased std sqrt(2) 1e308 (its square would overflow), so
+  // A = +-1 / sqrt(2) = +-0.707106781187 (eps 1e-6 is far below the last digit)
+  GigpoOptions o;
+  o.norm = AdvNorm::Std;
+  const GigpoAdvantages a = gigpo_advantages({{{"s"}, {1e308}}, {{"s"}, {-1e308}}}, o);
+  CHECK(a.episode[0] == Approx(0.707106781187).epsilon(1e-11));
+  CHECK(a.episode[1] == Approx(-0.707106781187).epsilon(1e-11));
+  CHECK(a.step[0][0] == Approx(0.707106781187).epsilon(1e-11));
+  // a denormal difference with eps 0: squares underflow to 0, yet A stays finite and ordered
+  o.eps = 0;
+  const GigpoAdvantages d = gigpo_advantages({{{"s"}, {5e-324}}, {{"s"}, {0}}}, o);
+  CHECK(std::isfinite(d.episode[0]));
+  CHECK(std::isfinite(d.episode[1]));
+  CHECK(d.episode[0] > d.episode[1]);
+  // what cannot be represented is an error, never inf or nan
+  ltrun_test::require_error([] { gigpo_advantages({{{"a", "b"}, {1e308, 1e308}}, {{"a"}, {0}}}); },
+                            {"episode 1's return overflows"});
+  // 1.7e308 + 1.6e308 overflows in the mean
+  ltrun_test::require_error([] { gigpo_advantages({{{"a"}, {1.7e308}}, {{"a"}, {1.6e308}}}); },
+                            {"the episode returns overflow doubles"});
+  // norm none: A_E = A_S = +-1.7e308, their sum overflows
+  ltrun_test::require_error([] { gigpo_advantages({{{"a"}, {1.7e308}}, {{"a"}, {-1.7e308}}}); },
+                            {"episode 1: an advantage overflows doubles (omega 1)"});
+  GigpoOptions w;
+  w.omega = 1e308;  // A_S = +-5
+  ltrun_test::require_error([&] { gigpo_advantages({{{"s"}, {10}}, {{"s"}, {0}}}, w); },
+                            {"an advantage overflows doubles (omega 1e+308)"});
+}
+
 TEST_CASE("gigpo: bad input is refused naming what is wrong", "[rl][gigpo]") {
   using ltrun_test::require_error;
   require_error([] { gigpo_advantages({}); }, {"rl.gigpo", "no episodes"});

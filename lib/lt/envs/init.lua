@@ -2,7 +2,7 @@
 -- environment, the built-in environments by name, and multi-turn rollouts.
 --
 -- An environment is an object with two methods:
---   env:reset(seed)   -> obs [, info]              seed: an integer >= 0 (the task instance)
+--   env:reset(seed)   -> obs [, info]              seed: an integer in [0, 2^53] (the task instance)
 --   env:step(action)  -> obs, reward, done [, info] action: the agent's text
 -- obs is a string, reward a finite number, done a boolean, info nil or a table. info.anchor
 -- (optional, a string) is the key of the environment state the observation shows: GiGPO groups
@@ -40,7 +40,7 @@ local function finite(x) return type(x) == "number" and x == x and x ~= math.hug
 -- lt.envs.check(env, name): env wrapped so that whatever breaks the interface is an error naming
 -- the environment, the method and the field: a non-string observation, a non-number reward, a
 -- done that is not a boolean, an info that is not a table, a non-string anchor; step before
--- reset or after done; a seed that is not an integer >= 0, an action that is not a string. An
+-- reset or after done; a seed that is not an integer in [0, 2^53], an action that is not a string. An
 -- error raised inside the environment is passed on with the environment's name before it.
 function M.check(env, name)
   name = name or (type(env) == "table" and env.name) or "?"
@@ -67,8 +67,8 @@ function M.check(env, name)
     return unpack(r, 2, 5)
   end
   function w:reset(seed)
-    if not finite(seed) or seed < 0 or seed ~= math.floor(seed) then
-      err("reset: the seed must be an integer >= 0, got %s", describe(seed))
+    if not finite(seed) or seed < 0 or seed ~= math.floor(seed) or seed > 2 ^ 53 then
+      err("reset: the seed must be an integer in [0, 2^53], got %s", describe(seed))
     end
     local obs, info = call("reset", seed)
     if type(obs) ~= "string" then err("reset returned the observation %s, expected a string", describe(obs)) end
@@ -160,7 +160,8 @@ function M.rollout(env, policy_fn, opts)
     end
     local prompt = prompt_fn(env.instruction, pairs_, obs, turn)
     if type(prompt) ~= "string" then error(("lt.envs.rollout: the prompt function returned %s, expected a string"):format(describe(prompt)), 2) end
-    local action = policy_fn(prompt, turn)
+    local ok, action = pcall(policy_fn, prompt, turn)
+    if not ok then error(("lt.envs.rollout: turn %d: policy_fn failed: %s"):format(turn, tostring(action)), 2) end
     if type(action) ~= "string" then
       error(("lt.envs.rollout: turn %d: policy_fn returned %s, expected the action text"):format(turn, describe(action)), 2)
     end
