@@ -35,6 +35,8 @@ local function describe(v)
   return type(v)
 end
 
+local CHECKED = {}  -- the key that marks a checker's wrapper
+
 local function finite(x) return type(x) == "number" and x == x and x ~= math.huge and x ~= -math.huge end
 
 -- lt.envs.check(env, name): env wrapped so that whatever breaks the interface is an error naming
@@ -52,7 +54,7 @@ function M.check(env, name)
   if env.instruction ~= nil and type(env.instruction) ~= "string" then
     err("instruction is %s, expected a string or nil", describe(env.instruction))
   end
-  local w = { name = name, inner = env, instruction = env.instruction, max_steps = env.max_steps }
+  local w = { name = name, inner = env, instruction = env.instruction, max_steps = env.max_steps, [CHECKED] = true }
   local state = "new"  -- new | running | done
   local function check_info(method, info)
     if info == nil then return end
@@ -147,7 +149,7 @@ function M.rollout(env, policy_fn, opts)
   end
   local prompt_fn = opts.prompt or M.prompt
   if type(prompt_fn) ~= "function" then error("lt.envs.rollout: option prompt must be a function(instruction, pairs, obs, turn)", 2) end
-  if env.inner == nil then env = M.check(env) end  -- a bare environment gets checked too
+  if not env[CHECKED] then env = M.check(env) end  -- a bare environment gets checked too
 
   local obs, info = env:reset(seed)
   local anchor = info and info.anchor or obs
