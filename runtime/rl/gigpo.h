@@ -24,8 +24,8 @@
 //   return, which weights long episodes more.
 // - N = 1: AdvNorm::None gives A_E = 0 and Std is an error (as loss.h's advantages); verl-agent
 //   passes R through (mean 0, std 1 for a lone episode).
-// Defaults: gamma 0.95 and omega 1 (the paper's settings); norm None (verl-agent's default mode
-// mean_norm; "std" is its mean_std_norm).
+// Defaults: gamma 0.95 and omega 1 (the paper's settings); norm None (the default mode
+// mean_norm of verl-agent's compute_gigpo_outcome_advantage; Std is its mean_std_norm).
 #pragma once
 #include <cstdint>
 #include <string>

@@ -387,6 +387,10 @@ T.case("rollout: the history window, the steps' anchors and rewards, max_turns",
   local ep3 = envs.rollout(plain, function() return "x" end, { seed = 0, max_turns = 2 })
   T.eq(ep3.steps[1].anchor, "a", "anchor = obs")
   T.eq(ep3.steps[2].anchor, "b", "anchor = obs")
+  -- a bare environment is checked by the rollout too
+  local liar = { reset = function() return "a" end, step = function() return "b", "much", false end }
+  T.raises(function() envs.rollout(liar, function() return "x" end, { seed = 0 }) end,
+           "returned the reward the string \"much\", expected a finite number")
 end)
 
 T.case("rollout: bad arguments and policies are named", function()
