@@ -42,5 +42,6 @@ end
 
 require "lt.eval"  -- lt.eval.run
 lt.models = require "lt.models"  -- lt.models.get("tiny-qwen3"): the embedded default models
+lt.envs = require "lt.envs"  -- lt.envs.get("sokoban"), lt.envs.rollout: text environments for agentic RL
 
 return lt
