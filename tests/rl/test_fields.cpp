@@ -1,8 +1,9 @@
 // tests/rl: lt.rl.grpo reads its own, the rollout's and the loop's option keys from one table:
 // no key may be in two lists (it would be read into two members).
-#include <catch2/catch.hpp>
 
 #include "runtime/rl/grpo.h"
+// Catch2 after the runtime headers: LibTorch brings glog, whose CHECK would otherwise win
+#include <catch2/catch.hpp>
 
 using namespace ltrun;
 

@@ -1,9 +1,10 @@
 // tests/rl: prompt preparation (runtime/rl/prepare.h): the length limit, GRPO's subsets and
 // decontamination, built-in rewards by name.
-#include <catch2/catch.hpp>
 
 #include "runtime/rl/prepare.h"
 #include "runtime/rl/reward.h"
+// Catch2 after the runtime headers: LibTorch brings glog, whose CHECK would otherwise win
+#include <catch2/catch.hpp>
 
 using namespace ltrun::rl;
 

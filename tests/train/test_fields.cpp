@@ -1,9 +1,10 @@
 // tests/train: the loop's and the causal LM's option keys (read from one table by
 // lt.train.causal_lm) are unique, and map to the members they name.
-#include <catch2/catch.hpp>
 
 #include "runtime/train/trainer.h"
 #include "runtime/train/weight_change.h"
+// Catch2 after the runtime headers: LibTorch brings glog, whose CHECK would otherwise win
+#include <catch2/catch.hpp>
 
 using namespace ltrun;
 
