@@ -83,15 +83,17 @@ double heldout_accuracy(const model::Model& m, const std::vector<std::vector<int
 GrpoObjective::GrpoObjective(model::Model& m, std::vector<PromptItem> items,
                              std::vector<std::vector<int64_t>> prompt_ids, GrpoOptions o)
     : m_(m), items_(std::move(items)), prompt_ids_(std::move(prompt_ids)), o_(std::move(o)) {
-  LT_CHECK(!items_.empty() && items_.size() == prompt_ids_.size(),
-           "rl.grpo: {} prompts for {} items", prompt_ids_.size(), items_.size());
-  LT_CHECK(!o_.rewards.empty(), "rl.grpo: no reward");
   LT_CHECK(o_.prompts >= 1 && o_.epochs >= 1 && o_.mini_batches >= 1 && o_.micro_batch >= 1,
            "rl.grpo: prompts, epochs, mini_batches and micro_batch must be >= 1");
-  const int64_t N = o_.prompts * o_.rollout.group_size;
-  LT_CHECK(N % o_.mini_batches == 0, "rl.grpo: {} rollouts ({} prompts x {}) do not split into {} "
-           "mini-batches", N, o_.prompts, o_.rollout.group_size, o_.mini_batches);
-  LT_CHECK(o_.rollout.decode, "rl.grpo: the rewards read text: the model needs a tokenizer");
+  if (!o_.produce) {
+    LT_CHECK(!items_.empty() && items_.size() == prompt_ids_.size(),
+             "rl.grpo: {} prompts for {} items", prompt_ids_.size(), items_.size());
+    LT_CHECK(!o_.rewards.empty(), "rl.grpo: no reward");
+    const int64_t N = o_.prompts * o_.rollout.group_size;
+    LT_CHECK(N % o_.mini_batches == 0, "rl.grpo: {} rollouts ({} prompts x {}) do not split into {} "
+             "mini-batches", N, o_.prompts, o_.rollout.group_size, o_.mini_batches);
+    LT_CHECK(o_.rollout.decode, "rl.grpo: the rewards read text: the model needs a tokenizer");
+  }
   p_ = preset(o_.algo);
   if (o_.norm) p_.norm = *o_.norm;
   if (o_.agg) p_.agg = *o_.agg;
@@ -132,7 +134,80 @@ std::vector<int64_t> GrpoObjective::prompt_order(int64_t pass) const {
   return std::vector<int64_t>(p.data_ptr<int64_t>(), p.data_ptr<int64_t>() + p.numel());
 }
 
+std::shared_ptr<GrpoObjective::Batch> GrpoObjective::produced_batch(int64_t number) {
+  ProducedBatch pb = o_.produce(number);
+  const size_t N = pb.prompts.size();
+  LT_CHECK(pb.responses.size() == N && pb.advantages.size() == N,
+           "rl.grpo: produce(batch {}): {} prompts, {} responses and {} advantages (one each per row)", number + 1,
+           N, pb.responses.size(), pb.advantages.size());
+  LT_CHECK(int64_t(N) >= o_.mini_batches, "rl.grpo: produce(batch {}): {} rows for {} mini-batches",
+           number + 1, N, o_.mini_batches);
+  for (size_t i = 0; i < N; ++i)
+    LT_CHECK(std::isfinite(pb.advantages[i]), "rl.grpo: produce(batch {}): row {}: advantage {} is not finite",
+             number + 1, i + 1, pb.advantages[i]);
+  auto b = std::make_shared<Batch>();
+  b->number = number;
+  b->seq = pack_sequences(pb.prompts, pb.responses, model::pad_token(m_.config()), &b->resp_mask);
+  b->adv = at::tensor(pb.advantages, at::kDouble).to(at::kFloat);
+  int64_t tokens = 0;
+  for (const auto& r : pb.responses) tokens += int64_t(r.size());
+  step_metrics_ = std::move(pb.metrics);
+  step_metrics_.emplace_back("rows", double(N));
+  step_metrics_.emplace_back("response_len", double(tokens) / double(N));
+  return b;
+}
+
+void GrpoObjective::old_and_reference(const train::StepContext& ctx, Batch& b_, double* old_s, double* ref_s) {
+  Batch* b = &b_;
+  const int64_t N = b->seq.ids.size(0), R = b->seq.resp_len;
+  const bool need_old = grpo_steps_per_rollout(o_) > 1;
+  // a shared-prefix reference that starts above block 0 resumes from the policy's own
+  // hidden state at its block: taken from the old-log-prob pass when there is one, else
+  // from the update's pass (saving a pass over blocks 0 .. from_layer - 1 of every row)
+  b->ref_in_update = ref_ && !need_old && ref_->kind() == Reference::Kind::SharedPrefix &&
+                     ref_->from_layer() > 0 && ref_->from_layer() == ctx.from_layer;
+  if (b->ref_in_update) b->ref_lp = at::zeros({N, R}, at::kFloat);
+  if (ref_) b->ref_entry = b->ref_in_update ? "update" : "own";
+  if (!need_old && !(ref_ && !b->ref_in_update)) return;
+  at::NoGradGuard g;
+  if (need_old) b->old_lp = at::zeros({N, R}, at::kFloat);
+  if (ref_) b->ref_lp = at::zeros({N, R}, at::kFloat);
+  for (int64_t s = 0; s < N; s += o_.micro_batch) {
+    const at::Tensor idx = at::arange(s, std::min(N, s + o_.micro_batch), at::kLong);
+    int64_t Rs = 0;
+    const SequenceBatch sb = pick_rows(b->seq, b->resp_mask, idx, &Rs);
+    at::Tensor entry;
+    if (need_old) {
+      auto t = std::chrono::steady_clock::now();
+      const PolicyPass pp = policy_logprobs(m_, sb, ctx.from_layer, o_.rollout.temperature, o_.chunk);
+      b->old_lp.narrow(0, s, idx.size(0)).narrow(1, 0, Rs).copy_(pp.logp.to(at::kCPU, at::kFloat));
+      if (ref_ && ref_->from_layer() == ctx.from_layer && pp.entry.defined()) {
+        entry = pp.entry;
+        b->ref_entry = "old_logprobs";
+      }
+      *old_s += since(t);
+    }
+    if (ref_ && !b->ref_in_update) {
+      auto t = std::chrono::steady_clock::now();
+      const at::Tensor rl = ref_->logprobs(m_, sb, o_.rollout.temperature, o_.chunk, entry);
+      b->ref_lp.narrow(0, s, idx.size(0)).narrow(1, 0, Rs).copy_(rl.to(at::kCPU, at::kFloat));
+      *ref_s += since(t);
+    }
+  }
+}
+
 void GrpoObjective::make_rollouts(const train::StepContext& ctx, int64_t number) {
+  if (o_.produce) {
+    LT_CHECK(ctx.world_size == 1, "rl.grpo: produced batches (produce) run in one process, not {} ranks",
+             ctx.world_size);
+    auto b = produced_batch(number);
+    double old_s = 0, ref_s = 0;
+    old_and_reference(ctx, *b, &old_s, &ref_s);
+    cur_ = b;
+    if (old_s > 0) step_metrics_.emplace_back("time/old_logprobs_s", old_s);
+    if (ref_s > 0) step_metrics_.emplace_back("time/reference_s", ref_s);
+    return;
+  }
   const int64_t n = int64_t(items_.size()), G = o_.rollout.group_size, W = ctx.world_size;
   // several ranks: rank r samples prompts [r P/W, (r+1) P/W) of the batch (whole groups, so
   // advantages are exact locally); its generate calls are seeded as those calls of one process
@@ -171,43 +246,9 @@ void GrpoObjective::make_rollouts(const train::StepContext& ctx, int64_t number)
   b->seq = r.seq;
   b->resp_mask = r.response_mask;
   b->adv = at::tensor(adv, at::kDouble).to(at::kFloat);
-  const int64_t N = P * G, R = r.seq.resp_len;
   double old_s = 0, ref_s = 0;
   const bool need_old = grpo_steps_per_rollout(o_) > 1;
-  // a shared-prefix reference that starts above block 0 resumes from the policy's own
-  // hidden state at its block: taken from the old-log-prob pass when there is one, else
-  // from the update's pass (saving a pass over blocks 0 .. from_layer - 1 of every row)
-  b->ref_in_update = ref_ && !need_old && ref_->kind() == Reference::Kind::SharedPrefix &&
-                     ref_->from_layer() > 0 && ref_->from_layer() == ctx.from_layer;
-  if (b->ref_in_update) b->ref_lp = at::zeros({N, R}, at::kFloat);
-  if (ref_) b->ref_entry = b->ref_in_update ? "update" : "own";
-  if (need_old || (ref_ && !b->ref_in_update)) {
-    at::NoGradGuard g;
-    if (need_old) b->old_lp = at::zeros({N, R}, at::kFloat);
-    if (ref_) b->ref_lp = at::zeros({N, R}, at::kFloat);
-    for (int64_t s = 0; s < N; s += o_.micro_batch) {
-      const at::Tensor idx = at::arange(s, std::min(N, s + o_.micro_batch), at::kLong);
-      int64_t Rs = 0;
-      const SequenceBatch sb = pick_rows(b->seq, b->resp_mask, idx, &Rs);
-      at::Tensor entry;
-      if (need_old) {
-        t = std::chrono::steady_clock::now();
-        const PolicyPass pp = policy_logprobs(m_, sb, ctx.from_layer, o_.rollout.temperature, o_.chunk);
-        b->old_lp.narrow(0, s, idx.size(0)).narrow(1, 0, Rs).copy_(pp.logp.to(at::kCPU, at::kFloat));
-        if (ref_ && ref_->from_layer() == ctx.from_layer && pp.entry.defined()) {
-          entry = pp.entry;
-          b->ref_entry = "old_logprobs";
-        }
-        old_s += since(t);
-      }
-      if (ref_ && !b->ref_in_update) {
-        t = std::chrono::steady_clock::now();
-        const at::Tensor rl = ref_->logprobs(m_, sb, o_.rollout.temperature, o_.chunk, entry);
-        b->ref_lp.narrow(0, s, idx.size(0)).narrow(1, 0, Rs).copy_(rl.to(at::kCPU, at::kFloat));
-        ref_s += since(t);
-      }
-    }
-  }
+  old_and_reference(ctx, *b, &old_s, &ref_s);
   cur_ = b;
 
   // the rollout metrics, logged at the step that made them, over every rank's rollouts
@@ -266,14 +307,17 @@ int64_t GrpoObjective::begin_step(const train::StepContext& ctx) {
   world_ = ctx.world_size;
   // rollouts of another world size (a resume) are not this rank's share: sampled again
   const int64_t share = o_.prompts / std::max(1, ctx.world_size) * o_.rollout.group_size;
-  if (!cur_ || cur_->number != number || cur_->seq.ids.size(0) != share) make_rollouts(ctx, number);
+  if (!cur_ || cur_->number != number || (!o_.produce && cur_->seq.ids.size(0) != share)) make_rollouts(ctx, number);
   // several ranks: this rank holds rows [rank N/W, (rank+1) N/W) of the batch of N
-  const int64_t W = ctx.world_size, local = cur_->seq.ids.size(0), N = local * W, size = N / o_.mini_batches;
+  const int64_t W = ctx.world_size, local = cur_->seq.ids.size(0), N = local * W;
   const int64_t epoch = pos / o_.mini_batches, mb = pos % o_.mini_batches;
+  // mini-batch mb: rows [mb N / M, (mb + 1) N / M) of the epoch's order (N / M each when M
+  // divides N, as sampled batches always do; produced ones need not)
+  const int64_t lo = mb * N / o_.mini_batches, size = (mb + 1) * N / o_.mini_batches - lo;
   // a seeded row order per epoch (over the whole batch, the same on every rank)
   at::Generator g = at::detail::createCPUGenerator(o_.rollout.seed * 104729 + uint64_t(number) * 131 +
                                                    uint64_t(epoch) + 7);
-  const at::Tensor perm = at::randperm(N, g, at::kLong).narrow(0, mb * size, size);
+  const at::Tensor perm = at::randperm(N, g, at::kLong).narrow(0, lo, size);
   rows_.clear();  // the mini-batch's rows this rank holds, as its own row numbers
   for (int64_t k = 0; k < size; ++k) {
     const int64_t row = perm[k].item<int64_t>() - ctx.rank * local;

@@ -27,6 +27,16 @@
 
 namespace ltrun::rl {
 
+// A batch of rows made by the caller instead of sampled here (GrpoOptions::produce): each row a
+// prompt, the response trained on (only its tokens enter the loss: a multi-turn agent's
+// observations are in the prompt) and its advantage (e.g. GiGPO's, runtime/rl/gigpo.h).
+// metrics: logged at the step that uses the batch first.
+struct ProducedBatch {
+  std::vector<std::vector<int64_t>> prompts, responses;
+  std::vector<double> advantages;
+  train::Metrics metrics;
+};
+
 struct GrpoOptions {
   std::string algo = "grpo";         // preset (loss.h); the three below override it when set
   std::optional<AdvNorm> norm;
@@ -46,6 +56,10 @@ struct GrpoOptions {
   std::vector<std::vector<int64_t>> eval_prompts;
   std::vector<PromptItem> eval_items;
   int64_t eval_max_response = 0;     // 0: rollout.max_response
+  // Set: batch b's rows come from produce(b) (any number >= mini_batches of them; the
+  // mini-batches split them as evenly as they go), not from prompts, rollouts, rewards and
+  // group advantages; items, prompt ids and rewards may then be empty. One process only.
+  std::function<ProducedBatch(int64_t batch)> produce;
 };
 
 // GRPO's own scalar options by key (runtime/core/fields.h): algo, prompts, epochs,
@@ -92,6 +106,8 @@ class GrpoObjective : public train::Objective {
  private:
   struct Batch;  // the rollouts in flight
   void make_rollouts(const train::StepContext& ctx, int64_t batch_no);
+  std::shared_ptr<Batch> produced_batch(int64_t batch_no);
+  void old_and_reference(const train::StepContext& ctx, Batch& b, double* old_s, double* ref_s);
   std::vector<int64_t> prompt_order(int64_t pass) const;
 
   model::Model& m_;

@@ -54,28 +54,14 @@ Rollouts rollout(const model::Model& m, const std::vector<std::vector<int64_t>>&
     for (auto& g : model::generate(m, part, go)) gens.push_back(std::move(g));
   }
 
-  int64_t P = 0, R = 1;  // at least one response column, so that an empty response still packs
-  for (const auto& p : prompts) P = std::max<int64_t>(P, int64_t(p.size()));
-  for (const auto& g : gens) R = std::max<int64_t>(R, int64_t(g.tokens.size()));
-  const int64_t pad = model::pad_token(m.config());
-  at::Tensor ids = at::full({N, P + R}, pad, at::kLong);
-  at::Tensor am = at::zeros({N, P + R}, at::kLong);
-  r.response_mask = at::zeros({N, R}, at::kFloat);
-  r.logprobs = at::zeros({N, R}, at::kFloat);
+  for (const auto& g : gens) r.responses.push_back(g.tokens);
+  r.seq = pack_sequences(rows, r.responses, model::pad_token(m.config()), &r.response_mask);
+  r.logprobs = at::zeros_like(r.response_mask);
   for (int64_t b = 0; b < N; ++b) {
-    const auto& p = rows[size_t(b)];
     const auto& g = gens[size_t(b)];
-    const int64_t n = int64_t(p.size()), k = int64_t(g.tokens.size());
-    ids[b].narrow(0, P - n, n).copy_(at::tensor(p, at::kLong));
-    am[b].narrow(0, P - n, n).fill_(1);
-    if (k > 0) {
-      ids[b].narrow(0, P, k).copy_(at::tensor(g.tokens, at::kLong));
-      am[b].narrow(0, P, k).fill_(1);
-      r.response_mask[b].narrow(0, 0, k).fill_(1);
-      r.logprobs[b].narrow(0, 0, k).copy_(at::tensor(g.logprobs, at::kFloat));
-    }
+    const int64_t k = int64_t(g.tokens.size());
+    if (k > 0) r.logprobs[b].narrow(0, 0, k).copy_(at::tensor(g.logprobs, at::kFloat));
     r.tokens += k;
-    r.responses.push_back(g.tokens);
     r.finish.push_back(g.finish);
     if (o.decode) {
       std::string text = o.decode(g.tokens);
@@ -84,8 +70,38 @@ Rollouts rollout(const model::Model& m, const std::vector<std::vector<int64_t>>&
       r.texts.push_back(cut == std::string::npos ? text : text.substr(0, cut));
     }
   }
-  r.seq = {ids, am, P, R};
   return r;
+}
+
+SequenceBatch pack_sequences(const std::vector<std::vector<int64_t>>& prompts,
+                             const std::vector<std::vector<int64_t>>& responses, int64_t pad,
+                             at::Tensor* response_mask) {
+  LT_CHECK(prompts.size() == responses.size(), "rl: {} prompts for {} responses", prompts.size(),
+           responses.size());
+  const int64_t N = int64_t(prompts.size());
+  int64_t P = 0, R = 1;  // at least one response column, so that an empty response still packs
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    LT_CHECK(!prompts[i].empty(), "rl: prompt of row {} is empty", i + 1);
+    P = std::max<int64_t>(P, int64_t(prompts[i].size()));
+    R = std::max<int64_t>(R, int64_t(responses[i].size()));
+  }
+  at::Tensor ids = at::full({N, P + R}, pad, at::kLong);
+  at::Tensor am = at::zeros({N, P + R}, at::kLong);
+  at::Tensor rm = at::zeros({N, R}, at::kFloat);
+  for (int64_t b = 0; b < N; ++b) {
+    const auto& p = prompts[size_t(b)];
+    const auto& t = responses[size_t(b)];
+    const int64_t n = int64_t(p.size()), k = int64_t(t.size());
+    ids[b].narrow(0, P - n, n).copy_(at::tensor(p, at::kLong));
+    am[b].narrow(0, P - n, n).fill_(1);
+    if (k > 0) {
+      ids[b].narrow(0, P, k).copy_(at::tensor(t, at::kLong));
+      am[b].narrow(0, P, k).fill_(1);
+      rm[b].narrow(0, 0, k).fill_(1);
+    }
+  }
+  if (response_mask) *response_mask = rm;
+  return {ids, am, P, R};
 }
 
 const Fields<RolloutOptions>& rollout_option_fields() {

@@ -47,6 +47,13 @@ struct Rollouts {
   int64_t tokens = 0;                           // response tokens in all
 };
 
+// Rows (prompts[i], responses[i]) packed as rollout() packs its own: ids and attention_mask
+// [N, P + R], prompts left-padded with `pad`, responses right-padded, R >= 1; *response_mask
+// (when given) [N, R] fp32, 1 on response tokens. Prompts must not be empty.
+SequenceBatch pack_sequences(const std::vector<std::vector<int64_t>>& prompts,
+                             const std::vector<std::vector<int64_t>>& responses, int64_t pad,
+                             at::Tensor* response_mask = nullptr);
+
 // N = prompts.size() * G rows, row i*G + g the g-th sample of prompt i. Same seed, same model
 // and options: the same rollouts (bit for bit on the CPU).
 Rollouts rollout(const model::Model& m, const std::vector<std::vector<int64_t>>& prompts,

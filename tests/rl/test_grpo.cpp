@@ -187,3 +187,94 @@ TEST_CASE("one step per batch: the shared-prefix reference resumes from the upda
   for (size_t i = 0; i < shared.weights.size(); ++i)
     CHECK(at::allclose(shared.weights[i], copied.weights[i], 1e-4, 1e-6));
 }
+
+// Batches made by the caller (GrpoOptions::produce: an agent's steps with GiGPO advantages)
+// train as sampled ones do: the rows and advantages of a sampled batch, read back from the
+// objective's state and produced again, give the same weights bit for bit (same packing, same
+// mini-batch order, same old and reference log-probs).
+TEST_CASE("produced batches train exactly as the same rows sampled", "[rl][grpo]") {
+  model::Model a = policy();
+  train::train_only(a, train::Spec::blocks({1, 2}));
+  model::Model b = a.clone();
+  train::train_only(b, train::Spec::blocks({1, 2}));
+  GrpoObjective sampled(a, items(), prompt_ids(), options());
+  train::run_loop(a, sampled, ltrun_test::grpo::loop_options(4));  // one batch: 2 epochs x 2 mini-batches
+  const train::ObjectiveState st = sampled.state();
+  auto get = [&](const std::string& k) {
+    for (const auto& [n, t] : st.tensors)
+      if (n == k) return t;
+    FAIL("no " << k);
+    return at::Tensor();
+  };
+  const at::Tensor ids = get("rollout.ids"), am = get("rollout.attention_mask"), rm = get("rollout.response_mask"),
+                   adv = get("rollout.adv");
+  const int64_t P = st.json.at("prompt_len").get<int64_t>();
+  ProducedBatch rows;
+  for (int64_t r = 0; r < ids.size(0); ++r) {
+    std::vector<int64_t> p, resp;
+    for (int64_t c = 0; c < P; ++c)
+      if (am[r][c].item<int64_t>()) p.push_back(ids[r][c].item<int64_t>());
+    for (int64_t c = 0; c < rm.size(1); ++c)
+      if (rm[r][c].item<float>() > 0) resp.push_back(ids[r][P + c].item<int64_t>());
+    rows.prompts.push_back(p);
+    rows.responses.push_back(resp);
+    rows.advantages.push_back(adv[r].item<double>());
+  }
+  REQUIRE(rows.prompts.size() == 8);
+  GrpoOptions o = options();
+  int calls = 0;
+  o.produce = [&](int64_t batch) {
+    ++calls;
+    CHECK(batch == 0);
+    return rows;
+  };
+  GrpoObjective produced(b, {}, {}, o);
+  const train::LoopResult r = train::run_loop(b, produced, ltrun_test::grpo::loop_options(4));
+  CHECK(calls == 1);
+  CHECK(r.log.size() == 4);
+  const auto pa = a.parameters(), pb = b.parameters();
+  for (size_t i = 0; i < pa.size(); ++i) {
+    INFO(pa[i].name);
+    CHECK(at::equal(pa[i].tensor, pb[i].tensor));
+  }
+}
+
+TEST_CASE("produced batches: any number of rows, zero advantages move nothing, bad rows refused", "[rl][grpo]") {
+  model::Model m = policy();
+  train::train_only(m, train::Spec::blocks({0, 1, 2}));
+  const model::Model before = m.clone();
+  GrpoOptions o = options();
+  o.kl = 0.0;  // no reference: the loss is the advantage-weighted ratio alone
+  ProducedBatch rows;
+  rows.prompts = {{5, 17, 9}, {12, 4}, {8, 30, 21, 2}, {40, 41}, {7}};
+  rows.responses = {{10, 11}, {12}, {13, 14, 15}, {}, {16}};
+  rows.advantages = {0, 0, 0, 0, 0};
+  rows.metrics = {{"episode_return", 0.5}};
+  int calls = 0;
+  o.produce = [&](int64_t) {
+    ++calls;
+    return rows;
+  };
+  {
+    GrpoObjective obj(m, {}, {}, o);
+    std::map<std::string, int> logged;
+    train::LoopOptions l = ltrun_test::grpo::loop_options(8);  // 2 batches; 5 rows in mini-batches of 2 and 3
+    l.sink.metric = [&](const std::string& name, double, int64_t) { ++logged[name]; };
+    const train::LoopResult r = train::run_loop(m, obj, l);
+    CHECK(r.log.size() == 8);
+    CHECK(calls == 2);  // once per batch, though 5 rows are not the 2 x 4 a sampled batch has
+    CHECK(logged["episode_return"] == 2);  // the caller's metrics, once per batch
+    CHECK(logged["rows"] == 2);
+    // zero advantages, no KL: a zero gradient, and AdamW without weight decay does not move
+    const auto p = m.parameters(), q = before.parameters();
+    for (size_t i = 0; i < p.size(); ++i) CHECK(at::equal(p[i].tensor, q[i].tensor));
+  }
+  rows.advantages = {1, 0};
+  GrpoObjective bad(m, {}, {}, o);
+  CHECK_THROWS_WITH(train::run_loop(m, bad, ltrun_test::grpo::loop_options(1)),
+                    Catch::Contains("5 prompts, 5 responses and 2 advantages"));
+  rows.advantages = {1, 0, std::nan(""), 0, 0};
+  GrpoObjective nan(m, {}, {}, o);
+  CHECK_THROWS_WITH(train::run_loop(m, nan, ltrun_test::grpo::loop_options(1)),
+                    Catch::Contains("row 3: advantage nan is not finite"));
+}
