@@ -16,8 +16,8 @@ M.approximations = {
     "before whitespace; not after a common abbreviation (Mr., Dr., e.g., U.S., ...) or a single-letter initial; " ..
     "an ellipsis (..) ends one only when an upper-case word follows. Line breaks alone end nothing (as punkt).",
   ["change_case:capital_word_frequency"] =
-    "nltk's word_tokenize is replaced by whitespace splitting plus Treebank's splits that make words: the marks " ..
-    ", ; : @ # $ % & ? ! \" ( ) [ ] { } < > split, contractions (n't 's 'm 'd 'll 're 've) and cannot/gonna/gotta/" ..
+    "nltk's word_tokenize is replaced by whitespace splitting plus its splits that make words: the marks " ..
+    ", ; : @ # $ % & ? ! \" ( ) [ ] { } < > * ` « “ ‘ „ » ” ’, -- and .. split, contractions (n't 's 'm 'd 'll 're 've) and cannot/gonna/gotta/" ..
     "wanna/gimme/lemme split in two.",
   ["change_case:english_capital"] =
     "langdetect's 'en' is replaced by: at most 10% of the letters outside ASCII, and English function words at least " ..
@@ -37,28 +37,41 @@ local function fail(fmt, ...) error(fmt:format(...), 0) end
 
 -- ---- text: UTF-8 code points, word characters, case -------------------------------------
 
--- the code points of s, each as {cp, first byte, last byte}; a malformed byte is a code point of its own
-local function codepoints(s)
-  local out, i, n = {}, 1, #s
-  while i <= n do
-    local c = s:byte(i)
-    local len, cp = 1, c
-    if c >= 0xC0 and c < 0xE0 then len, cp = 2, c - 0xC0
-    elseif c >= 0xE0 and c < 0xF0 then len, cp = 3, c - 0xE0
-    elseif c >= 0xF0 and c < 0xF8 then len, cp = 4, c - 0xF0 end
-    if len > 1 then
-      local ok = i + len - 1 <= n
-      for k = 1, len - 1 do
-        local b = ok and s:byte(i + k)
-        if not b or b < 0x80 or b > 0xBF then ok = false; break end
-        cp = cp * 64 + (b - 0x80)
-      end
-      if not ok then len, cp = 1, c end
+-- the code point of s at byte i → cp, the byte after it; a malformed byte is a code point of its own
+local function decode(s, i)
+  local c = s:byte(i)
+  local len, cp = 1, c
+  if c >= 0xC0 and c < 0xE0 then len, cp = 2, c - 0xC0
+  elseif c >= 0xE0 and c < 0xF0 then len, cp = 3, c - 0xE0
+  elseif c >= 0xF0 and c < 0xF8 then len, cp = 4, c - 0xF0 end
+  if len > 1 then
+    if i + len - 1 > #s then return c, i + 1 end
+    for k = 1, len - 1 do
+      local b = s:byte(i + k)
+      if b < 0x80 or b > 0xBF then return c, i + 1 end
+      cp = cp * 64 + (b - 0x80)
     end
-    out[#out + 1] = { cp, i, i + len - 1 }
-    i = i + len
   end
-  return out
+  return cp, i + len
+end
+
+-- for cp, first, last in codepoints(s): the code points of s with their bytes (no tables made:
+-- a long response costs no memory per character)
+local function codepoints(s)
+  local i = 1
+  return function()
+    if i > #s then return nil end
+    local first = i
+    local cp, nxt = decode(s, i)
+    i = nxt
+    return cp, first, nxt - 1
+  end
+end
+
+local function count_codepoints(s)
+  local n = 0
+  for _ in codepoints(s) do n = n + 1 end
+  return n
 end
 
 local function utf8_char(cp)
@@ -138,9 +151,9 @@ end
 local function lower(s)
   if not s:find("[\128-\255]") then return s:lower() end
   local out = {}
-  for _, c in ipairs(codepoints(s)) do
-    local kind, lc = case_of(c[1])
-    out[#out + 1] = kind == "u" and utf8_char(lc) or s:sub(c[2], c[3])
+  for cp, a, b in codepoints(s) do
+    local kind, lc = case_of(cp)
+    out[#out + 1] = kind == "u" and utf8_char(lc) or s:sub(a, b)
   end
   return table.concat(out)
 end
@@ -148,8 +161,8 @@ end
 -- Python's str.isupper / str.islower: at least one cased character, none of the other case
 local function has_case_only(s, want)
   local any = false
-  for _, c in ipairs(codepoints(s)) do
-    local kind = case_of(c[1])
+  for cp in codepoints(s) do
+    local kind = case_of(cp)
     if kind then
       if kind ~= want then return false end
       any = true
@@ -181,8 +194,8 @@ local function ends_with(s, p) return p == "" or s:sub(-#p) == p end
 -- nltk RegexpTokenizer(r"\w+"): the number of runs of word characters
 function M.count_words(text)
   local n, inword = 0, false
-  for _, c in ipairs(codepoints(text)) do
-    local w = is_word(c[1])
+  for cp in codepoints(text) do
+    local w = is_word(cp)
     if w and not inword then n = n + 1 end
     inword = w
   end
@@ -228,10 +241,15 @@ function M.count_sentences(text)
   return n
 end
 
+-- « “ ‘ „ » ” ’: nltk's tokenizer splits at them
+local unicode_quotes = { "\194\171", "\226\128\156", "\226\128\152", "\226\128\158", "\194\187",
+                         "\226\128\157", "\226\128\153" }
+
 -- nltk word_tokenize's words, approximated (M.approximations)
 local function word_tokens(text)
   local out = {}
-  local spaced = text:gsub("[,;:@#%$%%&%?!\"%(%)%[%]{}<>]", " ")
+  local spaced = text:gsub("[,;:@#%$%%&%?!\"%(%)%[%]{}<>%*`]", " "):gsub("%-%-", " "):gsub("%.%.+", " ")
+  for _, q in ipairs(unicode_quotes) do spaced = spaced:gsub(q, " ") end
   for t in spaced:gmatch("%S+") do
     local l = t:lower()
     local a, b = l:match("^(can)(not)$")
@@ -277,8 +295,7 @@ end
 -- whether text reads as English (langdetect's "en", approximated: M.approximations)
 function M.looks_english(text)
   local ascii, other = 0, 0
-  for _, c in ipairs(codepoints(text)) do
-    local cp = c[1]
+  for cp in codepoints(text) do
     if cp < 0x80 then
       if (cp >= 65 and cp <= 90) or (cp >= 97 and cp <= 122) then ascii = ascii + 1 end
     elseif is_word(cp) then
@@ -320,15 +337,19 @@ end
 -- the code point ending right before byte position i (nil at the start)
 local function cp_before(s, i)
   if i <= 1 then return nil end
-  local j = i - 1
-  while j > 1 and s:byte(j) >= 0x80 and s:byte(j) <= 0xBF do j = j - 1 end
-  local c = codepoints(s:sub(j, i - 1))
-  return c[#c][1]
+  for j = i - 1, math.max(1, i - 4), -1 do
+    local b = s:byte(j)
+    if b < 0x80 or b >= 0xC0 then
+      local cp, nxt = decode(s, j)
+      if nxt == i then return cp end
+      break
+    end
+  end
+  return s:byte(i - 1)  -- a malformed byte, a code point of its own (as codepoints reads it)
 end
 local function cp_at(s, i)
   if i > #s then return nil end
-  local c = codepoints(s:sub(i, i + 3))
-  return c[1][1]
+  return (decode(s, i))
 end
 local function word_at(cp) return cp ~= nil and is_word(cp) end
 
@@ -380,6 +401,19 @@ local function count_line_marks(s, marker, star)
   return n
 end
 
+-- re.findall(r"\[.*?\]", s) counted in one pass: a [ matches up to the first ] on its line;
+-- with no ] before the line's end no [ of that line matches (a per-[ scan is quadratic)
+local function count_placeholders(s)
+  local n, at = 0, 1
+  while true do
+    local a = s:find("[", at, true)
+    if not a then return n end
+    local b = s:find("[%]\n]", a + 1)
+    if not b then return n end
+    if s:sub(b, b) == "]" then n, at = n + 1, b + 1 else at = b + 1 end
+  end
+end
+
 local checkers = {}
 M.checkers = checkers
 
@@ -418,7 +452,7 @@ checkers["combination:two_responses"] = {
 }
 checkers["detectable_content:number_placeholders"] = {
   args = { num_placeholders = "int" },
-  check = function(v, kw) return count_matches(v, "%[[^\n]-%]") >= kw.num_placeholders end,
+  check = function(v, kw) return count_placeholders(v) >= kw.num_placeholders end,
 }
 checkers["detectable_content:postscript"] = {
   args = { postscript_marker = "string" },
@@ -660,7 +694,7 @@ function M.instruction(id, kwargs, where)
       elseif kind == "string" then
         bad = not (type(v) == "string" and strip(v) ~= "") and "a non-empty string"
       elseif kind == "letter" then
-        bad = not (type(v) == "string" and #codepoints(strip(v)) == 1) and "one character"
+        bad = not (type(v) == "string" and count_codepoints(strip(v)) == 1) and "one character"
       elseif kind == "list" then
         local ok = type(v) == "table" and #v > 0
         for i = 1, ok and #v or 0 do ok = ok and type(v[i]) == "string" and v[i] ~= "" end
