@@ -16,8 +16,9 @@ local function run_cases(cases)
     if loose == nil then loose = strict end
     local item = { key = n, prompt = "p", instructions = { I.instruction(id, kw, "case") } }
     local f = I.follow(item, response)
-    T.eq(f.strict[1], strict, ("%s strict on %q"):format(id, response))
-    T.eq(f.loose[1], loose, ("%s loose on %q"):format(id, response))
+    local shown = #response > 80 and response:sub(1, 80) .. ("... (%d bytes)"):format(#response) or response
+    T.eq(f.strict[1], strict, ("%s strict on %q"):format(id, shown))
+    T.eq(f.loose[1], loose, ("%s loose on %q"):format(id, shown))
   end
 end
 
@@ -169,6 +170,25 @@ T.case("an empty response follows nothing", function()
     { "punctuation:no_comma", {}, " \n\t", false },
     { "keywords:forbidden_words", { forbidden_words = { "x" } }, "", false },
   }
+end)
+
+T.case("long pathological responses are checked in linear time (no hang)", function()
+  -- each was quadratic before (a pattern anchored at the end, or a lazy one per '['): 200k
+  -- characters took minutes to hours; now milliseconds. The bound only catches a hang.
+  local n = 200000
+  local cases = {
+    { "length_constraints:number_sentences", { num_sentences = 2, relation = at_least }, "ab." .. string.rep(")", n) .. " b", true },
+    { "detectable_format:title", {}, "<<" .. string.rep(">", n) .. "x>>", true },
+    { "detectable_content:number_placeholders", { num_placeholders = 1 }, string.rep("[", n) .. "\n]", false },
+    { "startend:end_checker", { end_phrase = "x" }, string.rep('"', n) .. "x", true },
+    { "punctuation:no_comma", {}, string.rep(" ", n) .. "x", true },
+    { "detectable_format:number_highlighted_sections", { num_highlights = 1 }, "*" .. string.rep(" ", n) .. "x*", true },
+  }
+  for _, c in ipairs(cases) do
+    local t0 = os.clock()
+    run_cases{ c }
+    T.ok(os.clock() - t0 < 20, c[1] .. " took " .. (os.clock() - t0) .. " s on " .. #c[3] .. " characters")
+  end
 end)
 
 -- the sample's responses and what each instruction gets, worked out by hand (strict, loose)

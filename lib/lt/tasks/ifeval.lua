@@ -173,7 +173,26 @@ end
 local function isupper(s) return has_case_only(s, "u") end
 local function islower(s) return has_case_only(s, "l") end
 
-local function strip(s) return (s:gsub("^%s+", ""):gsub("%s+$", "")) end
+-- Python's strip / rstrip(chars) / lstrip(chars) without a trailing-anchored pattern: Lua
+-- retries "%s+$" at every position, quadratic on a long run of spaces before a non-space
+local spaces = { [9] = true, [10] = true, [11] = true, [12] = true, [13] = true, [32] = true }
+local function strip(s)
+  local a = s:find("%S")
+  if not a then return "" end
+  local b = #s
+  while spaces[s:byte(b)] do b = b - 1 end
+  return s:sub(a, b)
+end
+local function rstrip_byte(s, byte)
+  local b = #s
+  while b > 0 and s:byte(b) == byte do b = b - 1 end
+  return s:sub(1, b)
+end
+local function lstrip_byte(s, byte)
+  local a = 1
+  while a <= #s and s:byte(a) == byte do a = a + 1 end
+  return s:sub(a)
+end
 
 -- s split at every (non-overlapping) occurrence of the plain string sep, as Python's str.split(sep)
 local function split_plain(s, sep)
@@ -208,13 +227,23 @@ for w in ([[mr mrs ms dr prof sr jr st mt inc ltd co corp vs e.g i.e u.s u.k a.m
   abbreviations[w] = true
 end
 
--- closing quotes and brackets after a sentence's end: " ' ) ] } * ’ ” »
+-- t without the closing quotes and brackets after a sentence's end: " ' ) ] } * ’ ” »
+local closers = { [34] = true, [39] = true, [41] = true, [93] = true, [125] = true, [42] = true }
 local function strip_closers(t)
-  while true do
-    local u = t:gsub("[\"')%]}*]$", ""):gsub("\226\128[\153\157]$", ""):gsub("\194\187$", "")
-    if u == t then return t end
-    t = u
+  local b = #t
+  while b > 0 do
+    local z = t:byte(b)
+    if closers[z] then
+      b = b - 1
+    elseif b >= 3 and (z == 153 or z == 157) and t:byte(b - 1) == 128 and t:byte(b - 2) == 226 then
+      b = b - 3
+    elseif b >= 2 and z == 187 and t:byte(b - 1) == 194 then
+      b = b - 2
+    else
+      break
+    end
   end
+  return t:sub(1, b)
 end
 
 -- The number of sentences (punkt's, approximated: M.approximations)
@@ -501,7 +530,7 @@ checkers["detectable_format:number_highlighted_sections"] = {
   check = function(v, kw)
     local n = 0
     for h in v:gmatch("%*[^\n%*]*%*") do
-      if strip((h:gsub("^%*+", ""):gsub("%*+$", ""))) ~= "" then n = n + 1 end
+      if strip(rstrip_byte(lstrip_byte(h, 42), 42)) ~= "" then n = n + 1 end
     end
     for h in v:gmatch("%*%*[^\n%*]*%*%*") do
       if strip(h:sub(3, -3)) ~= "" then n = n + 1 end
@@ -517,10 +546,10 @@ checkers["detectable_format:title"] = {
       local a = line:find("<<", 1, true)
       local b
       for p = #line - 1, 1, -1 do
-        if line:sub(p, p + 1) == ">>" then b = p; break end
+        if line:byte(p) == 62 and line:byte(p + 1) == 62 then b = p; break end
       end
       if a and b and b >= a + 3 then
-        local inner = line:sub(a, b + 1):gsub("^<+", ""):gsub(">+$", "")
+        local inner = rstrip_byte(lstrip_byte(line:sub(a, b + 1), 60), 62)
         if strip(inner) ~= "" then return true end
       end
     end
@@ -609,7 +638,7 @@ checkers["punctuation:no_comma"] = {
 checkers["startend:end_checker"] = {
   args = { end_phrase = "string" },
   check = function(v, kw)
-    local s = strip(v):gsub('^"+', ""):gsub('"+$', "")
+    local s = rstrip_byte(lstrip_byte(strip(v), 34), 34)  -- strip('"')
     return ends_with(lower(s), lower(strip(kw.end_phrase)))
   end,
 }
@@ -765,10 +794,13 @@ function M.read(path, opts)
   if opts.unsupported ~= nil and opts.unsupported ~= "error" and opts.unsupported ~= "drop" then
     fail("ifeval.read: option unsupported must be \"error\" or \"drop\", got %s", tostring(opts.unsupported))
   end
+  if type(path) ~= "string" then fail("ifeval.read: argument 1: expected a file path, got %s", type(path)) end
+  if lt.fs.is_dir(path) then fail("ifeval.read: %s is a folder, not an IFEval JSONL file", path) end
   local f, err = io.open(path, "rb")
   if not f then fail("ifeval.read: %s", err) end
   local text = f:read("*a")
   f:close()
+  if not text then fail("ifeval.read: %s could not be read", path) end
   local items, seen = {}, {}
   local stats = { instructions_dropped = 0, prompts_dropped = 0 }
   local lineno = 0

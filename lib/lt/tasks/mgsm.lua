@@ -9,7 +9,14 @@ local M = {}
 
 local function fail(fmt, ...) error(fmt:format(...), 0) end
 
-local function strip(s) return (s:gsub("^%s+", ""):gsub("%s+$", "")) end
+-- without a trailing-anchored pattern ("%s+$" is quadratic on long runs of spaces)
+local function strip(s)
+  local a = s:find("%S")
+  if not a then return "" end
+  local b = #s
+  while s:byte(b) == 32 or (s:byte(b) >= 9 and s:byte(b) <= 13) do b = b - 1 end
+  return s:sub(a, b)
+end
 
 -- an answer_number as the item's answer text: a (signed) decimal number, integers without ".0"
 local function answer_text(v, where)
