@@ -41,6 +41,12 @@ T.case("change_case", function()
     { "change_case:english_lowercase", {}, "the answer is that the sky is blue.", true },
     { "change_case:english_lowercase", {}, "The answer is blue.", false },
     { "change_case:english_lowercase", {}, "die katze ist nicht auf dem tisch und der hund schläft.", false },
+    -- four words, no English function word: accents or vowel endings say another language
+    -- (langdetect: it, de, en, en)
+    { "change_case:english_lowercase", {}, "vecchie navi lunghi viaggi", false },
+    { "change_case:english_lowercase", {}, "schl\195\164ft katze tisch hund", false },
+    { "change_case:english_lowercase", {}, "quick brown foxes jump", true },
+    { "change_case:english_capital", {}, "HAPPY NEW YEAR EVERYONE", true },
     -- loose: the first line dropped leaves an all-lowercase English answer
     { "change_case:english_lowercase", {}, "Answer:\nthe sky is blue and the grass is green.", false, true },
   }
