@@ -917,7 +917,8 @@ end
 -- Generate a response per item with model m (greedy unless temperature is given) and score
 -- them (M.score); the four accuracies are logged to the current run as
 -- BENCH/{strict,loose}/{prompt,instruction}_acc. opts: template ("{prompt}": the text around
--- the prompt, e.g. a chat template's), max_new_tokens (default 512), batch_size (default 16),
+-- the prompt; a chat model's: lt.rl.chat_prompt("{prompt}", DIR .. "/tokenizer_config.json")),
+-- max_new_tokens (default 512), batch_size (default 16),
 -- temperature, bench (default "ifeval"), log (default true).
 function M.evaluate(m, items, opts)
   lt.check_options(opts, "ifeval.evaluate", { "template", "max_new_tokens", "batch_size", "temperature", "bench", "log" })

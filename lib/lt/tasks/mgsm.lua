@@ -94,7 +94,7 @@ end
 
 -- The items of an MGSM file or folder, in file order (a folder: its mgsm_*.tsv and
 -- mgsm_*.jsonl files by name). A .tsv line is "question<TAB>answer_number" (MGSM's files, no
--- header), its language from the file name mgsm_XX.tsv or opts.language; a .jsonl line is
+-- header, no quoting: a quote is text), its language from the file name mgsm_XX.tsv or opts.language; a .jsonl line is
 -- {"question", "answer_number", "language"} (language falls back likewise). Items are lt.eval
 -- math items {id = "mgsm/LANG/N" (N: the item's number in that language), bench = "gsm8k",
 -- question, answer, language, category = subject = LANG, source = "file:line"}.
