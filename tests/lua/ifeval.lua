@@ -1,0 +1,360 @@
+-- tests/lua/ifeval.lua: lt.tasks.ifeval: every checker on hand-written responses that must
+-- pass and ones that must fail (strict, and loose where it differs), worked out by hand from
+-- the reference's check_following (google-research instruction_following_eval); the reader's
+-- bad input; strict and loose accuracy on the shipped sample with hand-computed totals; a
+-- model's responses generated and scored.
+local T = require "lt.test"
+local I = require "lt.tasks.ifeval"
+local data = arg[0]:match("^(.*)/lua/[^/]+$") .. "/data/ifeval"
+local tmp = os.getenv("LTRUN_TEST_TMP") .. "/lua_ifeval"
+os.execute("rm -rf '" .. tmp .. "' && mkdir -p '" .. tmp .. "'")
+
+-- {id, kwargs, response, strict expected[, loose expected (default: the same)]}
+local function run_cases(cases)
+  for n, c in ipairs(cases) do
+    local id, kw, response, strict, loose = c[1], c[2], c[3], c[4], c[5]
+    if loose == nil then loose = strict end
+    local item = { key = n, prompt = "p", instructions = { I.instruction(id, kw, "case") } }
+    local f = I.follow(item, response)
+    local shown = #response > 80 and response:sub(1, 80) .. ("... (%d bytes)"):format(#response) or response
+    T.eq(f.strict[1], strict, ("%s strict on %q"):format(id, shown))
+    T.eq(f.loose[1], loose, ("%s loose on %q"):format(id, shown))
+  end
+end
+
+local at_least, less = "at least", "less than"
+
+T.case("change_case", function()
+  local cw = "change_case:capital_word_frequency"
+  run_cases{
+    { cw, { capital_frequency = 3, capital_relation = at_least }, "The NASA and ESA teams met the UN.", true },
+    { cw, { capital_frequency = 3, capital_relation = at_least }, "The NASA team met.", false },
+    -- word_tokenize splits DON'T into DO and N'T: four upper-case words
+    { cw, { capital_frequency = 4, capital_relation = at_least }, "I DON'T KNOW", true },
+    { cw, { capital_frequency = 4, capital_relation = less }, "I DON'T KNOW", false },
+    { cw, { capital_frequency = 5, capital_relation = less }, "I DON'T KNOW", true },
+    { cw, { capital_frequency = 2, capital_relation = at_least }, "HELLO,WORLD", true },  -- the comma splits
+    { "change_case:english_capital", {}, "MY ANSWER IS THAT THE SKY IS BLUE.", true },
+    { "change_case:english_capital", {}, "MY ANSWER is BLUE.", false },
+    { "change_case:english_capital", {}, "LA MAISON EST GRANDE ET LES ENFANTS SONT DANS LE JARDIN.", false },
+    { "change_case:english_capital", {}, "123 !!!", false },  -- no cased letter: not isupper
+    { "change_case:english_lowercase", {}, "the answer is that the sky is blue.", true },
+    { "change_case:english_lowercase", {}, "The answer is blue.", false },
+    { "change_case:english_lowercase", {}, "die katze ist nicht auf dem tisch und der hund schläft.", false },
+    -- four words, no English function word: accents or vowel endings say another language
+    -- (langdetect: it, de, en, en)
+    { "change_case:english_lowercase", {}, "vecchie navi lunghi viaggi", false },
+    { "change_case:english_lowercase", {}, "schl\195\164ft katze tisch hund", false },
+    { "change_case:english_lowercase", {}, "quick brown foxes jump", true },
+    { "change_case:english_capital", {}, "HAPPY NEW YEAR EVERYONE", true },
+    -- loose: the first line dropped leaves an all-lowercase English answer
+    { "change_case:english_lowercase", {}, "Answer:\nthe sky is blue and the grass is green.", false, true },
+  }
+end)
+
+T.case("combination", function()
+  local rp = { prompt_to_repeat = "Write a haiku about rain." }
+  run_cases{
+    { "combination:repeat_prompt", rp, "  write a HAIKU about rain. Rain falls on the roof.", true },
+    { "combination:repeat_prompt", rp, "Sure! Write a haiku about rain. Rain falls.", false },
+    { "combination:repeat_prompt", rp, "Sure!\nWrite a haiku about rain.\nRain on the roof.", false, true },
+    { "combination:two_responses", {}, "First answer.\n******\nSecond answer.", true },
+    { "combination:two_responses", {}, "Same.\n******\nSame.", false },
+    { "combination:two_responses", {}, "a ****** b ****** c", false },
+    { "combination:two_responses", {}, "a ****** ****** b", false },  -- an empty response between
+    { "combination:two_responses", {}, "a\n******\nb\n******", true },  -- an empty last part is allowed
+  }
+end)
+
+T.case("detectable_content", function()
+  local ps, pps = { postscript_marker = "P.S." }, { postscript_marker = "P.P.S" }
+  run_cases{
+    { "detectable_content:number_placeholders", { num_placeholders = 2 }, "Dear [name], your order [order id] ships.", true },
+    { "detectable_content:number_placeholders", { num_placeholders = 2 }, "Dear [name], ok [\nid]", false },
+    { "detectable_content:postscript", ps, "Hi.\nP.S. Bring snacks.", true },
+    { "detectable_content:postscript", ps, "see you. p. s. later", true },
+    { "detectable_content:postscript", ps, "PS bring snacks", false },
+    { "detectable_content:postscript", pps, "Bye.\nP.P.S see you", true },
+    { "detectable_content:postscript", pps, "Bye.\nP.S. see you", false },
+    { "detectable_content:postscript", { postscript_marker = "Note:" }, "Text.\nNOTE: later", true },
+  }
+end)
+
+T.case("detectable_format", function()
+  local ms = { section_spliter = "Section", num_sections = 2 }
+  run_cases{
+    { "detectable_format:constrained_response", {}, "Hmm. My answer is maybe.", true },
+    { "detectable_format:constrained_response", {}, "My answer is: yes.", false },
+    { "detectable_format:json_format", {}, '```json\n{"a": [1, 2]}\n```', true },
+    { "detectable_format:json_format", {}, '  [1, "x"]  ', true },
+    { "detectable_format:json_format", {}, "{'a': 1}", false },
+    { "detectable_format:json_format", {}, '{"a": 1} trailing', false },
+    { "detectable_format:json_format", {}, 'Here is the JSON:\n{"a": 1}', false, true },
+    { "detectable_format:multiple_sections", ms, "Section 1\nIntro\nSection 2\nBody", true },
+    { "detectable_format:multiple_sections", ms, "Section one\nSection 2", false },
+    { "detectable_format:multiple_sections", ms, "SECTION 1\nSECTION 2", false },  -- case matters
+    { "detectable_format:multiple_sections", ms, "Section1 Section2", true },
+    { "detectable_format:number_bullet_lists", { num_bullets = 3 }, "Intro:\n* one\n* two\n- three", true },
+    { "detectable_format:number_bullet_lists", { num_bullets = 3 }, "* one\n* two", false },
+    { "detectable_format:number_bullet_lists", { num_bullets = 3 }, "**bold** line\n* a\n  * b\n* c", true },
+    -- r"^\s*\*[^\*].*$": after a bare "*" the [^\*] takes the line break and .* the next line
+    { "detectable_format:number_bullet_lists", { num_bullets = 2 }, "*\n* b\n* c", true },
+    { "detectable_format:number_bullet_lists", { num_bullets = 3 }, "*\n* b\n* c", false },
+    { "detectable_format:number_bullet_lists", { num_bullets = 2 }, "---\n -5 degrees", true },
+    { "detectable_format:number_highlighted_sections", { num_highlights = 2 }, "*one* and **two**", true },
+    { "detectable_format:number_highlighted_sections", { num_highlights = 2 }, "*one* only, * *", false },
+    { "detectable_format:title", {}, "<<My Poem>>\nRoses are red.", true },
+    { "detectable_format:title", {}, "<< >> and <>", false },
+    { "detectable_format:title", {}, "<<My\nPoem>>", false },
+  }
+end)
+
+T.case("keywords", function()
+  run_cases{
+    { "keywords:existence", { keywords = { "river", "Stone" } }, "The RIVER carved the stonework.", true },
+    { "keywords:existence", { keywords = { "river", "Stone" } }, "The river.", false },
+    { "keywords:forbidden_words", { forbidden_words = { "cat", "dog" } }, "Concatenate hotdogs.", true },
+    { "keywords:forbidden_words", { forbidden_words = { "cat", "dog" } }, "My Dog.", false },
+    { "keywords:forbidden_words", { forbidden_words = { "cafe" } }, "cafés", true },  -- é is a word character
+    { "keywords:frequency", { keyword = "apple", frequency = 3, relation = at_least }, "Apple, apples, pineapple.", true },
+    { "keywords:frequency", { keyword = "apple", frequency = 3, relation = at_least }, "apple apple", false },
+    { "keywords:frequency", { keyword = "apple", frequency = 3, relation = less }, "apple apple", true },
+    { "keywords:letter_frequency", { letter = "Z", let_frequency = 2, let_relation = at_least }, "Zebra zone", true },
+    { "keywords:letter_frequency", { letter = "Z", let_frequency = 2, let_relation = at_least }, "Zebra", false },
+    { "keywords:letter_frequency", { letter = "z", let_frequency = 2, let_relation = less }, "Zebra", true },
+  }
+end)
+
+T.case("length_constraints", function()
+  local nth = { num_paragraphs = 2, nth_paragraph = 2, first_word = "Finally" }
+  local p3 = { num_paragraphs = 3 }
+  run_cases{
+    { "length_constraints:nth_paragraph_first_word", nth, 'Intro text.\n\n"Finally, we end."', true },
+    -- three paragraphs; loose: without the first line "A." the 2nd of two is "Finally."
+    { "length_constraints:nth_paragraph_first_word", nth, "A.\n\nB.\n\nFinally.", false, true },
+    { "length_constraints:nth_paragraph_first_word", nth, "Intro.\nFinally here.", false },
+    -- "\n\n\n\n" splits into an empty paragraph: 2 paragraphs, but the 2nd of the split is empty
+    { "length_constraints:nth_paragraph_first_word", nth, "Intro.\n\n\n\nFinally here.", false },
+    { "length_constraints:number_paragraphs", p3, "One\n***\nTwo\n***\nThree", true },
+    { "length_constraints:number_paragraphs", p3, "***\nOne\n***\nTwo\n***\nThree\n***", true },
+    { "length_constraints:number_paragraphs", p3, "One\n***\n***\nTwo\n***\nThree", false },
+    { "length_constraints:number_paragraphs", p3, "One\n\nTwo\n\nThree", false },
+    { "length_constraints:number_sentences", { num_sentences = 3, relation = less }, "One sentence. Two sentences.", true },
+    { "length_constraints:number_sentences", { num_sentences = 3, relation = less }, "First. Second! Third?", false },
+    { "length_constraints:number_sentences", { num_sentences = 3, relation = less }, "Dr. Smith met Mr. Jones. They talked.", true },
+    { "length_constraints:number_sentences", { num_sentences = 2, relation = at_least }, "Line one\nLine two", false },
+    { "length_constraints:number_words", { num_words = 8, relation = at_least }, "It's a state-of-the-art idea.", true },
+    { "length_constraints:number_words", { num_words = 9, relation = at_least }, "It's a state-of-the-art idea.", false },
+    { "length_constraints:number_words", { num_words = 3, relation = less }, "Hello \226\128\148 world", true },
+    { "length_constraints:number_words", { num_words = 3, relation = less }, "don\226\128\153t stop", false },  -- ’ splits
+    { "length_constraints:number_words", { num_words = 3, relation = less }, "\195\156berm\195\164\195\159ig gro\195\159", true },
+  }
+  T.eq(I.count_sentences(""), 0)
+  T.eq(I.count_sentences("Wait... what? He left... Then rain."), 3)
+  T.eq(I.count_words("Hello, world! It's 3.5 \226\128\148 fine_ok"), 7)
+end)
+
+T.case("punctuation and startend", function()
+  local ender = { end_phrase = "Any other questions?" }
+  run_cases{
+    { "punctuation:no_comma", {}, "No commas here.", true },
+    { "punctuation:no_comma", {}, "Yes, one.", false },
+    { "startend:end_checker", ender, 'Text.\nAny other questions?"', true },
+    { "startend:end_checker", ender, "Text. any OTHER questions?  ", true },
+    { "startend:end_checker", ender, "Any other questions? Thanks.", false },
+    { "startend:end_checker", ender, "Text. Any other questions?\n---", false, true },
+    { "startend:quotation", {}, '"Wrapped."', true },
+    { "startend:quotation", {}, '"', false },
+    { "startend:quotation", {}, 'Not "wrapped".', false },
+    { "startend:quotation", {}, '**"Wrapped."**', false, true },
+  }
+end)
+
+T.case("an empty response follows nothing", function()
+  run_cases{
+    { "punctuation:no_comma", {}, "", false },
+    { "punctuation:no_comma", {}, " \n\t", false },
+    { "keywords:forbidden_words", { forbidden_words = { "x" } }, "", false },
+  }
+end)
+
+T.case("long pathological responses are checked in linear time (no hang)", function()
+  -- each was quadratic before (a pattern anchored at the end, or a lazy one per '['): 200k
+  -- characters took minutes to hours; now milliseconds. The bound only catches a hang.
+  local n = 200000
+  local cases = {
+    { "length_constraints:number_sentences", { num_sentences = 2, relation = at_least }, "ab." .. string.rep(")", n) .. " b", true },
+    { "detectable_format:title", {}, "<<" .. string.rep(">", n) .. "x>>", true },
+    { "detectable_content:number_placeholders", { num_placeholders = 1 }, string.rep("[", n) .. "\n]", false },
+    { "startend:end_checker", { end_phrase = "x" }, string.rep('"', n) .. "x", true },
+    { "punctuation:no_comma", {}, string.rep(" ", n) .. "x", true },
+    { "detectable_format:number_highlighted_sections", { num_highlights = 1 }, "*" .. string.rep(" ", n) .. "x*", true },
+  }
+  for _, c in ipairs(cases) do
+    local t0 = os.clock()
+    run_cases{ c }
+    T.ok(os.clock() - t0 < 20, c[1] .. " took " .. (os.clock() - t0) .. " s on " .. #c[3] .. " characters")
+  end
+end)
+
+-- the sample's responses and what each instruction gets, worked out by hand (strict, loose)
+local responses = {
+  [1] = "A white tower stands on the cliff.\n***\nIts lamp turns all night.\n***\nShips pass safely, home.",
+  [2] = "<<autumn leaves>>\nthe maples burn with quiet red and the wind carries them home.",
+  [3] = 'Sure! Here it is:\n```json\n{"colours": ["red", "yellow", "blue"]}\n```',
+  [4] = "* Better mood\n* Stronger heart\nIs there anything else I can help with?",
+  [5] = '**"The harbor was calm and the Harbor master slept."**',
+  [6] = "Hi [name], the parcel for [address] arrived.\nP.S. It was heavy.",
+  [7] = "Fresh bread daily.\n******\nFresh bread daily.",
+  [8] = "Mon pain pr\195\169f\195\169r\195\169 est la baguette.",
+}
+local expect_strict = { { true, false }, { true, true }, { false }, { true, true }, { false, true }, { true, true },
+                        { false, true }, { true } }
+-- 1: the last line (with the comma) dropped; 3: the first line dropped; 5: the asterisks removed
+local expect_loose = { { true, true }, { true, true }, { true }, { true, true }, { true, true }, { true, true },
+                       { false, true }, { true } }
+
+T.case("strict and loose accuracy on the sample", function()
+  local items, stats = I.read(data .. "/sample.jsonl", { unsupported = "drop" })
+  T.eq(#items, 8)
+  T.eq(stats.instructions_dropped, 1)
+  T.eq(items[8].dropped[1], "language:response_language")
+  T.eq(#items[8].instructions, 1)
+  local res = I.score(responses, items)
+  for k, it in ipairs(res.items) do
+    T.same_table(it.strict, expect_strict[k], "strict of item " .. k)
+    T.same_table(it.loose, expect_loose[k], "loose of item " .. k)
+  end
+  T.eq(res.prompts, 8); T.eq(res.instructions, 14)
+  T.eq(res.strict.instruction_correct, 10); T.near(res.strict.instruction_acc, 10 / 14)
+  T.eq(res.strict.prompt_correct, 4); T.near(res.strict.prompt_acc, 0.5)
+  T.eq(res.loose.instruction_correct, 13); T.near(res.loose.instruction_acc, 13 / 14)
+  T.eq(res.loose.prompt_correct, 7); T.near(res.loose.prompt_acc, 7 / 8)
+  T.eq(res.strict.by_category.punctuation, 0); T.eq(res.loose.by_category.punctuation, 1)
+  T.near(res.strict.by_category.startend, 0.5)  -- end_checker right, quotation wrong
+  T.eq(res.strict.by_instruction["detectable_format:json_format"], 0)
+  T.eq(res.loose.by_instruction["detectable_format:json_format"], 1)
+  -- the same by prompt text, by string key and from a function
+  local by_prompt, by_string = {}, {}
+  for k, it in ipairs(items) do by_prompt[it.prompt] = responses[k]; by_string[tostring(it.key)] = responses[k] end
+  for _, r in ipairs{ by_prompt, by_string, function(it) return responses[it.key] end } do
+    local again = I.score(r, items)
+    T.eq(again.strict.instruction_correct, 10); T.eq(again.loose.prompt_correct, 7)
+  end
+  T.raises(function() I.score({ [1] = "x" }, items) end, "no response to item 2 %(.*sample.jsonl:2%)")
+  T.raises(function() I.score(function() return 3 end, items) end, "is a number, not a string")
+end)
+
+local function write(name, lines)
+  local path = tmp .. "/" .. name
+  local f = assert(io.open(path, "wb"))
+  f:write(table.concat(lines, "\n"), "\n")
+  f:close()
+  return path
+end
+
+T.case("the reader's bad input names file:line and the id", function()
+  T.raises(function() I.read(data .. "/sample.jsonl") end,
+           "sample.jsonl:8: instruction 1: instruction 'language:response_language' is not supported")
+  local ok = '{"key": 1, "prompt": "p", "instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}'
+  local cases = {
+    { '{"key": 2, "prompt": "p", "kwargs": [{}]}', ":2: field 'instruction_id_list' is missing" },
+    { '{"key": 2, "prompt": "p", "instruction_id_list": ["punctuation:no_comma", "startend:quotation"], "kwargs": [{}]}',
+      ":2: kwargs has 1 entries for 2 instruction ids" },
+    { '{"key": 2, "prompt": "p", "instruction_id_list": ["punctuation:no_colon"], "kwargs": [{}]}',
+      ":2: instruction 1: unknown IFEval instruction id 'punctuation:no_colon'" },
+    { '{"key": 2, "prompt": "p", "instruction_id_list": [], "kwargs": []}', ":2: field 'instruction_id_list' must be a non%-empty list" },
+    { '{"key": 2, "prompt": "p", "instruction_id_list": ["punctuation:no_comma"]}', ":2: field 'kwargs' is missing" },
+    { '{"key": 2, "prompt": "p", "instruction_id_list": ["punctuation:no_comma"], "kwargs": {"a": 1}}', ":2: field 'kwargs' must be a list" },
+    { '{"key": 2, "prompt": "p", "instruction_id_list": ["punctuation:no_comma"], "kwargs": [[1]]}', ":2: instruction 1: kwargs of 'punctuation:no_comma' must be an object" },
+    { '{"key": 2, "prompt": "p", "instruction_id_list": [7], "kwargs": [{}]}', ":2: instruction 1: an instruction id must be a string" },
+    { '{"key": 2, "instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}', ":2: field 'prompt' is missing" },
+    { '{"key": 1, "prompt": "q", "instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}', ":2: key 1 repeats the item of .*:1" },
+    { '{"key": 2, "prompt": "p", "instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]', ":2: not JSON" },
+    { '[1, 2]', ":2: expected a JSON object" },
+    -- kwargs: unknown, missing (IFEval would draw it at random), of the wrong kind
+    { '{"key": 2, "prompt": "p", "instruction_id_list": ["punctuation:no_comma"], "kwargs": [{"num_words": 3}]}',
+      ":2: instruction 1: 'punctuation:no_comma' takes no kwarg 'num_words'" },
+    { '{"key": 2, "prompt": "p", "instruction_id_list": ["length_constraints:number_words"], "kwargs": [{"num_words": 3, "relation": null}]}',
+      "needs kwarg 'relation'" },
+    { '{"key": 2, "prompt": "p", "instruction_id_list": ["length_constraints:number_words"], "kwargs": [{"num_words": 3, "relation": "at most"}]}',
+      "kwarg 'relation' of 'length_constraints:number_words' must be 'less than' or 'at least', got \"at most\"" },
+    { '{"key": 2, "prompt": "p", "instruction_id_list": ["length_constraints:number_words"], "kwargs": [{"num_words": 2.5, "relation": "at least"}]}',
+      "kwarg 'num_words' .* must be a whole number" },
+    { '{"key": 2, "prompt": "p", "instruction_id_list": ["keywords:letter_frequency"], "kwargs": [{"letter": "ab", "let_frequency": 1, "let_relation": "at least"}]}',
+      "kwarg 'letter' .* must be one character" },
+    { '{"key": 2, "prompt": "p", "instruction_id_list": ["keywords:existence"], "kwargs": [{"keywords": "river"}]}',
+      "kwarg 'keywords' .* must be a non%-empty list" },
+    { '{"key": 2, "prompt": "p", "instruction_id_list": ["keywords:existence"], "kwargs": [{"keywords": ["C++"]}]}',
+      "keyword 'c%+%+' uses regular%-expression syntax" },
+    { '{"key": 2, "prompt": "p", "instruction_id_list": ["length_constraints:nth_paragraph_first_word"], "kwargs": [{"num_paragraphs": 2, "nth_paragraph": 3, "first_word": "so"}]}',
+      "nth_paragraph 3 is beyond num_paragraphs 2" },
+  }
+  for k, c in ipairs(cases) do
+    local path = write(("bad%d.jsonl"):format(k), { ok, c[1] })
+    local err = T.raises(function() I.read(path) end, c[2], "bad input " .. k)
+    T.ok(tostring(err):find("bad" .. k .. "%.jsonl:2: "), "bad input " .. k .. " names file:line: " .. tostring(err))
+  end
+  T.raises(function() I.read(tmp .. "/absent.jsonl") end, "absent.jsonl")
+  T.raises(function() I.read(write("empty.jsonl", { "", "  " })) end, "holds no items")
+  T.raises(function() I.read(data .. "/sample.jsonl", { unsupported = "skip" }) end, "must be \"error\" or \"drop\"")
+  T.raises(function() I.read(data .. "/sample.jsonl", { drop = true }) end, "unknown option 'drop'")
+  -- an item whose every instruction is dropped is left out, and counted
+  local path = write("lang_only.jsonl", { ok, '{"key": 2, "prompt": "p", "instruction_id_list": ["language:response_language"], "kwargs": [{"language": "de"}]}' })
+  local items, stats = I.read(path, { unsupported = "drop" })
+  T.eq(#items, 1); T.eq(stats.prompts_dropped, 1); T.eq(stats.instructions_dropped, 1)
+  T.raises(function() I.check("language:response_language", { language = "de" }, "Hallo") end, "needs a language detector")
+end)
+
+T.case("every id of IFEval's registry is checked or refused by name", function()
+  -- instructions_registry.INSTRUCTION_DICT of google-research/instruction_following_eval
+  local registry = {
+    "keywords:existence", "keywords:frequency", "keywords:forbidden_words", "keywords:letter_frequency",
+    "language:response_language", "length_constraints:number_sentences", "length_constraints:number_paragraphs",
+    "length_constraints:number_words", "length_constraints:nth_paragraph_first_word",
+    "detectable_content:number_placeholders", "detectable_content:postscript", "detectable_format:number_bullet_lists",
+    "detectable_format:constrained_response", "detectable_format:number_highlighted_sections",
+    "detectable_format:multiple_sections", "detectable_format:json_format", "detectable_format:title",
+    "combination:two_responses", "combination:repeat_prompt", "startend:end_checker",
+    "change_case:capital_word_frequency", "change_case:english_capital", "change_case:english_lowercase",
+    "punctuation:no_comma", "startend:quotation",
+  }
+  local supported = {}
+  for _, id in ipairs(I.supported()) do supported[id] = true end
+  for _, id in ipairs(registry) do
+    T.ok(supported[id] or I.unsupported[id], id .. " is neither checked nor refused")
+    supported[id] = nil
+  end
+  T.eq(next(supported), nil, "a checked id that IFEval does not have")
+end)
+
+T.case("a model's responses generated and scored", function()
+  lt.model.new{ out = tmp .. "/m", layers = 2, hidden = 32, heads = 4, kv_heads = 2, vocab = 400, seed = 3,
+                corpus = arg[0]:match("^(.*)/lua/[^/]+$") .. "/data/eval" }
+  local m = lt.model.load(tmp .. "/m")
+  local items = I.read(data .. "/sample.jsonl", { unsupported = "drop" })
+  local res = I.evaluate(m, items, { max_new_tokens = 12, batch_size = 3, bench = "ifeval_test" })
+  T.eq(#res.items, #items)
+  -- what was generated, scored again from the texts alone, gives the same verdicts and accuracies
+  local texts = {}
+  for _, r in ipairs(res.items) do
+    T.eq(type(r.response), "string")
+    texts[r.key] = r.response
+  end
+  local again = I.score(texts, items)
+  for k, r in ipairs(res.items) do
+    T.same_table(r.strict, again.items[k].strict); T.same_table(r.loose, again.items[k].loose)
+  end
+  for _, mode in ipairs{ "strict", "loose" } do
+    for _, level in ipairs{ "prompt", "instruction" } do
+      local name = ("ifeval_test/%s/%s_acc"):format(mode, level)
+      local row = lt.run.query("SELECT value FROM metrics WHERE run_id = ? AND name = ?", lt.run.id(), name)[1]
+      T.ok(row, name .. " is logged")
+      T.near(row.value, again[mode][level .. "_acc"], 1e-12, name)
+    end
+  end
+  T.raises(function() I.evaluate(m, items, { template = "no placeholder" }) end, "holding {prompt}")
+  T.raises(function() I.evaluate(m, items, { top_k = 3 }) end, "unknown option 'top_k'")
+end)
+
+T.finish()
