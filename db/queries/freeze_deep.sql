@@ -1,6 +1,6 @@
 -- freeze_deep: the latest experiments/freeze_deep.lua run, one row per plan (and the base) and
 -- benchmark: trainable parameters (Table 7), whether embeddings / final norm + LM head were
--- frozen, wall time and training tokens/s (Table 7), last training loss; the gain on the new
+-- frozen, wall time and training tokens/s (Table 7: train_tokens_per_s, the run's rate, as the study prints it), last training loss; the gain on the new
 -- domain (new_loss: held-out loss on the new corpus; gain = base's new_loss - plan's) and the
 -- cost on the base's own domain (old_loss: held-out loss there; old_delta = plan's - base's);
 -- task_acc (the antonym task in the paper's format on fresh prompts, top-1 first token);
@@ -27,7 +27,7 @@ SELECT (SELECT id FROM study) AS study, v.plan, v.bench,
        (SELECT value FROM params WHERE run_id = (SELECT id FROM study) AND key = 'freeze_embeddings') AS freeze_emb,
        (SELECT value FROM params WHERE run_id = (SELECT id FROM study) AND key = 'freeze_head') AS freeze_head,
        round(coalesce((SELECT value FROM last WHERE run_id = v.id AND name = 'wall_s_total'), 0), 1) AS wall_s,
-       round(coalesce((SELECT avg(value) FROM metrics WHERE run_id = v.id AND name = 'tokens_per_s'), 0), 0) AS tokens_per_s,
+       round(coalesce((SELECT value FROM last WHERE run_id = v.id AND name = 'train_tokens_per_s'), 0), 0) AS tokens_per_s,
        round((SELECT value FROM last WHERE run_id = v.id AND name = 'loss'), 4) AS train_loss,
        round(v.new_loss, 4) AS new_loss,
        round((SELECT new_loss FROM v b WHERE b.plan = 'base' AND b.bench = v.bench) - v.new_loss, 4) AS gain,

@@ -403,6 +403,9 @@ LoopResult run_loop(model::Model& m, Objective& obj, const LoopOptions& o) {
   const int64_t run_tokens = r.tokens - tokens_before;
   r.tokens_per_s = r.wall_s > 0 ? double(run_tokens) / r.wall_s : 0;
   metric("wall_s", r.wall_s, step);
+  // the run's rate (tokens over the whole wall time, evaluations included), not the mean of
+  // the steps' tokens_per_s: the figure LoopResult::tokens_per_s gives scripts
+  metric("train_tokens_per_s", r.tokens_per_s, step);
   return r;
 }
 

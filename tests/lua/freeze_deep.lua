@@ -20,7 +20,7 @@ f:close()
 
 -- the study as a module, called with a table (exp.study: the args checked as on the command line)
 require "lt.experiment"
-require("experiments.freeze_deep").run{ model = tmp .. "/m", corpus = corpus, old = old, steps = 4, eval_every = 2,
+local printed = require("experiments.freeze_deep").run{ model = tmp .. "/m", corpus = corpus, old = old, steps = 4, eval_every = 2,
   seq_len = 32, micro_batch = 4, bench_limit = 8, val_windows = 8,
   bench = "antonyms,mc:" .. root .. "/tests/data/eval/mcq/sample.jsonl",
   freeze_embeddings = true, freeze_head = true, out = tmp .. "/out" }
@@ -104,6 +104,8 @@ T.case("losses on both domains, two benchmarks without retraining, the named que
   local b_acc = metric(child("base").id, "antonyms/cloze/acc")
   if b_acc > 0 then T.near(full.retention, metric(child("full").id, "antonyms/cloze/acc") / b_acc, 1e-3) end
   T.ok(full.acc_contains ~= nil and full.acc_generate ~= nil, "both generate rules in the table")
+  -- one tok/s: the query's is the study's printed one (the run's rate), rounded to a token
+  T.near(full.tokens_per_s, printed.full.tokens_per_s, 0.5 + 1e-9, "tokens/s of the query = the printed table's")
   T.eq(full.trainable, tonumber(lt.run.query("SELECT value FROM params WHERE run_id = ? AND key = 'trainable_params'", child("full").id)[1].value))
 end)
 
