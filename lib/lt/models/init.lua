@@ -20,6 +20,7 @@ M.recipes = {
   end },
   ["tiny-math"] = { "lt.models.tiny_math", {} },
   ["tiny-math-8l"] = { "lt.models.tiny_math", { layers = 8, steps = 600 } },
+  ["tiny-agent"] = { "lt.models.tiny_agent", {} },
 }
 
 -- the models folder: M.folder when a script set it, else $LTRUN_MODELS, else ./models

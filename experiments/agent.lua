@@ -1,0 +1,56 @@
+-- experiments/agent.lua: agentic RL (*Is One Layer Enough?* §3.4, Figure 5 in miniature): a
+-- tiny policy acting in a text environment (lt.envs: Sokoban by default), trained from the same
+-- model with GiGPO (episode advantages plus step advantages of steps taken in the same state,
+-- runtime/rl/gigpo.h) and with GRPO on episodes (omega = 0), one child run each; each batch is
+-- --tasks seeds x --group episodes played in lockstep (lt.agent), every step a row whose action
+-- tokens are trained. Scored on held-out seeds (below the pre-training ones): the success rate
+-- of --eval_episodes sampled episodes per seed before and after, compared per seed (up/down,
+-- sign test). --layer=L trains block L alone (the single-layer setting; -1: every block).
+-- Default policy: lt.models tiny-agent (a noisy Sokoban expert imitated).
+local exp = require "lt.experiment"
+local agent = require "lt.agent"
+local report = require "lt.report"
+
+return exp.study{
+  name = "agent", help = "GiGPO against GRPO on episodes for a tiny agent in a text environment",
+  args = { model = { "", "policy folder (\"\": the embedded default, lt.models tiny-agent)" },
+    env = { "sokoban", "environment (lt.envs)", choices = { "sokoban" } },
+    size = { 5, "Sokoban grid size", int = true, min = 5, max = 10 },
+    algos = { "gigpo,grpo", "advantages, each trained from the same model", list = true, choices = { "gigpo", "grpo" } },
+    steps = { 20, "batches of episodes (each one optimizer step per mini-batch)", int = true, min = 1 },
+    tasks = { 8, "seeds per batch, a group of episodes each", int = true, min = 1 },
+    group = { 8, "episodes per seed", int = true, min = 2 },
+    lr = { 1e-4, "learning rate", min = 0 }, mini_batches = { 2, "optimizer steps per batch", int = true, min = 1 },
+    gamma = { 0.95, "discount of the step returns", min = 0, max = 1 },
+    omega = { 1.0, "GiGPO's weight of the step advantages", min = 0 },
+    layer = { -1, "train block L alone (-1: every block)", int = true, min = -1 },
+    heldout = { 100, "held-out seeds 1..N scored before and after", int = true, min = 1 },
+    eval_episodes = { 4, "sampled episodes per held-out seed", int = true, min = 1 } },
+  run = function(cfg)
+    local path = lt.models.resolve(cfg.model, "tiny-agent")
+    local base, env_opts, seeds = lt.model.load(path), { size = cfg.size }, {}
+    for s = 1, cfg.heldout do seeds[s] = s end
+    local function score(m)  -- the same episodes' draws for every model (stream "eval")
+      return agent.success(m, cfg.env, env_opts, seeds, { temperature = 1, episodes = cfg.eval_episodes, seed = lt.run.seed("eval") })
+    end
+    local s0, per0 = score(base)
+    lt.run.log("success_base", s0)
+    print(("%s: base success %.3f on %d held-out seeds x %d sampled episodes"):format(cfg.env, s0, cfg.heldout, cfg.eval_episodes))
+    for _, algo in ipairs(exp.list(cfg.algos)) do
+      lt.run.child(algo, function()
+        local m = base:clone():train_only(cfg.layer >= 0 and cfg.layer or "all")
+        local o = { group = cfg.group, gamma = cfg.gamma, omega = algo == "gigpo" and cfg.omega or 0 }
+        lt.rl.grpo(m, { iterations = cfg.steps, lr = cfg.lr, mini_batches = cfg.mini_batches, kl = 0, micro_batch = 64,
+          produce = function(b)  -- training seeds after the held-out ones, new ones every batch
+            local train = {}
+            for i = 1, cfg.tasks do train[i] = cfg.heldout + b * cfg.tasks + i end
+            local eps = agent.episodes(m, cfg.env, env_opts, train, { group = cfg.group, temperature = 1,
+                                                                     seed = lt.run.seed("rl.rollout") + b * 1009 })
+            return agent.rows(eps, o)
+          end })
+        local s, per = score(m)
+        lt.run.log("success", s)
+        print(("%-6s success %.3f -> %.3f: %s"):format(algo, s0, s, select(4, report.paired("success", per0, per))))
+      end)
+    end
+  end }
