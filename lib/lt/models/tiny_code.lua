@@ -52,7 +52,7 @@ function M.tasks()
         local asserts = {}
         for _, input in ipairs(k[5]) do
           local x = fill(input)
-          asserts[#asserts + 1] = ("    %s = %s\n    assert candidate(%s) == %s\n"):format(k[2], x, k[2], fill(k[3]))
+          asserts[#asserts + 1] = ("    %s = %s\n    assert candidate(%s) == (%s)\n"):format(k[2], x, k[2], fill(k[3]))
         end
         out[#out + 1] = { task_id = ("TinyCode/%d/%d/%s"):format(ki, n, name), entry_point = name, prompt = prompt,
                           canonical_solution = "    return " .. fill(k[3]) .. "\n",

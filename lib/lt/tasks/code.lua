@@ -256,8 +256,9 @@ end
 
 -- What a sandbox result says: passed and failed tests (the last mark line), whether the
 -- driver finished; total: the tests there are (nil for HumanEval's check(): the asserts it ran,
--- plus one for an unfinished run). reward = passed / total ("share"), all = 1 when every test
--- passed and the run finished.
+-- plus one for an unfinished run; counts that do not add up to a known total count as none
+-- passed). reward = passed / total ("share"), all = 1 when every test passed and the run
+-- finished.
 function M.outcome(res, mark, total)
   local passed, failed, ended = 0, 0, false
   for p, f, e in res.stdout:gmatch(mark .. " (%d+) (%d+) ?(%a*)") do
@@ -265,7 +266,9 @@ function M.outcome(res, mark, total)
   end
   passed, failed = tonumber(passed), tonumber(failed)
   local n = total or (passed + failed + ((ended and res.status == "ok") and 0 or 1))
-  if n < passed + failed then n = passed + failed end  -- a forged or repeated mark never exceeds 1
+  if total and (passed + failed > total or ended and passed + failed ~= total) then
+    passed, failed = 0, total  -- counts that do not add up to the tests there are: not trusted
+  end
   local all = (ended and res.status == "ok" and failed == 0 and passed == n and n > 0) and 1 or 0
   return { passed = passed, failed = failed, total = n, reward = n > 0 and passed / n or 0, all = all,
            status = res.status, stderr = res.stderr, wall = res.wall }
