@@ -148,4 +148,34 @@ T.case("run_many: run's results, in order, each distinct program once", function
   end
 end)
 
+T.case("lt.eval.run humaneval:FILE / mbpp:FILE: protocol code, lt.eval.score's shape, consistent counts", function()
+  local dir = os.getenv("CODE_TEST_SCRATCH") .. "/model"
+  lt.model.new{ out = dir, layers = 1, hidden = 32, heads = 2, kv_heads = 1, vocab = 300, seed = 3, corpus = { data .. "/humaneval" } }
+  local m = lt.model.load(dir)
+  local res = lt.eval.run(m, "humaneval:" .. data .. "/humaneval/sample.jsonl",
+                          { samples = 2, k = 2, temperature = 1, max_new_tokens = 8, limit = 3 })
+  T.eq(res.code.n, 3, "limit")
+  T.eq(#res.items, 6, "2 samples of 3 items")
+  local any, first = {}, 0
+  for _, r in ipairs(res.items) do
+    T.eq(r.protocol, "code")
+    T.ok(r.sample == 0 or r.sample == 1, "sample")
+    T.eq(type(r.correct), "boolean")
+    if r.correct then any[r.id] = true; if r.sample == 0 then first = first + 1 end end
+  end
+  local n_any = 0
+  for _ in pairs(any) do n_any = n_any + 1 end
+  T.eq(res.code.acc, first / 3, "acc: first answers")
+  T.near(res.code.pass_at_k, n_any / 3, 1e-12, "pass@2 of 2 samples: any right")
+  T.eq(res.code.k, 2)
+  lt.run.flush()
+  local logged = lt.run.query("SELECT count(*) AS n FROM metrics WHERE run_id = ? AND name = 'humaneval/code/pass@2'", lt.run.id())
+  T.eq(logged[1].n, 1, "pass@2 logged")
+  local mb = lt.eval.run(m, "mbpp:" .. data .. "/mbpp/sample.jsonl", { max_new_tokens = 4 })
+  T.eq(mb.code.n, 2); T.eq(#mb.items, 2)
+  T.raises(function() lt.eval.run(m, "mbpp:" .. data .. "/mbpp/sample.jsonl", { protocols = { "logit" } }) end, 'the one protocol "code"')
+  T.raises(function() lt.eval.run(m, "humaneval:" .. data .. "/humaneval/sample.jsonl", { shots = 3 }) end, "unknown option 'shots'")
+  T.raises(function() lt.eval.run(m, "humaneval:" .. data .. "/bad/code_no_test.jsonl", {}) end, "code_no_test.jsonl:2")
+end)
+
 T.finish()
