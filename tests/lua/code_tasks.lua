@@ -40,6 +40,18 @@ T.case("MBPP reader: entry point from the tests, the MBPP+ prompt", function()
   T.raises(function() code.read(data .. "/mbpp/sample.jsonl", { format = "humaneval" }) end, "sample.jsonl:1: task 901: no prompt")
 end)
 
+T.case("MBPP: the entry point is the function the tests call", function()
+  local tmp = os.getenv("LTRUN_TEST_TMP") .. "/code_tasks_mbpp.jsonl"
+  local f = assert(io.open(tmp, "w"))
+  -- the reference code's helper g comes first; sorted() is a builtin, not the entry point
+  f:write('{"task_id": 1, "text": "t", "code": "def g(x): return x\\ndef f(x): return g(x)", "test_list": ["assert sorted(f([2, 1])) == [1, 2]"]}\n')
+  f:write('{"task_id": 2, "text": "t", "code": "def g(x): return x", "test_list": ["assert f(1) == 1"]}\n')
+  f:close()
+  local items = code.read(tmp)
+  T.eq(items[1].entry_point, "f")
+  T.eq(items[2].entry_point, "f", "what the tests call, not a function of the code")
+end)
+
 T.case("bad lines are errors naming file:line", function()
   local bad = data .. "/bad/"
   T.raises(function() code.read(bad .. "code_no_test.jsonl") end, "code_no_test.jsonl:2: task Sample/0: no test")
@@ -47,7 +59,7 @@ T.case("bad lines are errors naming file:line", function()
   T.raises(function() code.read(bad .. "code_json.jsonl") end, "code_json.jsonl:3: not JSON")
   T.raises(function() code.read(bad .. "code_mbpp_tests.jsonl") end, "code_mbpp_tests.jsonl:1: task 901: no test %(test_list")
   T.raises(function() code.read(bad .. "code_dup.jsonl") end, "code_dup.jsonl:3: task_id Sample/1 repeats line 1")
-  T.raises(function() code.read(bad .. "no_such.jsonl") end, "cannot open .*no_such.jsonl")
+  T.raises(function() code.read(bad .. "no_such.jsonl") end, "cannot read .*no_such.jsonl")
   T.raises(function() code.read(data .. "/humaneval/sample.jsonl", { format = "apps" }) end, "format 'apps'")
   T.raises(function() code.read(data .. "/humaneval/sample.jsonl", { fromat = "mbpp" }) end, "unknown option 'fromat'")
   local tmp = os.getenv("LTRUN_TEST_TMP") .. "/code_tasks_bad.jsonl"
@@ -63,6 +75,12 @@ T.case("bad lines are errors naming file:line", function()
   with('{"task_id": "a", "prompt": "def f():\\n", "entry_point": "f", "base_input": 3, "canonical_solution": ""}\n', "base_input: expected a list")
   with('{"task_id": 7, "text": "t", "test_list": ["assert 1 == 1"]}\n', ":1: task 7: no entry_point")
   with('\n\n', "has no tasks")
+  -- hostile-input pass: a NUL byte used to end the line early (io.lines), so a binary file read
+  -- as "no tasks"; a folder and a nil path gave Lua's own messages
+  with('\0\255 garbage\n', "code_tasks_bad.jsonl:1: not JSON")
+  with('{"task_id": "a", "prompt": "def f():\\n", "test": "def check(c): pass", "entry_point": "f"}\0\n', ":1: not JSON")
+  T.raises(function() code.read(os.getenv("LTRUN_TEST_TMP")) end, "cannot read .*test%-tmp")
+  T.raises(function() code.read(nil) end, "path: expected a string, got nil")
 end)
 
 T.case("the code of a response", function()
@@ -82,6 +100,7 @@ T.case("the code of a response", function()
   -- MBPP: the code is the whole program
   local mb = code.read(data .. "/mbpp/sample.jsonl")[1]
   T.eq(code.extract(mb, "def square_sum(n): return n"), "def square_sum(n): return n")
+  T.raises(function() code.extract(it, 5) end, "task Sample/0: response: expected a string, got number")
 end)
 
 T.case("HumanEval's test program: prompt + completion + test + check(entry_point)", function()

@@ -27,15 +27,21 @@ local function strings(v)
   return true
 end
 
--- the function a test list calls: MBPP's asserts are "assert NAME(...) == ..."
+-- the function a test list calls (MBPP's asserts are "assert NAME(...) == ..."): the first
+-- called name, not a builtin, that the code defines; else the first called; else the code's first def
+local builtin = { set = true, sorted = true, abs = true, round = true, len = true, list = true, tuple = true,
+                  str = true, int = true, float = true, isclose = true, math = true }
 local function called(tests, code)
+  local first
   for _, t in ipairs(tests) do
-    local name = t:match("^%s*assert%s+[%w_%.]-([%a_][%w_]*)%s*%(")
-    if name and name ~= "set" and name ~= "math" and name ~= "abs" and name ~= "round" then
-      if not code or code:find("def%s+" .. name .. "%s*%(") then return name end
+    for name in t:gmatch("([%a_][%w_%.]*)%s*%(") do  -- calls in order; a.b( is a method or module call
+      if not name:find(".", 1, true) and not builtin[name] and name ~= "assert" then
+        if code and code:find("def%s+" .. name .. "%s*%(") then return name end
+        first = first or name
+      end
     end
   end
-  return code and code:match("def%s+([%a_][%w_]*)%s*%(") or nil
+  return first or (code and code:match("def%s+([%a_][%w_]*)%s*%(")) or nil
 end
 
 -- One JSON line → an item, or an error naming where. format: "humaneval" | "mbpp" | nil (by
@@ -99,23 +105,26 @@ function M.read(path, opts)
   if format ~= nil and format ~= "humaneval" and format ~= "mbpp" then
     error(("lt.tasks.code.read: format '%s': expected humaneval or mbpp"):format(tostring(format)), 2)
   end
+  if type(path) ~= "string" then error(("lt.tasks.code.read: path: expected a string, got %s"):format(type(path)), 2) end
   local f, err = io.open(path)
-  if not f then error(("lt.tasks.code.read: cannot open %s (%s)"):format(path, err), 2) end
+  local text
+  if f then text, err = f:read("*a"); f:close() end  -- whole, so that a NUL byte stays in its line
+  if not text then error(("lt.tasks.code.read: cannot read %s (%s)"):format(path, tostring(err)), 2) end
   local items, seen, n = {}, {}, 0
-  for line in f:lines() do
+  for line in (text:sub(-1) == "\n" and text or text .. "\n"):gmatch("(.-)\r?\n") do
     n = n + 1
     if line:find("%S") then
       local where = ("%s:%d"):format(path, n)
-      local ok, row = pcall(lt.json.decode, line)
-      if not ok then f:close(); error(("%s: not JSON (%s)"):format(where, tostring(row)), 0) end
+      if line:find("%z") then error(("%s: not JSON (a NUL byte at column %d)"):format(where, line:find("%z")), 0) end
+      local ok, row = pcall(lt.json.decode, line)  -- (which would read up to a NUL only)
+      if not ok then error(("%s: not JSON (%s)"):format(where, tostring(row)), 0) end
       local good, it = pcall(item_of, row, where, format, line)
-      if not good then f:close(); error(it, 0) end
-      if seen[it.id] then f:close(); error(("%s: task_id %s repeats line %d"):format(where, it.id, seen[it.id]), 0) end
+      if not good then error(it, 0) end
+      if seen[it.id] then error(("%s: task_id %s repeats line %d"):format(where, it.id, seen[it.id]), 0) end
       seen[it.id] = n
       items[#items + 1] = it
     end
   end
-  f:close()
   if #items == 0 then error(("lt.tasks.code.read: %s has no tasks"):format(path), 2) end
   return items
 end
@@ -127,6 +136,7 @@ end
 -- entry point stands alone (the prompt's imports before it); other code continues the
 -- prompt. → solution (the program that defines the function), code (what was extracted)
 function M.extract(it, response)
+  if type(response) ~= "string" then error(("lt.tasks.code: task %s: response: expected a string, got %s"):format(tostring(it.id), type(response)), 2) end
   local code = response:match("```[Pp]ython3?[ \t]*\r?\n(.-)```") or response:match("```[Pp]y[ \t]*\r?\n(.-)```")
     or response:match("```[ \t]*\r?\n(.-)```") or response:match("```[%w]*[ \t]*\r?\n(.*)$")
   if not code then
