@@ -141,6 +141,9 @@ T.case("what a sandbox result counts as", function()
   -- a timeout keeps the tests counted so far; check() (no total): one more for the unfinished part
   r = code.outcome(res("\n__m__ 2 0 \n", "timeout"), M_, nil)
   T.eq(r.total, 3); T.near(r.reward, 2 / 3, 1e-15); T.eq(r.all, 0)
+  -- check() raised outside an assert: the driver counted it as one fail and ended
+  r = code.outcome(res("\n__m__ 2 0 \n\n__m__ 2 1 end\n", "error"), M_, nil)
+  T.eq(r.total, 3); T.near(r.reward, 2 / 3, 1e-15); T.eq(r.all, 0)
   r = code.outcome(res("\n__m__ 2 0 end\n", "timeout"), M_, 4)
   T.eq(r.all, 0, "not all without a clean exit")
   -- nothing counted (the solution did not load): reward 0

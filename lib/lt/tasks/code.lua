@@ -266,7 +266,7 @@ end
 
 -- What a sandbox result says: passed and failed tests (the last mark line), whether the
 -- driver finished; total: the tests there are (nil for HumanEval's check(): the asserts it ran,
--- plus one for an unfinished run; counts that do not add up to a known total count as none
+-- plus one for a run that ended before the driver's last mark; counts that do not add up to a known total count as none
 -- passed). reward = passed / total ("share"), all = 1 when every test passed and the run
 -- finished.
 function M.outcome(res, mark, total)
@@ -275,7 +275,7 @@ function M.outcome(res, mark, total)
     passed, failed, ended = tonumber(p), tonumber(f), e == "end"
   end
   passed, failed = tonumber(passed), tonumber(failed)
-  local n = total or (passed + failed + ((ended and res.status == "ok") and 0 or 1))
+  local n = total or (passed + failed + (ended and 0 or 1))  -- the driver counts a crash of check() as a fail
   if total and (passed + failed > total or ended and passed + failed ~= total) then
     passed, failed = 0, total  -- counts that do not add up to the tests there are: not trusted
   end
