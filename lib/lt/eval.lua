@@ -1,6 +1,7 @@
 -- lt/eval.lua: lt.eval.run(model, spec, opts), the one call a study makes to score a model.
 -- spec: "ceval:DIR" (scores val, as the paper), "cmmlu:DIR" (test), "mmlu:DIR" (test),
--- "gsm8k:FILE", "math:FILE", "mc:FILE" (generic JSONL multiple choice), or a built-in name:
+-- "gsm8k:FILE", "math:FILE", "mc:FILE" (generic JSONL multiple choice), "humaneval:FILE" and
+-- "mbpp:FILE" (code: protocol "code", tests run in lt.sandbox, M.run_code), or a built-in name:
 -- "antonyms" and "antonyms_heldout" (WordNet adjective antonyms as 4-way multiple choice: no download needed).
 -- opts: split, limit (first N items), shots (k-shot from dev), protocols ({"logit",
 -- "generate"} by default; "cloze": each option scored as a continuation, see
@@ -55,10 +56,11 @@ function M.run(model, spec, opts)
   end
   local items, pool, bench
   local kind, path = spec:match("^(%w+):(.+)$")
+  if kind == "humaneval" or kind == "mbpp" then return M.run_code(model, kind, path, opts) end
   if kind then
     local format = formats[kind]
     if not format then
-      error(("lt.eval.run: unknown benchmark kind '%s' in '%s' (ceval, cmmlu, mmlu, gsm8k, math, mc)"):format(kind, spec), 2)
+      error(("lt.eval.run: unknown benchmark kind '%s' in '%s' (ceval, cmmlu, mmlu, gsm8k, math, mc, humaneval, mbpp)"):format(kind, spec), 2)
     end
     pool = lt.eval.load(format, path)
     local split = opts.split or default_split[kind]
@@ -74,7 +76,7 @@ function M.run(model, spec, opts)
     items, bench = builtins[spec]({ n = opts.n, seed = opts.seed }), spec
     pool = {}
   else
-    error(("lt.eval.run: unknown benchmark '%s' (KIND:PATH with KIND one of ceval, cmmlu, mmlu, gsm8k, math, mc; or a built-in: antonyms, antonyms_heldout)"):format(spec), 2)
+    error(("lt.eval.run: unknown benchmark '%s' (KIND:PATH with KIND one of ceval, cmmlu, mmlu, gsm8k, math, mc, humaneval, mbpp; or a built-in: antonyms, antonyms_heldout)"):format(spec), 2)
   end
   if opts.limit and opts.limit < #items then
     local cut = {}
@@ -89,6 +91,27 @@ function M.run(model, spec, opts)
   end
   o.bench = bench
   return lt.eval.score(model, items, pool, o)
+end
+
+-- Code benchmarks ("humaneval:FILE" for HumanEval / EvalPlus JSONL, "mbpp:FILE"): the one
+-- protocol "code" (generate, extract the code, run the tests in lt.sandbox), by
+-- lt.tasks.code.score; opts: limit, protocols ({"code"}), samples, temperature, k, tests
+-- ("base" | "plus"), max_new_tokens, batch_size, seed, timeout, memory_mb, workers.
+-- Predictions are logged as metrics (BENCH/code/acc, avg_at_k, pass@k), not as eval_items rows.
+function M.run_code(model, kind, path, opts)
+  local code = require "lt.tasks.code"
+  local o = {}
+  for k, v in pairs(opts) do o[k] = v end
+  if o.protocols ~= nil then
+    if type(o.protocols) ~= "table" or #o.protocols ~= 1 or o.protocols[1] ~= "code" then
+      error(("lt.eval.run: %s:%s has the one protocol \"code\""):format(kind, path), 3)
+    end
+    o.protocols = nil
+  end
+  local items = code.read(path, { format = kind })
+  if o.limit and o.limit < #items then for i = #items, o.limit + 1, -1 do items[i] = nil end end
+  o.limit, o.bench = nil, o.bench or kind
+  return code.score(model, items, o)
 end
 
 -- The ids a run answered correctly on one benchmark and protocol: a set {id = true}.

@@ -1,6 +1,6 @@
 -- lt/models: the embedded default models of the studies, by name, made on first use.
 --   local path = lt.models.get("tiny-qwen3")
--- A name is a recipe (lt.models.tiny_lm or lt.models.tiny_math) with fixed arguments and the
+-- A name is a recipe (lt.models.tiny_lm, lt.models.tiny_math or lt.models.tiny_code) with fixed arguments and the
 -- fixed seed 1, so that it is the same model wherever it is made. The folder is
 -- $LTRUN_MODELS/NAME (default ./models/NAME). A missing model is made in a child run
 -- `model:NAME` under an exclusive lock on $LTRUN_MODELS/.NAME.lock: a second process asking
@@ -20,6 +20,7 @@ M.recipes = {
   end },
   ["tiny-math"] = { "lt.models.tiny_math", {} },
   ["tiny-math-8l"] = { "lt.models.tiny_math", { layers = 8, steps = 600 } },
+  ["tiny-code"] = { "lt.models.tiny_code", {} },
   ["tiny-agent"] = { "lt.models.tiny_agent", {} },
 }
 
