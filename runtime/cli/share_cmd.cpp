@@ -1,6 +1,7 @@
 // runtime/cli/share_cmd.cpp: runs shared among researchers: `ltrun rerun` (a run of this store
 // or of an exported file, with its stored sources), `export`, `import`, `compare`, and
 // `show RUN --sources`. The store side is runtime/store/{capture,share,compare}.h.
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
@@ -60,8 +61,9 @@ struct InputRow {
   std::string kind, path, root, rel, sha256;
 };
 
-// Where a replay will find a recorded input: below --models / --data (or $LTRUN_MODELS,
-// ./models, $LTRUN_DATA, this folder) by its relative path, else at its recorded path.
+// Where a replay will find a recorded input: one that lay below a root is looked for below
+// that root here (--models DIR, else $LTRUN_MODELS or ./models; --data DIR, else $LTRUN_DATA;
+// this folder), never at the author's absolute path; any other at its recorded path.
 std::vector<std::string> candidates(const InputRow& in, const std::string& models, const std::string& data) {
   std::vector<std::string> c;
   auto env = [](const char* n, const char* d) {
@@ -69,13 +71,14 @@ std::vector<std::string> candidates(const InputRow& in, const std::string& model
     return std::string(v && *v ? v : d);
   };
   if (!in.rel.empty()) {
+    if (in.root == "data" && data.empty() && env("LTRUN_DATA", "").empty()) return {in.path};
     if (in.root == "models") c.push_back((models.empty() ? env("LTRUN_MODELS", "models") : models) + "/" + in.rel);
     if (in.root == "data" && !(data.empty() && env("LTRUN_DATA", "").empty()))
       c.push_back((data.empty() ? env("LTRUN_DATA", "") : data) + "/" + in.rel);
     if (in.root == "workdir") c.push_back(in.rel);
+    return c;
   }
-  c.push_back(in.path);
-  return c;
+  return {in.path};
 }
 
 // Under `dir` (3 levels), something with the content `want`: a hint for a missing input.
@@ -165,7 +168,7 @@ int cmd_rerun(const Globals& g, const std::vector<std::string>& args_in) {
     auto st = store::Store::open(g.db);  // writable: the input-hash cache (input_hashes)
     store::Table t = st->query(
         "SELECT name, script_path, script_text, args_json, seed, parent_id, script_sha256, host, git_rev, "
-        "started_at FROM runs WHERE id = ?",
+        "started_at, coalesce(workdir, '') FROM runs WHERE id = ?",
         {store::Value(id)});
     LT_CHECK(!t.rows.empty(), "{}: no run with id {}", g.db, id);
     const auto& row = t.rows[0];
@@ -259,6 +262,18 @@ int cmd_rerun(const Globals& g, const std::vector<std::string>& args_in) {
     r.name = store::to_text(row[0]);
     r.script_path = store::to_text(row[1]);
     r.code = text;
+    // today's modules beside the script: its folder, or (another machine) the same place below
+    // this folder as below the folder the run started in
+    const std::string workdir = store::to_text(row[10]);
+    if (sources == "current" && !r.script_path.empty() && !fs::exists(dir_name(r.script_path)) && !workdir.empty() &&
+        r.script_path.rfind(workdir + "/", 0) == 0) {
+      const std::string here = absolute_path(r.script_path.substr(workdir.size() + 1));
+      if (fs::exists(dir_name(here))) {
+        std::fprintf(stderr, "ltrun rerun: %s is not here: today's modules beside the script come from %s\n",
+                     dir_name(r.script_path).c_str(), dir_name(here).c_str());
+        r.script_path = here;
+      }
+    }
     r.chunk_name = r.script_path.empty() ? "=(rerun " + std::to_string(id) + ")" : "@" + r.script_path;
     r.args = nlohmann::json::parse(store::to_text(row[3])).get<std::vector<std::string>>();
     if (std::holds_alternative<int64_t>(row[4])) r.seed = uint64_t(std::get<int64_t>(row[4]));

@@ -135,8 +135,8 @@ std::string unified_diff(const std::string& a_text, const std::string& b_text, c
   size_t i = 0, j = 0;
   while (i < n || j < m) {
     if (i < n && j < m && a[pre + i] == b[pre + j]) ops.push_back({' ', pre + i++, pre + j++});
-    else if (j < m && (i == n || at(i, j + 1) >= at(i + 1, j))) ops.push_back({'+', pre + i, pre + j++});
-    else ops.push_back({'-', pre + i++, pre + j});
+    else if (i < n && (j == m || at(i + 1, j) >= at(i, j + 1))) ops.push_back({'-', pre + i++, pre + j});
+    else ops.push_back({'+', pre + i, pre + j++});
   }
   for (size_t k = 0; k < suf; k++) ops.push_back({' ', a.size() - suf + k, b.size() - suf + k});
   std::string out = fmt::format("--- {}\n+++ {}\n", label_a, label_b);
