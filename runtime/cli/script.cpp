@@ -97,6 +97,9 @@ int run_script(const Globals& g, const ScriptRun& r) {
     host->set_script(r.script_path.empty() ? r.chunk_name : r.script_path, r.args);
     o = host->run(r.code, r.chunk_name);
   }
+  if (capture_on && std::getenv("LTRUN_CAPTURE_STATS"))  // experiments/bench/capture.lua reads it
+    std::fprintf(stderr, "ltrun capture: %.6f s, %lld files hashed\n", capture.seconds(),
+                 (long long)capture.files_hashed());
   // child runs a failing script left open end with it
   const store::Status status = o.kind == Outcome::ok            ? store::Status::ok
                                : o.kind == Outcome::interrupted ? store::Status::interrupted

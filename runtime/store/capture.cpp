@@ -20,6 +20,13 @@ namespace fs = std::filesystem;
 
 Capture* g_capture = nullptr;
 
+// adds the time from construction to destruction to a counter
+struct Timed {
+  int64_t& ns;
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  ~Timed() { ns += (std::chrono::steady_clock::now() - t0).count(); }
+};
+
 std::string canonical_or(const std::string& p) {
   std::error_code ec;
   const fs::path c = fs::weakly_canonical(fs::absolute(p, ec), ec);
@@ -139,6 +146,7 @@ void Capture::record(const SourceFile& f) {
 }
 
 void Capture::script(const std::string& name, const std::string& text) {
+  Timed timed{ns_};
   SourceFile f;
   f.name = name;
   f.kind = "script";
@@ -155,6 +163,7 @@ void Capture::serve(std::map<std::string, SourceFile> stored, int64_t from_run) 
 
 std::optional<SourceFile> Capture::module(const std::string& name, const std::string& package_path,
                                           std::string& tried) {
+  Timed timed{ns_};
   if (auto it = stored_.find(name); it != stored_.end()) {
     SourceFile f = it->second;
     // the chunk name: where it would be here (lt.experiment finds the project's folder by it)
@@ -180,6 +189,7 @@ std::optional<SourceFile> Capture::module(const std::string& name, const std::st
 }
 
 void Capture::input(const std::string& kind, const std::string& path_in) {
+  Timed timed{ns_};
   const std::string path = canonical_or(path_in);
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -188,6 +198,7 @@ void Capture::input(const std::string& kind, const std::string& path_in) {
   const InputHash h = hash_input(kind, path, store_.get());
   const RootedPath r = rooted(path);
   std::lock_guard<std::mutex> lock(mu_);
+  files_hashed_ += h.files_hashed;
   store_->query("INSERT INTO run_inputs(run_id, kind, path, root, rel, size, sha256, made) VALUES (?,?,?,?,?,?,?,?)",
                 {Value(run_), Value(kind), Value(path), r.root.empty() ? Value() : Value(r.root),
                  r.rel.empty() ? Value() : Value(r.rel), Value(h.size), Value(h.sha256),

@@ -52,6 +52,9 @@ class Capture {
   void serve(std::map<std::string, SourceFile> stored, int64_t from_run);
   std::optional<SourceFile> module(const std::string& name, const std::string& package_path, std::string& tried);
   void input(const std::string& kind, const std::string& path);
+  // seconds spent capturing so far (searching, reading, hashing, recording), files hashed
+  double seconds() const { return ns_ * 1e-9; }
+  int64_t files_hashed() const { return files_hashed_; }
 
  private:
   void record(const SourceFile& f);
@@ -64,6 +67,7 @@ class Capture {
   int64_t stored_from_ = 0;
   std::mutex mu_;
   std::set<std::string> inputs_seen_;
+  int64_t ns_ = 0, files_hashed_ = 0;
 };
 
 // The searcher's entry point: the current Capture's module() when one is active, else the
