@@ -9,7 +9,7 @@ local exp = require "lt.experiment"
 local cfg = exp.args{ role = "bench", model = "", trials = 7, layers = 4, hidden = 256, passes = 20 }
 
 if cfg.role == "study" then  -- the short study that is measured
-  require "lt.report"; require "lt.stats"; require "lt.eval"; require "lt.tasks"
+  require "lt.report"; require "lt.svg"; require "lt.eval"; require "lt.tasks"
   local m = lt.model.load(cfg.model)
   local ids = lt.randint(0, m.config.vocab_size, { 64 }):totable()
   for i = 1, cfg.passes do
