@@ -56,7 +56,8 @@ int run_script(const Globals& g, const ScriptRun& r) {
   // what the run executes and reads (runtime/store/capture.h); LTRUN_CAPTURE=0 turns it off
   // (the capture bench's baseline), except in a replay, which needs it to serve the sources
   const char* cap_env = std::getenv("LTRUN_CAPTURE");
-  const bool capture_on = r.stored_sources || !(cap_env && std::string(cap_env) == "0");
+  // (ranks other than 0 log into a store in memory: nothing of theirs is kept)
+  const bool capture_on = r.stored_sources || (denv.rank == 0 && !(cap_env && std::string(cap_env) == "0"));
   store::Capture capture(store, run_id, r.script_path, capture_lib_dir());
   struct CaptureGuard {
     bool on;

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include "runtime/cli/cli.h"
 #include "runtime/core/env.h"
 #include "runtime/core/error.h"
+#include "runtime/core/process.h"
 #include "runtime/core/sha256.h"
 #include "runtime/store/capture.h"
 #include "runtime/store/compare.h"
@@ -50,6 +52,8 @@ int64_t resolve_target(const Globals& g, const std::string& target) {
   }
   LT_CHECK(file_exists(file), "rerun: '{}' is neither a run id nor a file (FILE.ltrun or FILE.ltrun:RUN)", target);
   const int64_t run = in_file ? *in_file : store::export_top_run(file);
+  store::check_export(file);
+  store::export_run_uuid(file, run);  // the run is in the file, before anything is imported
   const store::MergeInput m = store::import_file(g.db, file);
   const int64_t id = store::imported_id(g.db, file, run);
   std::fprintf(stderr, "ltrun: imported %s into %s: %lld run(s) added, %lld already there; its run %lld is run %lld here\n",
@@ -97,6 +101,33 @@ std::string find_by_hash(const std::string& dir, const InputRow& in) {
   return "";
 }
 
+constexpr const char* kBwrap = "/usr/bin/bwrap";
+
+// `rerun --sandbox`: the same rerun again, inside bubblewrap (as lt.sandbox uses it): new user,
+// pid, ipc, uts and network namespaces (only a loopback: no network), the whole file system
+// read-only except the run store's folder (the store, its -wal and -shm, and what the run
+// writes there) and a private /tmp; the inner rerun knows it by LTRUN_SANDBOXED and records
+// the param rerun.sandbox. Returns the inner rerun's exit code.
+int rerun_sandboxed(const Globals& g, std::vector<std::string> inner) {
+  LT_CHECK(file_exists(kBwrap), "rerun --sandbox needs bubblewrap ({}), which scripts/setup installs", kBwrap);
+  const std::string db = absolute_path(g.db), store_dir = dir_name(db), cwd = absolute_path(".");
+  std::vector<std::string> argv{kBwrap, "--die-with-parent", "--new-session", "--unshare-all", "--ro-bind", "/", "/",
+                                "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--bind", store_dir, store_dir,
+                                "--chdir", cwd, "--", self_executable(), "--db", db, "--device", g.device};
+  if (g.seed) argv.insert(argv.end(), {"--seed", std::to_string(*g.seed)});
+  argv.push_back("rerun");
+  argv.insert(argv.end(), inner.begin(), inner.end());
+  std::fprintf(stderr, "ltrun rerun: in a sandbox (bubblewrap): no network, the file system read-only except %s "
+               "and a private /tmp\n", store_dir.c_str());
+  SpawnOptions o;
+  o.env["LTRUN_SANDBOXED"] = "1";
+  o.death_signal = SIGTERM;
+  const long pid = spawn_process(argv, o);
+  const auto st = wait_process(pid);
+  if (st->signal) fail("rerun --sandbox: bubblewrap ended by signal {}", st->signal);
+  return st->code;
+}
+
 }  // namespace
 
 int show_sources(store::Store& st, int64_t run) {
@@ -133,9 +164,10 @@ int show_sources(store::Store& st, int64_t run) {
 int cmd_rerun(const Globals& g, const std::vector<std::string>& args_in) {
   const char* usage =
       "usage: ltrun rerun [--models DIR] [--data DIR] RUN|FILE.ltrun[:RUN] [--yes] [--sources=stored|current] "
-      "[--allow-changed-inputs] [--tolerance X] [--key=value ...]";
+      "[--allow-changed-inputs] [--sandbox] [--tolerance X] [--key=value ...]";
   LT_CHECK(!args_in.empty(), "{}", usage);
-  bool yes = false, allow_changed = false;
+  bool yes = false, allow_changed = false, sandbox = false;
+  const bool sandboxed = std::getenv("LTRUN_SANDBOXED") != nullptr;
   std::string sources = "stored", models, data, target;
   double tol = 0;
   std::vector<std::string> extra;  // after RUN, for the script
@@ -149,6 +181,7 @@ int cmd_rerun(const Globals& g, const std::vector<std::string>& args_in) {
     auto is = [&](const std::string& key) { return a == key || a.rfind(key + "=", 0) == 0; };
     if (a == "--yes" || a == "-y") yes = true;
     else if (a == "--allow-changed-inputs") allow_changed = true;
+    else if (a == "--sandbox") sandbox = true;
     else if (is("--sources")) sources = value("--sources");
     else if (is("--tolerance")) tol = tolerance_arg(value("--tolerance"));
     else if (target.empty() && is("--models")) models = value("--models");
@@ -247,7 +280,19 @@ int cmd_rerun(const Globals& g, const std::vector<std::string>& args_in) {
                  field(row[7]).c_str(), field(row[8]).c_str(), field(row[9]).c_str(),
                  escape_controls(nlohmann::json(all_args).dump(), false).c_str(), (long long)id, (long long)id);
     for (const auto& p : changed) std::fprintf(stderr, "  CHANGED    %s\n", p.c_str());
-    if (!yes) {
+    if (sandbox && !sandboxed) {
+      // again inside bubblewrap; what it runs has been shown, and the sandbox stands for asking
+      std::vector<std::string> inner;
+      if (!models.empty()) inner.insert(inner.end(), {"--models", absolute_path(models)});
+      if (!data.empty()) inner.insert(inner.end(), {"--data", absolute_path(data)});
+      inner.insert(inner.end(), {std::to_string(id), "--yes", "--sources=" + sources});
+      if (allow_changed) inner.push_back("--allow-changed-inputs");
+      if (tol > 0) inner.push_back(fmt::format("--tolerance={}", tol));
+      inner.insert(inner.end(), extra.begin(), extra.end());
+      st.reset();
+      return rerun_sandboxed(g, inner);
+    }
+    if (!yes && !sandboxed) {
       LT_CHECK(isatty(STDIN_FILENO) == 1,
                "rerun: not asking without a terminal: pass --yes to run the stored script of run {} "
                "(shown above; the script runs with the full rights of this user)", id);
@@ -282,6 +327,7 @@ int cmd_rerun(const Globals& g, const std::vector<std::string>& args_in) {
   // extra arguments come after the stored ones, so --key=value overrides
   r.args.insert(r.args.end(), extra.begin(), extra.end());
   r.params.emplace_back("rerun.sources", sources);
+  if (sandboxed) r.params.emplace_back("rerun.sandbox", "bubblewrap: no network, read-only except the store's folder");
   if (!changed.empty()) r.params.emplace_back("rerun.changed_inputs", fmt::format("{}", fmt::join(changed, "\n")));
   if (!models.empty()) setenv("LTRUN_MODELS", models.c_str(), 1);
   if (!data.empty()) setenv("LTRUN_DATA", data.c_str(), 1);

@@ -220,14 +220,15 @@ MergeInput import_file(const std::string& db, const std::string& file) {
   return merge_stores(db, {file}).at(0);
 }
 
+std::string export_run_uuid(const std::string& file, int64_t run_in_file) {
+  Conn c(file, false);
+  const auto rows = c.rows(fmt::format("SELECT uuid FROM runs WHERE id = {}", run_in_file));
+  LT_CHECK(!rows.empty(), "{}: no run with id {} in it", file, run_in_file);
+  return rows[0][0].value_or("");
+}
+
 int64_t imported_id(const std::string& db, const std::string& file, int64_t run_in_file) {
-  std::string uuid;
-  {
-    Conn c(file, false);
-    const auto rows = c.rows(fmt::format("SELECT uuid FROM runs WHERE id = {}", run_in_file));
-    LT_CHECK(!rows.empty(), "{}: no run with id {} in it", file, run_in_file);
-    uuid = rows[0][0].value_or("");
-  }
+  const std::string uuid = export_run_uuid(file, run_in_file);
   auto st = Store::open_readonly(db);
   const Table t = st->query("SELECT id FROM runs WHERE uuid = ?", {Value(uuid)});
   LT_CHECK(!t.rows.empty(), "{}: run {} of {} (uuid {}) is not in it (not imported: still running?)", db,

@@ -33,6 +33,8 @@ void check_export(const std::string& file);
 MergeInput import_file(const std::string& db, const std::string& file);
 // The id in `db` of run `run_in_file` of `file` (by uuid), after an import.
 int64_t imported_id(const std::string& db, const std::string& file, int64_t run_in_file);
+// The uuid of run `run_in_file` of `file`; an error naming both when it is not there.
+std::string export_run_uuid(const std::string& file, int64_t run_in_file);
 // The file's one top-level run (an export of one run): its id in the file.
 int64_t export_top_run(const std::string& file);
 

@@ -158,4 +158,35 @@ touch -d '2020-01-01' "$st"
 "$LTRUN" proj/study.lua >/dev/null 2>&1
 h2=$(sqlite3 b.db "select sha256 from run_inputs where kind = 'model' order by rowid desc limit 1")
 check "a new version of the file (mtime) is hashed again" equals "$h2" "$(sqlite3 b.db "select sha256 from run_inputs where run_id = $last and kind='model'")"
+# --- rerun --sandbox: bubblewrap, no network, read-only except the store's folder (where
+# bwrap can make its namespaces; tests/cli/sandbox.sh says why where it cannot)
+export LTRUN_LIB=$SRC/lib  # lib/lt as shipped (B's copy doubles every logged value)
+if bwrap --unshare-all --ro-bind / / true 2>/dev/null; then
+  probe=$SCRATCH/outside_probe  # the scratch folder: above B, the store's folder
+  cat > sb.lua <<LUA
+local f = io.open("$probe", "w")
+lt.run.log("wrote_outside", f and 1 or 0)
+if f then f:close(); os.remove("$probe") end
+local n = 0
+for line in io.lines("/proc/net/dev") do if line:find(":") then n = n + 1 end end
+lt.run.log("net_interfaces", n)
+local g = io.open("in_store_folder.txt", "w")
+lt.run.log("wrote_store_folder", g and 1 or 0)
+if g then g:close() end
+LUA
+  "$LTRUN" sb.lua
+  sid=$(sqlite3 b.db "select max(id) from runs")
+  check "outside a sandbox the script can write above the store's folder" equals "$(sqlite3 b.db "select value from metrics where run_id = $sid and name = 'wrote_outside'")" "1.0"
+  out=$("$LTRUN" rerun "$sid" --sandbox </dev/null 2>&1); rc=$?
+  rid=$(sqlite3 b.db "select max(id) from runs")
+  check "--sandbox runs without asking (the sandbox stands for it)" equals "$rc:$([ "$rid" -gt "$sid" ] && echo new)" "0:new"
+  check "--sandbox says what it is" contains "$out" "in a sandbox (bubblewrap): no network"
+  v() { sqlite3 b.db "select value from metrics where run_id = $rid and name = '$1'"; }
+  check "--sandbox: nothing written outside the store's folder" equals "$(v wrote_outside):$([ -e "$probe" ] && echo exists)" "0.0:"
+  check "--sandbox: no network (only the loopback interface)" equals "$(v net_interfaces)" "1.0"
+  check "--sandbox: the store's folder stays writable" equals "$(v wrote_store_folder)" "1.0"
+  check "--sandbox: recorded with the run" contains "$(sqlite3 b.db "select value from params where run_id = $rid and key = 'rerun.sandbox'")" "bubblewrap"
+else
+  echo "note: bwrap cannot make namespaces here: --sandbox not checked" >&2
+fi
 finish
