@@ -48,7 +48,8 @@ int l_search(lua_State* L) {
   const auto f = store::find_source(name, path, tried);
   if (!f) return push(L, tried), 1;
   if (luaL_loadbuffer(L, f->text.data(), f->text.size(), ("@" + f->path).c_str()) != 0)
-    fail("error loading module '{}' from file '{}':\n\t{}", name, f->path, lua_tostring(L, -1));
+    fail("error loading module '{}' from {} '{}':\n\t{}", name, f->stored ? "the run's stored text of" : "file",
+         f->path, lua_tostring(L, -1));
   return 1;
 }
 

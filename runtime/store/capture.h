@@ -20,6 +20,7 @@ namespace ltrun::store {
 
 struct SourceFile {
   std::string name, kind = "module", origin, rel, path, sha256, text;
+  bool stored = false;  // served from the run store (a replay), not read from `path`
 };
 
 // A file's or a model folder's content hash with its size. A folder: its regular files (not

@@ -294,7 +294,9 @@ void copy_sources(Db& out, const std::string& in) {
   sqlite3_stmt* ins = out.prepare("INSERT OR IGNORE INTO main.sources(sha256, text) VALUES (?, ?)");
   try {
     while (sqlite3_step(st) == SQLITE_ROW) {
-      const std::string name = text(st, 0), hash = text(st, 1), body = text(st, 2);
+      const std::string name = text(st, 0), hash = text(st, 1);
+      const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(st, 2));  // all bytes, NULs too
+      const std::string body = p ? std::string(p, size_t(sqlite3_column_bytes(st, 2))) : std::string();
       LT_CHECK(sqlite3_column_int(st, 3) == 0, "{}: source {} (sha256 {}) is named by a run but its text is "
                "missing: refusing the whole file", in, name, hash);
       const std::string actual = sha256_hex(body);
