@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/core/error.h"
+#include "runtime/store/views.h"
 
 namespace ltrun::store {
 namespace {
@@ -28,22 +29,11 @@ std::vector<std::string> lines_of(const std::string& s) {
   return out;
 }
 
-int64_t root_of(Store& st, int64_t run) {
-  int64_t at = run;
-  for (int hops = 0; hops < 100000; hops++) {
-    const Table t = st.query("SELECT parent_id FROM runs WHERE id = ?", {Value(at)});
-    LT_CHECK(!t.rows.empty(), "no run with id {}", at);
-    if (!std::holds_alternative<int64_t>(t.rows[0][0])) return at;
-    at = std::get<int64_t>(t.rows[0][0]);
-  }
-  return at;
-}
-
 // The run and its descendants with their paths ("" for the run, "/plain", "/plain/eval#2").
-std::vector<std::pair<int64_t, std::string>> tree(Store& st, int64_t run) {
+std::vector<std::pair<int64_t, std::string>> tree(const Query& q, int64_t run) {
   std::vector<std::pair<int64_t, std::string>> out{{run, ""}};
   for (size_t i = 0; i < out.size(); i++) {
-    const Table t = st.query("SELECT id, name FROM runs WHERE parent_id = ? ORDER BY id", {Value(out[i].first)});
+    const Table t = q("SELECT id, name FROM runs WHERE parent_id = ? ORDER BY id", {Value(out[i].first)});
     std::map<std::string, int> seen;
     for (const auto& row : t.rows) {
       const std::string name = to_text(row[1]);
@@ -60,20 +50,20 @@ struct Point {
 };
 
 // every metric and layer metric of the tree, keyed by path, name, step (and occurrence)
-std::vector<Point> values(Store& st, int64_t run) {
+std::vector<Point> values(const Query& q, int64_t run) {
   std::vector<Point> out;
-  for (const auto& [id, path] : tree(st, run)) {
+  for (const auto& [id, path] : tree(q, run)) {
     std::map<std::string, int> seen;
     auto add = [&](const std::string& base, const std::string& label, const Value& v) {
       const int k = seen[base]++;
       out.push_back({base + (k ? fmt::format("#{}", k) : ""), label, v});
     };
-    for (const auto& row : st.query("SELECT name, step, value FROM metrics WHERE run_id = ? ORDER BY rowid", {Value(id)}).rows) {
+    for (const auto& row : q("SELECT name, step, value FROM metrics WHERE run_id = ? ORDER BY rowid", {Value(id)}).rows) {
       const std::string name = to_text(row[0]), step = to_text(row[1]);
       add(path + "\x1f" + name + "\x1f" + step, fmt::format("{}{} step {}", path.empty() ? "" : path.substr(1) + ": ",
                                                               name, step), row[2]);
     }
-    for (const auto& row : st.query("SELECT name, grp, layer, step, value FROM layer_metrics WHERE run_id = ? "
+    for (const auto& row : q("SELECT name, grp, layer, step, value FROM layer_metrics WHERE run_id = ? "
                                     "ORDER BY rowid", {Value(id)}).rows) {
       const std::string name = to_text(row[0]), grp = to_text(row[1]), layer = to_text(row[2]), step = to_text(row[3]);
       add(path + "\x1flayer:" + name + "[" + grp + "]." + layer + "\x1f" + step,
@@ -104,9 +94,9 @@ int judge(const Value& a, const Value& b, double tol) {
   return 2;
 }
 
-std::map<std::string, std::string> kv(Store& st, const std::string& sql, int64_t run) {
+std::map<std::string, std::string> kv(const Query& q, const std::string& sql, int64_t run) {
   std::map<std::string, std::string> out;
-  for (const auto& row : st.query(sql, {Value(run)}).rows) out[to_text(row[0])] = to_text(row[1]);
+  for (const auto& row : q(sql, {Value(run)}).rows) out[to_text(row[0])] = to_text(row[1]);
   return out;
 }
 
@@ -164,11 +154,11 @@ std::string unified_diff(const std::string& a_text, const std::string& b_text, c
   return out;
 }
 
-Comparison compare_runs(Store& st, int64_t a, int64_t b, double tol, bool diffs) {
+Comparison compare_runs(const Query& q, int schema, int64_t a, int64_t b, double tol, bool diffs) {
   Comparison c;
   std::string& r = c.report;
   auto name = [&](int64_t id) {
-    const Table t = st.query("SELECT name, status, rerun_of FROM runs WHERE id = ?", {Value(id)});
+    const Table t = q("SELECT name, status, rerun_of FROM runs WHERE id = ?", {Value(id)});
     LT_CHECK(!t.rows.empty(), "no run with id {}", id);
     return fmt::format("run {} ({}, {}{})", id, to_text(t.rows[0][0]), to_text(t.rows[0][1]),
                        to_text(t.rows[0][2]).empty() ? "" : ", a rerun of run " + to_text(t.rows[0][2]));
@@ -176,13 +166,13 @@ Comparison compare_runs(Store& st, int64_t a, int64_t b, double tol, bool diffs)
   r += fmt::format("A: {}\nB: {}\n", name(a), name(b));
 
   // params, and the fields that say what ran where
-  auto pa = kv(st, "SELECT key, value FROM params WHERE run_id = ?", a);
-  auto pb = kv(st, "SELECT key, value FROM params WHERE run_id = ?", b);
+  auto pa = kv(q, "SELECT key, value FROM params WHERE run_id = ?", a);
+  auto pb = kv(q, "SELECT key, value FROM params WHERE run_id = ?", b);
   const char* fields = "SELECT 'seed', seed FROM runs WHERE id = ?1 UNION ALL SELECT 'args', args_json FROM runs WHERE id = ?1 "
                        "UNION ALL SELECT 'ltrun_version', ltrun_version FROM runs WHERE id = ?1 "
                        "UNION ALL SELECT 'torch_version', torch_version FROM runs WHERE id = ?1";
-  for (const auto& [k, v] : kv(st, fields, a)) pa["(run) " + k] = v;
-  for (const auto& [k, v] : kv(st, fields, b)) pb["(run) " + k] = v;
+  for (const auto& [k, v] : kv(q, fields, a)) pa["(run) " + k] = v;
+  for (const auto& [k, v] : kv(q, fields, b)) pb["(run) " + k] = v;
   std::string plines;
   int64_t pequal = 0;
   for (const auto& [k, v] : pa) {
@@ -199,12 +189,12 @@ Comparison compare_runs(Store& st, int64_t a, int64_t b, double tol, bool diffs)
   struct Src { std::string sha, text; };
   auto sources = [&](int64_t run) {
     std::map<std::string, Src> out;
-    for (const auto& row : st.query("SELECT r.kind, r.name, r.sha256, s.text FROM run_sources r LEFT JOIN sources s "
-                                    "ON s.sha256 = r.sha256 WHERE r.run_id = ? ORDER BY r.seq", {Value(root_of(st, run))}).rows)
+    for (const auto& row : q("SELECT r.kind, r.name, r.sha256, s.text FROM run_sources r LEFT JOIN sources s "
+                                    "ON s.sha256 = r.sha256 WHERE r.run_id = ? ORDER BY r.seq", {Value(root_run(q, run))}).rows)
       out.emplace(to_text(row[0]) == "script" ? "(script)" : to_text(row[1]), Src{to_text(row[2]), to_text(row[3])});
     return out;
   };
-  const bool recorded = st.schema_version() >= 6;  // db/migrations/0006: sources and inputs
+  const bool recorded = schema >= 6;  // db/migrations/0006: sources and inputs
   const auto sa = recorded ? sources(a) : std::map<std::string, Src>{}, sb = recorded ? sources(b) : sa;
   std::string slines;
   int64_t sequal = 0;
@@ -227,8 +217,8 @@ Comparison compare_runs(Store& st, int64_t a, int64_t b, double tol, bool diffs)
 
   // inputs: by where they lay (root/rel, else the path)
   auto inputs = [&](int64_t run) {
-    return kv(st, "SELECT kind || ' ' || coalesce(root || ':' || rel, path), sha256 || CASE WHEN made THEN ' (made by the run)' "
-                  "ELSE '' END FROM run_inputs WHERE run_id = ?", root_of(st, run));
+    return kv(q, "SELECT kind || ' ' || coalesce(root || ':' || rel, path), sha256 || CASE WHEN made THEN ' (made by the run)' "
+                  "ELSE '' END FROM run_inputs WHERE run_id = ?", root_run(q, run));
   };
   const auto ia = recorded ? inputs(a) : std::map<std::string, std::string>{}, ib = recorded ? inputs(b) : ia;
   std::string ilines;
@@ -244,7 +234,7 @@ Comparison compare_runs(Store& st, int64_t a, int64_t b, double tol, bool diffs)
   r += fmt::format("\ninputs: {} equal, {} different\n{}", iequal, c.inputs_changed, ilines);
 
   // metrics
-  const auto va = values(st, a), vb = values(st, b);
+  const auto va = values(q, a), vb = values(q, b);
   std::map<std::string, const Point*> bi;
   for (const auto& p : vb) bi[p.key] = &p;
   std::map<std::string, bool> matched;
@@ -279,4 +269,10 @@ std::string reproduced_line(const Comparison& c, double tol) {
   return s;
 }
 
+}  // namespace ltrun::store
+
+namespace ltrun::store {
+Comparison compare_runs(Store& st, int64_t a, int64_t b, double tolerance, bool diffs) {
+  return compare_runs(query_of(st), st.schema_version(), a, b, tolerance, diffs);
+}
 }  // namespace ltrun::store

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "runtime/store/store.h"
+#include "runtime/store/views.h"
 
 namespace ltrun::store {
 
@@ -20,6 +21,9 @@ struct Comparison {
 
 // tolerance: relative, |a - b| <= tolerance * max(|a|, |b|); 0: bitwise-equal values only
 Comparison compare_runs(Store& st, int64_t a, int64_t b, double tolerance = 0, bool diffs = true);
+// the same through a view's reader (runtime/store/views.h: Store::query, or ltrun serve's);
+// schema: the store's schema version (before 6, no sources or inputs to compare)
+Comparison compare_runs(const Query& q, int schema, int64_t a, int64_t b, double tolerance, bool diffs);
 // "reproduced: 312 of 312 metrics equal (tolerance 0)"
 std::string reproduced_line(const Comparison& c, double tolerance);
 
