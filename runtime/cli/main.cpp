@@ -26,10 +26,12 @@ usage:
   ltrun sql "SELECT ..." [--csv|--json]   SQL over the run store, read-only (--write to change it)
   ltrun sql @NAME [--queries DIR]      a named query: ltrun's db/queries/NAME.sql, else DIR/NAME.sql
   ltrun rerun [--models DIR] [--data DIR] RUN|FILE.ltrun[:RUN] [--yes] [--sources=stored|current]
-        [--allow-changed-inputs] [--tolerance X] [--key=value ...]
+        [--allow-changed-inputs] [--sandbox] [--tolerance X] [--key=value ...]
                                        replay a run (imported first from FILE) as a new run: its stored
                                        script, modules (--sources=current: today's), args and seed,
-                                       after checking hashes and inputs and asking (--yes: don't ask);
+                                       after checking hashes and inputs and asking (--yes: don't ask;
+                                       --sandbox: inside bubblewrap, no network, read-only FS but
+                                       for the store's folder);
                                        ends with "reproduced: N of M metrics equal"
   ltrun export RUN [--children] [--artifacts] -o FILE.ltrun   one run (and the runs under it) as one file
   ltrun import FILE.ltrun              merge an exported file into the store, checked, all or nothing
