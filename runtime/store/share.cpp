@@ -208,6 +208,12 @@ void check_export(const std::string& file) {
            "changed after it was written; nothing imported", file,
            names.empty() ? std::string("(named by no run)") : names[0][0].value_or("?"), row[0].value_or(""), hash);
     }
+    for (const auto& row : c.rows("SELECT path, sha256, data FROM artifact_files")) {
+      const std::string hash = sha256_hex(row[2].value_or(""));
+      LT_CHECK(hash == row[1].value_or(""), "import: {}: the artifact file {} carried in it does not match its hash "
+               "(stored sha256 {}, its bytes hash to {}); nothing imported", file, row[0].value_or("?"),
+               row[1].value_or(""), hash);
+    }
     for (const auto& row : c.rows("SELECT r.name, r.sha256 FROM run_sources r LEFT JOIN sources s ON s.sha256 = "
                                   "r.sha256 WHERE s.sha256 IS NULL LIMIT 1"))
       fail("import: {}: source {} (sha256 {}) is named by a run but its text is missing; nothing imported", file,

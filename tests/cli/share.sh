@@ -158,6 +158,18 @@ touch -d '2020-01-01' "$st"
 "$LTRUN" proj/study.lua >/dev/null 2>&1
 h2=$(sqlite3 b.db "select sha256 from run_inputs where kind = 'model' order by rowid desc limit 1")
 check "a new version of the file (mtime) is hashed again" equals "$h2" "$(sqlite3 b.db "select sha256 from run_inputs where run_id = $last and kind='model'")"
+# --- export --artifacts: the files ride along up to the limit; a changed one is refused
+printf 'local f = io.open("fig.svg", "w"); f:write("<svg/>"); f:close(); lt.run.artifact("fig.svg")\nlocal g = io.open("big.txt", "w"); g:write(string.rep("x", 2 * 1048576)); g:close(); lt.run.artifact("big.txt")\n' > art.lua
+"$LTRUN" art.lua
+aid=$(sqlite3 b.db "select max(id) from runs")
+out=$("$LTRUN" export "$aid" --artifacts --max-artifact-mb 1 -o art.ltrun)
+check "export --artifacts: the small file is carried" equals "$(sqlite3 art.ltrun "select size || ':' || (data = cast('<svg/>' as blob)) from artifact_files")" "6:1"
+check "export --artifacts: one past the limit is named and left out" contains "$out" "big.txt (2097152 bytes) is past the limit of 1048576 bytes"
+cp art.ltrun t_art.ltrun
+sqlite3 t_art.ltrun "update artifact_files set data = cast('<svg>' as blob)"
+err=$("$LTRUN" --db c.db import t_art.ltrun 2>&1)
+check "a changed artifact file: refused" contains "$err" "the artifact file $PWD/fig.svg carried in it does not match its hash"
+
 # --- rerun --sandbox: bubblewrap, no network, read-only except the store's folder (where
 # bwrap can make its namespaces; tests/cli/sandbox.sh says why where it cannot)
 export LTRUN_LIB=$SRC/lib  # lib/lt as shipped (B's copy doubles every logged value)
