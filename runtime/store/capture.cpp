@@ -174,9 +174,16 @@ std::optional<SourceFile> Capture::module(const std::string& name, const std::st
     record(f);
     return f;
   }
-  g_capture = nullptr;  // the plain search, unrecorded
-  auto f = find_source(name, package_path, tried);
-  g_capture = this;
+  struct Plain {  // the plain search, unrecorded; this capture again after it, however it ends
+    Capture* self;
+    Plain(Capture* c) : self(c) { g_capture = nullptr; }
+    ~Plain() { g_capture = self; }
+  };
+  std::optional<SourceFile> f;
+  {
+    Plain plain(this);
+    f = find_source(name, package_path, tried);
+  }
   if (!f) return f;
   const std::string path = canonical_or(f->path);
   if (auto rel = below(path, lib_dir_)) f->origin = "lib", f->rel = *rel;
