@@ -10,6 +10,7 @@
 #include "bindings/luat.h"
 #include "runtime/core/env.h"
 #include "runtime/core/interrupt.h"
+#include "runtime/store/capture.h"
 
 namespace ltrun::lua {
 namespace {
@@ -32,6 +33,23 @@ int traceback(lua_State* L) {
     msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
   }
   luaL_traceback(L, L, msg, 1);
+  return 1;
+}
+
+// package.loaders[2]: Lua files through runtime/store/capture.h, which records each with the
+// run, or in a replay serves the run's stored text
+int l_search(lua_State* L) {
+  const std::string name = check_string(L, 1, "require");
+  lua_getglobal(L, "package");
+  lua_getfield(L, -1, "path");
+  const std::string path = lua_isstring(L, -1) ? lua_tostring(L, -1) : "";
+  lua_pop(L, 2);
+  std::string tried;
+  const auto f = store::find_source(name, path, tried);
+  if (!f) return push(L, tried), 1;
+  if (luaL_loadbuffer(L, f->text.data(), f->text.size(), ("@" + f->path).c_str()) != 0)
+    fail("error loading module '{}' from {} '{}':\n\t{}", name, f->stored ? "the run's stored text of" : "file",
+         f->path, lua_tostring(L, -1));
   return 1;
 }
 
@@ -77,6 +95,11 @@ Interp::Interp() : impl_(std::make_unique<Impl>()) {
   impl_->base_path = lib + "/?.lua;" + lib + "/?/init.lua;" + lua_tostring(L, -1);
   push(L, impl_->base_path);
   lua_setfield(L, -3, "path");
+  lua_pop(L, 2);
+  lua_getglobal(L, "package");
+  lua_getfield(L, -1, "loaders");
+  lua_pushcfunction(L, LT_FN(l_search));
+  lua_rawseti(L, -2, 2);
   lua_pop(L, 2);
   g_L = L;
   install_interrupt_handler(on_interrupt);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/cli/host.h"
+#include "runtime/store/capture.h"
 #include "runtime/store/store.h"
 
 namespace ltrun::cli {
@@ -33,6 +34,10 @@ struct ScriptRun {
   std::vector<std::string> args;
   std::optional<int64_t> rerun_of;
   std::optional<uint64_t> seed;  // stored seed on rerun
+  // a replay: modules are served from these stored texts (runtime/store/capture.h)
+  std::optional<std::vector<store::SourceFile>> stored_sources;
+  std::vector<std::pair<std::string, std::string>> params;  // recorded on the new run
+  int64_t* new_run = nullptr;                               // set to the new run's id
 };
 int run_script(const Globals& g, const ScriptRun& r);
 int run_repl(const Globals& g);
@@ -46,6 +51,11 @@ int cmd_data(const Globals& g, const std::vector<std::string>& args);  // data_c
 int cmd_serve(const Globals& g, const std::vector<std::string>& args);  // serve.cpp
 int cmd_db(const Globals& g, const std::vector<std::string>& args);     // db_cmd.cpp
 int cmd_launch(const Globals& g, const std::vector<std::string>& args);  // launch.cpp
+int cmd_export(const Globals& g, const std::vector<std::string>& args);  // share_cmd.cpp
+int cmd_import(const Globals& g, const std::vector<std::string>& args);  // share_cmd.cpp
+int cmd_compare(const Globals& g, const std::vector<std::string>& args);  // share_cmd.cpp
+int show_sources(store::Store& st, int64_t run);                          // share_cmd.cpp
+std::string capture_lib_dir();  // $LTRUN_LIB or the source tree's lib/ (as bindings/interp.cpp)
 
 // Walks a subcommand's arguments from `start`: "--key=value", "--key value", flags and
 // positionals. while (a.next()) { if (a.key() == "--out") out = a.value(); ... }

@@ -84,15 +84,17 @@ std::string stored_script(store::Store& st, const std::string& db, int64_t id) {
 
 int cmd_show(const Globals& g, const std::vector<std::string>& args) {
   std::optional<int64_t> id;
-  bool script = false;
+  bool script = false, sources = false;
   ArgReader a(args, 0, "show");
   while (a.next()) {
     if (a.key() == "--script") script = true;
+    else if (a.key() == "--sources") sources = true;
     else if (!a.is_option() && !id) id = parse_run_id(a.key());
-    else fail("show: unexpected argument '{}' (usage: ltrun show RUN [--script])", a.key());
+    else fail("show: unexpected argument '{}' (usage: ltrun show RUN [--script|--sources])", a.key());
   }
-  LT_CHECK(id, "usage: ltrun show RUN [--script]");
+  LT_CHECK(id, "usage: ltrun show RUN [--script|--sources]");
   auto st = store::Store::open_readonly(g.db);
+  if (sources) return show_sources(*st, *id);
   if (script) {
     // exactly the stored text into a file or pipe; on a terminal, control characters escaped
     const std::string text = stored_script(*st, g.db, *id);
@@ -153,80 +155,6 @@ int cmd_sql(const Globals& g, const std::vector<std::string>& args) {
   }
   if (!t.columns.empty()) std::fputs(format_table(t, f).c_str(), stdout);
   return kExitOk;
-}
-
-int cmd_rerun(const Globals& g, const std::vector<std::string>& args_in) {
-  LT_CHECK(!args_in.empty(), "usage: ltrun rerun RUN [--yes] [--key=value ...]");
-  const int64_t id = parse_run_id(args_in[0]);
-  // --yes (anywhere after RUN) is rerun's own; every other argument goes to the script
-  bool yes = false;
-  std::vector<std::string> args{args_in[0]};
-  for (size_t i = 1; i < args_in.size(); i++) {
-    if (args_in[i] == "--yes" || args_in[i] == "-y") yes = true;
-    else args.push_back(args_in[i]);
-  }
-  ScriptRun r;
-  {
-    auto st = store::Store::open_readonly(g.db);
-    store::Table t = st->query(
-        "SELECT name, script_path, script_text, args_json, seed, parent_id, script_sha256, host, git_rev, "
-        "started_at FROM runs WHERE id = ?",
-        {store::Value(id)});
-    LT_CHECK(!t.rows.empty(), "{}: no run with id {}", g.db, id);
-    const auto& row = t.rows[0];
-    if (!std::holds_alternative<std::monostate>(row[5]))
-      fail("run {} is a child run of run {}: rerun {} instead", id, store::to_text(row[5]),
-           store::to_text(row[5]));
-    LT_CHECK(std::holds_alternative<std::string>(row[2]), "run {} has no stored script text", id);
-    // The text must be what ran: a row edited afterwards (by anyone who can write the store)
-    // would otherwise run as this run's script.
-    const std::string& text = std::get<std::string>(row[2]);
-    const std::string stored_hash = store::to_text(row[6]), hash = sha256_hex(text);
-    if (stored_hash != hash)
-      fail("rerun: run {}: the stored script text does not match its script_sha256 (stored {}, the text "
-           "hashes to {}): the row was changed after the run; refusing to run it",
-           id, stored_hash.empty() ? "none" : escape_controls(stored_hash, false), hash);
-    // what will run and where it came from, before anything runs
-    std::vector<std::string> all_args =
-        nlohmann::json::parse(store::to_text(row[3])).get<std::vector<std::string>>();
-    all_args.insert(all_args.end(), args.begin() + 1, args.end());
-    auto field = [](const store::Value& v) {
-      const std::string s = store::to_text(v);
-      return s.empty() ? std::string("(unknown)") : escape_controls(s, false);
-    };
-    std::fprintf(stderr,
-                 "ltrun rerun: run %lld (%s) will run its stored script again as a new run:\n"
-                 "  script     %s (%zu bytes, sha256 %s, verified)\n"
-                 "  from       host %s, git revision %s, started %s\n"
-                 "  arguments  %s\n"
-                 "  see it     ltrun show %lld --script\n",
-                 (long long)id, escape_controls(store::to_text(row[0]), false).c_str(),
-                 field(row[1]).c_str(), text.size(), hash.c_str(), field(row[7]).c_str(), field(row[8]).c_str(),
-                 field(row[9]).c_str(), escape_controls(nlohmann::json(all_args).dump(), false).c_str(),
-                 (long long)id);
-    if (!yes) {
-      LT_CHECK(isatty(STDIN_FILENO) == 1,
-               "rerun: not asking without a terminal: pass --yes to run the stored script of run {} "
-               "(shown above; the script runs with the full rights of this user)", id);
-      std::fprintf(stderr, "Run it? [y/N] ");
-      std::string answer;
-      std::getline(std::cin, answer);
-      if (answer != "y" && answer != "Y" && answer != "yes") {
-        std::fprintf(stderr, "ltrun rerun: not run\n");
-        return kExitUsage;
-      }
-    }
-    r.name = store::to_text(row[0]);
-    r.script_path = store::to_text(row[1]);
-    r.code = std::get<std::string>(row[2]);
-    r.chunk_name = r.script_path.empty() ? "=(rerun " + std::to_string(id) + ")" : "@" + r.script_path;
-    r.args = nlohmann::json::parse(store::to_text(row[3])).get<std::vector<std::string>>();
-    if (std::holds_alternative<int64_t>(row[4])) r.seed = uint64_t(std::get<int64_t>(row[4]));
-    r.rerun_of = id;
-  }
-  // extra arguments come after the stored ones, so --key=value overrides
-  r.args.insert(r.args.end(), args.begin() + 1, args.end());
-  return run_script(g, r);
 }
 
 }  // namespace ltrun::cli

@@ -20,12 +20,22 @@ usage:
   ltrun -e CODE [--key=value ...]      run one Lua chunk as a run
   ltrun                                interactive Lua (REPL); `=expr` prints a value
   ltrun runs [--limit N]               the latest runs
-  ltrun show RUN [--script]            one run: fields, params, metrics, layers, artifacts, children;
-                                       --script: the stored script text
+  ltrun show RUN [--script|--sources]  one run: fields, params, metrics, layers, artifacts, children;
+                                       --script: the stored script text; --sources: the Lua sources
+                                       it executed and the model and data files it read (hashes)
   ltrun sql "SELECT ..." [--csv|--json]   SQL over the run store, read-only (--write to change it)
   ltrun sql @NAME [--queries DIR]      a named query: ltrun's db/queries/NAME.sql, else DIR/NAME.sql
-  ltrun rerun RUN [--yes] [--key=value ...]   replay a run's stored script and args as a new run,
-                                       after checking its sha256 and asking (--yes: don't ask)
+  ltrun rerun [--models DIR] [--data DIR] RUN|FILE.ltrun[:RUN] [--yes] [--sources=stored|current]
+        [--allow-changed-inputs] [--sandbox] [--tolerance X] [--key=value ...]
+                                       replay a run (imported first from FILE) as a new run: its stored
+                                       script, modules (--sources=current: today's), args and seed,
+                                       after checking hashes and inputs and asking (--yes: don't ask;
+                                       --sandbox: inside bubblewrap, no network, read-only FS but
+                                       for the store's folder);
+                                       ends with "reproduced: N of M metrics equal"
+  ltrun export RUN [--children] [--artifacts] -o FILE.ltrun   one run (and the runs under it) as one file
+  ltrun import FILE.ltrun              merge an exported file into the store, checked, all or nothing
+  ltrun compare A B [--tolerance X] [--no-diff]   params, sources (diffs), inputs, metrics of two runs
   ltrun model new [options] OUT        make a tiny random model in the HF layout (+ tokenizer)
   ltrun model info PATH                describe a checkpoint folder
   ltrun data pack --tokenizer T --out DIR INPUT...   tokenize a corpus into token shards
@@ -131,9 +141,12 @@ int main(int argc, char** argv, const HostFactory& make_host) {
     if (cmd == "serve") return cmd_serve(g, args);
     if (cmd == "db") return cmd_db(g, args);
     if (cmd == "launch") return cmd_launch(g, args);
+    if (cmd == "export") return cmd_export(g, args);
+    if (cmd == "import") return cmd_import(g, args);
+    if (cmd == "compare") return cmd_compare(g, args);
     if (cmd.rfind("--", 0) == 0) fail("unknown option {} (see ltrun --help)", cmd);
     if (!file_exists(cmd))
-      fail("{}: no such script (and not a command: runs, show, sql, rerun, model, data, serve, db; see ltrun --help)", cmd);
+      fail("{}: no such script (and not a command: runs, show, sql, rerun, export, import, compare, model, data, serve, db, launch; see ltrun --help)", cmd);
     ScriptRun r;
     r.script_path = absolute_path(cmd);
     r.code = read_file(cmd);

@@ -4,16 +4,23 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 
 #include "runtime/cli/cli.h"
 #include "runtime/core/device.h"
 #include "runtime/core/env.h"
+#include "runtime/core/inputs.h"
 #include "runtime/core/sha256.h"
 #include "runtime/dist/dist.h"
 #include "runtime/io/atomic_file.h"
 #include "runtime/store/session.h"
 
 namespace ltrun::cli {
+
+std::string capture_lib_dir() {
+  const char* env = std::getenv("LTRUN_LIB");
+  return env && *env ? env : LTRUN_LIB_DIR;
+}
 
 int run_script(const Globals& g, const ScriptRun& r) {
   c10::Device device = parse_device(g.device);
@@ -44,6 +51,33 @@ int run_script(const Globals& g, const ScriptRun& r) {
 
   store::Session session(store, start);
   const int64_t run_id = session.root();
+  if (r.new_run) *r.new_run = run_id;
+  for (const auto& [k, v] : r.params) store->param(run_id, k, v);
+  // what the run executes and reads (runtime/store/capture.h); LTRUN_CAPTURE=0 turns it off
+  // (the capture bench's baseline), except in a replay, which needs it to serve the sources
+  const char* cap_env = std::getenv("LTRUN_CAPTURE");
+  // (ranks other than 0 log into a store in memory: nothing of theirs is kept)
+  const bool capture_on = r.stored_sources || (denv.rank == 0 && !(cap_env && std::string(cap_env) == "0"));
+  store::Capture capture(store, run_id, r.script_path, capture_lib_dir());
+  struct CaptureGuard {
+    bool on;
+    ~CaptureGuard() {
+      if (!on) return;
+      set_input_listener({});
+      store::set_current_capture(nullptr);
+    }
+  } capture_guard{capture_on};
+  if (capture_on) {
+    capture.script(start.name, r.code);
+    if (r.stored_sources) {
+      std::map<std::string, store::SourceFile> by_name;
+      for (const auto& f : *r.stored_sources)
+        if (f.kind == "module") by_name.emplace(f.name, f);
+      capture.serve(std::move(by_name), r.rerun_of.value_or(0));
+    }
+    store::set_current_capture(&capture);
+    set_input_listener([&capture](const std::string& kind, const std::string& path) { capture.input(kind, path); });
+  }
   if (dist::Group* dg = dist::active()) {
     store->param(run_id, "world_size", std::to_string(dg->world_size()));
     store->param(run_id, "dist_backend", dg->backend());
@@ -64,6 +98,9 @@ int run_script(const Globals& g, const ScriptRun& r) {
     host->set_script(r.script_path.empty() ? r.chunk_name : r.script_path, r.args);
     o = host->run(r.code, r.chunk_name);
   }
+  if (capture_on && std::getenv("LTRUN_CAPTURE_STATS"))  // experiments/bench/capture.lua reads it
+    std::fprintf(stderr, "ltrun capture: %.6f s, %lld files hashed\n", capture.seconds(),
+                 (long long)capture.files_hashed());
   // child runs a failing script left open end with it
   const store::Status status = o.kind == Outcome::ok            ? store::Status::ok
                                : o.kind == Outcome::interrupted ? store::Status::interrupted

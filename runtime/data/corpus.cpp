@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "runtime/core/env.h"
+#include "runtime/core/inputs.h"
 #include "runtime/core/error.h"
 #include "runtime/core/interrupt.h"
 #include "runtime/io/atomic_file.h"
@@ -70,6 +71,7 @@ void split_fortunes(const std::string& text, std::vector<std::string>& out) {
 void read_one(const fs::path& p, const std::string& field, std::vector<std::string>& out,
               int64_t& bytes, int64_t max_bytes) {
   const std::string text = read_file(p);
+  note_input("data", p.string());  // recorded with the run (runtime/core/inputs.h)
   LT_CHECK(text.find_first_not_of(" \t\r\n") != std::string::npos, "corpus: {} is empty",
            p.string());
   const size_t bad = text::invalid_utf8_at(text);

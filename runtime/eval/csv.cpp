@@ -8,12 +8,15 @@
 #include <sstream>
 
 #include "runtime/core/env.h"
+#include "runtime/core/inputs.h"
 #include "runtime/core/error.h"
 
 namespace ltrun::eval {
 
 std::string read_text_file(const std::string& path) {
-  return read_file(path);  // regular files only, bounded (runtime/core/env.h)
+  std::string text = read_file(path);  // regular files only, bounded (runtime/core/env.h)
+  note_input("data", path);             // recorded with the run (runtime/core/inputs.h)
+  return text;
 }
 
 std::vector<CsvRecord> parse_csv(std::string_view text, const std::string& name) {

@@ -15,6 +15,7 @@
 
 #include "runtime/core/device.h"
 #include "runtime/core/error.h"
+#include "runtime/core/inputs.h"
 #include "runtime/io/atomic_file.h"
 #include "runtime/io/checkpoint.h"
 #include "runtime/model/arch.h"
@@ -162,6 +163,7 @@ Model Model::load(const std::string& dir, c10::Device device,
                   std::optional<c10::ScalarType> dtype) {
   Config c = read_config(dir);
   const io::Checkpoint ck = io::Checkpoint::open(dir);
+  note_input("model", dir);  // recorded with the run (runtime/core/inputs.h)
   std::optional<c10::ScalarType> config_dtype;
   if (!c.torch_dtype.empty()) {
     try {

@@ -12,6 +12,7 @@
 #include "runtime/core/env.h"
 #include "runtime/core/sha256.h"
 #include "runtime/store/artifact.h"
+#include "runtime/store/compare.h"
 #include "runtime/store/views.h"
 #include "runtime/serve/downsample.h"
 
@@ -117,6 +118,7 @@ class Handler {
     if (what == "info" && parts.size() == 2) return json_response(info());
     if (what == "queries" && parts.size() == 2) return json_response(queries());
     if (what == "sql" && parts.size() == 2) return json_response(sql(p));
+    if (what == "compare" && parts.size() == 2) return json_response(compare(p));
     if (what == "runs") {
       if (parts.size() == 2) return json_response(runs(p));
       const int64_t id = parse_int("run id", parts[2]);
@@ -234,6 +236,24 @@ class Handler {
         "FROM runs r WHERE " + where + " ORDER BY r.id DESC LIMIT ? OFFSET ?", binds));
     add_alive(list);
     return {{"total", to_json(total.rows[0][0])}, {"runs", list}};
+  }
+
+  // the comparison `ltrun compare A B` prints (runtime/store/compare.h), and its counts
+  json compare(const Params& p) {
+    const int64_t a = parse_int("a", param(p, "a")), b = parse_int("b", param(p, "b"));
+    require_run(a);
+    require_run(b);
+    const std::string t = param(p, "tolerance", "0");
+    char* end = nullptr;
+    const double tol = std::strtod(t.c_str(), &end);
+    if (t.empty() || *end != '\0' || !(tol >= 0 && tol < 1)) http_fail(400, "tolerance: expected a number in [0, 1), got '{}'", t);
+    const store::Query query = [this](const std::string& sql, const std::vector<Value>& bs) { return q(sql, bs); };
+    const store::Comparison c = store::compare_runs(query, db_.schema_version(), a, b, tol, true);
+    return {{"a", a}, {"b", b}, {"tolerance", tol}, {"report", c.report}, {"total_a", c.total_a},
+            {"equal", c.equal}, {"within", c.within}, {"different", c.different}, {"only_a", c.only_a},
+            {"only_b", c.only_b}, {"first_divergence", c.first_divergence}, {"params_changed", c.params_changed},
+            {"sources_changed", c.sources_changed}, {"inputs_changed", c.inputs_changed},
+            {"reproduced", store::reproduced_line(c, tol)}};
   }
 
   json run(int64_t id) {

@@ -16,6 +16,7 @@
 //                                         lies under the run's folders with its recorded sha256
 //   GET /api/queries                      the named queries of db/queries
 //   GET /api/sql?q=SQL | ?name=NAME       one read-only statement, at most 5000 rows and 16 MB
+//   GET /api/compare?a=A&b=B[&tolerance=X]   `ltrun compare A B`: report text and counts
 #pragma once
 #include <map>
 #include <memory>

@@ -20,6 +20,7 @@
 
 #include "runtime/core/env.h"
 #include "runtime/core/error.h"
+#include "runtime/core/sha256.h"
 #include "runtime/store/embedded.h"
 #include "runtime/store/store.h"
 
@@ -278,6 +279,42 @@ void check_schema(Db& out, const std::string& in) {
          "`ltrun --db {} sql --write 'SELECT 1'` (which migrates it), then merge", in, v, in);
 }
 
+// The texts of the sources the runs copied now name (db/migrations/0006), each checked
+// against its hash: a tampered or missing text refuses the whole input.
+void copy_sources(Db& out, const std::string& in) {
+  const auto has = [&](const char* schema, const char* table) {
+    return out.int_query(fmt::format("SELECT count(*) FROM {}.sqlite_master WHERE type='table' AND name='{}'",
+                                     schema, table)) > 0;
+  };
+  if (!has("src", "run_sources")) return;
+  LT_CHECK(has("src", "sources"), "{}: has run_sources but no sources table: not a complete run store", in);
+  sqlite3_stmt* st = out.prepare(
+      "SELECT r.name, r.sha256, s.text, s.sha256 IS NULL FROM src.run_sources r LEFT JOIN src.sources s "
+      "ON s.sha256 = r.sha256 WHERE r.run_id IN (SELECT src FROM temp.merge_ids) GROUP BY r.sha256");
+  sqlite3_stmt* ins = out.prepare("INSERT OR IGNORE INTO main.sources(sha256, text) VALUES (?, ?)");
+  try {
+    while (sqlite3_step(st) == SQLITE_ROW) {
+      const std::string name = text(st, 0), hash = text(st, 1);
+      const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(st, 2));  // all bytes, NULs too
+      const std::string body = p ? std::string(p, size_t(sqlite3_column_bytes(st, 2))) : std::string();
+      LT_CHECK(sqlite3_column_int(st, 3) == 0, "{}: source {} (sha256 {}) is named by a run but its text is "
+               "missing: refusing the whole file", in, name, hash);
+      const std::string actual = sha256_hex(body);
+      LT_CHECK(actual == hash, "{}: source {} does not match its hash (stored sha256 {}, its text hashes to {}): "
+               "the file was changed after it was written; refusing the whole file", in, name, hash, actual);
+      sqlite3_bind_text(ins, 1, hash.c_str(), -1, SQLITE_TRANSIENT);
+      sqlite3_bind_text(ins, 2, body.c_str(), int(body.size()), SQLITE_TRANSIENT);
+      out.done(ins, "copying source " + name);
+    }
+  } catch (...) {
+    sqlite3_finalize(st);
+    sqlite3_finalize(ins);
+    throw;
+  }
+  sqlite3_finalize(st);
+  sqlite3_finalize(ins);
+}
+
 struct SrcRun {
   int64_t id;
   std::string uuid, status, name;
@@ -392,6 +429,7 @@ MergeInput merge_one(Db& out, const Source& src, const MergeOptions& opt) {
     std::map<int64_t, Links> moved;      // runs copied now (new, or replacing an unfinished copy)
     std::vector<std::pair<int64_t, std::string>> mark_crashed, mark_partial;  // OUT id, why
     for (const auto& s : runs) {
+      if (!opt.only_runs.empty() && !opt.only_runs.count(s.id)) continue;
       if (held.count(s.id)) {
         r.running++;
         if (is_live(s) && !(s.parent && held.count(*s.parent))) {
@@ -539,6 +577,7 @@ MergeInput merge_one(Db& out, const Source& src, const MergeOptions& opt) {
                            quoted(t), c.empty() ? "" : ", ", fmt::join(c, ", "), fmt::join(sel, ", ")));
       r.rows += sqlite3_changes(out.db);
     }
+    copy_sources(out, in);
     if (!src.unchanged()) throw Changed(fmt::format("{}: changed while it was read", in));
     out.exec("COMMIT");
   } catch (...) {

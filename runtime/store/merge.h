@@ -26,6 +26,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,7 @@ namespace ltrun::store {
 
 struct MergeOptions {
   bool include_running = false;  // copy live runs as they are now (a partial copy, said so)
+  std::set<int64_t> only_runs;   // input ids to copy (`ltrun export`); empty: every run
 };
 
 struct MergeInput {
@@ -55,6 +57,9 @@ struct MergeInput {
 // it and probing its -shm lock open and close the file, and closing any descriptor of a file
 // drops the POSIX locks the process holds on it (SQLite's among them). `ltrun db merge` runs
 // in a process of its own.
+// The Lua sources the copied runs name (db/migrations/0006) are copied too, each text checked
+// against its sha256 first: a text that does not match, or one missing, is an error naming the
+// source and the input, and nothing of that input is merged.
 // Each input is merged in one transaction: an error leaves OUT as it was before that input.
 // Errors name the file: OUT given as an input, a missing input, a file that is not a run
 // store, a store older than db/migrations/0003 (no run uuids: it has to be upgraded, which

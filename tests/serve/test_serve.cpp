@@ -184,6 +184,14 @@ TEST_CASE("api: status codes and JSON errors") {
   CHECK(api.get("/api/sql", {}).status == 400);
   CHECK(api.get("/api/runs", {{"status", "done"}}).status == 400);
   CHECK(api.get("/api/other", {}).status == 404);
+  // the comparison of `ltrun compare` (runtime/store/compare.h): a run against itself
+  const auto c = api.get("/api/compare", {{"a", std::to_string(run)}, {"b", std::to_string(run)}});
+  REQUIRE(c.status == 200);
+  CHECK(body(c)["reproduced"] == "reproduced: 10 of 10 metrics equal (tolerance 0)");
+  CHECK(body(c)["equal"] == 10);
+  CHECK(api.get("/api/compare", {{"a", std::to_string(run)}, {"b", "12345"}}).status == 404);
+  CHECK(api.get("/api/compare", {{"a", std::to_string(run)}}).status == 400);
+  CHECK(api.get("/api/compare", {{"a", std::to_string(run)}, {"b", std::to_string(run)}, {"tolerance", "x"}}).status == 400);
 }
 
 TEST_CASE("api: an artifact is served only under the run's folders, with the sha256 it was registered with") {

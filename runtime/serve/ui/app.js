@@ -228,6 +228,8 @@ async function runPage(id) {
        `, ${fmt(d.run.secs)} s`, d.run.device ? `, ${d.run.device}` : "", d.run.seed !== null ? `, seed ${d.run.seed}` : "",
        d.run.git_rev ? `, git ${String(d.run.git_rev).slice(0, 12)}` : ""),
     d.run.parent_id ? el("p", {}, "child of ", el("a", { href: "#/run/" + d.run.parent_id }, "run " + d.run.parent_id)) : "",
+    d.run.rerun_of ? el("p", {}, "a rerun of ", el("a", { href: "#/run/" + d.run.rerun_of }, "run " + d.run.rerun_of), ": ",
+                        el("a", { href: `#/compare/${d.run.rerun_of},${d.run.id}` }, "compare with it")) : "",
     d.run.error ? el("pre", { class: "error" }, d.run.error) : "");
   renderHead(d);
 
@@ -366,6 +368,10 @@ async function comparePage(idsText) {
   const pt = table(["param", ...runs.map(label)], sorted.map(k => [k, ...runs.map(d => d.params[k] ?? "")]), { class: "params-diff" });
   [...pt.tBodies[0].rows].forEach((tr, i) => { if (diff(sorted[i])) tr.className = "differs"; });
   page.push(section("params", el("p", { class: "muted" }, `${keys.filter(diff).length} of ${keys.length} differ (first)`), pt));
+  if (ids.length === 2) {  // what `ltrun compare A B` prints: sources (diffs), inputs, metrics aligned
+    const c = await api(`/api/compare?a=${ids[0]}&b=${ids[1]}`);
+    page.push(section("reproduction", el("p", { id: "reproduced" }, c.reproduced), el("pre", { id: "compare-report" }, c.report)));
+  }
   const curves = el("div", { class: "charts", id: "compare-charts" });
   page.push(section("metrics", chartControls(() => draw().catch(showError)), curves));
   const layerBox = el("div");

@@ -1,0 +1,402 @@
+// runtime/cli/share_cmd.cpp: runs shared among researchers: `ltrun rerun` (a run of this store
+// or of an exported file, with its stored sources), `export`, `import`, `compare`, and
+// `show RUN --sources`. The store side is runtime/store/{capture,share,compare}.h.
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include "runtime/cli/cli.h"
+#include "runtime/core/env.h"
+#include "runtime/core/error.h"
+#include "runtime/core/process.h"
+#include "runtime/core/sha256.h"
+#include "runtime/store/capture.h"
+#include "runtime/store/compare.h"
+#include "runtime/store/share.h"
+
+namespace ltrun::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool is_id(const std::string& s) {
+  return !s.empty() && s.size() <= 18 && s.find_first_not_of("0123456789") == std::string::npos;
+}
+int64_t run_id_arg(const std::string& s, const char* cmd) {
+  LT_CHECK(is_id(s), "{}: expected a run id (a number), got '{}'", cmd, s);
+  return std::stoll(s);
+}
+
+double tolerance_arg(const std::string& v) {
+  char* end = nullptr;
+  const double t = std::strtod(v.c_str(), &end);
+  LT_CHECK(!v.empty() && end && *end == '\0' && t >= 0 && t < 1, "--tolerance {}: expected a number in [0, 1)", v);
+  return t;
+}
+
+// FILE.ltrun[:RUN] imported into the store: the run's id there; a plain RUN as it is
+int64_t resolve_target(const Globals& g, const std::string& target) {
+  if (is_id(target)) return std::stoll(target);
+  std::string file = target;
+  std::optional<int64_t> in_file;
+  const auto colon = target.rfind(':');
+  if (colon != std::string::npos && is_id(target.substr(colon + 1)) && !file_exists(target)) {
+    file = target.substr(0, colon);
+    in_file = std::stoll(target.substr(colon + 1));
+  }
+  LT_CHECK(file_exists(file), "rerun: '{}' is neither a run id nor a file (FILE.ltrun or FILE.ltrun:RUN)", target);
+  const int64_t run = in_file ? *in_file : store::export_top_run(file);
+  store::check_export(file);
+  store::export_run_uuid(file, run);  // the run is in the file, before anything is imported
+  const store::MergeInput m = store::import_file(g.db, file);
+  const int64_t id = store::imported_id(g.db, file, run);
+  std::fprintf(stderr, "ltrun: imported %s into %s: %lld run(s) added, %lld already there; its run %lld is run %lld here\n",
+               file.c_str(), g.db.c_str(), (long long)m.added, (long long)m.already, (long long)run, (long long)id);
+  return id;
+}
+
+struct InputRow {
+  std::string kind, path, root, rel, sha256;
+};
+
+// Where a replay will find a recorded input: one that lay below a root is looked for below
+// that root here (--models DIR, else $LTRUN_MODELS or ./models; --data DIR, else $LTRUN_DATA;
+// this folder), never at the author's absolute path; any other at its recorded path.
+std::vector<std::string> candidates(const InputRow& in, const std::string& models, const std::string& data) {
+  std::vector<std::string> c;
+  auto env = [](const char* n, const char* d) {
+    const char* v = std::getenv(n);
+    return std::string(v && *v ? v : d);
+  };
+  if (!in.rel.empty()) {
+    if (in.root == "data" && data.empty() && env("LTRUN_DATA", "").empty()) return {in.path};
+    if (in.root == "models") c.push_back((models.empty() ? env("LTRUN_MODELS", "models") : models) + "/" + in.rel);
+    if (in.root == "data" && !(data.empty() && env("LTRUN_DATA", "").empty()))
+      c.push_back((data.empty() ? env("LTRUN_DATA", "") : data) + "/" + in.rel);
+    if (in.root == "workdir") c.push_back(in.rel);
+    return c;
+  }
+  return {in.path};
+}
+
+// Under `dir` (3 levels), something with the content `want`: a hint for a missing input.
+std::string find_by_hash(const std::string& dir, const InputRow& in) {
+  if (dir.empty() || !fs::is_directory(dir)) return "";
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (it.depth() > 2) it.disable_recursion_pending();
+    const bool fits = in.kind == "model" ? it->is_directory() && fs::exists(it->path() / "config.json") : it->is_regular_file();
+    if (!fits) continue;
+    try {
+      if (store::hash_input(in.kind, it->path().string(), nullptr).sha256 == in.sha256) return it->path().string();
+    } catch (const std::exception&) {
+    }
+  }
+  return "";
+}
+
+constexpr const char* kBwrap = "/usr/bin/bwrap";
+
+// `rerun --sandbox`: the same rerun again, inside bubblewrap (as lt.sandbox uses it): new user,
+// pid, ipc, uts and network namespaces (only a loopback: no network), the whole file system
+// read-only except the run store's folder (the store, its -wal and -shm, and what the run
+// writes there) and a private /tmp; the inner rerun knows it by LTRUN_SANDBOXED and records
+// the param rerun.sandbox. Returns the inner rerun's exit code.
+int rerun_sandboxed(const Globals& g, std::vector<std::string> inner) {
+  LT_CHECK(file_exists(kBwrap), "rerun --sandbox needs bubblewrap ({}), which scripts/setup installs", kBwrap);
+  const std::string db = absolute_path(g.db), store_dir = dir_name(db), cwd = absolute_path(".");
+  std::vector<std::string> argv{kBwrap, "--die-with-parent", "--new-session", "--unshare-all", "--ro-bind", "/", "/",
+                                "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--bind", store_dir, store_dir,
+                                "--chdir", cwd, "--", self_executable(), "--db", db, "--device", g.device};
+  if (g.seed) argv.insert(argv.end(), {"--seed", std::to_string(*g.seed)});
+  argv.push_back("rerun");
+  argv.insert(argv.end(), inner.begin(), inner.end());
+  std::fprintf(stderr, "ltrun rerun: in a sandbox (bubblewrap): no network, the file system read-only except %s "
+               "and a private /tmp\n", store_dir.c_str());
+  SpawnOptions o;
+  o.env["LTRUN_SANDBOXED"] = "1";
+  o.death_signal = SIGTERM;
+  const long pid = spawn_process(argv, o);
+  const auto st = wait_process(pid);
+  if (st->signal) fail("rerun --sandbox: bubblewrap ended by signal {}", st->signal);
+  return st->code;
+}
+
+}  // namespace
+
+int show_sources(store::Store& st, int64_t run) {
+  int64_t root = run;
+  for (int hops = 0; hops < 100000; hops++) {
+    const store::Table t = st.query("SELECT parent_id FROM runs WHERE id = ?", {store::Value(root)});
+    LT_CHECK(!t.rows.empty(), "{}: no run with id {}", st.path(), root);
+    if (!std::holds_alternative<int64_t>(t.rows[0][0])) break;
+    root = std::get<int64_t>(t.rows[0][0]);
+  }
+  LT_CHECK(st.schema_version() >= 6, "{}: schema version {} records no sources yet (db/migrations/0006): its runs "
+           "ran before ltrun recorded them", st.path(), st.schema_version());
+  const store::Table v = st.query("SELECT ltrun_version, torch_version, host FROM runs WHERE id = ?", {store::Value(root)});
+  std::printf("run %lld%s: ltrun %s, LibTorch %s, host %s\n", (long long)run,
+              root == run ? "" : fmt::format(" (sources and inputs of its top run {})", root).c_str(),
+              escape_controls(store::to_text(v.rows[0][0]), false).c_str(),
+              escape_controls(store::to_text(v.rows[0][1]), false).c_str(),
+              escape_controls(store::to_text(v.rows[0][2]), false).c_str());
+  const store::Table s = st.query(
+      "SELECT r.seq, r.kind, r.name, r.origin, coalesce(r.rel, r.path, '') AS file, substr(r.sha256, 1, 16) AS sha256, "
+      "length(s.text) AS bytes FROM run_sources r LEFT JOIN sources s ON s.sha256 = r.sha256 WHERE r.run_id = ? "
+      "ORDER BY r.seq", {store::Value(root)});
+  std::printf("\nsources (%zu)\n%s", s.rows.size(),
+              s.rows.empty() ? "(none recorded: a run from before ltrun recorded them)\n"
+                             : format_table(s, TableFormat::aligned).c_str());
+  const store::Table in = st.query(
+      "SELECT kind, coalesce(root, '') AS root, coalesce(rel, '') AS rel, path, size, substr(sha256, 1, 16) AS sha256, "
+      "CASE WHEN made THEN 'yes' ELSE '' END AS made_by_run FROM run_inputs WHERE run_id = ? ORDER BY rowid",
+      {store::Value(root)});
+  std::printf("\ninputs (%zu)\n%s", in.rows.size(), in.rows.empty() ? "(none recorded)\n" : format_table(in, TableFormat::aligned).c_str());
+  return kExitOk;
+}
+
+int cmd_rerun(const Globals& g, const std::vector<std::string>& args_in) {
+  const char* usage =
+      "usage: ltrun rerun [--models DIR] [--data DIR] RUN|FILE.ltrun[:RUN] [--yes] [--sources=stored|current] "
+      "[--allow-changed-inputs] [--sandbox] [--tolerance X] [--key=value ...]";
+  LT_CHECK(!args_in.empty(), "{}", usage);
+  bool yes = false, allow_changed = false, sandbox = false;
+  const bool sandboxed = std::getenv("LTRUN_SANDBOXED") != nullptr;
+  std::string sources = "stored", models, data, target;
+  double tol = 0;
+  std::vector<std::string> extra;  // after RUN, for the script
+  for (size_t i = 0; i < args_in.size(); i++) {
+    const std::string& a = args_in[i];
+    auto value = [&](const std::string& key) {
+      if (a.size() > key.size() && a.compare(0, key.size() + 1, key + "=") == 0) return a.substr(key.size() + 1);
+      LT_CHECK(i + 1 < args_in.size(), "rerun: {} needs a value", key);
+      return args_in[++i];
+    };
+    auto is = [&](const std::string& key) { return a == key || a.rfind(key + "=", 0) == 0; };
+    if (a == "--yes" || a == "-y") yes = true;
+    else if (a == "--allow-changed-inputs") allow_changed = true;
+    else if (a == "--sandbox") sandbox = true;
+    else if (is("--sources")) sources = value("--sources");
+    else if (is("--tolerance")) tol = tolerance_arg(value("--tolerance"));
+    else if (target.empty() && is("--models")) models = value("--models");
+    else if (target.empty() && is("--data")) data = value("--data");
+    else if (target.empty() && a.rfind("--", 0) == 0) fail("rerun: unknown option '{}' before the run ({})", a, usage);
+    else if (target.empty()) target = a;
+    else extra.push_back(a);
+  }
+  LT_CHECK(!target.empty(), "{}", usage);
+  LT_CHECK(sources == "stored" || sources == "current", "rerun: --sources={}: expected stored or current", sources);
+  const int64_t id = resolve_target(g, target);
+
+  ScriptRun r;
+  std::vector<std::string> changed;  // inputs that differ, when allowed
+  size_t n_sources = 0;
+  {
+    auto st = store::Store::open(g.db);  // writable: the input-hash cache (input_hashes)
+    store::Table t = st->query(
+        "SELECT name, script_path, script_text, args_json, seed, parent_id, script_sha256, host, git_rev, "
+        "started_at, coalesce(workdir, '') FROM runs WHERE id = ?",
+        {store::Value(id)});
+    LT_CHECK(!t.rows.empty(), "{}: no run with id {}", g.db, id);
+    const auto& row = t.rows[0];
+    if (!std::holds_alternative<std::monostate>(row[5]))
+      fail("run {} is a child run of run {}: rerun {} instead", id, store::to_text(row[5]), store::to_text(row[5]));
+    LT_CHECK(std::holds_alternative<std::string>(row[2]), "run {} has no stored script text", id);
+    // The text must be what ran: a row edited afterwards (by anyone who can write the store)
+    // would otherwise run as this run's script.
+    const std::string& text = std::get<std::string>(row[2]);
+    const std::string stored_hash = store::to_text(row[6]), hash = sha256_hex(text);
+    if (stored_hash != hash)
+      fail("rerun: run {}: the stored script text does not match its script_sha256 (stored {}, the text "
+           "hashes to {}): the row was changed after the run; refusing to run it",
+           id, stored_hash.empty() ? "none" : escape_controls(stored_hash, false), hash);
+    if (sources == "stored") {
+      auto stored = store::stored_sources(*st, id);  // each text checked against its hash
+      n_sources = stored.size();
+      if (stored.empty()) {
+        std::fprintf(stderr, "ltrun rerun: run %lld has no stored sources (it ran before ltrun recorded them): "
+                     "its script runs with today's modules\n", (long long)id);
+        sources = "current";
+      } else {
+        r.stored_sources = std::move(stored);
+      }
+    }
+    // the inputs it read, where this replay will find them, before anything runs
+    std::vector<std::string> problems;
+    for (const auto& in_row : st->query("SELECT kind, path, coalesce(root, ''), coalesce(rel, ''), sha256 FROM "
+                                        "run_inputs WHERE run_id = ? AND made = 0 ORDER BY rowid", {store::Value(id)}).rows) {
+      const InputRow in{store::to_text(in_row[0]), store::to_text(in_row[1]), store::to_text(in_row[2]),
+                        store::to_text(in_row[3]), store::to_text(in_row[4])};
+      std::string found_at, found_hash;
+      const auto cands = candidates(in, models, data);
+      for (const auto& c : cands) {
+        if (!fs::exists(c)) continue;
+        found_at = c;
+        found_hash = store::hash_input(in.kind, c, st.get()).sha256;
+        break;
+      }
+      const std::string name = in.rel.empty() ? in.path : in.root + ":" + in.rel;
+      if (found_at.empty()) {
+        const std::string hint = find_by_hash(in.kind == "model" ? models : data, in);
+        problems.push_back(fmt::format("{} {} is missing (expected sha256 {}; looked at {}){}", in.kind, name, in.sha256,
+                                       fmt::join(cands, ", "),
+                                       hint.empty() ? "" : "; the same content is at " + hint));
+      } else if (found_hash != in.sha256) {
+        problems.push_back(fmt::format("{} {} changed: expected sha256 {}, found {} at {}", in.kind, name, in.sha256,
+                                       found_hash, found_at));
+      }
+    }
+    if (!problems.empty() && !allow_changed)
+      fail("rerun: run {} read inputs that are not the same here, so it did not start:\n  {}\n(--models DIR / "
+           "--data DIR: where they lie; --allow-changed-inputs: run anyway, recorded with the new run)",
+           id, fmt::join(problems, "\n  "));
+    changed = problems;
+
+    std::vector<std::string> all_args =
+        nlohmann::json::parse(store::to_text(row[3])).get<std::vector<std::string>>();
+    all_args.insert(all_args.end(), extra.begin(), extra.end());
+    auto field = [](const store::Value& v) {
+      const std::string s = store::to_text(v);
+      return s.empty() ? std::string("(unknown)") : escape_controls(s, false);
+    };
+    std::fprintf(stderr,
+                 "ltrun rerun: run %lld (%s) will run its stored script again as a new run:\n"
+                 "  script     %s (%zu bytes, sha256 %s, verified)\n"
+                 "  modules    %s\n"
+                 "  from       host %s, git revision %s, started %s\n"
+                 "  arguments  %s\n"
+                 "  see it     ltrun show %lld --script; ltrun show %lld --sources\n",
+                 (long long)id, escape_controls(store::to_text(row[0]), false).c_str(), field(row[1]).c_str(),
+                 text.size(), hash.c_str(),
+                 sources == "stored" ? fmt::format("{} stored sources of the run (verified), not today's files",
+                                                   n_sources).c_str()
+                                     : "today's files (--sources=current)",
+                 field(row[7]).c_str(), field(row[8]).c_str(), field(row[9]).c_str(),
+                 escape_controls(nlohmann::json(all_args).dump(), false).c_str(), (long long)id, (long long)id);
+    for (const auto& p : changed) std::fprintf(stderr, "  CHANGED    %s\n", p.c_str());
+    if (sandbox && !sandboxed) {
+      // again inside bubblewrap; what it runs has been shown, and the sandbox stands for asking
+      std::vector<std::string> inner;
+      if (!models.empty()) inner.insert(inner.end(), {"--models", absolute_path(models)});
+      if (!data.empty()) inner.insert(inner.end(), {"--data", absolute_path(data)});
+      inner.insert(inner.end(), {std::to_string(id), "--yes", "--sources=" + sources});
+      if (allow_changed) inner.push_back("--allow-changed-inputs");
+      if (tol > 0) inner.push_back(fmt::format("--tolerance={}", tol));
+      inner.insert(inner.end(), extra.begin(), extra.end());
+      st.reset();
+      return rerun_sandboxed(g, inner);
+    }
+    if (!yes && !sandboxed) {
+      LT_CHECK(isatty(STDIN_FILENO) == 1,
+               "rerun: not asking without a terminal: pass --yes to run the stored script of run {} "
+               "(shown above; the script runs with the full rights of this user)", id);
+      std::fprintf(stderr, "Run it? [y/N] ");
+      std::string answer;
+      std::getline(std::cin, answer);
+      if (answer != "y" && answer != "Y" && answer != "yes") {
+        std::fprintf(stderr, "ltrun rerun: not run\n");
+        return kExitUsage;
+      }
+    }
+    r.name = store::to_text(row[0]);
+    r.script_path = store::to_text(row[1]);
+    r.code = text;
+    // today's modules beside the script: its folder, or (another machine) the same place below
+    // this folder as below the folder the run started in
+    const std::string workdir = store::to_text(row[10]);
+    if (sources == "current" && !r.script_path.empty() && !fs::exists(dir_name(r.script_path)) && !workdir.empty() &&
+        r.script_path.rfind(workdir + "/", 0) == 0) {
+      const std::string here = absolute_path(r.script_path.substr(workdir.size() + 1));
+      if (fs::exists(dir_name(here))) {
+        std::fprintf(stderr, "ltrun rerun: %s is not here: today's modules beside the script come from %s\n",
+                     dir_name(r.script_path).c_str(), dir_name(here).c_str());
+        r.script_path = here;
+      }
+    }
+    r.chunk_name = r.script_path.empty() ? "=(rerun " + std::to_string(id) + ")" : "@" + r.script_path;
+    r.args = nlohmann::json::parse(store::to_text(row[3])).get<std::vector<std::string>>();
+    if (std::holds_alternative<int64_t>(row[4])) r.seed = uint64_t(std::get<int64_t>(row[4]));
+    r.rerun_of = id;
+  }
+  // extra arguments come after the stored ones, so --key=value overrides
+  r.args.insert(r.args.end(), extra.begin(), extra.end());
+  r.params.emplace_back("rerun.sources", sources);
+  if (sandboxed) r.params.emplace_back("rerun.sandbox", "bubblewrap: no network, read-only except the store's folder");
+  if (!changed.empty()) r.params.emplace_back("rerun.changed_inputs", fmt::format("{}", fmt::join(changed, "\n")));
+  if (!models.empty()) setenv("LTRUN_MODELS", models.c_str(), 1);
+  if (!data.empty()) setenv("LTRUN_DATA", data.c_str(), 1);
+  int64_t new_run = 0;
+  r.new_run = &new_run;
+  const int rc = run_script(g, r);
+  if (new_run > 0) {
+    auto st = store::Store::open_readonly(g.db);
+    const store::Comparison c = store::compare_runs(*st, id, new_run, tol, false);
+    std::fprintf(stderr, "ltrun rerun: run %lld against run %lld: %s%s\n", (long long)new_run, (long long)id,
+                 store::reproduced_line(c, tol).c_str(),
+                 c.sources_changed ? fmt::format(" ({} sources differ: ltrun compare {} {})", c.sources_changed, id,
+                                                 new_run).c_str() : "");
+  }
+  return rc;
+}
+
+int cmd_export(const Globals& g, const std::vector<std::string>& args) {
+  const char* usage = "usage: ltrun export RUN [--children] [--artifacts] [--max-artifact-mb N] -o FILE.ltrun";
+  std::optional<int64_t> run;
+  std::string out;
+  store::ExportOptions o;
+  ArgReader a(args, 0, "export");
+  while (a.next()) {
+    if (a.key() == "--children") o.children = true;
+    else if (a.key() == "--artifacts") o.artifacts = true;
+    else if (a.key() == "--max-artifact-mb") o.max_artifact_bytes = a.integer() << 20;
+    else if (a.key() == "-o" || a.key() == "--out") out = a.value();
+    else if (!a.is_option() && !run) run = run_id_arg(a.key(), "export");
+    else fail("export: unexpected argument '{}' ({})", a.key(), usage);
+  }
+  LT_CHECK(run && !out.empty(), "{}", usage);
+  const store::ExportResult r = store::export_run(g.db, *run, out, o);
+  std::printf("exported run %lld%s to %s: %lld run(s), %lld sources, %lld inputs, %lld artifact files (%lld bytes); "
+              "%lld bytes\n", (long long)*run, o.children ? " with the runs under it" : "", out.c_str(),
+              (long long)r.runs, (long long)r.sources, (long long)r.inputs, (long long)r.artifact_files,
+              (long long)r.artifact_bytes, (long long)r.bytes);
+  for (const auto& n : r.notes) std::printf("  note: %s\n", escape_controls(n, false).c_str());
+  return kExitOk;
+}
+
+int cmd_import(const Globals& g, const std::vector<std::string>& args) {
+  LT_CHECK(args.size() == 1, "usage: ltrun import FILE.ltrun");
+  const store::MergeInput m = store::import_file(g.db, args[0]);
+  std::printf("imported %s into %s: %lld run(s) added%s, %lld already there, %lld rows\n", args[0].c_str(), g.db.c_str(),
+              (long long)m.added,
+              m.added ? fmt::format(" (ids {}..{})", m.first_id, m.last_id).c_str() : "", (long long)m.already,
+              (long long)m.rows);
+  for (const auto& n : m.notes) std::printf("  note: %s\n", escape_controls(n, false).c_str());
+  return kExitOk;
+}
+
+int cmd_compare(const Globals& g, const std::vector<std::string>& args) {
+  const char* usage = "usage: ltrun compare RUN_A RUN_B [--tolerance X] [--no-diff]";
+  std::vector<int64_t> ids;
+  double tol = 0;
+  bool diffs = true;
+  ArgReader a(args, 0, "compare");
+  while (a.next()) {
+    if (a.key() == "--tolerance") tol = tolerance_arg(a.value());
+    else if (a.key() == "--no-diff") diffs = false;
+    else if (!a.is_option() && ids.size() < 2) ids.push_back(run_id_arg(a.key(), "compare"));
+    else fail("compare: unexpected argument '{}' ({})", a.key(), usage);
+  }
+  LT_CHECK(ids.size() == 2, "{}", usage);
+  auto st = store::Store::open_readonly(g.db);
+  const store::Comparison c = store::compare_runs(*st, ids[0], ids[1], tol, diffs);
+  std::fputs(isatty(STDOUT_FILENO) ? escape_controls(c.report, true).c_str() : c.report.c_str(), stdout);
+  return kExitOk;
+}
+
+}  // namespace ltrun::cli

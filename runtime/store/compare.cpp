@@ -1,0 +1,278 @@
+// runtime/store/compare.cpp: see compare.h.
+#include "runtime/store/compare.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <vector>
+
+#include "runtime/core/error.h"
+#include "runtime/store/views.h"
+
+namespace ltrun::store {
+namespace {
+
+constexpr size_t kMaxDiffLines = 3000;  // LCS table of at most 3000 x 3000 after the common ends
+constexpr int kContext = 3;
+
+std::vector<std::string> lines_of(const std::string& s) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < s.size()) {
+    size_t e = s.find('\n', i);
+    if (e == std::string::npos) e = s.size();
+    out.push_back(s.substr(i, e - i));
+    i = e + 1;
+  }
+  return out;
+}
+
+// The run and its descendants with their paths ("" for the run, "/plain", "/plain/eval#2").
+std::vector<std::pair<int64_t, std::string>> tree(const Query& q, int64_t run) {
+  std::vector<std::pair<int64_t, std::string>> out{{run, ""}};
+  for (size_t i = 0; i < out.size(); i++) {
+    const Table t = q("SELECT id, name FROM runs WHERE parent_id = ? ORDER BY id", {Value(out[i].first)});
+    std::map<std::string, int> seen;
+    for (const auto& row : t.rows) {
+      const std::string name = to_text(row[1]);
+      const int k = seen[name]++;
+      out.emplace_back(std::get<int64_t>(row[0]), out[i].second + "/" + name + (k ? fmt::format("#{}", k + 1) : ""));
+    }
+  }
+  return out;
+}
+
+struct Point {
+  std::string key, label;
+  Value value;
+};
+
+// every metric and layer metric of the tree, keyed by path, name, step (and occurrence)
+std::vector<Point> values(const Query& q, int64_t run) {
+  std::vector<Point> out;
+  for (const auto& [id, path] : tree(q, run)) {
+    std::map<std::string, int> seen;
+    auto add = [&](const std::string& base, const std::string& label, const Value& v) {
+      const int k = seen[base]++;
+      out.push_back({base + (k ? fmt::format("#{}", k) : ""), label, v});
+    };
+    for (const auto& row : q("SELECT name, step, value FROM metrics WHERE run_id = ? ORDER BY rowid", {Value(id)}).rows) {
+      const std::string name = to_text(row[0]), step = to_text(row[1]);
+      add(path + "\x1f" + name + "\x1f" + step, fmt::format("{}{} step {}", path.empty() ? "" : path.substr(1) + ": ",
+                                                              name, step), row[2]);
+    }
+    for (const auto& row : q("SELECT name, grp, layer, step, value FROM layer_metrics WHERE run_id = ? "
+                                    "ORDER BY rowid", {Value(id)}).rows) {
+      const std::string name = to_text(row[0]), grp = to_text(row[1]), layer = to_text(row[2]), step = to_text(row[3]);
+      add(path + "\x1flayer:" + name + "[" + grp + "]." + layer + "\x1f" + step,
+          fmt::format("{}layer metric {}{} layer {}{}", path.empty() ? "" : path.substr(1) + ": ", name,
+                      grp.empty() ? "" : " (" + grp + ")", layer, step.empty() ? "" : " step " + step),
+          row[4]);
+    }
+  }
+  return out;
+}
+
+std::string value_text(const Value& v) {
+  if (std::holds_alternative<double>(v)) return fmt::format("{:.17g}", std::get<double>(v));
+  if (std::holds_alternative<std::monostate>(v)) return "NULL";
+  return to_text(v);
+}
+
+// 0 equal, 1 within tolerance, 2 different
+int judge(const Value& a, const Value& b, double tol) {
+  if (a == b) return 0;
+  const bool na = std::holds_alternative<double>(a) || std::holds_alternative<int64_t>(a);
+  const bool nb = std::holds_alternative<double>(b) || std::holds_alternative<int64_t>(b);
+  if (!na || !nb) return 2;
+  const double x = std::holds_alternative<double>(a) ? std::get<double>(a) : double(std::get<int64_t>(a));
+  const double y = std::holds_alternative<double>(b) ? std::get<double>(b) : double(std::get<int64_t>(b));
+  if (x == y) return 0;
+  if (tol > 0 && std::fabs(x - y) <= tol * std::max(std::fabs(x), std::fabs(y))) return 1;
+  return 2;
+}
+
+std::map<std::string, std::string> kv(const Query& q, const std::string& sql, int64_t run) {
+  std::map<std::string, std::string> out;
+  for (const auto& row : q(sql, {Value(run)}).rows) out[to_text(row[0])] = to_text(row[1]);
+  return out;
+}
+
+}  // namespace
+
+std::string unified_diff(const std::string& a_text, const std::string& b_text, const std::string& label_a,
+                         const std::string& label_b) {
+  if (a_text == b_text) return "";
+  const auto a = lines_of(a_text), b = lines_of(b_text);
+  size_t pre = 0;
+  while (pre < a.size() && pre < b.size() && a[pre] == b[pre]) pre++;
+  size_t suf = 0;
+  while (suf < a.size() - pre && suf < b.size() - pre && a[a.size() - 1 - suf] == b[b.size() - 1 - suf]) suf++;
+  const size_t n = a.size() - pre - suf, m = b.size() - pre - suf;
+  if (n > kMaxDiffLines || m > kMaxDiffLines)
+    return fmt::format("--- {}\n+++ {}\n(too long to diff here: {} and {} changed lines)\n", label_a, label_b, n, m);
+  // LCS of the middle parts, then the edit script: ' ' kept, '-' only in a, '+' only in b
+  std::vector<uint32_t> L((n + 1) * (m + 1), 0);
+  auto at = [&](size_t i, size_t j) -> uint32_t& { return L[i * (m + 1) + j]; };
+  for (size_t i = n; i-- > 0;)
+    for (size_t j = m; j-- > 0;)
+      at(i, j) = a[pre + i] == b[pre + j] ? at(i + 1, j + 1) + 1 : std::max(at(i + 1, j), at(i, j + 1));
+  struct Op { char c; size_t ia, ib; };  // line numbers (0-based) in a and b
+  std::vector<Op> ops;
+  for (size_t k = 0; k < pre; k++) ops.push_back({' ', k, k});
+  size_t i = 0, j = 0;
+  while (i < n || j < m) {
+    if (i < n && j < m && a[pre + i] == b[pre + j]) ops.push_back({' ', pre + i++, pre + j++});
+    else if (i < n && (j == m || at(i + 1, j) >= at(i, j + 1))) ops.push_back({'-', pre + i++, pre + j});
+    else ops.push_back({'+', pre + i, pre + j++});
+  }
+  for (size_t k = 0; k < suf; k++) ops.push_back({' ', a.size() - suf + k, b.size() - suf + k});
+  std::string out = fmt::format("--- {}\n+++ {}\n", label_a, label_b);
+  for (size_t k = 0; k < ops.size();) {
+    if (ops[k].c == ' ') { k++; continue; }
+    // a hunk: from kContext before this change to kContext after the last change near it
+    size_t start = k >= size_t(kContext) ? k - kContext : 0, end = k;
+    while (end < ops.size()) {
+      size_t next = end;
+      while (next < ops.size() && ops[next].c != ' ') next++;
+      size_t gap = next;
+      while (gap < ops.size() && ops[gap].c == ' ') gap++;
+      end = next;
+      if (gap < ops.size() && gap - next <= size_t(2 * kContext)) end = gap;
+      else break;
+    }
+    end = std::min(ops.size(), end + kContext);
+    size_t na = 0, nb = 0;
+    for (size_t q = start; q < end; q++) na += ops[q].c != '+', nb += ops[q].c != '-';
+    out += fmt::format("@@ -{},{} +{},{} @@\n", ops[start].ia + (na ? 1 : 0), na, ops[start].ib + (nb ? 1 : 0), nb);
+    for (size_t q = start; q < end; q++)
+      out += ops[q].c + (ops[q].c == '+' ? b[ops[q].ib] : a[ops[q].ia]) + "\n";
+    k = end;
+  }
+  return out;
+}
+
+Comparison compare_runs(const Query& q, int schema, int64_t a, int64_t b, double tol, bool diffs) {
+  Comparison c;
+  std::string& r = c.report;
+  auto name = [&](int64_t id) {
+    const Table t = q("SELECT name, status, rerun_of FROM runs WHERE id = ?", {Value(id)});
+    LT_CHECK(!t.rows.empty(), "no run with id {}", id);
+    return fmt::format("run {} ({}, {}{})", id, to_text(t.rows[0][0]), to_text(t.rows[0][1]),
+                       to_text(t.rows[0][2]).empty() ? "" : ", a rerun of run " + to_text(t.rows[0][2]));
+  };
+  r += fmt::format("A: {}\nB: {}\n", name(a), name(b));
+
+  // params, and the fields that say what ran where
+  auto pa = kv(q, "SELECT key, value FROM params WHERE run_id = ?", a);
+  auto pb = kv(q, "SELECT key, value FROM params WHERE run_id = ?", b);
+  const char* fields = "SELECT 'seed', seed FROM runs WHERE id = ?1 UNION ALL SELECT 'args', args_json FROM runs WHERE id = ?1 "
+                       "UNION ALL SELECT 'ltrun_version', ltrun_version FROM runs WHERE id = ?1 "
+                       "UNION ALL SELECT 'torch_version', torch_version FROM runs WHERE id = ?1";
+  for (const auto& [k, v] : kv(q, fields, a)) pa["(run) " + k] = v;
+  for (const auto& [k, v] : kv(q, fields, b)) pb["(run) " + k] = v;
+  std::string plines;
+  int64_t pequal = 0;
+  for (const auto& [k, v] : pa) {
+    auto it = pb.find(k);
+    if (it == pb.end()) plines += fmt::format("  {}: {} | (not in B)\n", k, v), c.params_changed++;
+    else if (it->second != v) plines += fmt::format("  {}: {} | {}\n", k, v, it->second), c.params_changed++;
+    else pequal++;
+  }
+  for (const auto& [k, v] : pb)
+    if (!pa.count(k)) plines += fmt::format("  {}: (not in A) | {}\n", k, v), c.params_changed++;
+  r += fmt::format("\nparams: {} equal, {} different\n{}", pequal, c.params_changed, plines);
+
+  // sources of the two root runs, by name
+  struct Src { std::string sha, text; };
+  auto sources = [&](int64_t run) {
+    std::map<std::string, Src> out;
+    for (const auto& row : q("SELECT r.kind, r.name, r.sha256, s.text FROM run_sources r LEFT JOIN sources s "
+                                    "ON s.sha256 = r.sha256 WHERE r.run_id = ? ORDER BY r.seq", {Value(root_run(q, run))}).rows)
+      out.emplace(to_text(row[0]) == "script" ? "(script)" : to_text(row[1]), Src{to_text(row[2]), to_text(row[3])});
+    return out;
+  };
+  const bool recorded = schema >= 6;  // db/migrations/0006: sources and inputs
+  const auto sa = recorded ? sources(a) : std::map<std::string, Src>{}, sb = recorded ? sources(b) : sa;
+  std::string slines;
+  int64_t sequal = 0;
+  for (const auto& [k, s] : sa) {
+    auto it = sb.find(k);
+    if (it == sb.end()) {
+      slines += fmt::format("  only in A: {} ({})\n", k, s.sha.substr(0, 12));
+      c.sources_changed++;
+    } else if (it->second.sha != s.sha) {
+      slines += fmt::format("  changed: {} ({} | {})\n", k, s.sha.substr(0, 12), it->second.sha.substr(0, 12));
+      if (diffs) slines += unified_diff(s.text, it->second.text, "A " + k, "B " + k);
+      c.sources_changed++;
+    } else {
+      sequal++;
+    }
+  }
+  for (const auto& [k, s] : sb)
+    if (!sa.count(k)) slines += fmt::format("  only in B: {} ({})\n", k, s.sha.substr(0, 12)), c.sources_changed++;
+  r += fmt::format("\nsources: {} equal, {} different\n{}", sequal, c.sources_changed, slines);
+
+  // inputs: by where they lay (root/rel, else the path)
+  auto inputs = [&](int64_t run) {
+    return kv(q, "SELECT kind || ' ' || coalesce(root || ':' || rel, path), sha256 || CASE WHEN made THEN ' (made by the run)' "
+                  "ELSE '' END FROM run_inputs WHERE run_id = ?", root_run(q, run));
+  };
+  const auto ia = recorded ? inputs(a) : std::map<std::string, std::string>{}, ib = recorded ? inputs(b) : ia;
+  std::string ilines;
+  int64_t iequal = 0;
+  for (const auto& [k, v] : ia) {
+    auto it = ib.find(k);
+    if (it == ib.end()) ilines += fmt::format("  only in A: {} {}\n", k, v), c.inputs_changed++;
+    else if (it->second != v) ilines += fmt::format("  changed: {}: {} | {}\n", k, v, it->second), c.inputs_changed++;
+    else iequal++;
+  }
+  for (const auto& [k, v] : ib)
+    if (!ia.count(k)) ilines += fmt::format("  only in B: {} {}\n", k, v), c.inputs_changed++;
+  r += fmt::format("\ninputs: {} equal, {} different\n{}", iequal, c.inputs_changed, ilines);
+
+  // metrics
+  const auto va = values(q, a), vb = values(q, b);
+  std::map<std::string, const Point*> bi;
+  for (const auto& p : vb) bi[p.key] = &p;
+  std::map<std::string, bool> matched;
+  for (const auto& p : va) {
+    c.total_a++;
+    auto it = bi.find(p.key);
+    if (it == bi.end()) {
+      c.only_a++;
+      continue;
+    }
+    matched[p.key] = true;
+    const int j = judge(p.value, it->second->value, tol);
+    if (j == 0) c.equal++;
+    else if (j == 1) c.within++;
+    else c.different++;
+    if (j != 0 && c.first_divergence.empty())
+      c.first_divergence = fmt::format("{}: {} | {}", p.label, value_text(p.value), value_text(it->second->value));
+  }
+  for (const auto& p : vb)
+    if (!matched.count(p.key)) c.only_b++;
+  r += fmt::format("\nmetrics: {} of {} equal, {} within tolerance {}, {} different, {} only in A, {} only in B\n",
+                   c.equal, c.total_a, c.within, tol, c.different, c.only_a, c.only_b);
+  r += c.first_divergence.empty() ? "first divergence: none\n"
+                                   : "first divergence: " + c.first_divergence + "\n";
+  return c;
+}
+
+std::string reproduced_line(const Comparison& c, double tol) {
+  std::string s = fmt::format("reproduced: {} of {} metrics equal (tolerance {})", c.equal, c.total_a, tol);
+  if (c.within) s += fmt::format(", {} within it", c.within);
+  if (!c.first_divergence.empty()) s += "; first divergence: " + c.first_divergence;
+  return s;
+}
+
+}  // namespace ltrun::store
+
+namespace ltrun::store {
+Comparison compare_runs(Store& st, int64_t a, int64_t b, double tolerance, bool diffs) {
+  return compare_runs(query_of(st), st.schema_version(), a, b, tolerance, diffs);
+}
+}  // namespace ltrun::store

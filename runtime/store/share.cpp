@@ -1,0 +1,253 @@
+// runtime/store/share.cpp: see share.h.
+#include "runtime/store/share.h"
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <set>
+
+#include "runtime/core/env.h"
+#include "runtime/core/error.h"
+#include "runtime/core/sha256.h"
+#include "runtime/store/embedded.h"
+#include "runtime/store/store.h"
+
+namespace ltrun::store {
+namespace {
+
+int latest_schema() {
+  int latest = 0;
+  for (const auto& f : embedded_sql()) {
+    const std::string p = f.path;
+    if (p.rfind("db/migrations/", 0) == 0) latest = std::max(latest, std::stoi(p.substr(14, 4)));
+  }
+  return latest;
+}
+
+// A raw connection that closes itself; errors name the file.
+struct Conn {
+  sqlite3* db = nullptr;
+  std::string file;
+  Conn(const std::string& f, bool write) : file(f) {
+    if (write) {
+      if (sqlite3_open_v2(f.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK)
+        fail("{}: cannot open: {}", f, db ? sqlite3_errmsg(db) : "out of memory");
+      sqlite3_busy_timeout(db, 10000);
+    } else {
+      db = open_readonly_connection(f);
+    }
+  }
+  ~Conn() { sqlite3_close_v2(db); }
+  // rows of text columns (NULL → nullopt)
+  std::vector<std::vector<std::optional<std::string>>> rows(const std::string& sql) {
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) != SQLITE_OK)
+      fail("{}: cannot read it as an ltrun export ({}): {}", file, sql, sqlite3_errmsg(db));
+    std::vector<std::vector<std::optional<std::string>>> out;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+      std::vector<std::optional<std::string>> row;
+      for (int c = 0; c < sqlite3_column_count(st); c++) {
+        const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(st, c));
+        row.push_back(p ? std::optional<std::string>(std::string(p, size_t(sqlite3_column_bytes(st, c))))
+                        : std::nullopt);
+      }
+      out.push_back(std::move(row));
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) fail("{}: damaged, cannot be read ({}): {}", file, sql, sqlite3_errmsg(db));
+    return out;
+  }
+  void exec(const std::string& sql) {
+    if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK)
+      fail("{}: `{}` failed: {}", file, sql, sqlite3_errmsg(db));
+  }
+  bool has_table(const std::string& t) {
+    return !rows("SELECT 1 FROM sqlite_master WHERE type='table' AND name='" + t + "'").empty();
+  }
+};
+
+void remove_db(const std::string& f) {
+  for (const char* s : {"", "-wal", "-shm", "-journal"}) std::remove((f + s).c_str());
+}
+
+}  // namespace
+
+ExportResult export_run(const std::string& db, int64_t run, const std::string& out, const ExportOptions& o) {
+  LT_CHECK(!out.empty(), "export: no output file (-o FILE.ltrun)");
+  LT_CHECK(!file_exists(out), "export: {} exists; an export never overwrites a file", out);
+  std::set<int64_t> ids{run};
+  {
+    auto st = Store::open_readonly(db);
+    const Table t = st->query("SELECT status FROM runs WHERE id = ?", {Value(run)});
+    LT_CHECK(!t.rows.empty(), "export: {}: no run with id {}", db, run);
+    LT_CHECK(to_text(t.rows[0][0]) != "running",
+             "export: run {} is still running (or its process died and no ltrun has opened {} since): export it when "
+             "it has ended", run, db);
+    std::vector<int64_t> todo{run};
+    while (o.children && !todo.empty()) {
+      const int64_t id = todo.back();
+      todo.pop_back();
+      for (const auto& row : st->query("SELECT id FROM runs WHERE parent_id = ?", {Value(id)}).rows)
+        if (ids.insert(std::get<int64_t>(row[0])).second) todo.push_back(std::get<int64_t>(row[0]));
+    }
+  }
+  const std::string tmp = out + ".partial";
+  LT_CHECK(!file_exists(tmp), "export: {} exists (left by an export that stopped?): remove it first", tmp);
+  ExportResult r;
+  try {
+    MergeOptions mo;
+    mo.only_runs = ids;
+    mo.include_running = true;  // a child left running by a crash is exported as it is
+    const auto rep = merge_stores(tmp, {db}, mo);
+    r.runs = rep.at(0).added;
+    r.notes = rep.at(0).notes;
+    Conn c(tmp, true);
+    if (o.artifacts) {
+      sqlite3_stmt* ins = nullptr;
+      sqlite3_prepare_v2(c.db, "INSERT INTO artifact_files(run_id, path, sha256, size, data) VALUES (?,?,?,?,?)", -1,
+                         &ins, nullptr);
+      for (const auto& row : c.rows("SELECT run_id, path, coalesce(sha256, '') FROM artifacts ORDER BY rowid")) {
+        const std::string path = row[1].value_or(""), want = row[2].value_or("");
+        struct stat s;
+        if (::stat(path.c_str(), &s) != 0 || !S_ISREG(s.st_mode)) {
+          r.notes.push_back(fmt::format("artifact {} is gone: not included", path));
+          continue;
+        }
+        if (r.artifact_bytes + int64_t(s.st_size) > o.max_artifact_bytes) {
+          r.notes.push_back(fmt::format("artifact {} ({} bytes) is past the limit of {} bytes: not included", path,
+                                        s.st_size, o.max_artifact_bytes));
+          continue;
+        }
+        const std::string data = read_file(path, ~0ull);
+        if (sha256_hex(data) != want) {
+          r.notes.push_back(fmt::format("artifact {} changed since the run registered it: not included", path));
+          continue;
+        }
+        sqlite3_bind_int64(ins, 1, std::stoll(row[0].value_or("0")));
+        sqlite3_bind_text(ins, 2, path.c_str(), -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(ins, 3, want.c_str(), -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(ins, 4, int64_t(data.size()));
+        sqlite3_bind_blob64(ins, 5, data.data(), data.size(), SQLITE_TRANSIENT);
+        const int rc = sqlite3_step(ins);
+        sqlite3_reset(ins);
+        if (rc != SQLITE_DONE) {
+          sqlite3_finalize(ins);
+          fail("export: storing artifact {} in {}: {}", path, tmp, sqlite3_errmsg(c.db));
+        }
+        r.artifact_files++;
+        r.artifact_bytes += int64_t(data.size());
+      }
+      sqlite3_finalize(ins);
+    }
+    r.sources = std::stoll(c.rows("SELECT count(*) FROM sources")[0][0].value_or("0"));
+    r.inputs = std::stoll(c.rows("SELECT count(*) FROM run_inputs")[0][0].value_or("0"));
+    c.exec("PRAGMA journal_mode=DELETE");  // one file, nothing beside it
+  } catch (...) {
+    remove_db(tmp);
+    throw;
+  }
+  LT_CHECK(std::rename(tmp.c_str(), out.c_str()) == 0, "export: cannot rename {} to {}: {}", tmp, out,
+           std::strerror(errno));
+  struct stat s;
+  if (::stat(out.c_str(), &s) == 0) r.bytes = int64_t(s.st_size);
+  return r;
+}
+
+void check_export(const std::string& file) {
+  LT_CHECK(file_exists(file), "import: {} does not exist", file);
+  check_regular_file(file, ~0ull);
+  unsigned char h[100] = {};
+  size_t got = 0;
+  {
+    std::ifstream f(file, std::ios::binary);
+    f.read(reinterpret_cast<char*>(h), sizeof h);
+    got = size_t(f.gcount());
+  }
+  struct stat s;
+  LT_CHECK(::stat(file.c_str(), &s) == 0, "import: {}: cannot stat: {}", file, std::strerror(errno));
+  LT_CHECK(got > 0, "import: {}: an empty file, not an ltrun export", file);
+  LT_CHECK(got == sizeof h && std::memcmp(h, "SQLite format 3", 16) == 0,
+           "import: {}: not an ltrun export (not a SQLite database{})", file,
+           got < sizeof h ? ", and shorter than its header: truncated?" : "");
+  const int64_t page = h[16] == 0 && h[17] == 1 ? 65536 : (int64_t(h[16]) << 8) | h[17];
+  const auto be32 = [&](int o) { return (int64_t(h[o]) << 24) | (int64_t(h[o + 1]) << 16) | (int64_t(h[o + 2]) << 8) | h[o + 3]; };
+  const int64_t pages = be32(28);
+  LT_CHECK(page >= 512 && (page & (page - 1)) == 0, "import: {}: damaged header (page size {})", file, page);
+  if (pages > 0 && be32(24) == be32(92))  // the header's page count is valid (SQLite 3.7.0 on)
+    LT_CHECK(int64_t(s.st_size) >= page * pages,
+             "import: {}: truncated: its header says {} bytes ({} pages of {}), the file has {}", file, page * pages,
+             pages, page, int64_t(s.st_size));
+  LT_CHECK(int64_t(s.st_size) % page == 0, "import: {}: truncated: {} bytes is not a whole number of {}-byte pages",
+           file, int64_t(s.st_size), page);
+  Conn c(file, false);
+  const auto check = c.rows("PRAGMA quick_check");
+  LT_CHECK(!check.empty() && check[0][0].value_or("") == "ok", "import: {}: damaged: {}", file,
+           check.empty() ? std::string("no answer from SQLite's quick_check") : check[0][0].value_or("?"));
+  const int64_t v = std::stoll(c.rows("PRAGMA user_version")[0][0].value_or("0"));
+  LT_CHECK(v > 0, "import: {}: a SQLite database but not an ltrun export (user_version 0)", file);
+  LT_CHECK(v <= latest_schema(), "import: {}: schema version {} is newer than this ltrun knows ({}); update ltrun",
+           file, v, latest_schema());
+  for (const auto& row : c.rows("SELECT id, script_sha256, script_text FROM runs WHERE script_text IS NOT NULL")) {
+    const std::string hash = sha256_hex(row[2].value_or(""));
+    LT_CHECK(hash == row[1].value_or(""),
+             "import: {}: run {}'s script does not match its script_sha256 (stored {}, the text hashes to {}): the "
+             "file was changed after it was written; nothing imported", file, row[0].value_or("?"),
+             row[1].value_or("none"), hash);
+  }
+  if (c.has_table("sources")) {
+    for (const auto& row : c.rows("SELECT sha256, text FROM sources")) {
+      const std::string hash = sha256_hex(row[1].value_or(""));
+      if (hash == row[0].value_or("")) continue;
+      const auto names = c.rows("SELECT DISTINCT name FROM run_sources WHERE sha256 = '" + row[0].value_or("") + "'");
+      fail("import: {}: source {} does not match its hash (stored sha256 {}, its text hashes to {}): the file was "
+           "changed after it was written; nothing imported", file,
+           names.empty() ? std::string("(named by no run)") : names[0][0].value_or("?"), row[0].value_or(""), hash);
+    }
+    for (const auto& row : c.rows("SELECT path, sha256, data FROM artifact_files")) {
+      const std::string hash = sha256_hex(row[2].value_or(""));
+      LT_CHECK(hash == row[1].value_or(""), "import: {}: the artifact file {} carried in it does not match its hash "
+               "(stored sha256 {}, its bytes hash to {}); nothing imported", file, row[0].value_or("?"),
+               row[1].value_or(""), hash);
+    }
+    for (const auto& row : c.rows("SELECT r.name, r.sha256 FROM run_sources r LEFT JOIN sources s ON s.sha256 = "
+                                  "r.sha256 WHERE s.sha256 IS NULL LIMIT 1"))
+      fail("import: {}: source {} (sha256 {}) is named by a run but its text is missing; nothing imported", file,
+           row[0].value_or("?"), row[1].value_or("?"));
+  }
+}
+
+MergeInput import_file(const std::string& db, const std::string& file) {
+  check_export(file);
+  return merge_stores(db, {file}).at(0);
+}
+
+std::string export_run_uuid(const std::string& file, int64_t run_in_file) {
+  Conn c(file, false);
+  const auto rows = c.rows(fmt::format("SELECT uuid FROM runs WHERE id = {}", run_in_file));
+  LT_CHECK(!rows.empty(), "{}: no run with id {} in it", file, run_in_file);
+  return rows[0][0].value_or("");
+}
+
+int64_t imported_id(const std::string& db, const std::string& file, int64_t run_in_file) {
+  const std::string uuid = export_run_uuid(file, run_in_file);
+  auto st = Store::open_readonly(db);
+  const Table t = st->query("SELECT id FROM runs WHERE uuid = ?", {Value(uuid)});
+  LT_CHECK(!t.rows.empty(), "{}: run {} of {} (uuid {}) is not in it (not imported: still running?)", db,
+           run_in_file, file, uuid);
+  return std::get<int64_t>(t.rows[0][0]);
+}
+
+int64_t export_top_run(const std::string& file) {
+  Conn c(file, false);
+  const auto rows = c.rows("SELECT id FROM runs WHERE parent_id IS NULL OR parent_id NOT IN (SELECT id FROM runs) "
+                           "ORDER BY id");
+  LT_CHECK(rows.size() == 1, "{}: holds {} top-level runs: name one (FILE:RUN)", file, rows.size());
+  return std::stoll(rows[0][0].value_or("0"));
+}
+
+}  // namespace ltrun::store

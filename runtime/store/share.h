@@ -1,0 +1,41 @@
+// runtime/store/share.h: one run as one file (`ltrun export`, `ltrun import`). An export is
+// a run store (SQLite, rollback journal, one file) holding the run (and with `children` every
+// run under it) with its params, metrics, layer metrics, eval items, artifacts rows, sources
+// and inputs (db/migrations/0006), and with `artifacts` the artifact files themselves up to a
+// size limit. An import checks the whole file first (complete, undamaged, a schema this ltrun
+// knows, every script and source text matching its hash), then merges it as `ltrun db merge`
+// does (new ids, nothing lost) in one transaction: it applies completely or not at all.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/store/merge.h"
+
+namespace ltrun::store {
+
+struct ExportOptions {
+  bool children = false;
+  bool artifacts = false;
+  int64_t max_artifact_bytes = int64_t(256) << 20;  // all artifact files together
+};
+struct ExportResult {
+  int64_t runs = 0, sources = 0, inputs = 0, artifact_files = 0, artifact_bytes = 0, bytes = 0;
+  std::vector<std::string> notes;  // artifacts left out, and why
+};
+// Errors name the run (missing, still running) or the output (exists: never overwritten).
+ExportResult export_run(const std::string& db, int64_t run, const std::string& out, const ExportOptions& o);
+
+// Refuses a file that is truncated, damaged, of a newer schema, or whose script or source texts
+// do not match their hashes, naming what is wrong.
+void check_export(const std::string& file);
+// check_export, then merge_stores(db, {file}).
+MergeInput import_file(const std::string& db, const std::string& file);
+// The id in `db` of run `run_in_file` of `file` (by uuid), after an import.
+int64_t imported_id(const std::string& db, const std::string& file, int64_t run_in_file);
+// The uuid of run `run_in_file` of `file`; an error naming both when it is not there.
+std::string export_run_uuid(const std::string& file, int64_t run_in_file);
+// The file's one top-level run (an export of one run): its id in the file.
+int64_t export_top_run(const std::string& file);
+
+}  // namespace ltrun::store

@@ -1,0 +1,105 @@
+// tests/store/test_compare.cpp: `ltrun compare` and the rerun's "reproduced" line
+// (runtime/store/compare.h) on hand-made runs whose differences are known by construction, and
+// the unified diff against hand-worked hunks.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include "runtime/core/sha256.h"
+#include "runtime/store/capture.h"
+#include "runtime/store/compare.h"
+#include "runtime/store/store.h"
+#include "tests/test_util.h"
+
+using namespace ltrun;
+
+namespace {
+
+// a run "study" with metric x at steps 0..2, a layer metric, and a child "kid" with y
+int64_t make_run(store::Store& st, double x2, double y, bool extra) {
+  store::RunStart r;
+  r.name = "study";
+  const int64_t id = st.begin_run(r);
+  st.metric(id, "x", 1.0, 0);
+  st.metric(id, "x", 2.0, 1);
+  st.metric(id, "x", x2, 2);
+  st.layer_metric(id, "js", 0, "", 0.25, 0);
+  if (extra) st.metric(id, "z", 5.0, 0);
+  st.param(id, "lr", extra ? "0.2" : "0.1");
+  store::RunStart c;
+  c.name = "kid";
+  c.parent_id = id;
+  const int64_t kid = st.begin_run(c);
+  st.metric(kid, "y", y, 0);
+  st.end_run(kid, store::Status::ok);
+  st.end_run(id, store::Status::ok);
+  return id;
+}
+
+}  // namespace
+
+TEST_CASE("compare: metrics aligned by child path, name and step; equal, within, different, first divergence") {
+  const std::string path = ltrun_test::scratch_dir("store", "compare") + "/runs.db";
+  auto st = store::Store::open(path);
+  const int64_t a = make_run(*st, 3.0, 7.0, false);
+  const int64_t same = make_run(*st, 3.0, 7.0, false);
+  // x step 2 off by 1e-12 relative, kid's y by 0.5 (different at any tolerance below 1/15)
+  const int64_t b = make_run(*st, 3.0 * (1 + 1e-12), 7.5, true);
+
+  const auto c0 = store::compare_runs(*st, a, same, 0, true);
+  CHECK(c0.total_a == 5);  // x x3, js, y
+  CHECK(c0.equal == 5);
+  CHECK(c0.first_divergence.empty());
+  CHECK(store::reproduced_line(c0, 0) == "reproduced: 5 of 5 metrics equal (tolerance 0)");
+
+  const auto c1 = store::compare_runs(*st, a, b, 0, true);
+  CHECK(c1.equal == 3);
+  CHECK(c1.different == 2);
+  CHECK(c1.only_b == 1);  // z
+  CHECK(c1.params_changed == 1);  // lr
+  CHECK(c1.first_divergence.rfind("x step 2: 3 | 3.0000000000030", 0) == 0);
+  CHECK(c1.report.find("lr: 0.1 | 0.2") != std::string::npos);
+
+  const auto c2 = store::compare_runs(*st, a, b, 1e-9, true);  // 1e-12 < 1e-9 < 0.5/7.5
+  CHECK(c2.equal == 3);
+  CHECK(c2.within == 1);
+  CHECK(c2.different == 1);
+  CHECK(c2.first_divergence.rfind("x step 2", 0) == 0);  // within, still not equal: the first divergence
+  CHECK(store::reproduced_line(c2, 1e-9).rfind("reproduced: 3 of 5 metrics equal (tolerance 1e-09), 1 within it", 0) == 0);
+}
+
+TEST_CASE("unified diff: hunks with 3 lines of context, removals before additions") {
+  CHECK(store::unified_diff("a\nb\n", "a\nb\n", "A", "B").empty());
+  CHECK(store::unified_diff("1\n2\n3\n4\n5\n6\n7\n8\n9\n", "1\n2\n3\n4\nfive\n6\n7\n8\n9\n", "A", "B") ==
+        "--- A\n+++ B\n@@ -2,7 +2,7 @@\n 2\n 3\n 4\n-5\n+five\n 6\n 7\n 8\n");
+  // two changes 7 lines apart: two hunks; an addition at the end
+  CHECK(store::unified_diff("1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n", "x\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n", "A", "B") ==
+        "--- A\n+++ B\n@@ -1,4 +1,4 @@\n-1\n+x\n 2\n 3\n 4\n@@ -8,3 +8,4 @@\n 8\n 9\n 10\n+11\n");
+}
+
+TEST_CASE("hash_input: a folder's hash follows its files' contents and names, and a cached file is not read again") {
+  const std::string dir = ltrun_test::scratch_dir("store", "hash_input");
+  const std::string m = dir + "/model";
+  std::filesystem::create_directories(m);
+  auto write = [](const std::string& p, const std::string& s) { std::ofstream(p, std::ios::binary) << s; };
+  write(m + "/config.json", "{}");
+  write(m + "/model.safetensors", "weights");
+  write(m + "/.hidden", "not part of the model");
+  auto st = store::Store::open(dir + "/runs.db");
+  const auto h1 = store::hash_input("model", m, st.get());
+  CHECK(h1.files_hashed == 2);
+  CHECK(h1.size == 9);
+  // the manifest: name, size and sha256 of each file, sorted by name (independently: sha256sum)
+  CHECK(h1.sha256 == sha256_hex("config.json\t2\t" + sha256_hex("{}") + "\nmodel.safetensors\t7\t" +
+                                sha256_hex("weights") + "\n"));
+  const auto h2 = store::hash_input("model", m, st.get());
+  CHECK(h2.files_hashed == 0);
+  CHECK(h2.sha256 == h1.sha256);
+  write(m + "/model.safetensors", "weightz");  // same size; the mtime moves on
+  std::filesystem::last_write_time(m + "/model.safetensors",
+                                   std::filesystem::last_write_time(m + "/config.json") + std::chrono::seconds(5));
+  const auto h3 = store::hash_input("model", m, st.get());
+  CHECK(h3.files_hashed == 1);
+  CHECK(h3.sha256 != h1.sha256);
+}
