@@ -90,11 +90,15 @@ function check(what, ok, detail) {
   // the y tick labels of the chart of metric `name` (uPlot draws them right-aligned, unrotated)
   const yLabels = name => q(`[data-metric="${name}"] .uplot canvas`, "e[0] ? (e[0].__texts || []).filter(t => t.align === 'right' && !t.rotated) : null");
 
+  // a part that throws (an element missing on the page) fails and the next part runs
+  const part = async (name, fn) => { try { await fn(); } catch (e) { check(`${name}: ${String(e.message || e).slice(0, 300)}`, false); } };
+
+  await part("runs page", async () => {
   await open("#/");
   const rows = await q("input.pick");
   check("runs page: top-level runs by default (the study, the sweep, the live and the dead run)", rows === 4, rows);
   check("runs page: links to the study", (await q(`a[href="#/run/${studyId}"]`)) >= 1);
-  await evaluate(`document.querySelector('button.kids[data-run="${studyId}"]').click(); new Promise(r => setTimeout(r, 1000))`);
+  await evaluate(`(() => { const b = document.querySelector('button.kids[data-run="${studyId}"]'); if (b) b.click(); return new Promise(r => setTimeout(r, 1000)); })()`);
   check("runs page: the study's 2 children shown under it on a click", (await q("tr.child input.pick")) === 2, await q("tr.child input.pick"));
   const idLines = await q("table.runs td:nth-child(2) a", "[...e].map(a => a.getClientRects().length)");
   check("runs page: no id broken over lines", idLines.length > 0 && idLines.every(n => n === 1), idLines);
@@ -108,6 +112,9 @@ function check(what, ok, detail) {
   await follow("#prev");
   check("runs page, all: and back", (await q("input.pick")) === 100 && (await q("#runs-count", "e[0].textContent")).startsWith("runs 101–200"));
 
+  });
+
+  await part("study page", async () => {
   await open(`#/run/${studyId}`);
   const charts = await q(".uplot", "[...e].map(u => ({ drawn: +u.dataset.drawn, points: +u.dataset.points, canvas: u.querySelector('canvas') ? u.querySelector('canvas').width : 0 }))");
   check("run page: uPlot charts for loss and the p_max profile", charts.length >= 2, charts);
@@ -141,7 +148,10 @@ function check(what, ok, detail) {
   check("compare: the differing param marked", (await q("tr.differs")) >= 1);
   check("compare: a heatmap per run", (await q("svg.heatmap")) === 2);
 
+  });
+
   // --- the sweep: a paper-like study page --------------------------------------------------
+  await part("sweep page", async () => {
   await open(`#/run/${sweepId}`);
   check("sweep: its kind=\"figure\" SVG shown inline (loaded)", (await q("img.svg-artifact", "e[0] && e[0].complete && e[0].naturalWidth")) === 120,
         await q("#main figure, .artifacts div", "[...e].map(x => x.textContent)"));
@@ -149,7 +159,7 @@ function check(what, ok, detail) {
   check("sweep: its 5 one-value metrics in one table", JSON.stringify(scalars) ===
         JSON.stringify(["eval/ceval_acc", "eval/gsm8k_acc", "eval/mmlu_acc", "params_m", "tok_s"]), scalars);
   check("sweep: no chart for a one-value metric", (await q('[data-metric^="eval/"], [data-metric="tok_s"]')) === 0);
-  const scalarTop = await q("table.scalars", "e[0].getBoundingClientRect().top"), firstChart = await q(".chart[data-metric]", "[...e].map(c => c.dataset.metric)");
+  const scalarTop = await q("table.scalars", "e[0] ? e[0].getBoundingClientRect().top : Infinity"), firstChart = await q(".chart[data-metric]", "[...e].map(c => c.dataset.metric)");
   check("sweep: curves grouped, train/loss first, below the scalar table", firstChart[0] === "train/loss" && firstChart[1] === "train/lr" &&
         (await q(".chart[data-metric]", "e[0].getBoundingClientRect().top")) > scalarTop, firstChart);
   // tick labels: every y tick told apart (an lr axis read "0 / 0.001 / 0.001", a profile up to 3.6e-4 "0, 0, 0")
@@ -165,6 +175,8 @@ function check(what, ok, detail) {
   check("sweep: log axis: labels past 10000, none cut off", logLabels.some(l => +l.text.replace(/,/g, "") >= 10000) &&
         logLabels.every(l => l.left >= 0), logLabels);
   await evaluate("document.getElementById('logscale').click(); new Promise(r => setTimeout(r, 800))");
+  });
+  await part("stale answers", async () => {
   // a stale response: x=time answers late, after the switch to step; the step one must stay
   await evaluate(`(() => { window.__fetch = window.fetch;
     window.fetch = (u, ...a) => /x=time/.test(u) ? new Promise(r => setTimeout(r, 1500)).then(() => window.__fetch(u, ...a)) : window.__fetch(u, ...a);
@@ -178,6 +190,9 @@ function check(what, ok, detail) {
         shown.length === 1 && shown[0].label === "step" && shown[0].xmax === 39, shown);
   await evaluate("window.fetch = window.__fetch; true");
 
+  });
+
+  await part("compare of a sweep", async () => {
   // compare of 210 children: a handful of requests (it sent one per run, and per run again for
   // the curves: 420 at once, "Failed to fetch" at 2,000)
   const kidList = sweepKids.split(",");
@@ -201,6 +216,9 @@ function check(what, ok, detail) {
   const scroll = await q("#params-wide", "e[0] ? [e[0].scrollWidth > e[0].clientWidth, document.documentElement.scrollWidth <= window.innerWidth + 1] : null");
   check("compare: the wide params table scrolls in its box", JSON.stringify(scroll) === "[true,true]", scroll);
 
+  });
+
+  await part("a dead run", async () => {
   // a run whose process is gone (kill -9): said so, and its seconds stop
   await open(`#/run/${deadId}`);
   check("dead run: its page says the process is gone", /ended without closing the run/.test(await q("#gone", "e[0] ? e[0].textContent : ''")));
@@ -208,6 +226,8 @@ function check(what, ok, detail) {
   const secs = async () => (await evaluate(`fetch('/api/runs/${deadId}').then(r => r.json()).then(d => d.run.secs)`));
   const s1 = await secs(); await sleep(1500); const s2 = await secs();
   check(`dead run: its seconds do not count on (${s1} -> ${s2})`, s1 !== null && s1 === s2, [s1, s2]);
+
+  });
 
   await open("#/sql?q=" + encodeURIComponent("select count(*) as n from runs"));
   check("sql: the result", (await q("#sql-out th", "e[0] && e[0].textContent")) === "n");
