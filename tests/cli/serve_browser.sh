@@ -1,6 +1,7 @@
 # tests/cli/serve_browser.sh: the `ltrun serve` UI in Debian's headless Chromium
-# (tests/serve/browser_test.js: DOM checks after each page's scripts ran, a live curve, a
-# screenshot of a run page kept as run_page.png in this test's scratch folder), on the stores of
+# (tests/serve/browser_test.js: DOM checks after each page's scripts ran, a live curve;
+# screenshots of a run page, the sweep and its compare kept as run_page.png, sweep_page.png and
+# compare_page.png in this test's scratch folder), on the stores of
 # tests/serve/study.lua and tests/serve/sweep.lua (a figure, eval scalars, 210 children). Skipped
 # (exit 77) only when no Chromium is installed (scripts/setup installs chromium-headless-shell).
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)  # tests/, before common.bash changes folder

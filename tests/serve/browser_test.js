@@ -155,6 +155,8 @@ function check(what, ok, detail) {
   await open(`#/run/${sweepId}`);
   check("sweep: its kind=\"figure\" SVG shown inline (loaded)", (await q("img.svg-artifact", "e[0] && e[0].complete && e[0].naturalWidth")) === 120,
         await q("#main figure, .artifacts div", "[...e].map(x => x.textContent)"));
+  const sshot = await send("Page.captureScreenshot", { format: "png" }, sessionId);
+  fs.writeFileSync(screenshot.replace(/run_page\.png$/, "sweep_page.png"), Buffer.from(sshot.data, "base64"));
   const scalars = await q("table.scalars tbody tr td:nth-child(2)", "[...e].map(td => td.textContent)");
   check("sweep: its 5 one-value metrics in one table", JSON.stringify(scalars) ===
         JSON.stringify(["eval/ceval_acc", "eval/gsm8k_acc", "eval/mmlu_acc", "params_m", "tok_s"]), scalars);
@@ -209,6 +211,8 @@ function check(what, ok, detail) {
     const loss = of('loss'), acc = of('acc');
     return Object.keys(acc).filter(l => acc[l] !== loss[l]).length + ' of ' + Object.keys(acc).length; })()`);
   check("compare: every run has one colour across charts", /^0 of \d+$/.test(colours) && colours !== "0 of 0", colours);
+  const cshot = await send("Page.captureScreenshot", { format: "png" }, sessionId);
+  fs.writeFileSync(screenshot.replace(/run_page\.png$/, "compare_page.png"), Buffer.from(cshot.data, "base64"));
   check("compare: no empty 'layer metrics' section", (await q("h2", "[...e].filter(h => h.textContent === 'layer metrics').length")) === 0);
   // cells: headers and ids unbroken; the 211-column params table scrolls in its box, the page does not
   const heads = await q("table.params-diff th", "[...e].map(th => { const r = document.createRange(); r.selectNodeContents(th); return r.getClientRects().length; })");
