@@ -267,8 +267,8 @@ class Handler {
   std::vector<int64_t> id_list(const Params& p) {
     std::vector<int64_t> ids;
     std::set<int64_t> seen;
-    const char* what = "ids (run ids or ranges A-B, separated by commas)";
     for (const auto& t : split(param(p, "ids"), ',')) {
+      const std::string what = "ids: '" + t + "' (run ids or ranges A-B, separated by commas)";
       const size_t dash = t.find('-');
       const int64_t a = parse_int(what, t.substr(0, dash)), b = dash == std::string::npos ? a : parse_int(what, t.substr(dash + 1));
       if (b < a) http_fail(400, "ids: range '{}' runs backwards", t);
