@@ -29,6 +29,7 @@ for _ in $(seq 1 300); do [ -s dead_ready ] && break; sleep 0.1; done
 kill -9 $doomed; wait $doomed 2>/dev/null
 dead=$(cat dead_ready)
 check "the killed run is left running" equals "$(sql1 "select status from runs where id = $dead" | tr -d '"')" running
+check "ltrun runs: the killed run shown as gone (it said running)" contains "$("$LTRUN" runs | grep "^ *$dead ")" "running (process gone)"
 total=$(sql1 "select count(*) from runs")
 live=$(cat live_ready)
 url=""
