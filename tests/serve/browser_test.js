@@ -123,6 +123,9 @@ function check(what, ok, detail) {
   check("run page: every chart drawn on a canvas", charts.every(c => c.drawn >= 1 && c.canvas > 0), charts);
   check("run page: the loss curve has its 50 points", (await q('[data-metric="loss"] .uplot', "e[0] && e[0].dataset.points")) === "50");
   check("run page: heatmap of 3 groups x 3 layers", (await q("svg.heatmap rect")) === 9);
+  // x ticks of whole numbers: layers 0 1 2, never 0.5 (canvas text centred under the ticks)
+  const layerTicks = await q(".layer .uplot canvas", "e[0] ? (e[0].__texts || []).filter(t => t.align === 'center' && !t.rotated && /^[0-9.]+$/.test(t.text)).map(t => t.text) : null");
+  check("run page: the layer axis ticks only whole layers", layerTicks && layerTicks.length >= 2 && layerTicks.every(t => /^\d+$/.test(t)), layerTicks);
   check("run page: rerun command", new RegExp(`rerun ${studyId}$`).test(await q("#rerun", "e[0].textContent")));
   check("run page: evaluation table", (await q("table.eval tbody tr")) >= 1);
   await evaluate("document.querySelector('table.eval a.drill').click(); new Promise(r => setTimeout(r, 1500))");

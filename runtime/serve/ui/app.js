@@ -96,6 +96,8 @@ function measure(text) {  // px of `text` in uPlot's axis font
   return measureCtx.measureText(text).width;
 }
 const AXIS_FONT = '12px system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, "Noto Sans", sans-serif';
+// tick spacings of an axis of whole numbers (steps, layers): no tick at step 4.25
+const INTEGER_STEPS = [1, 2, 5].flatMap(m => [1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8].map(p => m * p)).sort((a, b) => a - b);
 // series: [{label, x, y, colour (the run's index on the page)}]
 function lineChart(holder, title, series, opts = {}) {
   const width = Math.max(320, Math.min(holder.clientWidth || 560, 560));
@@ -104,7 +106,8 @@ function lineChart(holder, title, series, opts = {}) {
   const u = new uPlot({
     title, width, height: opts.height || 220,
     scales: { x: { time: opts.time || false }, y: { distr: log ? 3 : 1 } },
-    axes: [{ label: opts.xlabel || "", font: AXIS_FONT, ...(opts.time ? {} : { values: ticks }) },
+    axes: [{ label: opts.xlabel || "", font: AXIS_FONT, ...(opts.time ? {} : { values: ticks }),
+             ...(opts.xlabel === "step" || opts.xlabel === "layer" ? { incrs: INTEGER_STEPS } : {}) },
            { font: AXIS_FONT, values: (u, splits) => tickLabels(splits, log), size: (u, values) => axisWidth(values, measure) }],
     legend: { show: series.length <= 12 },
     series: [{ label: opts.xlabel || "x" },
