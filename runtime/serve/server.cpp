@@ -432,6 +432,8 @@ void serve(const Options& o, const std::function<void(const std::string&)>& on_l
       res.set_content(nlohmann::json{{"error", "no such page: " + req.path}}.dump(
                           -1, ' ', false, nlohmann::json::error_handler_t::replace),
                       "application/json");
+    if (res.status == 414 && res.body.empty())  // cpp-httplib's limit on the request line
+      res.set_content(R"({"error": "request line over 8 KB: give many run ids as ranges, ids=10-2000"})", "application/json");
   });
 
   int port = o.port;

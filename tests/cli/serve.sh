@@ -49,6 +49,9 @@ check "Host [::1]:PORT is answered" equals "$(code -H "Host: [::1]:$port" "${url
 check "no Host header: refused" equals "$(code -H 'Host:' "${url}api/runs")" "403"
 check "Host localhost.evil.example: refused" equals "$(code -H 'Host: localhost.evil.example' "${url}api/runs")" "403"
 
+check "a request line over 8 KB: 414" equals "$(code "${url}api/compare?ids=$(seq -s, 10000 12000)")" "414"
+check "... saying to send ranges" contains "$(cat body.out)" "give many run ids as ranges"
+
 check "slow clients hold up no one" node "$here/serve/slow_clients.js" "$url"
 exec 3<>"/dev/tcp/127.0.0.1/$port"
 printf 'GET /api/info HTTP/1.1\r\nHost: localhost\r\n\r\nGET /api/queries HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n' >&3
