@@ -2,11 +2,14 @@
 -- series): the run page's summary, the series downsampled to 2,000 and to 100,000 points,
 -- against two baselines measured in the same run: a trivial API request (/api/info: the
 -- HTTP + JSON floor) and a bare SQLite scan of the same rows in this process (the floor of
--- any server that reads the series). Requests go through curl; the median of --requests.
+-- any server that reads the series). And a sweep of --children child runs (--child_points
+-- each): the compare page's two requests for all of them (/api/compare, /api/compare/metrics:
+-- it sent two per child before) and a page of the runs list at an offset.
+-- Requests go through curl; the median of --requests.
 -- The server and curl run from argv arrays (lt.proc), never through a shell.
--- ltrun experiments/bench/serve.lua [--rows=1000000] [--requests=15]
+-- ltrun experiments/bench/serve.lua [--rows=1000000] [--requests=15] [--children=2000] [--child_points=100]
 local exp = require "lt.experiment"
-local cfg = exp.args{ rows = 1000000, requests = 15 }
+local cfg = exp.args{ rows = 1000000, requests = 15, children = 2000, child_points = 100 }
 
 local ok_curl, _, curl_ok = pcall(exp.capture, "curl", { "--version" })
 assert(ok_curl and curl_ok, "experiments/bench/serve.lua: needs curl (apt-get install curl)")
@@ -19,6 +22,19 @@ lt.run.child("series", function()
   lt.run.flush()
 end)
 io.stderr:write(("serve bench: %d rows written in %.1f s\n"):format(cfg.rows, lt.clock() - t0))
+local first, last
+lt.run.child("sweep", function()
+  for i = 1, cfg.children do
+    lt.run.child("lr_" .. i, function()
+      first = first or lt.run.id()
+      last = lt.run.id()
+      lt.run.param("lr", 1e-5 * i)
+      for s = 0, cfg.child_points - 1 do lt.run.log("loss", (1 + i / cfg.children) / (1 + s), { step = s }) end
+    end)
+  end
+end)
+lt.run.flush()
+assert(last - first + 1 == cfg.children, "experiments/bench/serve.lua: the sweep's children are not numbered in a row")
 
 local db = lt.run.query("PRAGMA database_list")[1].file
 local log = os.tmpname()
@@ -67,6 +83,9 @@ local cases = {
   { "run_page", "/api/runs/" .. series_run },
   { "series_2000", "/api/runs/" .. series_run .. "/metrics?name=loss&points=2000" },
   { "series_100000", "/api/runs/" .. series_run .. "/metrics?name=loss&points=100000" },
+  { "compare_runs", ("/api/compare?ids=%d-%d"):format(first, last) },
+  { "compare_loss", ("/api/compare/metrics?ids=%d-%d&name=loss&points=100"):format(first, last) },
+  { "runs_page_11", "/api/runs?parent=all&limit=100&offset=1000" },
 }
 for _, c in ipairs(cases) do c.ms, c.bytes = request(c[2]) end
 lt.proc.kill(pid, "INT")
@@ -74,6 +93,7 @@ lt.proc.wait(pid, 10)
 os.remove(log)
 
 lt.run.param("rows", cfg.rows)
+lt.run.param("children", cfg.children)
 lt.run.log("info_ms", info_ms)
 lt.run.log("sqlite_scan_ms", scan)
 print(("%-14s %10s %10s %13s %9s"):format("request", "ms", "KiB", "vs /api/info", "vs scan"))

@@ -10,6 +10,7 @@
 #include "runtime/core/env.h"
 #include "runtime/core/error.h"
 #include "runtime/core/sha256.h"
+#include "runtime/store/store.h"
 #include "runtime/store/views.h"
 
 namespace ltrun::cli {
@@ -63,6 +64,28 @@ int cmd_runs(const Globals& g, const std::vector<std::string>& args) {
       "round((julianday(coalesce(finished_at, strftime('%Y-%m-%d %H:%M:%f','now'))) - julianday(started_at)) * 86400, 1) AS secs, "
       "device, seed, substr(replace(coalesce(error, ''), char(10), ' '), 1, 60) AS error "
       "FROM runs ORDER BY id DESC LIMIT ?", {store::Value(limit)});
+  // a `running` row whose process is gone, judged as the next writer judges it before marking
+  // it crashed (store::judge_running): said so, its seconds up to its last logged point
+  for (auto& row : t.rows) {
+    if (store::to_text(row[3]) != "running") continue;
+    const store::Value id = row[0];
+    store::Table p;
+    try {
+      p = st->query("SELECT host, pid, boot_id, machine_id, process_start FROM runs WHERE id = ?", {id});
+    } catch (const Error&) {  // a store from before db/migrations/0002
+      p = st->query("SELECT host, pid, NULL, NULL, NULL FROM runs WHERE id = ?", {id});
+    }
+    if (p.rows.empty() || !std::holds_alternative<int64_t>(p.rows[0][1])) continue;
+    const auto& r = p.rows[0];
+    store::RunProcess proc{store::to_text(r[0]), std::get<int64_t>(r[1]), std::nullopt, std::nullopt, std::nullopt};
+    if (std::holds_alternative<std::string>(r[2])) proc.boot_id = std::get<std::string>(r[2]);
+    if (std::holds_alternative<std::string>(r[3])) proc.machine_id = std::get<std::string>(r[3]);
+    if (std::holds_alternative<int64_t>(r[4])) proc.process_start = std::get<int64_t>(r[4]);
+    if (store::judge_running(proc).state != store::Liveness::dead) continue;
+    row[3] = std::string("running (process gone)");
+    row[5] = st->query("SELECT round(max(t) - (julianday(r.started_at) - 2440587.5) * 86400, 1) "
+                       "FROM runs r LEFT JOIN metrics m ON m.run_id = r.id WHERE r.id = ?", {id}).rows.at(0).at(0);
+  }
   std::fputs(format_table(t, TableFormat::aligned).c_str(), stdout);
   return kExitOk;
 }

@@ -7,12 +7,14 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "runtime/core/env.h"
 #include "runtime/core/sha256.h"
 #include "runtime/store/artifact.h"
 #include "runtime/store/compare.h"
+#include "runtime/store/store.h"
 #include "runtime/store/views.h"
 #include "runtime/serve/downsample.h"
 
@@ -26,6 +28,7 @@ constexpr size_t kSqlMaxRows = 5000;
 constexpr size_t kSqlMaxBytes = 16u << 20;  // of an answer's strings and blobs
 constexpr size_t kDefaultPoints = 2000, kMaxPoints = 100000;
 constexpr uintmax_t kMaxArtifactBytes = 256u << 20;
+constexpr size_t kMaxCompare = 5000;  // runs of one /api/compare request
 
 struct HttpError : Error {
   int status;
@@ -118,7 +121,14 @@ class Handler {
     if (what == "info" && parts.size() == 2) return json_response(info());
     if (what == "queries" && parts.size() == 2) return json_response(queries());
     if (what == "sql" && parts.size() == 2) return json_response(sql(p));
-    if (what == "compare" && parts.size() == 2) return json_response(compare(p));
+    // ?a=A&b=B: the comparison `ltrun compare` prints; ?ids=...: the runs of a compare page
+    if (what == "compare" && parts.size() == 2 && !p.count("ids")) return json_response(compare(p));
+    if (what == "compare") {
+      const auto ids = id_list(p);
+      if (parts.size() == 2) return json_response(compare(ids));
+      if (parts.size() == 3 && parts[2] == "metrics") return json_response(compare_metrics(ids, p));
+      if (parts.size() == 3 && parts[2] == "layer_metrics") return json_response(compare_layer_metrics(ids, p));
+    }
     if (what == "runs") {
       if (parts.size() == 2) return json_response(runs(p));
       const int64_t id = parse_int("run id", parts[2]);
@@ -187,14 +197,31 @@ class Handler {
     return {{"columns", r.table.columns}, {"rows", rows}, {"truncated", r.truncated}};
   }
 
-  // a `running` run of this host whose process is gone will be marked crashed by the next
-  // writer; the page says so already
+  // A `running` run whose process is gone (judged as the store judges it before marking it
+  // crashed: store::judge_running) gets alive=false, its seconds up to its last logged point
+  // (not counting on), and `gone` saying why; the next writer marks it crashed. Reads the
+  // process columns itself: they stay out of the answer.
   void add_alive(json& runs) {
-    const std::string host = host_name();
+    const bool process_cols = db_.schema_version() >= 2;
     for (auto& r : runs) {
-      if (r["status"] != "running") continue;
-      if (r.contains("host") && r["host"].is_string() && r["host"] == host && r["pid"].is_number())
-        r["alive"] = process_alive(r["pid"].get<long>());
+      if (r["status"] != "running" || !r["id"].is_number()) continue;
+      const int64_t id = r["id"].get<int64_t>();
+      auto t = q(process_cols ? "SELECT host, pid, boot_id, machine_id, process_start FROM runs WHERE id = ?"
+                              : "SELECT host, pid, NULL, NULL, NULL FROM runs WHERE id = ?", {Value(id)});
+      if (t.rows.empty() || !std::holds_alternative<int64_t>(t.rows[0][1])) continue;
+      const auto& row = t.rows[0];
+      store::RunProcess proc{store::to_text(row[0]), std::get<int64_t>(row[1]), std::nullopt, std::nullopt, std::nullopt};
+      if (std::holds_alternative<std::string>(row[2])) proc.boot_id = std::get<std::string>(row[2]);
+      if (std::holds_alternative<std::string>(row[3])) proc.machine_id = std::get<std::string>(row[3]);
+      if (std::holds_alternative<int64_t>(row[4])) proc.process_start = std::get<int64_t>(row[4]);
+      const store::Liveness l = store::judge_running(proc);
+      if (l.state == store::Liveness::unknown) continue;
+      r["alive"] = l.state == store::Liveness::alive;
+      if (l.state == store::Liveness::dead) {
+        r["gone"] = l.why;
+        r["secs"] = to_json(q("SELECT round(max(t) - (julianday(r.started_at) - 2440587.5) * 86400, 1) "
+                              "FROM runs r LEFT JOIN metrics m ON m.run_id = r.id WHERE r.id = ?", {Value(id)}).rows[0][0]);
+      }
     }
   }
 
@@ -254,6 +281,94 @@ class Handler {
             {"only_b", c.only_b}, {"first_divergence", c.first_divergence}, {"params_changed", c.params_changed},
             {"sources_changed", c.sources_changed}, {"inputs_changed", c.inputs_changed},
             {"reproduced", store::reproduced_line(c, tol)}};
+  }
+
+  // ?ids=1,2,5-9: distinct run ids (A-B: A to B), all in the store, at most kMaxCompare (a
+  // request line holds at most 8 KB: a sweep's children go as a range)
+  std::vector<int64_t> id_list(const Params& p) {
+    std::vector<int64_t> ids;
+    std::set<int64_t> seen;
+    for (const auto& t : split(param(p, "ids"), ',')) {
+      const std::string what = "ids: '" + t + "' (run ids or ranges A-B, separated by commas)";
+      const size_t dash = t.find('-');
+      const int64_t a = parse_int(what, t.substr(0, dash)), b = dash == std::string::npos ? a : parse_int(what, t.substr(dash + 1));
+      if (b < a) http_fail(400, "ids: range '{}' runs backwards", t);
+      if (b - a >= int64_t(kMaxCompare)) http_fail(400, "compare: range '{}' holds more than {} runs", t, kMaxCompare);
+      for (int64_t id = a; id <= b; id++) {
+        if (seen.insert(id).second) ids.push_back(id);
+        if (ids.size() > kMaxCompare) http_fail(400, "compare: more than {} runs asked for", kMaxCompare);
+      }
+    }
+    if (ids.empty()) http_fail(400, "compare: give ?ids=ID,ID,...");
+    std::vector<int64_t> missing;
+    for (int64_t id : ids)
+      if (q("SELECT 1 FROM runs WHERE id = ?", {Value(id)}).rows.empty()) missing.push_back(id);
+    if (!missing.empty()) {
+      std::string shown;
+      for (size_t i = 0; i < missing.size() && i < 10; i++) shown += (i ? ", " : "") + std::to_string(missing[i]);
+      if (missing.size() > 10) shown += fmt::format(" and {} more", missing.size() - 10);
+      http_fail(404, "no run with id {} in {}", shown, db_.path());
+    }
+    return ids;
+  }
+
+  // "run_id IN (?, ?, ...)" with its binds, for at most kMaxCompare ids (< SQLite's 32766 variables)
+  static std::string in_ids(const std::vector<int64_t>& ids, std::vector<Value>& binds) {
+    std::string s = "run_id IN (";
+    for (size_t i = 0; i < ids.size(); i++) {
+      s += i ? ", ?" : "?";
+      binds.emplace_back(ids[i]);
+    }
+    return s + ")";
+  }
+
+  // the runs of a compare page in one answer: fields, params, metric names with their point
+  // counts, layer metric names; in the order asked
+  json compare(const std::vector<int64_t>& ids) {
+    std::vector<Value> b;
+    const std::string in = in_ids(ids, b);
+    std::map<int64_t, json> by_id;
+    std::string in_runs = in;
+    in_runs.replace(0, 6, "r.id");
+    json list = objects(q(
+        "SELECT r.id, r.parent_id, r.name, r.status, r.started_at, r.finished_at, "
+        "round((julianday(coalesce(r.finished_at, strftime('%Y-%m-%d %H:%M:%f','now'))) - julianday(r.started_at)) * 86400, 1) AS secs, "
+        "r.device, r.seed FROM runs r WHERE " + in_runs, b));
+    add_alive(list);
+    for (auto& r : list)
+      by_id[r["id"].get<int64_t>()] = {{"run", r}, {"params", json::object()}, {"metrics", json::array()}, {"layer_metrics", json::array()}};
+    for (const auto& row : q("SELECT run_id, key, value FROM params WHERE " + in + " ORDER BY run_id, key", b).rows)
+      by_id[std::get<int64_t>(row[0])]["params"][store::to_text(row[1])] = to_json(row[2]);
+    for (const auto& row : q("SELECT run_id, name, count(*) FROM metrics WHERE " + in + " GROUP BY run_id, name ORDER BY run_id, name", b).rows)
+      by_id[std::get<int64_t>(row[0])]["metrics"].push_back({{"name", to_json(row[1])}, {"points", to_json(row[2])}});
+    for (const auto& row : q("SELECT DISTINCT run_id, name FROM layer_metrics WHERE " + in + " ORDER BY run_id, name", b).rows)
+      by_id[std::get<int64_t>(row[0])]["layer_metrics"].push_back(to_json(row[1]));
+    json out = json::array();
+    for (int64_t id : ids) out.push_back(std::move(by_id[id]));
+    return {{"runs", out}};
+  }
+
+  // the series of these metrics for every run that has them, as /api/runs/ID/metrics
+  json compare_metrics(const std::vector<int64_t>& ids, const Params& p) {
+    const std::vector<std::string> names = split(param(p, "name"), ',');
+    if (names.empty()) http_fail(400, "compare/metrics: give ?name=A,B");
+    json series = json::array();
+    for (int64_t id : ids)
+      for (auto& s : metric_series(id, names, p, false)) {
+        s["run"] = id;
+        series.push_back(std::move(s));
+      }
+    return {{"x", param(p, "x", "step")}, {"series", series}};
+  }
+
+  // a layer metric of every run that has it, each as /api/runs/ID/layer_metrics (last step)
+  json compare_layer_metrics(const std::vector<int64_t>& ids, const Params& p) {
+    if (param(p, "name").empty()) http_fail(400, "compare/layer_metrics: give ?name=NAME");
+    json out = json::array();
+    for (int64_t id : ids)
+      if (!q("SELECT 1 FROM layer_metrics WHERE run_id = ? AND name = ? LIMIT 1", {Value(id), Value(param(p, "name"))}).rows.empty())
+        out.push_back(layer_metrics(id, p));
+    return {{"runs", out}};
   }
 
   json run(int64_t id) {
@@ -336,21 +451,30 @@ class Handler {
   }
 
   json metrics(int64_t id, const Params& p) {
-    const std::string x = param(p, "x", "step");
-    if (x != "step" && x != "time") http_fail(400, "x '{}': expected step or time", x);
-    const size_t points = size_t(int_param(p, "points", int64_t(kDefaultPoints), int64_t(kMaxPoints)));
     std::vector<std::string> names = split(param(p, "name"), ',');
     if (names.empty()) {
       for (const auto& row : q("SELECT DISTINCT name FROM metrics WHERE run_id = ? ORDER BY name", {Value(id)}).rows)
         names.push_back(store::to_text(row[0]));
     }
+    return {{"run", id}, {"x", param(p, "x", "step")}, {"series", metric_series(id, names, p, true)}};
+  }
+
+  // the series `names` of run `id` on ?x=step|time, downsampled to ?points=; a name the run
+  // lacks is a 404 when `required`, else left out
+  json metric_series(int64_t id, const std::vector<std::string>& names, const Params& p, bool required) {
+    const std::string x = param(p, "x", "step");
+    if (x != "step" && x != "time") http_fail(400, "x '{}': expected step or time", x);
+    const size_t points = size_t(int_param(p, "points", int64_t(kDefaultPoints), int64_t(kMaxPoints)));
     json series = json::array();
     for (const auto& name : names) {
       auto cols = db_.numeric_columns(
           x == "step" ? "SELECT step, value FROM metrics WHERE run_id = ? AND name = ? ORDER BY step, rowid"
                       : "SELECT t, value FROM metrics WHERE run_id = ? AND name = ? ORDER BY t, rowid",
           {Value(id), Value(name)});
-      if (cols.empty() || cols[0].empty()) http_fail(404, "run {} has no metric '{}'", id, name);
+      if (cols.empty() || cols[0].empty()) {
+        if (required) http_fail(404, "run {} has no metric '{}'", id, name);
+        continue;
+      }
       const auto keep = lttb(cols[0], cols[1], points);
       json xs = json::array(), ys = json::array();
       for (size_t i : keep) {
@@ -360,7 +484,7 @@ class Handler {
       series.push_back({{"name", name}, {"points", cols[0].size()}, {"downsampled", keep.size() < cols[0].size()},
                         {"x", std::move(xs)}, {"y", std::move(ys)}});
     }
-    return {{"run", id}, {"x", x}, {"series", series}};
+    return series;
   }
 
   json layer_metrics(int64_t id, const Params& p) {

@@ -5,7 +5,9 @@
 // changed since it was registered, 413 one too large to serve, 500 otherwise).
 //
 //   GET /api/info                         db path, schema version, run count, latest run id
-//   GET /api/runs?name=&status=&parent=&limit=&offset=   newest first; parent=none: top-level
+//   GET /api/runs?name=&status=&parent=&limit=&offset=   newest first, `limit` (default 100,
+//                                         at most 1000) from `offset`; parent=none: top-level;
+//                                         `total` counts them all
 //   GET /api/runs/ID                      fields, args, script, command lines, params, metric
 //                                         and layer_metric summaries, eval summaries, artifacts,
 //                                         children
@@ -14,6 +16,11 @@
 //   GET /api/runs/ID/eval_items?bench=&protocol=&category=&correct=0|1&limit=&offset=
 //   GET /api/runs/ID/artifacts/K          the K-th registered artifact file (0-based), while it
 //                                         lies under the run's folders with its recorded sha256
+//   GET /api/compare?ids=A,B,C-D          many runs in one answer (at most 5000; C-D: C to D):
+//                                         per run its fields, params, metric names with point
+//                                         counts and layer metric names
+//   GET /api/compare/metrics?ids=&name=A,B&x=&points=   their series (runs lacking one: left out)
+//   GET /api/compare/layer_metrics?ids=&name=N   the matrices of the runs that have it
 //   GET /api/queries                      the named queries of db/queries
 //   GET /api/sql?q=SQL | ?name=NAME       one read-only statement, at most 5000 rows and 16 MB
 //   GET /api/compare?a=A&b=B[&tolerance=X]   `ltrun compare A B`: report text and counts

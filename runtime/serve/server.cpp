@@ -302,6 +302,43 @@ class Server : public httplib::Server {
   Connections conns_;
 };
 
+// cpp-httplib's default socket options set SO_REUSEPORT, with which a second server binds the
+// same port and the kernel splits connections between the two (two stores behind one URL).
+// SO_REUSEADDR alone still allows a restart while old connections linger in TIME_WAIT, but
+// not two listeners.
+void exclusive_socket_options(socket_t sock) {
+  int yes = 1;
+  ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+}
+
+// why host:port cannot be bound (errno's words), found by binding a socket of our own the same way
+std::string bind_problem(const std::string& host, int port) {
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  if (const int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res); rc != 0)
+    return ::gai_strerror(rc);
+  std::string why = "the system refused it";
+  for (addrinfo* a = res; a; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+    if (fd < 0) {
+      why = std::strerror(errno);
+      continue;
+    }
+    exclusive_socket_options(fd);
+    const int rc = ::bind(fd, a->ai_addr, a->ai_addrlen);
+    const int err = errno;
+    ::close(fd);
+    if (rc != 0) {
+      why = err == EADDRINUSE ? "port " + std::to_string(port) + " is in use (another ltrun serve?)" : std::strerror(err);
+      break;
+    }
+  }
+  ::freeaddrinfo(res);
+  return why;
+}
+
 std::string lower(std::string s) {
   for (char& c : s) c = char(std::tolower((unsigned char)c));
   return s;
@@ -350,6 +387,7 @@ void serve(const Options& o, const std::function<void(const std::string&)>& on_l
   limit_sqlite_heap(kSqliteHeapBytes);
   Api api(reader, o.sql_timeout_ms);
   Server svr;
+  svr.set_socket_options(exclusive_socket_options);
   svr.set_default_headers({{"Cache-Control", "no-store"}});
   svr.set_payload_max_length(kMaxPayload);
   // DNS rebinding: a page of evil.example whose name now points at 127.0.0.1 sends
@@ -394,6 +432,8 @@ void serve(const Options& o, const std::function<void(const std::string&)>& on_l
       res.set_content(nlohmann::json{{"error", "no such page: " + req.path}}.dump(
                           -1, ' ', false, nlohmann::json::error_handler_t::replace),
                       "application/json");
+    if (res.status == 414 && res.body.empty())  // cpp-httplib's limit on the request line
+      res.set_content(R"({"error": "request line over 8 KB: give many run ids as ranges, ids=10-2000"})", "application/json");
   });
 
   int port = o.port;
@@ -401,7 +441,8 @@ void serve(const Options& o, const std::function<void(const std::string&)>& on_l
     port = svr.bind_to_any_port(o.host);
     LT_CHECK(port > 0, "serve: cannot bind to {} (any port)", o.host);
   } else {
-    LT_CHECK(svr.bind_to_port(o.host, port), "serve: cannot bind to {}:{} (in use? try --port 0)", o.host, port);
+    LT_CHECK(svr.bind_to_port(o.host, port), "serve: cannot bind to {}:{}: {}; choose another --port (--port 0: any free one)",
+             o.host, port, bind_problem(o.host, port));
   }
   svr.widen_backlog();
 

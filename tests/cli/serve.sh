@@ -29,8 +29,15 @@ start_server serve.out --sql-timeout 1
 check "listens on loopback" contains "$url" "http://127.0.0.1:"
 check "API against the study's store" node "$here/serve/api_test.js" "$url" "$LTRUN_DB" "$id" "$SCRATCH/study" "$study"
 
-# DNS rebinding: a page of evil.example, its name pointed at 127.0.0.1, sends Host: evil.example
 port=${url##*:}; port=${port%/}
+# a second server on the same port: refused (before: both bound it with SO_REUSEPORT and the
+# kernel split the connections between two stores; the timeout ends such a second server)
+out=$(timeout 10 "$LTRUN" serve --port "$port" 2>&1 </dev/null); rc=$?
+check "a second serve on the same port: exit 2" equals "$rc" "2"
+check "... naming the port in use" contains "$out" "cannot bind to 127.0.0.1:$port: port $port is in use"
+check "... and the first still answers" equals "$(curl -s -o /dev/null -w '%{http_code}' "${url}api/info")" "200"
+
+# DNS rebinding: a page of evil.example, its name pointed at 127.0.0.1, sends Host: evil.example
 code() { curl -s -o body.out -w '%{http_code}' "$@"; }
 check "a request for another Host is refused" equals "$(code -H 'Host: evil.example' "${url}api/runs")" "403"
 check "... saying why" contains "$(cat body.out)" "Host 'evil.example' is refused"
@@ -41,6 +48,9 @@ check "Host 127.0.0.1:PORT is answered" equals "$(code "${url}api/runs")" "200"
 check "Host [::1]:PORT is answered" equals "$(code -H "Host: [::1]:$port" "${url}api/runs")" "200"
 check "no Host header: refused" equals "$(code -H 'Host:' "${url}api/runs")" "403"
 check "Host localhost.evil.example: refused" equals "$(code -H 'Host: localhost.evil.example' "${url}api/runs")" "403"
+
+check "a request line over 8 KB: 414" equals "$(code "${url}api/compare?ids=$(seq -s, 10000 12000)")" "414"
+check "... saying to send ranges" contains "$(cat body.out)" "give many run ids as ranges"
 
 check "slow clients hold up no one" node "$here/serve/slow_clients.js" "$url"
 exec 3<>"/dev/tcp/127.0.0.1/$port"

@@ -47,6 +47,35 @@ const near = (a, b, tol = 1e-12) => Math.abs(a - b) <= tol * Math.max(1, Math.ab
   r = await get("/api/runs?parent=x1");
   check("runs?parent=x1: 400", r.status === 400 && /parent/.test(r.body.error), r);
 
+  r = await get("/api/runs?parent=all&limit=2&offset=1");
+  check("runs?limit=2&offset=1: the 2nd and 3rd newest, total of all", JSON.stringify(r.body.runs.map(x => x.id)) === JSON.stringify(ids.slice(1, 3)) &&
+        r.body.total === ids.length, r.body);
+
+  // --- /api/compare: many runs in one request ---------------------------------------------
+  const [k1, k2] = [...kids].sort((a, b) => a - b);
+  r = await get(`/api/compare?ids=${id},${k1}-${k2}`);
+  check("compare?ids=A,B-C: the three runs in order", r.status === 200 && JSON.stringify(r.body.runs.map(x => x.run.id)) === JSON.stringify([id, k1, k2]), r.body);
+  const kidParams = Object.fromEntries(sql(`select key, value from params where run_id=${k1}`).map(p => [p.key, p.value]));
+  check("compare: a child's params", JSON.stringify(r.body.runs[1].params) === JSON.stringify(kidParams), [r.body.runs[1], kidParams]);
+  const counts = sql(`select name, count(*) n from metrics where run_id=${id} group by name order by name`);
+  check("compare: metric names with point counts", JSON.stringify(r.body.runs[0].metrics.map(m => [m.name, m.points])) === JSON.stringify(counts.map(c => [c.name, c.n])), r.body.runs[0].metrics);
+  check("compare: layer metric names", JSON.stringify(r.body.runs[2].layer_metrics) === '["p_max"]', r.body.runs[2]);
+  r = await get(`/api/compare/metrics?ids=${id},${k1}-${k2}&name=loss,lr&points=5`);
+  const lossRows = sql(`select run_id, count(*) n from metrics where name='loss' and run_id in (${id},${k1},${k2}) group by run_id order by run_id`);
+  check("compare/metrics: loss of the three, lr of the study only", r.status === 200 &&
+        JSON.stringify(r.body.series.map(s => [s.run, s.name])) === JSON.stringify([[id, "loss"], [id, "lr"], [k1, "loss"], [k2, "loss"]]), r.body.series);
+  check("compare/metrics: point counts, downsampled to 5", r.body.series.filter(s => s.name === "loss").every(s => s.x.length === 5 &&
+        s.points === lossRows.find(x => x.run_id === s.run).n), r.body.series);
+  r = await get(`/api/compare/layer_metrics?ids=${id},${k1}&name=p_max`);
+  check("compare/layer_metrics: a matrix per run", r.status === 200 && r.body.runs.length === 2 && r.body.runs[1].run === k1 && r.body.runs[1].groups.length === 1, r.body);
+  for (const [q, status, re] of [["ids=", 400, /give \?ids/], ["ids=5-3", 400, /backwards/], ["ids=1-99999", 400, /more than 5000/],
+                                 ["ids=x", 400, /ids/], [`ids=${id},999999`, 404, /no run with id 999999/]]) {
+    r = await get("/api/compare?" + q);
+    check(`compare?${q}: ${status}`, r.status === status && re.test(r.body.error), r.body);
+  }
+  r = await get(`/api/compare/metrics?ids=${id}`);
+  check("compare/metrics without name: 400", r.status === 400 && /name/.test(r.body.error), r.body);
+
   // --- /api/runs/ID -----------------------------------------------------------------------
   r = await get(`/api/runs/${id}`);
   const d = r.body;

@@ -3,13 +3,18 @@
 // the DOM after each page's scripts ran: the runs page, a run page (uPlot curves drawn, the
 // layer heatmap and profile, evaluation with drill-down, the SVG artifact, children), compare,
 // SQL (a write refused), and a running run whose curve grows without a reload while another
-// process logs to it. Keeps a screenshot of the run page.
+// process logs to it. Keeps a screenshot of the run page. And the defects of issue 27 (the
+// sweep of tests/serve/sweep.lua): a kind="figure" SVG inlined, tick labels that tell ticks
+// apart and fit, unbroken ids and headers, wide tables that scroll, the runs list paged and
+// top-level by default with children expandable, compare of 210 children in a few requests
+// with a colour per run across charts, one-value metrics in a table, a stale x-axis response
+// ignored, no empty "layer metrics", a run whose process is gone not counting on.
 // node browser_test.js CHROME URL STUDY_ID CHILD_IDS LIVE_ID PROFILE_DIR SCREENSHOT.png
-//   (run by tests/cli/serve_browser.sh)
+//   SWEEP_ID SWEEP_CHILD_IDS DEAD_ID TOTAL_RUNS   (run by tests/cli/serve_browser.sh)
 "use strict";
 const { spawn } = require("child_process");
 const fs = require("fs");
-const [chrome, url, studyId, childIds, liveId, profile, screenshot] = process.argv.slice(2);
+const [chrome, url, studyId, childIds, liveId, profile, screenshot, sweepId, sweepKids, deadId, totalRuns] = process.argv.slice(2);
 
 const proc = spawn(chrome, ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
   "--disable-component-update", "--disable-sync", "--no-first-run", `--user-data-dir=${profile}`,
@@ -52,28 +57,75 @@ function check(what, ok, detail) {
     return r.result.value;
   };
   // open(hash): navigates and waits until the page says it is ready (or failed)
-  const open = async hash => {
-    await evaluate(`delete document.body.dataset.ready; location.href = ${JSON.stringify(url + hash)}; true`);
+  const waitReady = async what => {
     let ready = null;
     for (let i = 0; i < 300 && !ready; i++) { await sleep(100); ready = await evaluate("document.body.dataset.ready || null").catch(() => null); }
-    check(`${hash}: ready`, ready === "1", ready);
+    check(`${what}: ready`, ready === "1", ready);
+  };
+  const open = async hash => {
+    await evaluate(`delete document.body.dataset.ready; location.href = ${JSON.stringify(url + hash)}; true`);
+    await waitReady(hash);
+  };
+  // clicks `sel` (a link to another page) and waits for that page
+  const follow = async sel => {
+    await evaluate(`delete document.body.dataset.ready; document.querySelector(${JSON.stringify(sel)}).click(); true`);
+    await waitReady(sel);
   };
   const q = (sel, what = "e.length") => evaluate(`(() => { const e = document.querySelectorAll(${JSON.stringify(sel)}); return ${what}; })()`);
   await send("Page.enable", {}, sessionId);
   await send("Page.navigate", { url }, sessionId);
   await sleep(500);
 
+  // canvas text drawn by uPlot, recorded per canvas since its last full clear: {text, left, right}
+  await evaluate(`(() => {
+    const P = CanvasRenderingContext2D.prototype, fill = P.fillText, clear = P.clearRect;
+    P.clearRect = function (x, y, w, h) { if (x === 0 && y === 0 && w >= this.canvas.width) this.canvas.__texts = []; return clear.apply(this, arguments); };
+    P.fillText = function (t, x, y) {
+      const w = this.measureText(t).width, m = this.getTransform();
+      const left = this.textAlign === "right" || this.textAlign === "end" ? x - w : this.textAlign === "center" ? x - w / 2 : x;
+      (this.canvas.__texts = this.canvas.__texts || []).push({ text: String(t), align: this.textAlign, left: left + m.e, rotated: m.b !== 0 });
+      return fill.apply(this, arguments);
+    };
+    return true; })()`);
+  // the y tick labels of the chart of metric `name` (uPlot draws them right-aligned, unrotated)
+  const yLabels = name => q(`[data-metric="${name}"] .uplot canvas`, "e[0] ? (e[0].__texts || []).filter(t => t.align === 'right' && !t.rotated) : null");
+
+  // a part that throws (an element missing on the page) fails and the next part runs
+  const part = async (name, fn) => { try { await fn(); } catch (e) { check(`${name}: ${String(e.message || e).slice(0, 300)}`, false); } };
+
+  await part("runs page", async () => {
   await open("#/");
   const rows = await q("input.pick");
-  check("runs page: a row per run (the study, its 2 children, the live run)", rows === 4, rows);
+  check("runs page: top-level runs by default (the study, the sweep, the live and the dead run)", rows === 4, rows);
   check("runs page: links to the study", (await q(`a[href="#/run/${studyId}"]`)) >= 1);
+  await evaluate(`(() => { const b = document.querySelector('button.kids[data-run="${studyId}"]'); if (b) b.click(); return new Promise(r => setTimeout(r, 1000)); })()`);
+  check("runs page: the study's 2 children shown under it on a click", (await q("tr.child input.pick")) === 2, await q("tr.child input.pick"));
+  const idLines = await q("table.runs td:nth-child(2) a", "[...e].map(a => a.getClientRects().length)");
+  check("runs page: no id broken over lines", idLines.length > 0 && idLines.every(n => n === 1), idLines);
+  await open("#/?parent=all");
+  check("runs page, all: the first page of 100 and the count", (await q("input.pick")) === 100 &&
+        (await q("#runs-count", "e[0].textContent")).includes(`of ${totalRuns}`), await q("#runs-count", "e[0] && e[0].textContent"));
+  await follow("#next");
+  await follow("#next");
+  check("runs page, all: paged to the oldest runs", (await q("input.pick")) === +totalRuns - 200 && (await q("#next")) === 0 &&
+        (await q(`a[href="#/run/${studyId}"]`)) >= 1, [await q("input.pick"), totalRuns]);
+  await follow("#prev");
+  check("runs page, all: and back", (await q("input.pick")) === 100 && (await q("#runs-count", "e[0].textContent")).startsWith("runs 101–200"));
 
+  });
+
+  await part("study page", async () => {
   await open(`#/run/${studyId}`);
   const charts = await q(".uplot", "[...e].map(u => ({ drawn: +u.dataset.drawn, points: +u.dataset.points, canvas: u.querySelector('canvas') ? u.querySelector('canvas').width : 0 }))");
-  check("run page: uPlot charts for loss, lr and the p_max profile", charts.length >= 3, charts);
+  check("run page: uPlot charts for loss and the p_max profile", charts.length >= 2, charts);
+  check("run page: lr (one value) in the scalar table, not a chart", (await q("table.scalars td", "[...e].some(td => td.textContent === 'lr')")) &&
+        (await q('[data-metric="lr"]')) === 0);
   check("run page: every chart drawn on a canvas", charts.every(c => c.drawn >= 1 && c.canvas > 0), charts);
   check("run page: the loss curve has its 50 points", (await q('[data-metric="loss"] .uplot', "e[0] && e[0].dataset.points")) === "50");
   check("run page: heatmap of 3 groups x 3 layers", (await q("svg.heatmap rect")) === 9);
+  // x ticks of whole numbers: layers 0 1 2, never 0.5 (canvas text centred under the ticks)
+  const layerTicks = await q(".layer .uplot canvas", "e[0] ? (e[0].__texts || []).filter(t => t.align === 'center' && !t.rotated && /^[0-9.]+$/.test(t.text)).map(t => t.text) : null");
+  check("run page: the layer axis ticks only whole layers", layerTicks && layerTicks.length >= 2 && layerTicks.every(t => /^\d+$/.test(t)), layerTicks);
   check("run page: rerun command", new RegExp(`rerun ${studyId}$`).test(await q("#rerun", "e[0].textContent")));
   check("run page: evaluation table", (await q("table.eval tbody tr")) >= 1);
   await evaluate("document.querySelector('table.eval a.drill').click(); new Promise(r => setTimeout(r, 1500))");
@@ -98,6 +150,91 @@ function check(what, ok, detail) {
   check("compare: loss of both runs overlaid", (await q('[data-metric="loss"] .uplot', "e[0] && e[0].dataset.series")) === "2");
   check("compare: the differing param marked", (await q("tr.differs")) >= 1);
   check("compare: a heatmap per run", (await q("svg.heatmap")) === 2);
+
+  });
+
+  // --- the sweep: a paper-like study page --------------------------------------------------
+  await part("sweep page", async () => {
+  await open(`#/run/${sweepId}`);
+  check("sweep: its kind=\"figure\" SVG shown inline (loaded)", (await q("img.svg-artifact", "e[0] && e[0].complete && e[0].naturalWidth")) === 120,
+        await q("#main figure, .artifacts div", "[...e].map(x => x.textContent)"));
+  const sshot = await send("Page.captureScreenshot", { format: "png" }, sessionId);
+  fs.writeFileSync(screenshot.replace(/run_page\.png$/, "sweep_page.png"), Buffer.from(sshot.data, "base64"));
+  const scalars = await q("table.scalars tbody tr td:nth-child(2)", "[...e].map(td => td.textContent)");
+  check("sweep: its 5 one-value metrics in one table", JSON.stringify(scalars) ===
+        JSON.stringify(["eval/ceval_acc", "eval/gsm8k_acc", "eval/mmlu_acc", "params_m", "tok_s"]), scalars);
+  check("sweep: no chart for a one-value metric", (await q('[data-metric^="eval/"], [data-metric="tok_s"]')) === 0);
+  const scalarTop = await q("table.scalars", "e[0] ? e[0].getBoundingClientRect().top : Infinity"), firstChart = await q(".chart[data-metric]", "[...e].map(c => c.dataset.metric)");
+  check("sweep: curves grouped, train/loss first, below the scalar table", firstChart[0] === "train/loss" && firstChart[1] === "train/lr" &&
+        (await q(".chart[data-metric]", "e[0].getBoundingClientRect().top")) > scalarTop, firstChart);
+  // tick labels: every y tick told apart (an lr axis read "0 / 0.001 / 0.001", a profile up to 3.6e-4 "0, 0, 0")
+  for (const m of ["train/lr", "grad_norm"]) {
+    const labels = (await yLabels(m)) || [];
+    const texts = labels.map(l => l.text);
+    check(`sweep: ${m}: y tick labels distinct and numeric`, texts.length >= 3 && new Set(texts).size === texts.length &&
+          texts.every(t => isFinite(+t)) && texts.filter(t => +t === 0).length <= 1, texts);
+  }
+  // a log axis up to 20,000: every label inside the canvas (it read "0,000", cut at the left)
+  await evaluate("document.getElementById('logscale').click(); new Promise(r => setTimeout(r, 800))");
+  const logLabels = ((await yLabels("tokens")) || []).filter(l => l.text !== "");
+  check("sweep: log axis: labels past 10000, none cut off", logLabels.some(l => +l.text.replace(/,/g, "") >= 10000) &&
+        logLabels.every(l => l.left >= 0), logLabels);
+  await evaluate("document.getElementById('logscale').click(); new Promise(r => setTimeout(r, 800))");
+  });
+  await part("stale answers", async () => {
+  // a stale response: x=time answers late, after the switch to step; the step one must stay
+  await evaluate(`(() => { window.__fetch = window.fetch;
+    window.fetch = (u, ...a) => /x=time/.test(u) ? new Promise(r => setTimeout(r, 1500)).then(() => window.__fetch(u, ...a)) : window.__fetch(u, ...a);
+    const s = document.getElementById('xaxis');
+    s.value = 'time'; s.dispatchEvent(new Event('change'));
+    s.value = 'step'; s.dispatchEvent(new Event('change'));
+    return new Promise(r => setTimeout(r, 3000)); })()`);
+  const shown = await evaluate(`charts.filter(c => document.contains(c.root) && c.root.parentNode.dataset.metric === 'train/loss')
+                                       .map(c => ({ label: c.axes[0].label, xmax: Math.max(...c.data[0]) }))`);
+  check("sweep: after time then step, the step answer stays (a late time answer is ignored)",
+        shown.length === 1 && shown[0].label === "step" && shown[0].xmax === 39, shown);
+  await evaluate("window.fetch = window.__fetch; true");
+
+  });
+
+  await part("compare of a sweep", async () => {
+  // compare of 210 children: a handful of requests (it sent one per run, and per run again for
+  // the curves: 420 at once, "Failed to fetch" at 2,000)
+  const kidList = sweepKids.split(",");
+  await evaluate("performance.clearResourceTimings(); performance.setResourceTimingBufferSize(5000); true");
+  await open(`#/compare/${sweepKids}`);
+  const requests = await evaluate("performance.getEntriesByType('resource').filter(e => e.name.includes('/api/')).length");
+  check(`compare of ${kidList.length} children: at most 10 API requests (${requests})`, requests > 0 && requests <= 10, requests);
+  check(`compare of ${kidList.length} children: loss of every run`, (await q('[data-metric="loss"] .uplot', "e[0] && e[0].dataset.series")) === String(kidList.length));
+  check("compare: acc of the half that logged it", (await q('[data-metric="acc"] .uplot', "e[0] && e[0].dataset.series")) === String(kidList.length / 2));
+  // a run keeps its colour in every chart, whichever other runs have the metric
+  const colours = await evaluate(`(() => {
+    const of = m => { const c = charts.find(c => document.contains(c.root) && c.root.parentNode.dataset.metric === m);
+      const out = {}; c.series.slice(1).forEach((s, k) => { out[s.label] = typeof s.stroke === 'function' ? s.stroke(c, k + 1) : s.stroke; }); return out; };
+    const loss = of('loss'), acc = of('acc');
+    return Object.keys(acc).filter(l => acc[l] !== loss[l]).length + ' of ' + Object.keys(acc).length; })()`);
+  check("compare: every run has one colour across charts", /^0 of \d+$/.test(colours) && colours !== "0 of 0", colours);
+  const cshot = await send("Page.captureScreenshot", { format: "png" }, sessionId);
+  fs.writeFileSync(screenshot.replace(/run_page\.png$/, "compare_page.png"), Buffer.from(cshot.data, "base64"));
+  check("compare: no empty 'layer metrics' section", (await q("h2", "[...e].filter(h => h.textContent === 'layer metrics').length")) === 0);
+  // cells: headers and ids unbroken; the 211-column params table scrolls in its box, the page does not
+  const heads = await q("table.params-diff th", "[...e].map(th => { const r = document.createRange(); r.selectNodeContents(th); return r.getClientRects().length; })");
+  check("compare: no header broken over lines", heads.length === kidList.length + 1 && heads.every(n => n === 1), heads.filter(n => n !== 1).length);
+  const scroll = await q("#params-wide", "e[0] ? [e[0].scrollWidth > e[0].clientWidth, document.documentElement.scrollWidth <= window.innerWidth + 1] : null");
+  check("compare: the wide params table scrolls in its box", JSON.stringify(scroll) === "[true,true]", scroll);
+
+  });
+
+  await part("a dead run", async () => {
+  // a run whose process is gone (kill -9): said so, and its seconds stop
+  await open(`#/run/${deadId}`);
+  check("dead run: its page says the process is gone", /ended without closing the run/.test(await q("#gone", "e[0] ? e[0].textContent : ''")));
+  check("dead run: the badge too", /process gone/.test(await q(".runhead .status", "e[0].textContent")));
+  const secs = async () => (await evaluate(`fetch('/api/runs/${deadId}').then(r => r.json()).then(d => d.run.secs)`));
+  const s1 = await secs(); await sleep(1500); const s2 = await secs();
+  check(`dead run: its seconds do not count on (${s1} -> ${s2})`, s1 !== null && s1 === s2, [s1, s2]);
+
+  });
 
   await open("#/sql?q=" + encodeURIComponent("select count(*) as n from runs"));
   check("sql: the result", (await q("#sql-out th", "e[0] && e[0].textContent")) === "n");

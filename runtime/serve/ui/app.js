@@ -2,11 +2,12 @@
 // Pages by URL hash: #/ runs, #/run/ID, #/compare/ID,ID,..., #/sql. Charts are uPlot; data
 // comes from the JSON API (runtime/serve/api.h). A page whose run is `running` polls every
 // POLL_MS and updates its curves in place. When a page has drawn everything it sets
-// document.body.dataset.ready (the browser test waits for it).
+// document.body.dataset.ready (the browser test waits for it). Pure helpers (tick labels, run
+// colours, metric groups) are in util.js.
 "use strict";
 
 const POLL_MS = 2000;
-const COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"];
+const PAGE = 100;     // runs per page of the runs list
 const main = document.getElementById("main");
 let timers = [];      // polling of the current page, cleared on navigation
 let charts = [];      // uPlot instances of the current page
@@ -42,13 +43,13 @@ function fmt(v) {
   if (typeof v === "number" && !Number.isInteger(v)) return Math.abs(v) >= 1e4 || Math.abs(v) < 1e-3 && v !== 0 ? v.toExponential(3) : v.toPrecision(4).replace(/\.?0+$/, "");
   return String(v);
 }
-function statusBadge(status, alive) {
+function statusBadge(status, alive, gone) {
   const dead = status === "running" && alive === false;
-  return el("span", { class: "status " + status + (dead ? " dead" : ""), title: dead ? "its process is gone: the next writer marks it crashed" : "" },
+  return el("span", { class: "status " + status + (dead ? " dead" : ""), title: dead ? (gone || "its process is gone") + ": the next writer marks it crashed" : "" },
             status === "running" && !dead ? "● running" : status + (dead ? " (process gone)" : ""));
 }
 function table(columns, rows, opts = {}) {
-  const t = el("table", { class: opts.class || "" });
+  const t = el("table", { class: opts.class || "", id: opts.id });
   t.append(el("thead", {}, el("tr", {}, columns.map(c => el("th", {}, c)))));
   const tb = el("tbody");
   for (const r of rows) tb.append(el("tr", {}, r.map(c => el("td", {}, c instanceof Node ? c : fmt(c)))));
@@ -89,14 +90,28 @@ function chartData(series) {
   if (prefs.log) for (let i = 1; i < data.length; i++) data[i] = data[i].map(v => v > 0 ? v : null);
   return data;
 }
+let measureCtx = null;
+function measure(text) {  // px of `text` in uPlot's axis font
+  if (!measureCtx) { measureCtx = document.createElement("canvas").getContext("2d"); measureCtx.font = AXIS_FONT; }
+  return measureCtx.measureText(text).width;
+}
+const AXIS_FONT = '12px system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, "Noto Sans", sans-serif';
+// tick spacings of an axis of whole numbers (steps, layers): no tick at step 4.25
+const INTEGER_STEPS = [1, 2, 5].flatMap(m => [1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8].map(p => m * p)).sort((a, b) => a - b);
+// series: [{label, x, y, colour (the run's index on the page)}]
 function lineChart(holder, title, series, opts = {}) {
   const width = Math.max(320, Math.min(holder.clientWidth || 560, 560));
+  const log = prefs.log && !opts.linear;
+  const ticks = (u, splits) => tickLabels(splits, false);
   const u = new uPlot({
     title, width, height: opts.height || 220,
-    scales: { x: { time: opts.time || false }, y: { distr: prefs.log && !opts.linear ? 3 : 1 } },
-    axes: [{ label: opts.xlabel || "" }, {}],
+    scales: { x: { time: opts.time || false }, y: { distr: log ? 3 : 1 } },
+    axes: [{ label: opts.xlabel || "", font: AXIS_FONT, ...(opts.time ? {} : { values: ticks }),
+             ...(opts.xlabel === "step" || opts.xlabel === "layer" ? { incrs: INTEGER_STEPS } : {}) },
+           { font: AXIS_FONT, values: (u, splits) => tickLabels(splits, log), size: (u, values) => axisWidth(values, measure) }],
+    legend: { show: series.length <= 12 },
     series: [{ label: opts.xlabel || "x" },
-             ...series.map((s, i) => ({ label: s.label, stroke: COLORS[i % COLORS.length], width: 1.5, spanGaps: true,
+             ...series.map((s, i) => ({ label: s.label, stroke: runColour(s.colour ?? i), width: 1.5, spanGaps: true,
                                         points: { show: s.x.length < 60 } }))],
     hooks: { draw: [u => { u.root.dataset.drawn = String(+(u.root.dataset.drawn || 0) + 1); }] },
   }, opts.linear ? alignSeries(series) : chartData(series), holder);
@@ -163,42 +178,83 @@ function chartControls(onChange) {
 }
 
 // --- runs page --------------------------------------------------------------------------
+// Newest first, PAGE at a time (the API's limit/offset); by default the top-level runs, each
+// with its children a click away (▸), nested as deep as they go.
 async function runsPage(q) {
-  const f = { name: q.get("name") || "", status: q.get("status") || "", parent: q.get("parent") || "all" };
+  const f = { name: q.get("name") || "", status: q.get("status") || "", parent: q.get("parent") || "none",
+              offset: Math.max(0, parseInt(q.get("offset") || "0", 10) || 0) };
   const name = el("input", { id: "f-name", placeholder: "name contains", value: f.name });
   const status = el("select", { id: "f-status" }, ["", "running", "ok", "failed", "interrupted", "crashed"].map(s => el("option", { value: s }, s || "any status")));
   status.value = f.status;
-  const parent = el("input", { id: "f-parent", placeholder: "parent id, none or all", value: f.parent, size: 10 });
+  const parent = el("input", { id: "f-parent", placeholder: "parent id, none or all", value: f.parent, size: 10,
+                               title: "none: top-level runs; all: every run; a run id: its children" });
   const list = el("div", { id: "runs" });
   const cmp = el("button", { id: "compare-btn", onclick: () => {
-    const ids = [...list.querySelectorAll("input.pick:checked")].map(c => c.value);
+    const ids = [...new Set([...list.querySelectorAll("input.pick:checked")].map(c => c.value))];
     if (ids.length) location.hash = "#/compare/" + ids.join(",");
   } }, "compare selected");
-  const apply = () => {
+  const hashFor = (offset) => {
     const p = new URLSearchParams();
     if (name.value) p.set("name", name.value);
     if (status.value) p.set("status", status.value);
-    p.set("parent", parent.value || "all");
-    location.hash = "#/?" + p.toString();
+    p.set("parent", parent.value || "none");
+    if (offset) p.set("offset", offset);
+    return "#/?" + p.toString();
   };
+  const apply = () => { location.hash = hashFor(0); };
   for (const i of [name, parent]) i.addEventListener("keydown", e => { if (e.key === "Enter") apply(); });
   status.addEventListener("change", apply);
   main.replaceChildren(el("h1", {}, "runs"), el("div", { class: "filters" }, name, status, parent, el("button", { onclick: apply }, "filter"), cmp), list);
+  const open = new Set();  // runs whose children are shown
+  const COLS = ["", "id", "parent", "name", "status", "started", "secs", "device", "children", "error"];
+  const rowsOf = (runs, depth) => runs.flatMap(r => {
+    const kids = r.children ? el("button", { class: "kids", "data-run": r.id, title: "show the children",
+                                              onclick: () => { open.has(r.id) ? open.delete(r.id) : open.add(r.id); load().catch(showError); } },
+                                  (open.has(r.id) ? "▾ " : "▸ ") + r.children) : "";
+    const tr = el("tr", { class: depth ? "child" : "" }, [
+      el("input", { type: "checkbox", class: "pick", value: r.id, checked: checked.has(String(r.id)) }),
+      el("a", { href: "#/run/" + r.id, style: depth ? `margin-left:${depth * 1.2}em` : false }, r.id),
+      r.parent_id ? el("a", { href: "#/run/" + r.parent_id }, r.parent_id) : "",
+      el("a", { href: "#/run/" + r.id }, r.name), statusBadge(r.status, r.alive, r.gone), r.started_at, fmt(r.secs), r.device,
+      kids, r.error || ""].map(c => el("td", {}, c)));
+    return [tr, ...(open.has(r.id) && childRows.has(r.id) ? childRows.get(r.id) : [])];
+  });
+  let checked = new Set(), childRows = new Map();
   const load = async () => {
-    const p = new URLSearchParams();
+    const p = new URLSearchParams({ limit: PAGE, offset: f.offset });
     if (f.name) p.set("name", f.name);
     if (f.status) p.set("status", f.status);
-    if (f.parent && f.parent !== "all") p.set("parent", f.parent);
+    if (f.parent !== "all") p.set("parent", f.parent);
     const d = await api("/api/runs?" + p.toString());
-    const checked = new Set([...list.querySelectorAll("input.pick:checked")].map(c => c.value));
-    list.replaceChildren(el("p", { class: "muted" }, `${d.total} run(s)${d.total > d.runs.length ? ", newest " + d.runs.length + " shown" : ""}`),
-      table(["", "id", "parent", "name", "status", "started", "secs", "device", "children", "error"],
-        d.runs.map(r => [el("input", { type: "checkbox", class: "pick", value: r.id, checked: checked.has(String(r.id)) }),
-                         el("a", { href: "#/run/" + r.id }, r.id),
-                         r.parent_id ? el("a", { href: "#/run/" + r.parent_id }, r.parent_id) : "",
-                         el("a", { href: "#/run/" + r.id }, r.name), statusBadge(r.status, r.alive), r.started_at, r.secs, r.device,
-                         r.children ? el("a", { href: "#/?parent=" + r.id }, r.children) : "", r.error || ""]),
-        { class: "runs" }));
+    // the children of the open rows, nested (one request per open row; a row lists at most 1000)
+    const kids = new Map();
+    const fetchKids = async (id, depth) => {
+      const c = await api(`/api/runs?parent=${id}&limit=1000`);
+      kids.set(id, { runs: c.runs, depth, total: c.total });
+      await Promise.all(c.runs.filter(r => open.has(r.id)).map(r => fetchKids(r.id, depth + 1)));
+    };
+    await Promise.all(d.runs.filter(r => open.has(r.id)).map(r => fetchKids(r.id, 1)));
+    checked = new Set([...list.querySelectorAll("input.pick:checked")].map(c => c.value));
+    childRows = new Map();
+    const build = (id) => {  // rows of an open run's children, deepest first
+      const k = kids.get(id);
+      k.runs.filter(r => kids.has(r.id)).forEach(r => build(r.id));
+      const rows = rowsOf(k.runs, k.depth);
+      if (k.total > k.runs.length)
+        rows.push(el("tr", { class: "child" }, el("td", { colspan: COLS.length, class: "muted" },
+          `${k.runs.length} of ${k.total} children shown: `, el("a", { href: `#/?parent=${id}` }, "all of them"))));
+      childRows.set(id, rows);
+    };
+    d.runs.filter(r => kids.has(r.id)).forEach(r => build(r.id));
+    const t = table(COLS, [], { class: "runs" });
+    t.tBodies[0].append(...rowsOf(d.runs, 0));
+    const last = f.offset + d.runs.length;
+    const pager = el("div", { class: "pager" },
+      el("span", { class: "muted", id: "runs-count" }, d.total ? `runs ${f.offset + 1}–${last} of ${d.total}` : "no runs",
+         f.parent === "none" ? " (top-level; parent=all lists every run)" : ""), " ",
+      f.offset > 0 ? el("a", { href: hashFor(Math.max(0, f.offset - PAGE)), id: "prev" }, "‹ newer") : "", " ",
+      last < d.total ? el("a", { href: hashFor(last), id: "next" }, "older ›") : "");
+    list.replaceChildren(pager, el("div", { class: "wide" }, t));
     return d.runs.some(r => r.status === "running");
   };
   try {
@@ -209,13 +265,42 @@ async function runsPage(q) {
 }
 
 // --- run page ---------------------------------------------------------------------------
-async function metricSeries(id, names) {
+// names in groups whose request line stays well under the server's 8 KB
+function chunks(names, chars = 4000) {
+  const out = [[]];
+  let n = 0;
+  for (const name of names) {
+    const len = encodeURIComponent(name).length + 1;
+    if (out[out.length - 1].length && n + len > chars) { out.push([]); n = 0; }
+    out[out.length - 1].push(name);
+    n += len;
+  }
+  return out.filter(c => c.length);
+}
+// the series of `names` on the x axis `x` (step, time, elapsed): one run (`ids` a number) or
+// many at once (/api/compare/metrics; `ids` an array, each series then carries its `run`)
+async function metricSeries(ids, names, x = prefs.x, points = 2000) {
   if (!names.length) return [];
-  const x = prefs.x === "step" ? "step" : "time";
-  const d = await api(`/api/runs/${id}/metrics?x=${x}&points=2000&name=${names.map(encodeURIComponent).join(",")}`);
-  if (prefs.x === "elapsed")  // seconds since the series' first point: runs line up in compare
-    for (const s of d.series) { const x0 = s.x[0]; s.x = s.x.map(v => v - x0); }
-  return d.series;
+  const ax = x === "step" ? "step" : "time";
+  const many = Array.isArray(ids);
+  const parts = await Promise.all(chunks(names).map(c => api(many
+    ? `/api/compare/metrics?ids=${idRanges(ids)}&x=${ax}&points=${points}&name=${c.map(encodeURIComponent).join(",")}`
+    : `/api/runs/${ids}/metrics?x=${ax}&points=${points}&name=${c.map(encodeURIComponent).join(",")}`)));
+  const series = parts.flatMap(d => d.series);
+  if (x === "elapsed")  // seconds since the series' first point: runs line up in compare
+    for (const s of series) { const x0 = s.x[0]; s.x = s.x.map(v => v - x0); }
+  return series;
+}
+// ids as the API's ranges: 3,4,5,6,9 → "3-6,9" (a sweep's 2,000 children fit a request line)
+function idRanges(ids) {
+  const n = [...new Set(ids.map(Number))].sort((a, b) => a - b), out = [];
+  for (let i = 0; i < n.length; i++) {
+    let j = i;
+    while (j + 1 < n.length && n[j + 1] === n[j] + 1) j++;
+    out.push(j > i ? `${n[i]}-${n[j]}` : String(n[i]));
+    i = j;
+  }
+  return out.join(",");
 }
 
 async function runPage(id) {
@@ -223,13 +308,14 @@ async function runPage(id) {
   const r = d.run;
   const head = el("div", { class: "runhead" });
   const renderHead = (d) => head.replaceChildren(
-    el("h1", {}, `run ${d.run.id}: ${d.run.name} `, statusBadge(d.run.status, d.run.alive)),
+    el("h1", {}, `run ${d.run.id}: ${d.run.name} `, statusBadge(d.run.status, d.run.alive, d.run.gone)),
     el("p", { class: "muted" }, `started ${d.run.started_at}`, d.run.finished_at ? `, finished ${d.run.finished_at}` : "",
        `, ${fmt(d.run.secs)} s`, d.run.device ? `, ${d.run.device}` : "", d.run.seed !== null ? `, seed ${d.run.seed}` : "",
        d.run.git_rev ? `, git ${String(d.run.git_rev).slice(0, 12)}` : ""),
     d.run.parent_id ? el("p", {}, "child of ", el("a", { href: "#/run/" + d.run.parent_id }, "run " + d.run.parent_id)) : "",
     d.run.rerun_of ? el("p", {}, "a rerun of ", el("a", { href: "#/run/" + d.run.rerun_of }, "run " + d.run.rerun_of), ": ",
                         el("a", { href: `#/compare/${d.run.rerun_of},${d.run.id}` }, "compare with it")) : "",
+    d.run.gone ? el("p", { class: "error", id: "gone" }, `${d.run.gone}: shown as running until the next writer marks it crashed`) : "",
     d.run.error ? el("pre", { class: "error" }, d.run.error) : "");
   renderHead(d);
 
@@ -240,27 +326,58 @@ async function runPage(id) {
     d.run.script_text ? el("details", {}, el("summary", {}, `script ${d.run.script_path || ""} (${d.run.script_text.length} bytes)`),
                            el("pre", { class: "script" }, d.run.script_text)) : ""));
   const pk = Object.keys(d.params);
-  if (pk.length) page.push(section("params", table(["key", "value"], pk.map(k => [k, d.params[k]]), { class: "params" })));
+  if (pk.length) page.push(section("params", el("div", { class: "wide" }, table(["key", "value"], pk.map(k => [k, d.params[k]]), { class: "params" }))));
 
-  // metric curves
-  const curves = el("div", { class: "charts", id: "metric-charts" });
+  // metrics: the one-value ones in a table first, then the curves grouped by prefix, loss first
+  const curves = el("div", { id: "metric-charts" });
+  const scalars = el("div", { id: "scalars" });
   const summary = el("div");
-  let series = [], mine = [];
+  const search = el("input", { id: "metric-filter", placeholder: "filter curves", size: 16 });
+  let series = [], seriesX = prefs.x, mine = [], generation = 0;
+  const curveNames = (d) => splitMetrics(d.metrics).groups.flatMap(g => g.metrics.map(m => m.name));
+  const showMatching = () => {
+    const t = search.value.toLowerCase();
+    for (const b of curves.querySelectorAll(".chart")) b.style.display = b.dataset.metric.toLowerCase().includes(t) ? "" : "none";
+  };
+  search.addEventListener("input", showMatching);
   const drawCurves = async (refetch) => {
-    if (refetch) series = await metricSeries(id, d.metrics.map(m => m.name));
+    const mineNow = ++generation;  // a newer draw (another x axis, another poll) wins
+    if (refetch) {
+      const x = prefs.x, fresh = await metricSeries(id, curveNames(d), x);
+      if (mineNow !== generation) return;
+      series = fresh;
+      seriesX = x;
+    }
     forget(mine.splice(0));
     curves.replaceChildren();
-    for (const s of series) {
-      const box = el("div", { class: "chart", "data-metric": s.name });
+    const byName = new Map(series.map(s => [s.name, s]));
+    const groups = splitMetrics(d.metrics).groups;
+    for (const g of groups) {
+      const box = el("div", { class: "charts", "data-group": g.name });
+      if (groups.length > 1) curves.append(el("h3", {}, g.name || "(no prefix)"));
       curves.append(box);
-      mine.push(lineChart(box, `${s.name}${s.downsampled ? ` (${s.x.length} of ${s.points} points)` : ""}`, [{ label: s.name, x: s.x, y: s.y }],
-                          { time: prefs.x === "time", xlabel: prefs.x === "elapsed" ? "seconds" : prefs.x }));
+      for (const m of g.metrics) {
+        const s = byName.get(m.name);
+        if (!s) continue;
+        const holder = el("div", { class: "chart", "data-metric": s.name });
+        box.append(holder);
+        const c = lineChart(holder, `${s.name}${s.downsampled ? ` (${s.x.length} of ${s.points} points)` : ""}`, [{ label: s.name, x: s.x, y: s.y }],
+                            { time: seriesX === "time", xlabel: seriesX === "elapsed" ? "seconds" : seriesX });
+        c.root.dataset.x = seriesX;
+        mine.push(c);
+      }
     }
+    showMatching();
   };
-  const renderSummary = (d) => summary.replaceChildren(d.metrics.length ? table(["metric", "points", "first step", "last step", "last", "min", "max"],
-    d.metrics.map(m => [m.name, m.points, m.first_step, m.last_step, m.last, m.min, m.max])) : el("p", { class: "muted" }, "no metrics"));
+  const renderSummary = (d) => {
+    const sc = splitMetrics(d.metrics).scalars;
+    scalars.replaceChildren(sc.length ? table(["value", "metric", "step"], sc.map(m => [m.last, m.name, m.last_step]), { class: "scalars" }) : "");
+    summary.replaceChildren(d.metrics.length ? table(["metric", "points", "first step", "last step", "last", "min", "max"],
+      d.metrics.map(m => [m.name, m.points, m.first_step, m.last_step, m.last, m.min, m.max])) : el("p", { class: "muted" }, "no metrics"));
+  };
   renderSummary(d);
-  page.push(section("metrics", chartControls(refetch => drawCurves(refetch).catch(showError)), curves, el("details", {}, el("summary", {}, "summary"), summary)));
+  page.push(section("metrics", scalars, el("details", {}, el("summary", {}, "summary of every metric"), el("div", { class: "wide" }, summary)),
+                    el("div", { class: "controls" }, chartControls(refetch => drawCurves(refetch).catch(showError)), search), curves));
 
   // layer metrics: a heatmap and a profile per name
   const layerBox = el("div", { id: "layer-metrics" });
@@ -271,12 +388,13 @@ async function runPage(id) {
   if (d.artifacts.length) page.push(section("artifacts", el("div", { class: "artifacts" }, d.artifacts.map(a => {
     const link = el("a", { href: a.url, target: "_blank" }, a.path);
     if (a.refused) return el("div", {}, `${a.kind}: `, el("span", { class: "muted" }, `${a.path} (not served: ${a.refused})`));
-    if (a.kind === "svg" && a.exists) return el("figure", {}, el("img", { src: a.url, alt: a.path, class: "svg-artifact" }), el("figcaption", {}, link));
+    if (/\.(svg|png|jpe?g|gif)$/i.test(a.path) && a.exists)  // by file type: a kind "figure" is an SVG too
+      return el("figure", {}, el("img", { src: a.url, alt: a.path, class: "svg-artifact" }), el("figcaption", {}, `${a.kind}: `, link));
     return el("div", {}, `${a.kind}: `, a.exists ? link : el("span", { class: "muted" }, a.path + " (missing)"));
   }))));
   // children
-  if (d.children.length) page.push(section("children", table(["id", "name", "status", "started", "secs"],
-    d.children.map(c => [el("a", { href: "#/run/" + c.id }, c.id), el("a", { href: "#/run/" + c.id }, c.name), statusBadge(c.status), c.started_at, c.secs])),
+  if (d.children.length) page.push(section("children", el("div", { class: "wide" }, table(["id", "name", "status", "started", "secs"],
+    d.children.map(c => [el("a", { href: "#/run/" + c.id }, c.id), el("a", { href: "#/run/" + c.id }, c.name), statusBadge(c.status), c.started_at, c.secs]))),
     el("p", {}, el("a", { href: "#/compare/" + d.children.map(c => c.id).join(",") }, "compare the children"))));
 
   main.replaceChildren(...page);
@@ -297,13 +415,18 @@ async function runPage(id) {
         const nd = await api("/api/runs/" + id);
         renderHead(nd);
         renderSummary(nd);
-        const fresh = await metricSeries(id, nd.metrics.map(m => m.name));
+        const asked = generation, x = prefs.x;
+        const fresh = await metricSeries(id, curveNames(nd), x);
+        if (asked !== generation) throw new Error("superseded");  // the x axis changed meanwhile
         const sameNames = fresh.length === series.length && fresh.every((s, i) => s.name === series[i].name);
         d.metrics = nd.metrics;
         series = fresh;
-        if (sameNames) mine.forEach((c, i) => {
-          c.setData(chartData([{ x: series[i].x, y: series[i].y }]));
-          c.root.dataset.points = String(series[i].x.length);
+        seriesX = x;
+        const byName = new Map(series.map(s => [s.name, s]));
+        if (sameNames) mine.forEach(c => {
+          const s = byName.get(c.root.parentNode.dataset.metric);
+          c.setData(chartData([{ x: s.x, y: s.y }]));
+          c.root.dataset.points = String(s.x.length);
         });
         else await drawCurves(false);
         if (nd.run.status !== "running") { timers.forEach(clearInterval); timers = []; }
@@ -338,7 +461,8 @@ function evalView(id, evals) {
     const d = await api(`/api/runs/${id}/eval_items?` + p.toString());
     items.replaceChildren(el("h3", {}, `${bench} / ${protocol}${category !== undefined ? " / " + (category || "(none)") : ""}: ${d.total} items${d.total > d.items.length ? ", first " + d.items.length : ""}`),
       table(["item", "category", "prediction", "answer", "correct"],
-            d.items.map(i => [i.item_id, i.category, i.prediction, i.answer, i.correct === null ? "" : el("span", { class: i.correct ? "ok" : "bad" }, i.correct ? "✓" : "✗")]),
+            d.items.map(i => [i.item_id, i.category, i.prediction === null || i.prediction === "" ? el("span", { class: "muted" }, "(not stored)") : i.prediction,
+                              i.answer, i.correct === null ? "" : el("span", { class: i.correct ? "ok" : "bad" }, i.correct ? "✓" : "✗")]),
             { class: "eval-items" }));
   };
   const rows = [];
@@ -352,55 +476,68 @@ function evalView(id, evals) {
 }
 
 // --- compare ----------------------------------------------------------------------------
+// Any number of runs (a sweep's 2,000 children): one request for the runs, one per batch of
+// metric names for the curves, one per layer metric; each run keeps its colour in every chart.
+const HEATMAPS = 12;  // per layer metric, the heatmaps of the first runs only
 async function comparePage(idsText) {
-  const ids = (idsText || "").split(",").filter(s => /^\d+$/.test(s));
+  const ids = [...new Set((idsText || "").split(",").filter(s => /^\d+$/.test(s)))];
   if (!ids.length) {
     main.replaceChildren(el("h1", {}, "compare"), el("p", {}, "Pick runs on the ", el("a", { href: "#/" }, "runs page"), ", or open #/compare/ID,ID,..."));
     return ready();
   }
-  const runs = await Promise.all(ids.map(id => api("/api/runs/" + id)));
+  const runs = (await api("/api/compare?ids=" + idRanges(ids))).runs;
+  runs.forEach((d, i) => { d.colour = i; });
   const label = d => `${d.run.id} ${d.run.name}`;
-  const page = [el("h1", {}, "compare ", ids.map(i => el("a", { href: "#/run/" + i }, i + " ")))];
+  const head = ids.length <= 20 ? ids.map(i => el("a", { href: "#/run/" + i }, i + " ")) : `${ids.length} runs`;
+  const page = [el("h1", {}, "compare ", head)];
   // params: every key, the differing ones first and marked
   const keys = [...new Set(runs.flatMap(d => Object.keys(d.params)))].sort();
   const diff = k => new Set(runs.map(d => JSON.stringify(d.params[k] ?? null))).size > 1;
   const sorted = [...keys.filter(diff), ...keys.filter(k => !diff(k))];
   const pt = table(["param", ...runs.map(label)], sorted.map(k => [k, ...runs.map(d => d.params[k] ?? "")]), { class: "params-diff" });
   [...pt.tBodies[0].rows].forEach((tr, i) => { if (diff(sorted[i])) tr.className = "differs"; });
-  page.push(section("params", el("p", { class: "muted" }, `${keys.filter(diff).length} of ${keys.length} differ (first)`), pt));
+  page.push(section("params", el("p", { class: "muted" }, `${keys.filter(diff).length} of ${keys.length} differ (first)`), el("div", { class: "wide", id: "params-wide" }, pt)));
   if (ids.length === 2) {  // what `ltrun compare A B` prints: sources (diffs), inputs, metrics aligned
     const c = await api(`/api/compare?a=${ids[0]}&b=${ids[1]}`);
     page.push(section("reproduction", el("p", { id: "reproduced" }, c.reproduced), el("pre", { id: "compare-report" }, c.report)));
   }
   const curves = el("div", { class: "charts", id: "compare-charts" });
   page.push(section("metrics", chartControls(() => draw().catch(showError)), curves));
+  const lnames = [...new Set(runs.flatMap(d => d.layer_metrics))];
   const layerBox = el("div");
-  page.push(section("layer metrics", layerBox));
+  if (lnames.length) page.push(section("layer metrics", layerBox));
   main.replaceChildren(...page);
 
-  const names = [...new Set(runs.flatMap(d => d.metrics.map(m => m.name)))].sort();
-  let mine = [];
+  const names = [...new Set(runs.flatMap(d => d.metrics.map(m => m.name)))];
+  const points = Math.max(100, Math.min(2000, Math.floor(200000 / runs.length)));  // a 2,000-run page stays small
+  const byId = new Map(runs.map(d => [d.run.id, d]));
+  let mine = [], generation = 0;
   const draw = async () => {
+    const mineNow = ++generation, x = prefs.x;
+    const all = await metricSeries(runs.map(d => d.run.id), names, x, points);
+    if (mineNow !== generation) return;  // a newer x axis or smoothing was asked for meanwhile
     forget(mine.splice(0));
     curves.replaceChildren();
-    const per = await Promise.all(runs.map(d => metricSeries(d.run.id, d.metrics.map(m => m.name))));
-    for (const n of names) {
-      const ss = [];
-      per.forEach((list, i) => { const s = list.find(s => s.name === n); if (s) ss.push({ label: label(runs[i]), x: s.x, y: s.y }); });
+    const ordered = splitMetrics(names.map(n => ({ name: n, points: Math.max(...runs.map(d => (d.metrics.find(m => m.name === n) || {}).points || 0)) })));
+    for (const n of [...ordered.groups.flatMap(g => g.metrics.map(m => m.name)), ...ordered.scalars.map(m => m.name)]) {
+      const ss = all.filter(s => s.name === n).map(s => ({ label: label(byId.get(s.run)), colour: byId.get(s.run).colour, x: s.x, y: s.y }));
       const box = el("div", { class: "chart", "data-metric": n });
       curves.append(box);
-      mine.push(lineChart(box, n, ss, { time: prefs.x === "time", xlabel: prefs.x === "elapsed" ? "seconds" : prefs.x }));
+      const c = lineChart(box, n, ss, { time: x === "time", xlabel: x === "elapsed" ? "seconds" : x });
+      c.root.dataset.x = x;
+      c.root.dataset.colours = JSON.stringify(ss.map(s => [String(s.label.split(" ")[0]), runColour(s.colour)]));
+      mine.push(c);
     }
   };
   await draw();
-  // per-layer metrics side by side: a profile per run overlaid, and each run's heatmap
-  const lnames = [...new Set(runs.flatMap(d => d.layer_metrics.map(m => m.name)))];
+  // per-layer metrics side by side: a profile per run overlaid, and the first runs' heatmaps
   for (const n of lnames) {
-    const have = runs.filter(d => d.layer_metrics.some(m => m.name === n));
-    const data = await Promise.all(have.map(d => api(`/api/runs/${d.run.id}/layer_metrics?name=${encodeURIComponent(n)}`)));
+    const data = (await api(`/api/compare/layer_metrics?ids=${idRanges(ids)}&name=${encodeURIComponent(n)}`)).runs;
     const prof = el("div", { class: "chart" });
-    layerBox.append(el("h3", {}, n), prof, el("div", { class: "row" }, data.map((lm, i) => el("div", { class: "hm" }, el("div", {}, label(have[i])), heatmap(lm, { cell: 14 })))));
-    lineChart(prof, `${n} by layer`, data.map((lm, i) => ({ label: label(have[i]), ...profile(lm) })), { xlabel: "layer", linear: true });
+    const lab = lm => label(byId.get(lm.run));
+    layerBox.append(el("h3", {}, n), prof, el("div", { class: "row" }, data.slice(0, HEATMAPS).map(lm => el("div", { class: "hm" }, el("div", {}, lab(lm)), heatmap(lm, { cell: 14 })))),
+                    data.length > HEATMAPS ? el("p", { class: "muted" }, `heatmaps of the first ${HEATMAPS} of ${data.length} runs`) : "");
+    lineChart(prof, `${n} by layer`, data.map(lm => ({ label: lab(lm), colour: byId.get(lm.run).colour, ...profile(lm) })), { xlabel: "layer", linear: true });
   }
   ready();
 }
