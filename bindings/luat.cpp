@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "bindings/json.h"
+#include "bindings/tensor.h"
 
 namespace ltrun::lua {
 
@@ -343,6 +344,149 @@ void LuaRef::pcall(const std::string& context, int nargs, int nresults) const {
     lua_pop(L, 1);
     fail("{}: {}", context, msg);
   }
+}
+
+namespace {
+// Deepest nesting of tables to_value follows (it recurses once per level).
+constexpr size_t kMaxValueDepth = 200;
+
+Value value_at(lua_State* L, int idx, const char* fn, std::vector<const void*>& path);
+
+std::vector<std::pair<const char*, Unbox>>& unboxers() {
+  static std::vector<std::pair<const char*, Unbox>> u;
+  return u;
+}
+
+Value table_value(lua_State* L, int idx, const char* fn, std::vector<const void*>& path) {
+  const void* self = lua_topointer(L, idx);
+  for (const void* p : path)
+    if (p == self) fail("{}: a table contains itself (a cycle {} level(s) deep)", fn, path.size());
+  if (path.size() >= kMaxValueDepth) fail("{}: tables nested deeper than {} levels", fn, kMaxValueDepth);
+  check_stack(L, 3, fn);
+  path.push_back(self);
+  Value v = Value::table();
+  Table& t = v.tab();
+  const size_t n = lua_objlen(L, idx);
+  for (size_t i = 1; i <= n; ++i) {
+    lua_rawgeti(L, idx, int(i));
+    t.array.push_back(value_at(L, -1, fn, path));
+    lua_pop(L, 1);
+  }
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    if (lua_type(L, -2) == LUA_TSTRING) {
+      t.fields[lua_tostring(L, -2)] = value_at(L, -1, fn, path);
+    } else if (lua_type(L, -2) == LUA_TNUMBER) {
+      const double k = lua_tonumber(L, -2);
+      if (!(k >= 1 && k <= double(n) && k == double(int64_t(k)))) t.numbers[k] = value_at(L, -1, fn, path);
+    } else if (t.odd_key.empty()) {
+      t.odd_key = type_name(L, -2);
+    }
+    lua_pop(L, 1);
+  }
+  path.pop_back();
+  return v;
+}
+
+Value function_value(lua_State* L, int idx, const char* fn) {
+  auto ref = std::make_shared<LuaRef>(L, idx, fn, "function");
+  return Value(Function([L, ref](const List& args) {
+    check_stack(L, int(args.size()) + 2, "callback");
+    lua_rawgeti(L, LUA_REGISTRYINDEX, ref->ref);
+    for (const Value& a : args) push_value(L, a);
+    if (lua_pcall(L, int(args.size()), 1, 0) != 0) {
+      std::string msg = lua_isstring(L, -1) ? lua_tostring(L, -1) : "(error without message)";
+      lua_pop(L, 1);
+      throw Error(msg);
+    }
+    Value r = ::ltrun::lua::to_value(L, -1, "callback result");
+    lua_pop(L, 1);
+    return r;
+  }));
+}
+
+Value value_at(lua_State* L, int idx, const char* fn, std::vector<const void*>& path) {
+  idx = abs_index(L, idx);
+  switch (lua_type(L, idx)) {
+    case LUA_TNONE:
+    case LUA_TNIL: return Value();
+    case LUA_TBOOLEAN: return Value(lua_toboolean(L, idx) != 0);
+    case LUA_TNUMBER: return Value(lua_tonumber(L, idx));
+    case LUA_TSTRING: {
+      size_t n = 0;
+      const char* s = lua_tolstring(L, idx, &n);
+      return Value(std::string(s, n));
+    }
+    case LUA_TTABLE: return table_value(L, idx, fn, path);
+    case LUA_TFUNCTION: return function_value(L, idx, fn);
+    default:
+      if (is_tensor(L, idx)) return Value(check_tensor(L, idx, fn));
+      for (const auto& [meta, unbox] : unboxers())
+        if (luaL_testudata(L, idx, meta)) return Value(Opaque{meta, unbox(L, idx)});
+      return Value(Opaque{type_name(L, idx), nullptr});
+  }
+}
+}  // namespace
+
+Value to_value(lua_State* L, int idx, const char* fn) {
+  std::vector<const void*> path;
+  return value_at(L, idx, fn, path);
+}
+
+Options options(lua_State* L, int idx, const char* fn) { return Options(to_value(L, idx, fn), fn, idx); }
+
+void register_unbox(const char* meta, Unbox unbox) { unboxers().emplace_back(meta, unbox); }
+
+namespace {
+int call_script(lua_State* L) {
+  const auto& f = *static_cast<const ScriptFunction*>(lua_touserdata(L, lua_upvalueindex(1)));
+  List args;
+  for (int i = 1; i <= lua_gettop(L); ++i) args.push_back(to_value(L, i, f.name));
+  const List results = f.fn(Args(std::move(args), f.name, run_context(L)));
+  check_stack(L, int(results.size()), f.name);
+  for (const Value& r : results) push_value(L, r);
+  return int(results.size());
+}
+}  // namespace
+
+void set_script_funcs(lua_State* L, const std::vector<ScriptFunction>& fs) {
+  for (const ScriptFunction& f : fs) {
+    lua_pushlightuserdata(L, const_cast<ScriptFunction*>(&f));
+    lua_pushcclosure(L, LT_FN(call_script), 1);
+    const char* key = f.name;  // "lt.diag.splits" -> "splits", "model:forward" -> "forward"
+    for (const char* c = f.name; *c; ++c)
+      if (*c == '.' || *c == ':') key = c + 1;
+    lua_setfield(L, -2, key);
+  }
+}
+
+void push_value(lua_State* L, const Value& v) {
+  check_stack(L, 3, "push_value");
+  std::visit(
+      [L](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, bool>) lua_pushboolean(L, x);
+        else if constexpr (std::is_same_v<T, double>) lua_pushnumber(L, x);
+        else if constexpr (std::is_same_v<T, std::string>) push(L, x);
+        else if constexpr (std::is_same_v<T, at::Tensor>) push_tensor(L, x);
+        else if constexpr (std::is_same_v<T, std::shared_ptr<Table>>) {
+          lua_createtable(L, int(x->array.size()), int(x->fields.size() + x->numbers.size()));
+          for (size_t i = 0; i < x->array.size(); ++i) {
+            push_value(L, x->array[i]);
+            lua_rawseti(L, -2, int(i + 1));
+          }
+          for (const auto& [k, e] : x->numbers) {
+            lua_pushnumber(L, k);
+            push_value(L, e);
+            lua_rawset(L, -3);
+          }
+          for (const auto& [k, e] : x->fields) {
+            push_value(L, e);
+            lua_setfield(L, -2, k.c_str());
+          }
+        } else lua_pushnil(L);  // nil; functions and opaque values do not go back to Lua
+      },
+      v.v);
 }
 
 std::string value_text(lua_State* L, int idx) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <climits>
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -17,6 +18,8 @@
 #include "runtime/core/fields.h"
 #include "runtime/core/run_context.h"
 #include "runtime/core/interrupt.h"
+#include "runtime/core/options.h"
+#include "runtime/core/value.h"
 
 namespace ltrun::lua {
 
@@ -214,6 +217,21 @@ struct LuaRef {
   // calls the function pushed with its nargs arguments, leaving nresults; errors as above
   void pcall(const std::string& context, int nargs, int nresults) const;
 };
+
+// The one reader and the one pusher between Lua values and runtime Values
+// (runtime/core/value.h). to_value: tensors stay tensors, functions become Functions that call
+// back into L (an error in one is thrown with its message), other userdata become Opaque
+// values named by their type; a table that contains itself is an error naming fn.
+Value to_value(lua_State* L, int idx, const char* fn);
+void push_value(lua_State* L, const Value& v);
+// Options(to_value(L, idx, fn), fn, idx): the option table argument idx of fn
+Options options(lua_State* L, int idx, const char* fn);
+// Userdata of type `meta` become Opaque values holding unbox(L, idx) (alive while L holds it).
+using Unbox = std::shared_ptr<void> (*)(lua_State* L, int idx);
+void register_unbox(const char* meta, Unbox unbox);
+// Registers runtime functions into the table on top of the stack, each under the last part of
+// its name: a call converts the arguments (to_value), runs f.fn and pushes its results.
+void set_script_funcs(lua_State* L, const std::vector<ScriptFunction>& fs);
 
 // Value of a Lua scalar as text for the run store: numbers as %.17g-shortest, booleans
 // true/false, strings raw, tables as JSON.

@@ -603,6 +603,9 @@ void register_model(lua_State* L) {
       {"n_params", LT_FN(m_n_params)}, {"to", LT_FN(m_to)}, {"free", LT_FN(m_free)},
       {"layer", LT_FN(m_layer)}, {"parts", LT_FN(m_parts)}, {nullptr, nullptr}};
   new_class(L, kMeta, methods, LT_FN(m_index), m_gc, LT_FN(m_tostring), model_train_methods());
+  register_unbox(kMeta, [](lua_State* L, int idx) {  // the userdata outlives the call it is passed to
+    return std::shared_ptr<void>(luaL_testudata(L, idx, kMeta), [](void*) {});
+  });
   new_module(L, "model");
   static const luaL_Reg fns[] = {{"load", LT_FN(l_load)}, {"new", LT_FN(l_new)}, {"hybrid", LT_FN(l_hybrid)},
                                  {"info", LT_FN(l_info)},
