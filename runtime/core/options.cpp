@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 namespace ltrun {
@@ -16,6 +17,14 @@ int64_t integer_in(double v, const std::string& what, int64_t lo, int64_t hi) {
 int64_t to_integer(const Value& x, const std::string& what, int64_t lo, int64_t hi) {
   if (!x.is_number()) fail("{}: expected an integer, got {}", what, x.type_name());
   return integer_in(x.num(), what, lo, hi);
+}
+
+std::optional<std::string> text_of(const Value& x) {
+  if (x.is_string()) return x.str();
+  if (!x.is_number()) return std::nullopt;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.14g", x.num());
+  return std::string(buf);
 }
 
 namespace {

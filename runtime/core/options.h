@@ -30,6 +30,9 @@ std::vector<int64_t> integers_of(const Value& t, const std::string& fn, const st
                                  int64_t lo = -kMaxExactInteger, int64_t hi = kMaxExactInteger);
 std::vector<std::string> strings_of(const Value& t, const std::string& fn, const std::string& what);
 
+// A string, or a number as Lua writes it (%.14g); nullopt for anything else.
+std::optional<std::string> text_of(const Value& x);
+
 // An option table: nil (no options) or a table, argument `arg` of fn.
 class Options {
  public:
