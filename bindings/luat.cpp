@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <new>
 
 #include "bindings/json.h"
 #include "bindings/tensor.h"
@@ -305,7 +306,7 @@ void set_funcs(lua_State* L, const luaL_Reg* fns) {
 }
 
 void new_class(lua_State* L, const char* name, const luaL_Reg* methods, lua_CFunction index,
-               lua_CFunction gc, lua_CFunction tostring, const luaL_Reg* more) {
+               lua_CFunction gc, lua_CFunction tostring, const std::vector<ScriptFunction>& more) {
   luaL_newmetatable(L, name);
   set_field(L, "__name", name);
   lua_pushcfunction(L, gc);
@@ -314,7 +315,7 @@ void new_class(lua_State* L, const char* name, const luaL_Reg* methods, lua_CFun
   lua_setfield(L, -2, "__tostring");
   lua_newtable(L);
   set_funcs(L, methods);
-  if (more) set_funcs(L, more);
+  set_script_funcs(L, more);
   lua_pushcclosure(L, index, 1);
   lua_setfield(L, -2, "__index");
   lua_pop(L, 1);
@@ -438,16 +439,76 @@ Options options(lua_State* L, int idx, const char* fn) { return Options(to_value
 void register_unbox(const char* meta, Unbox unbox) { unboxers().emplace_back(meta, unbox); }
 
 namespace {
-int call_script(lua_State* L) {
-  const auto& f = *static_cast<const ScriptFunction*>(lua_touserdata(L, lua_upvalueindex(1)));
+// types of new_script_class: their objects are userdata holding a std::shared_ptr<void>
+std::vector<const char*>& object_types() {
+  static std::vector<const char*> t;
+  return t;
+}
+
+void push_object(lua_State* L, const Opaque& o) {
+  for (const char* type : object_types())
+    if (o.type == type) {
+      new (lua_newuserdata(L, sizeof(std::shared_ptr<void>))) std::shared_ptr<void>(o.ptr);
+      luaL_getmetatable(L, type);
+      lua_setmetatable(L, -2);
+      return;
+    }
+  lua_pushnil(L);  // functions and other opaque values do not go back to Lua
+}
+
+int run_script(lua_State* L, const ScriptFunction& f) {
   List args;
   for (int i = 1; i <= lua_gettop(L); ++i) args.push_back(to_value(L, i, f.name));
-  const List results = f.fn(Args(std::move(args), f.name, run_context(L)));
+  const List results = f.fn(Args(args, f.name, run_context(L)));
   check_stack(L, int(results.size()), f.name);
-  for (const Value& r : results) push_value(L, r);
+  for (const Value& r : results) {
+    const auto* o = std::get_if<Opaque>(&r.v);
+    int same = 0;
+    for (int i = 1; o && o->ptr && i <= int(args.size()) && !same; ++i) {
+      const auto* a = std::get_if<Opaque>(&args[size_t(i - 1)].v);
+      if (a && a->ptr == o->ptr) same = i;
+    }
+    if (same) lua_pushvalue(L, same);
+    else push_value(L, r);
+  }
   return int(results.size());
 }
+
+int call_script(lua_State* L) {
+  return run_script(L, *static_cast<const ScriptFunction*>(lua_touserdata(L, lua_upvalueindex(1))));
+}
+
+int object_index(lua_State* L) {  // methods (upvalue 1) first, then the class's index (upvalue 2)
+  lua_pushvalue(L, 2);
+  lua_rawget(L, lua_upvalueindex(1));
+  if (!lua_isnil(L, -1)) return 1;
+  lua_pop(L, 1);
+  return run_script(L, *static_cast<const ScriptFunction*>(lua_touserdata(L, lua_upvalueindex(2))));
+}
+
+int object_gc(lua_State* L) {
+  static_cast<std::shared_ptr<void>*>(lua_touserdata(L, 1))->~shared_ptr();
+  return 0;
+}
 }  // namespace
+
+void new_script_class(lua_State* L, const ScriptClass& c) {
+  object_types().push_back(c.type);
+  register_unbox(c.type, [](lua_State* L, int idx) { return *static_cast<std::shared_ptr<void>*>(lua_touserdata(L, idx)); });
+  luaL_newmetatable(L, c.type);
+  set_field(L, "__name", c.type);
+  lua_pushcfunction(L, object_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pushlightuserdata(L, const_cast<ScriptFunction*>(&c.tostring));
+  lua_pushcclosure(L, LT_FN(call_script), 1);
+  lua_setfield(L, -2, "__tostring");
+  lua_newtable(L);
+  set_script_funcs(L, c.methods);
+  lua_pushlightuserdata(L, const_cast<ScriptFunction*>(&c.index));
+  lua_pushcclosure(L, LT_FN(object_index), 2);
+  lua_setfield(L, -2, "__index");
+  lua_pop(L, 1);
+}
 
 void set_script_funcs(lua_State* L, const std::vector<ScriptFunction>& fs) {
   for (const ScriptFunction& f : fs) {
@@ -484,7 +545,8 @@ void push_value(lua_State* L, const Value& v) {
             push_value(L, e);
             lua_setfield(L, -2, k.c_str());
           }
-        } else lua_pushnil(L);  // nil; functions and opaque values do not go back to Lua
+        } else if constexpr (std::is_same_v<T, Opaque>) push_object(L, x);
+        else lua_pushnil(L);  // nil; functions do not go back to Lua
       },
       v.v);
 }

@@ -191,9 +191,13 @@ void set_funcs(lua_State* L, const luaL_Reg* fns);
 // The metatable of a userdata type: __name, __gc (unwrapped: it must not throw),
 // __tostring, and __index = `index` holding the method table as upvalue 1 (index looks
 // methods up there first, then computes properties). Leaves nothing on the stack.
-// more: a second method table (another binding file's methods of the same type), or nullptr.
+// more: methods of the type that runtime implements (set_script_funcs).
 void new_class(lua_State* L, const char* name, const luaL_Reg* methods, lua_CFunction index,
-               lua_CFunction gc, lua_CFunction tostring, const luaL_Reg* more = nullptr);
+               lua_CFunction gc, lua_CFunction tostring, const std::vector<ScriptFunction>& more = {});
+// The metatable of runtime objects of class c (runtime/core/options.h: ScriptClass): a
+// userdata holding the object's shared_ptr, its methods, c.index for other keys, c.tostring.
+// Opaque values of type c.type go to Lua as such userdata and come back as they were.
+void new_script_class(lua_State* L, const ScriptClass& c);
 // lt.<name> = new table (left on the stack)
 void new_module(lua_State* L, const char* name);
 
@@ -230,7 +234,8 @@ Options options(lua_State* L, int idx, const char* fn);
 using Unbox = std::shared_ptr<void> (*)(lua_State* L, int idx);
 void register_unbox(const char* meta, Unbox unbox);
 // Registers runtime functions into the table on top of the stack, each under the last part of
-// its name: a call converts the arguments (to_value), runs f.fn and pushes its results.
+// its name: a call converts the arguments (to_value), runs f.fn and pushes its results (an
+// object an argument held comes back as that argument: m:freeze(spec) returns m itself).
 void set_script_funcs(lua_State* L, const std::vector<ScriptFunction>& fs);
 
 // Value of a Lua scalar as text for the run store: numbers as %.17g-shortest, booleans

@@ -18,7 +18,7 @@
 #include "bindings/model.h"
 #include "bindings/tensor.h"
 #include "bindings/tokenizer.h"
-#include "bindings/train.h"
+#include "runtime/train/script.h"
 #include "runtime/core/device.h"
 #include "runtime/model/create.h"
 #include "runtime/model/generate.h"
@@ -602,7 +602,7 @@ void register_model(lua_State* L) {
       {"clone", LT_FN(m_clone)}, {"save", LT_FN(m_save)}, {"parameters", LT_FN(m_parameters)},
       {"n_params", LT_FN(m_n_params)}, {"to", LT_FN(m_to)}, {"free", LT_FN(m_free)},
       {"layer", LT_FN(m_layer)}, {"parts", LT_FN(m_parts)}, {nullptr, nullptr}};
-  new_class(L, kMeta, methods, LT_FN(m_index), m_gc, LT_FN(m_tostring), model_train_methods());
+  new_class(L, kMeta, methods, LT_FN(m_index), m_gc, LT_FN(m_tostring), train::model_methods());
   register_unbox(kMeta, [](lua_State* L, int idx) {  // the userdata outlives the call it is passed to
     return std::shared_ptr<void>(luaL_testudata(L, idx, kMeta), [](void*) {});
   });

@@ -118,6 +118,15 @@ struct ScriptFunction {
   List (*fn)(const Args&);
 };
 
+// A type of object runtime makes and scripts hold (Opaque values of `type` whose ptr owns the
+// object): its methods ("reference:logprobs"), index (self, key) → a property or nil, and
+// tostring (self) → text. bindings/luat.h: new_script_class.
+struct ScriptClass {
+  const char* type;
+  std::vector<ScriptFunction> methods;
+  ScriptFunction index, tostring;
+};
+
 // The known keys of a function: its own, then a shared set.
 std::vector<const char*> option_keys(std::initializer_list<const char*> own, const std::vector<const char*>& shared);
 
