@@ -8,6 +8,7 @@
 
 #include "bindings/json.h"
 #include "bindings/tensor.h"
+#include "runtime/core/json_value.h"
 
 namespace ltrun::lua {
 
@@ -385,6 +386,11 @@ Value table_value(lua_State* L, int idx, const char* fn, std::vector<const void*
     }
     lua_pop(L, 1);
   }
+  if (n == 0 && lua_getmetatable(L, idx)) {  // lt.json.array_mt: an empty JSON array
+    luaL_getmetatable(L, kJsonArrayMeta);
+    t.json_array = lua_rawequal(L, -1, -2);
+    lua_pop(L, 2);
+  }
   path.pop_back();
   return v;
 }
@@ -422,6 +428,7 @@ Value value_at(lua_State* L, int idx, const char* fn, std::vector<const void*>& 
     case LUA_TFUNCTION: return function_value(L, idx, fn);
     default:
       if (is_tensor(L, idx)) return Value(check_tensor(L, idx, fn));
+      if (is_json_null(L, idx)) return Value(Opaque{kJsonNull, nullptr});
       for (const auto& [meta, unbox] : unboxers())
         if (luaL_testudata(L, idx, meta)) return Value(Opaque{meta, unbox(L, idx)});
       return Value(Opaque{type_name(L, idx), nullptr});
@@ -446,6 +453,7 @@ std::vector<const char*>& object_types() {
 }
 
 void push_object(lua_State* L, const Opaque& o) {
+  if (o.type == kJsonNull) return push_json_null(L);
   for (const char* type : object_types())
     if (o.type == type) {
       new (lua_newuserdata(L, sizeof(std::shared_ptr<void>))) std::shared_ptr<void>(o.ptr);
@@ -545,6 +553,7 @@ void push_value(lua_State* L, const Value& v) {
             push_value(L, e);
             lua_setfield(L, -2, k.c_str());
           }
+          if (x->json_array) luaL_setmetatable(L, kJsonArrayMeta);
         } else if constexpr (std::is_same_v<T, Opaque>) push_object(L, x);
         else lua_pushnil(L);  // nil; functions do not go back to Lua
       },

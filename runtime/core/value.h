@@ -27,6 +27,7 @@ struct Table {
   std::map<std::string, Value> fields;
   std::map<double, Value> numbers;
   std::string odd_key;  // the type name of a key neither string nor number ("" when none)
+  bool json_array = false;  // empty, and marked to encode as [] (lt.json.array_mt)
 };
 
 // A script function: called with arguments, returns its first result; its errors are thrown
