@@ -26,23 +26,9 @@ double check_number(lua_State* L, int idx, const char* fn) {
   return lua_tonumber(L, idx);
 }
 
-namespace {
-// v as an integer in [lo, hi], or an error "`what`: ..." (the comparisons are in double,
-// before any conversion, so NaN, inf and 2^70 are refused too)
-int64_t integer_in(double v, const std::string& what, int64_t lo, int64_t hi) {
-  if (!(v == std::floor(v))) fail("{}: expected an integer, got {}", what, v);
-  if (!(v >= double(lo) && v <= double(hi))) fail("{}: {} is out of range {}..{}", what, v, lo, hi);
-  return int64_t(v);
-}
-}  // namespace
-
 int64_t check_integer(lua_State* L, int idx, const char* fn, int64_t lo, int64_t hi) {
   const double v = check_number(L, idx, fn);
   return integer_in(v, fmt::format("{}: argument {}", fn, idx), lo, hi);
-}
-
-int check_int(lua_State* L, int idx, const char* fn, int lo, int hi) {
-  return int(check_integer(L, idx, fn, lo, hi));
 }
 
 int64_t to_integer(lua_State* L, int idx, const std::string& what, int64_t lo, int64_t hi) {
@@ -84,18 +70,6 @@ bool get_field(lua_State* L, int idx, const char* key) {
 
 void check_options(lua_State* L, int idx, const char* fn, std::initializer_list<const char*> known) {
   check_options(L, idx, fn, std::vector<const char*>(known));
-}
-
-std::vector<const char*> option_keys(std::initializer_list<const char*> own, const std::vector<const char*>& shared) {
-  std::vector<const char*> out(own);
-  out.insert(out.end(), shared.begin(), shared.end());
-  return out;
-}
-
-void refuse_renamed(lua_State* L, int idx, const char* fn, const char* old, const std::string& hint) {
-  if (!get_field(L, idx, old)) return;
-  lua_pop(L, 1);
-  fail("{}: option '{}' was renamed: {}", fn, old, hint);
 }
 
 void check_options(lua_State* L, int idx, const char* fn, const std::vector<const char*>& known) {
@@ -174,36 +148,6 @@ std::optional<bool> opt_bool(lua_State* L, int idx, const char* key, const char*
   return v;
 }
 
-void read_member(lua_State* L, int idx, const char* key, const char* fn, double& v, int64_t, int64_t) {
-  v = opt_number(L, idx, key, fn).value_or(v);
-}
-void read_member(lua_State* L, int idx, const char* key, const char* fn, int64_t& v, int64_t lo, int64_t hi) {
-  v = opt_integer(L, idx, key, fn, lo, hi).value_or(v);
-}
-void read_member(lua_State* L, int idx, const char* key, const char* fn, int& v, int64_t lo, int64_t hi) {
-  v = int(opt_integer(L, idx, key, fn, std::max<int64_t>(lo, INT32_MIN), std::min<int64_t>(hi, INT32_MAX)).value_or(v));
-}
-void read_member(lua_State* L, int idx, const char* key, const char* fn, uint64_t& v, int64_t lo, int64_t hi) {
-  v = uint64_t(opt_integer(L, idx, key, fn, std::max<int64_t>(lo, 0), hi).value_or(int64_t(v)));
-}
-void read_member(lua_State* L, int idx, const char* key, const char* fn, bool& v, int64_t, int64_t) {
-  v = opt_bool(L, idx, key, fn).value_or(v);
-}
-void read_member(lua_State* L, int idx, const char* key, const char* fn, std::string& v, int64_t, int64_t) {
-  v = opt_string(L, idx, key, fn).value_or(v);
-}
-void read_member(lua_State* L, int idx, const char* key, const char* fn, std::vector<std::string>& v, int64_t,
-                 int64_t) {
-  if (!get_field(L, idx, key)) return;
-  lua_pop(L, 1);
-  v = opt_strings(L, idx, key, fn);
-}
-void read_member(lua_State* L, int idx, const char* key, const char* fn, std::vector<double>& v, int64_t, int64_t) {
-  if (!get_field(L, idx, key)) return;
-  v = read_numbers(L, lua_gettop(L), fn, key);
-  lua_pop(L, 1);
-}
-
 namespace {
 const char kRunContextKey[] = "ltrun.run_context";
 }
@@ -222,11 +166,6 @@ RunContext& run_context(lua_State* L) {
     return none;
   }
   return *ctx;
-}
-
-uint64_t opt_seed(lua_State* L, int idx, const char* fn, const char* stream, const char* key) {
-  if (auto s = opt_integer(L, idx, key, fn, 0, int64_t(kSeedLimit) - 1)) return uint64_t(*s);
-  return run_context(L).stream(stream);
 }
 
 void push(lua_State* L, const std::string& s) { lua_pushlstring(L, s.data(), s.size()); }
@@ -270,56 +209,11 @@ std::vector<double> read_numbers(lua_State* L, int idx, const char* fn, const ch
   return v;
 }
 
-std::vector<int64_t> read_integers(lua_State* L, int idx, const char* fn, const char* what, int64_t lo, int64_t hi) {
-  std::vector<int64_t> v;
-  each(L, idx, fn, what, [&](int i) { v.push_back(to_integer(L, -1, fmt::format("{}: {}[{}]", fn, what, i), lo, hi)); });
-  return v;
-}
-
-std::vector<std::string> read_strings(lua_State* L, int idx, const char* fn, const char* what) {
-  std::vector<std::string> v;
-  each(L, idx, fn, what, [&](int i) {
-    if (lua_type(L, -1) != LUA_TSTRING) fail("{}: {}[{}]: expected a string, got {}", fn, what, i, type_name(L, -1));
-    v.push_back(lua_tostring(L, -1));
-  });
-  return v;
-}
-
-std::vector<std::string> opt_strings(lua_State* L, int t, const char* key, const char* fn) {
-  std::vector<std::string> out;
-  if (!get_field(L, t, key)) return out;
-  if (lua_type(L, -1) == LUA_TSTRING) out.push_back(lua_tostring(L, -1));
-  else if (lua_istable(L, -1)) out = read_strings(L, lua_gettop(L), fn, key);
-  else {
-    const std::string tn = type_name(L, -1);
-    lua_pop(L, 1);
-    fail("{}: option {}: expected a string or a list of strings, got {}", fn, key, tn);
-  }
-  lua_pop(L, 1);
-  return out;
-}
-
 void set_funcs(lua_State* L, const luaL_Reg* fns) {
   for (; fns->name; fns++) {
     lua_pushcfunction(L, fns->func);
     lua_setfield(L, -2, fns->name);
   }
-}
-
-void new_class(lua_State* L, const char* name, const luaL_Reg* methods, lua_CFunction index,
-               lua_CFunction gc, lua_CFunction tostring, const std::vector<ScriptFunction>& more) {
-  luaL_newmetatable(L, name);
-  set_field(L, "__name", name);
-  lua_pushcfunction(L, gc);
-  lua_setfield(L, -2, "__gc");
-  lua_pushcfunction(L, tostring);
-  lua_setfield(L, -2, "__tostring");
-  lua_newtable(L);
-  set_funcs(L, methods);
-  set_script_funcs(L, more);
-  lua_pushcclosure(L, index, 1);
-  lua_setfield(L, -2, "__index");
-  lua_pop(L, 1);
 }
 
 void new_module(lua_State* L, const char* name) {
@@ -330,29 +224,27 @@ void new_module(lua_State* L, const char* name) {
   lua_remove(L, -2);
 }
 
-LuaRef::LuaRef(lua_State* l, int idx, const char* fn, const char* what) : L(l) {
-  idx = abs_index(L, idx);
-  if (lua_isnil(L, idx)) return;
-  if (!lua_isfunction(L, idx)) fail("{}: {}: expected a function, got {}", fn, what, type_name(L, idx));
-  lua_pushvalue(L, idx);
-  ref = luaL_ref(L, LUA_REGISTRYINDEX);
-}
-
-LuaRef::~LuaRef() { luaL_unref(L, LUA_REGISTRYINDEX, ref); }
-
-void LuaRef::pcall(const std::string& context, int nargs, int nresults) const {
-  if (lua_pcall(L, nargs, nresults, 0) != 0) {
-    std::string msg = lua_isstring(L, -1) ? lua_tostring(L, -1) : "(error without message)";
-    lua_pop(L, 1);
-    fail("{}: {}", context, msg);
-  }
-}
-
 namespace {
 // Deepest nesting of tables to_value follows (it recurses once per level).
 constexpr size_t kMaxValueDepth = 200;
 
 Value value_at(lua_State* L, int idx, const char* fn, std::vector<const void*>& path);
+
+// A Lua function kept in the registry while a Function (to_value) holds it.
+struct LuaRef {
+  lua_State* L;
+  int ref;
+  LuaRef(lua_State* l, int idx) : L(l) {
+    lua_pushvalue(L, idx);
+    ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  }
+  ~LuaRef() { luaL_unref(L, LUA_REGISTRYINDEX, ref); }
+  LuaRef(const LuaRef&) = delete;
+  LuaRef& operator=(const LuaRef&) = delete;
+};
+
+// Userdata of type `meta` become Opaque values holding unbox(L, idx)
+using Unbox = std::shared_ptr<void> (*)(lua_State* L, int idx);
 
 std::vector<std::pair<const char*, Unbox>>& unboxers() {
   static std::vector<std::pair<const char*, Unbox>> u;
@@ -396,7 +288,7 @@ Value table_value(lua_State* L, int idx, const char* fn, std::vector<const void*
 }
 
 Value function_value(lua_State* L, int idx, const char* fn) {
-  auto ref = std::make_shared<LuaRef>(L, idx, fn, "function");
+  auto ref = std::make_shared<LuaRef>(L, idx);
   return Value(Function([L, ref](const List& args) {
     check_stack(L, int(args.size()) + 2, "callback");
     lua_rawgeti(L, LUA_REGISTRYINDEX, ref->ref);
@@ -442,8 +334,6 @@ Value to_value(lua_State* L, int idx, const char* fn) {
 }
 
 Options options(lua_State* L, int idx, const char* fn) { return Options(to_value(L, idx, fn), fn, idx); }
-
-void register_unbox(const char* meta, Unbox unbox) { unboxers().emplace_back(meta, unbox); }
 
 namespace {
 // types of new_script_class: their objects are userdata holding a std::shared_ptr<void>
@@ -502,7 +392,9 @@ int object_gc(lua_State* L) {
 
 void new_script_class(lua_State* L, const ScriptClass& c) {
   object_types().push_back(c.type);
-  register_unbox(c.type, [](lua_State* L, int idx) { return *static_cast<std::shared_ptr<void>*>(lua_touserdata(L, idx)); });
+  unboxers().emplace_back(c.type, [](lua_State* L, int idx) {
+    return *static_cast<std::shared_ptr<void>*>(lua_touserdata(L, idx));
+  });
   luaL_newmetatable(L, c.type);
   set_field(L, "__name", c.type);
   lua_pushcfunction(L, object_gc);
