@@ -9,6 +9,7 @@
 #include "bindings/json.h"
 #include "bindings/tensor.h"
 #include "runtime/core/json_value.h"
+#include "runtime/store/script.h"
 
 namespace ltrun::lua {
 
@@ -414,8 +415,8 @@ void set_script_funcs(lua_State* L, const std::vector<ScriptFunction>& fs) {
   for (const ScriptFunction& f : fs) {
     lua_pushlightuserdata(L, const_cast<ScriptFunction*>(&f));
     lua_pushcclosure(L, LT_FN(call_script), 1);
-    const char* key = f.name;  // "lt.diag.splits" -> "splits", "model:forward" -> "forward"
-    for (const char* c = f.name; *c; ++c)
+    const char* key = f.key ? f.key : f.name;  // "lt.diag.splits" -> "splits", "model:forward" -> "forward"
+    for (const char* c = key; *c && !f.key; ++c)
       if (*c == '.' || *c == ':') key = c + 1;
     lua_setfield(L, -2, key);
   }
@@ -452,17 +453,6 @@ void push_value(lua_State* L, const Value& v) {
       v.v);
 }
 
-std::string value_text(lua_State* L, int idx) {
-  switch (lua_type(L, idx)) {
-    case LUA_TNUMBER: {
-      double v = lua_tonumber(L, idx);
-      return fmt::format("{}", v);
-    }
-    case LUA_TBOOLEAN: return lua_toboolean(L, idx) ? "true" : "false";
-    case LUA_TSTRING: return lua_tostring(L, idx);
-    case LUA_TNIL: return "";
-    default: return json_encode(L, idx, false);
-  }
-}
+std::string value_text(lua_State* L, int idx) { return store::value_text(to_value(L, idx, "lt.json.encode")); }
 
 }  // namespace ltrun::lua

@@ -111,11 +111,12 @@ class Args {
   const RunContext& run_;
 };
 
-// A function scripts call: its full name (lt.diag.splits) and its body, which reads its
+// A function scripts call: its full name (lt.diag.splits, as its errors say) and its body, which reads its
 // arguments and returns its results (bindings/luat.h: set_script_funcs registers a list).
 struct ScriptFunction {
   const char* name;
   List (*fn)(const Args&);
+  const char* key = nullptr;  // its key in the module when not the name's last part
 };
 
 // A type of object runtime makes and scripts hold (Opaque values of `type` whose ptr owns the
