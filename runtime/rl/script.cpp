@@ -53,9 +53,9 @@ List policy_loss_fn(const Args& a) {
   lo.kl = o.number("kl").value_or(0.0);
   lo.agg = parse_agg(o.string("agg").value_or("token-mean"));
   lo.max_len = o.integer("max_len").value_or(0);
-  const PolicyLoss r = policy_loss(field_tensor(o, "logp"), field_tensor(o, "old_logp"),
-                                   field_tensor(o, "ref_logp", false), field_tensor(o, "adv"),
-                                   field_tensor(o, "mask"), lo);
+  const at::Tensor logp = field_tensor(o, "logp"), old = field_tensor(o, "old_logp");
+  const at::Tensor ref = field_tensor(o, "ref_logp", false), adv = field_tensor(o, "adv");
+  const PolicyLoss r = policy_loss(logp, old, ref, adv, field_tensor(o, "mask"), lo);
   return {Value::table().set("loss", r.loss).set("pg", r.pg.item<double>()).set("kl", r.kl.item<double>())
               .set("clip_frac", r.clip_frac).set("approx_kl", r.approx_kl).set("ratio_mean", r.ratio_mean)};
 }
