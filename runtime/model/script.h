@@ -1,7 +1,7 @@
 // runtime/model/script.h: lt.model (load, new, hybrid, info), the lt.Model class (forward with
 // capture / resume / intervene / logits-where-asked, lens, generate (strings or ids), clone,
 // save, parameters, to, free, layer, parts) and lt.tokenizer / lt.Tokenizer for scripts
-// (bindings/model.cpp and bindings/tokenizer.cpp register these). Residual indices follow
+// (bindings/model.cpp registers these). Residual indices follow
 // the runtime's convention: out.hidden[0] = embeddings, out.hidden[l+1] = residual after
 // block l (0-based keys). Hook sites inside a block (model.h: mixer_out, resid_mid, mlp_out,
 // resid_post):
