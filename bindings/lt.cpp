@@ -5,13 +5,12 @@
 #include "bindings/json.h"
 #include "bindings/luat.h"
 #include "bindings/tensor.h"
-#include "bindings/tokenizer.h"
 #include "runtime/core/device.h"
 
 namespace ltrun::lua {
 
 void register_run(lua_State* L);     // bindings/run.cpp: lt.run
-void register_model(lua_State* L);   // bindings/model.cpp: lt.model, lt.Model
+void register_model(lua_State* L);   // bindings/model.cpp: lt.model, lt.Model, lt.tokenizer
 void register_eval(lua_State* L);    // bindings/eval.cpp: lt.eval
 void register_stats(lua_State* L);   // bindings/stats.cpp: lt.stats (ranks, correlations, Jaccard)
 void register_proc(lua_State* L);    // bindings/proc.cpp: lt.proc (child processes from argv arrays)
@@ -32,7 +31,6 @@ void open_lt(lua_State* L) {
   register_tensor(L);
   register_json(L);
   register_run(L);
-  register_tokenizer(L);
   register_model(L);
   register_eval(L);
   register_stats(L);

@@ -1,8 +1,8 @@
 // runtime/core/fields.h: a struct's fields as data, for options and results that cross into a
 // script: the key each is known by, its member, and for integers the range accepted. One reader
 // fills any options struct from these and one writer turns any result struct into a table
-// (bindings/luat.h read_fields / set_fields), so a key, its default (the struct's initializer)
-// and its bounds sit beside the struct they describe, and no binding spells them again.
+// (runtime/core/options.h: Options::read; runtime/core/value.h: Value::record), so a key, its
+// default (the struct's initializer) and its bounds sit beside the struct they describe.
 #pragma once
 #include <cstdint>
 #include <string>

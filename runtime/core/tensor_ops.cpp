@@ -10,6 +10,7 @@
 #include "runtime/core/device.h"
 #include "runtime/core/env.h"
 #include "runtime/core/error.h"
+#include "runtime/core/value.h"
 
 namespace ltrun {
 
@@ -188,6 +189,46 @@ const std::vector<NamedReduction>& reductions() {
       {"amax", Reduction::amax}, {"amin", Reduction::amin}, {"all", Reduction::all},
       {"any", Reduction::any},   {"logsumexp", Reduction::logsumexp}};
   return r;
+}
+
+namespace {
+// Deepest nesting of rows a table may have: LibTorch tensors of more dimensions than this are
+// not a use case, and the walk below recurses once per level.
+constexpr size_t kMaxTableDims = 64;
+
+void walk(const Value& t, size_t depth, TableData& d, const std::string& fn) {
+  if (depth >= kMaxTableDims) fail("{}: a table nested deeper than {} levels", fn, kMaxTableDims);
+  const int64_t n = int64_t(t.size());
+  if (d.shape.size() == depth) d.shape.push_back(n);
+  else if (d.shape[depth] != n) fail("{}: ragged table: a row of length {} where {} was expected", fn, n, d.shape[depth]);
+  for (const Value& x : t.tab().array) {
+    if (x.is_number()) {
+      if (d.shape.size() != depth + 1) fail("{}: ragged table: a number where a row was expected", fn);
+      d.values.push_back(x.num());
+    } else if (const bool* b = std::get_if<bool>(&x.v)) {
+      d.any_bool = true;
+      d.values.push_back(*b ? 1.0 : 0.0);
+    } else if (x.is_table()) {
+      walk(x, depth + 1, d, fn);
+    } else {
+      fail("{}: tables may hold only numbers, booleans and rows, not {}", fn, x.type_name());
+    }
+  }
+}
+}  // namespace
+
+TableData table_data(const Value& v, const std::string& fn) {
+  TableData d;
+  walk(v, 0, d, fn);
+  return d;
+}
+
+at::Tensor tensor_from(const Value& v, const std::string& fn, int arg, c10::ScalarType number_dtype) {
+  if (v.is_tensor()) return v.tensor();
+  if (v.is_number()) return at::scalar_tensor(v.num(), number_dtype);
+  if (!v.is_table()) fail("{}: argument {}: expected a tensor, number or table, got {}", fn, arg, v.type_name());
+  const TableData d = table_data(v, fn);
+  return at::tensor(d.values, at::kDouble).reshape(d.shape).to(d.any_bool ? at::kBool : number_dtype);
 }
 
 }  // namespace ltrun

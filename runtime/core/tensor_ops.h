@@ -13,6 +13,19 @@
 
 namespace ltrun {
 
+struct Value;
+// A tensor from a script value: a tensor as it is, a number (of number_dtype), or a nested
+// table of numbers and booleans (rows of equal length; bool when any entry is a boolean, else
+// number_dtype). Anything else: "fn: argument ARG: expected a tensor, number or table, got T".
+at::Tensor tensor_from(const Value& v, const std::string& fn, int arg, c10::ScalarType number_dtype);
+// The nested table's values as doubles, its shape and whether it held a boolean.
+struct TableData {
+  std::vector<double> values;
+  std::vector<int64_t> shape;
+  bool any_bool = false;
+};
+TableData table_data(const Value& v, const std::string& fn);
+
 // i in [-size, size) → [0, size); else an error naming the index, dimension and size.
 int64_t norm_index(int64_t i, int64_t size, int64_t dim);
 // d in [-n, n) for a tensor of n >= 1 dimensions (a 0-d tensor counts as 1) → [0, n).

@@ -157,4 +157,14 @@ T.case("m:free() / m:to() inside the model's own intervene callback: an error, n
   T.raises(function() m2:forward(ids) end, "freed")
 end)
 
+T.case("a clone made inside an intervene callback is not itself running", function()
+  local m2 = lt.model.load(tmp .. "/m")
+  local ids = tok:encode("clone me while running")
+  local c
+  m2:forward(ids, { intervene = { [0] = function(h) c = m2:clone(); return h end } })
+  -- the clone has no pass of its own in progress: it frees and moves
+  T.ok(pcall(c.to, c, "cpu"), "the clone moves")
+  T.ok(pcall(c.free, c), "the clone frees")
+end)
+
 T.finish()

@@ -1,0 +1,65 @@
+// runtime/data/script.cpp: lt.data's functions over script values (runtime/data/script.h).
+#include "runtime/data/script.h"
+
+#include <ATen/ATen.h>
+
+#include "runtime/core/run_context.h"
+#include "runtime/data/corpus.h"
+
+namespace ltrun::data {
+namespace {
+
+std::vector<std::string> paths(const Options& o, const char* key) {
+  const Value& x = o[key];
+  if (x.is_nil()) return {};
+  if (x.is_string()) return {x.str()};
+  if (!x.is_table()) fail("{}: option {}: expected a path or a list of paths, got {}", o.fn(), key, x.type_name());
+  return strings_of(x, o.fn(), key);
+}
+
+// lt.data.pack{tokenizer = PATH, inputs = {PATHS} | PATH, out = DIR, field = "text",
+//              val = 0.01, seed = (stream "data.pack"), eos = TOKEN, max_bytes = 0, shard_tokens =, progress =}
+List pack_fn(const Args& a) {
+  a.table(1);
+  const Options opts = a.options(1);
+  PackOptions o;
+  opts.read(o, pack_option_fields(), true, {"inputs", "input", "seed"});
+  LT_CHECK(!o.tokenizer.empty(), "{}: option tokenizer (a tokenizer.json or model folder) is required", a.fn());
+  LT_CHECK(!o.out_dir.empty(), "{}: option out (the folder to write) is required", a.fn());
+  o.inputs = paths(opts, "inputs");
+  if (o.inputs.empty()) o.inputs = paths(opts, "input");
+  o.seed = opts.seed(a.run().stream("data.pack"));
+  return {Value::record(pack(o), pack_result_fields())};
+}
+
+// lt.data.info(DIR) → {train_tokens =, val_tokens =, eos_id =, vocab_size =}
+List info(const Args& a) {
+  const Corpus c = Corpus::open(a.string(1));
+  return {Value::table().set("train_tokens", c.tokens("train")).set("val_tokens", c.tokens("val"))
+              .set("eos_id", c.eos_id()).set("vocab_size", c.vocab_size())};
+}
+
+// lt.data.windows(DIR, {split = "train", seq_len = 128, n = 8, cursor = 0,
+//                       seed = (stream "data.windows"),
+//                       shuffle = true}) → int64 tensor [n, seq_len + 1]
+List windows(const Args& a) {
+  const Options o = a.options(2).check({"split", "seq_len", "n", "seed", "cursor", "shuffle"});
+  const Corpus c = Corpus::open(a.string(1));
+  const std::string split = o.string("split").value_or("train");
+  Windows w(c, split, o.integer("seq_len").value_or(128), o.seed(a.run().stream("data.windows")),
+            o.boolean("shuffle").value_or(split == "train"));
+  w.seek(uint64_t(o.integer("cursor").value_or(0)));
+  int64_t n = o.integer("n").value_or(8);
+  if (n < 0) n = w.count();
+  return {w.next(n)};
+}
+
+}  // namespace
+
+const std::vector<ScriptFunction>& script_functions() {
+  static const std::vector<ScriptFunction> fs = {
+      {"lt.data.pack", pack_fn}, {"lt.data.info", info}, {"lt.data.windows", windows}};
+  return fs;
+}
+
+}  // namespace ltrun::data

@@ -1,0 +1,429 @@
+// runtime/rl/script.cpp: lt.rl's functions over script values (runtime/rl/script.h).
+#include "runtime/rl/script.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+
+#include "runtime/core/tensor_ops.h"
+#include "runtime/dist/dist.h"
+#include "runtime/model/handle.h"
+#include "runtime/rl/grpo.h"
+#include "runtime/rl/logprob.h"
+#include "runtime/rl/loss.h"
+#include "runtime/rl/prepare.h"
+#include "runtime/rl/prompts.h"
+#include "runtime/rl/reference.h"
+#include "runtime/rl/reward.h"
+#include "runtime/rl/rollout.h"
+#include "runtime/train/script.h"
+
+namespace ltrun::rl {
+namespace {
+
+using model::ModelHandle;
+
+// t[key] as a tensor (float for numbers and tables); required: an error when absent
+at::Tensor field_tensor(const Options& o, const char* key, bool required = true) {
+  if (o.has(key)) return tensor_from(o[key], o.fn(), 1, at::kFloat);
+  if (required) fail("{}: missing field {}", o.fn(), key);
+  return {};
+}
+
+// lt.rl.advantages(rewards, group_size, {norm = "std" | "none", eps = 1e-6}) -> Lua array
+List advantages_fn(const Args& a) {
+  const Options o = a.options(3).check({"norm", "eps"});
+  const auto r = numbers_of(a[1], a.fn(), "rewards");
+  return {advantages(r, a.integer(2), parse_adv_norm(o.string("norm").value_or("std")), o.number("eps").value_or(1e-6))};
+}
+
+// lt.rl.policy_loss{logp=, old_logp=, ref_logp=, adv=, mask=, clip_ratio=0.2, clip_high=clip_ratio,
+//   kl=0, agg="token-mean", max_len=} -> {loss = scalar tensor (a graph when logp has one),
+//   pg, kl, clip_frac, approx_kl, ratio_mean (numbers)}
+List policy_loss_fn(const Args& a) {
+  a.table(1);
+  const Options o = a.options(1);
+  o.refuse_renamed("clip", "clip_ratio (the PPO ratio clip)");
+  o.check({"logp", "old_logp", "ref_logp", "adv", "mask", "clip_ratio", "clip_high", "kl", "agg", "max_len"});
+  LossOptions lo;
+  lo.clip_low = o.number("clip_ratio").value_or(0.2);
+  lo.clip_high = o.number("clip_high").value_or(lo.clip_low);
+  lo.kl = o.number("kl").value_or(0.0);
+  lo.agg = parse_agg(o.string("agg").value_or("token-mean"));
+  lo.max_len = o.integer("max_len").value_or(0);
+  const at::Tensor logp = field_tensor(o, "logp"), old = field_tensor(o, "old_logp");
+  const at::Tensor ref = field_tensor(o, "ref_logp", false), adv = field_tensor(o, "adv");
+  const PolicyLoss r = policy_loss(logp, old, ref, adv, field_tensor(o, "mask"), lo);
+  return {Value::table().set("loss", r.loss).set("pg", r.pg.item<double>()).set("kl", r.kl.item<double>())
+              .set("clip_frac", r.clip_frac).set("approx_kl", r.approx_kl).set("ratio_mean", r.ratio_mean)};
+}
+
+// lt.rl.preset("grpo" | "dr_grpo") -> {norm=, agg=, kl=}
+List preset_fn(const Args& a) {
+  const Preset p = preset(a.string(1));
+  return {Value::table().set("norm", p.norm == AdvNorm::Std ? "std" : "none").set("agg", agg_name(p.agg)).set("kl", p.kl)};
+}
+
+std::function<std::string(const std::vector<int64_t>&)> decoder(const ModelHandle& h) {
+  if (!h.tok) return {};
+  std::shared_ptr<text::Tokenizer> tok = h.tok;
+  return [tok](const std::vector<int64_t>& ids) {
+    return tok->decode(std::vector<int32_t>(ids.begin(), ids.end()), true);
+  };
+}
+
+RolloutOptions rollout_options(const Options& o, const RunContext& run) {
+  RolloutOptions r;
+  o.read(r, rollout_option_fields());
+  r.seed = o.seed(run.stream("rl.rollout"));
+  if (o.has("stop_ids")) r.stop_ids = integers_of(o["stop_ids"], o.fn(), "stop_ids", 0);
+  return r;
+}
+
+PromptLimit limit(const Options& o, const ModelHandle& h, int64_t max_response) {
+  return prompt_limit(h.m->config().max_position_embeddings, max_response, o.integer("max_prompt_tokens", 1), o.fn());
+}
+
+std::vector<std::vector<int64_t>> prompt_ids(const Value& t, const ModelHandle& h, const PromptLimit& lim,
+                                             const std::string& fn) {
+  if (!t.is_table()) fail("{}: argument 2: expected a table, got {}", fn, t.type_name());
+  std::vector<std::vector<int64_t>> out;
+  for (size_t i = 1; i <= t.size(); ++i) {
+    const Value& p = t[double(i)];
+    if (p.is_string()) {
+      if (!h.tok) fail("{}: {} has no tokenizer.json: pass token ids instead of text", fn, h.path);
+      const auto ids = h.tok->encode(p.str(), true);
+      out.emplace_back(ids.begin(), ids.end());
+    } else if (p.is_table()) {
+      out.push_back(integers_of(p, fn, "prompt ids", 0));
+    } else {
+      fail("{}: prompt {} must be a string or a list of ids, got {}", fn, i, p.type_name());
+    }
+    check_prompt_length(lim, out.back().size(), fmt::format("prompt {}", i), fn);
+  }
+  return out;
+}
+
+Value rollouts_value(const Rollouts& r) {
+  std::vector<int64_t> prompt_number(r.prompt_index);  // 1-based prompt numbers
+  for (int64_t& i : prompt_number) i += 1;
+  return Value::table()
+      .set("ids", r.seq.ids).set("attention_mask", r.seq.attention_mask)
+      .set("response_mask", r.response_mask).set("logprobs", r.logprobs)
+      .set("prompt_len", r.seq.prompt_len).set("resp_len", r.seq.resp_len).set("tokens", r.tokens)
+      .set("texts", r.texts).set("finish", r.finish).set("prompt_index", prompt_number)
+      .set("responses", r.responses);
+}
+
+SequenceBatch sequences(const Args& a, int i) {
+  const Value& t = a.table(i);
+  auto tensor = [&](const char* k) {
+    if (!t[k].is_tensor()) fail("{}: argument {}: expected a tensor, got {}", a.fn(), i, t[k].type_name());
+    return t[k].tensor();
+  };
+  const Options o(t, a.fn());
+  return {tensor("ids"), tensor("attention_mask"), o.integer("prompt_len").value_or(0),
+          o.integer("resp_len").value_or(0)};
+}
+
+// lt.rl.rollout(m, prompts, {group_size=8, max_response=256, temperature=1, top_k=0,
+//   top_p=1, seed = (stream "rl.rollout"), stop=, stop_ids=, batch=0}) -> rollouts table
+List rollout_fn(const Args& a) {
+  const ModelHandle& h = model::model_arg(a, 1);
+  const Options o = a.options(3).check({"group_size", "max_response", "temperature", "top_k", "top_p", "seed", "stop",
+                                        "stop_ids", "batch", "max_prompt_tokens"});
+  RolloutOptions r = rollout_options(o, a.run());
+  const auto prompts = prompt_ids(a[2], h, limit(o, h, r.max_response), a.fn());
+  r.decode = decoder(h);
+  return {rollouts_value(rollout(*h.m, prompts, r))};
+}
+
+// lt.rl.logprobs(m, rollouts, {from_layer=0, temperature=1, chunk=1024, entropy=false})
+//   -> logp [N, R] (a graph when something trains), entropy [N, R] or nil
+List logprobs_fn(const Args& a) {
+  const ModelHandle& h = model::model_arg(a, 1);
+  const Options o = a.options(3).check({"from_layer", "temperature", "chunk", "entropy"});
+  const PolicyPass p = policy_logprobs(*h.m, sequences(a, 2), int(o.integer("from_layer").value_or(0)),
+                                       o.number("temperature").value_or(1.0), o.integer("chunk").value_or(1024),
+                                       o.boolean("entropy").value_or(false));
+  return {p.logp, p.entropy.defined() ? Value(p.entropy) : Value()};
+}
+
+Reference& ref_arg(const Args& a) { return a.object<Reference>(1, "lt.rl.Reference", "an lt.rl.Reference"); }
+const char* kind_name(const Reference& r) { return r.kind() == Reference::Kind::Copy ? "copy" : "shared_prefix"; }
+
+// lt.rl.reference(m, {copy = false}) -> lt.rl.Reference (a snapshot of m's trainable weights,
+// or with copy = true a full frozen clone)
+List reference_fn(const Args& a) {
+  const ModelHandle& h = model::model_arg(a, 1);
+  const bool copy = a.options(2).check({"copy"}).boolean("copy").value_or(false);
+  auto r = std::make_shared<Reference>(copy ? Reference::copy(*h.m) : Reference::shared_prefix(*h.m));
+  return {Value(Opaque{"lt.rl.Reference", r})};
+}
+
+// ref:logprobs(m, rollouts, {temperature=1, chunk=1024, entry=}) -> [N, R] (no graph);
+// entry: lt.rl.entry(m, rollouts, ref.from_layer), the hidden state the policy's own pass has
+// at the reference's block (GRPO passes it; without it the reference runs the prefix itself)
+List ref_logprobs(const Args& a) {
+  const Reference& r = ref_arg(a);
+  const ModelHandle& h = model::model_arg(a, 2);
+  const Options o = a.options(4).check({"entry", "temperature", "chunk"});
+  return {r.logprobs(*h.m, sequences(a, 3), o.number("temperature").value_or(1.0), o.integer("chunk").value_or(1024),
+                     o.has("entry") ? *o.tensor("entry") : at::Tensor())};
+}
+
+List ref_index(const Args& a) {
+  const Reference& r = ref_arg(a);
+  const std::string k = a.string(2);
+  if (k == "from_layer") return {r.from_layer()};
+  if (k == "bytes") return {r.bytes()};
+  if (k == "kind") return {kind_name(r)};
+  return {Value()};
+}
+
+List ref_tostring(const Args& a) {
+  const Reference& r = ref_arg(a);
+  return {fmt::format("reference({}, from block {}, {} bytes)", kind_name(r), r.from_layer(), r.bytes())};
+}
+
+// lt.rl.entry(m, rollouts, from_layer) -> hidden[from_layer] [N, T, H] (no graph), 1 <= from_layer <= n_layers
+List entry_fn(const Args& a) {
+  const ModelHandle& h = model::model_arg(a, 1);
+  return {prefix_entry(*h.m, sequences(a, 2), int(a.integer(3)))};
+}
+
+List math_reward_fn(const Args& a) { return {math_reward(a.string(1), a.string(2))}; }
+List format_reward_fn(const Args& a) { return {format_reward(a.string(1), a.none(2) ? "any" : a.string(2))}; }
+
+std::vector<PromptItem> read_items(const Value& t, const std::string& fn, int arg) {
+  if (!t.is_table()) fail("{}: argument {}: expected a table, got {}", fn, arg, t.type_name());
+  std::vector<PromptItem> out;
+  for (size_t i = 1; i <= t.size(); ++i) {
+    const Value& x = t[double(i)];
+    if (!x.is_table()) fail("{}: argument {}: expected a table, got {}", fn, arg, x.type_name());
+    PromptItem it;
+    it.id = std::to_string(i);
+    Options(x, fn).read(it, prompt_item_fields());
+    if (it.question.empty()) fail("{}: item {} has no question", fn, i);
+    out.push_back(std::move(it));
+  }
+  return out;
+}
+
+// lt.rl.prompts(path, {question=, answer=, n=, seed = (stream "rl.prompts")}) -> items {id, question, answer, source}
+List prompts_fn(const Args& a) {
+  const Options o = a.options(2).check({"question", "answer", "n", "seed"});
+  PromptFields f;
+  f.question = o.string("question").value_or("");
+  f.answer = o.string("answer").value_or("");
+  auto items = load_prompts(a.string(1), f);
+  const int64_t n = o.integer("n").value_or(0);
+  if (n > 0) items = sample_prompts(items, n, o.seed(a.run().stream("rl.prompts")));
+  return {Value::records(items, prompt_item_fields())};
+}
+
+// lt.rl.format_prompt(question [, template]) -> text
+List format_prompt_fn(const Args& a) { return {format_prompt(a.string(1), a.none(2) ? "" : a.string(2))}; }
+
+// lt.rl.chat_prompt(prompt, "DIR/tokenizer_config.json") -> text
+List chat_prompt_fn(const Args& a) { return {chat_prompt(a.string(1), a.string(2))}; }
+
+// lt.rl.decontaminate(items, eval_texts, {n = 8}) -> kept items, number removed, removed ids
+List decontaminate_fn(const Args& a) {
+  const Options o = a.options(3).check({"n"});
+  const Decontamination d = decontaminate(read_items(a[1], a.fn(), 1), strings_of(a[2], a.fn(), "eval_texts"),
+                                          int(o.integer("n", INT32_MIN, INT32_MAX).value_or(8)));
+  return {Value::records(d.kept, prompt_item_fields()), d.removed, d.removed_ids};
+}
+
+// items: a path (lt.rl.prompts' layouts) or a list of {question=, answer=, id=}
+std::vector<PromptItem> items_arg(const Options& o, const char* key, bool required) {
+  const Value& x = o[key];
+  if (x.is_string()) return load_prompts(x.str(), {o.string("question_field").value_or(""), o.string("answer_field").value_or("")});
+  if (x.is_table()) return read_items(x, o.fn(), 2);
+  if (required) fail("{}: {} must be a JSONL path or a list of items", o.fn(), key);
+  return {};
+}
+
+const text::Tokenizer& tokenizer_of(const ModelHandle& h, const std::string& fn) {
+  if (!h.tok) fail("{}: {} has no tokenizer.json", fn, h.path);
+  return *h.tok;
+}
+
+// template / chat options shared by grpo and accuracy: template = "...{question}..." (default:
+// question + the \boxed{} instruction); chat = true: wrapped by the model folder's
+// tokenizer_config.json chat template
+PromptStyle prompt_style(const Options& o, const ModelHandle& h) {
+  PromptStyle s;
+  s.tmpl = o.string("template").value_or("");
+  if (o.boolean("chat").value_or(false)) s.chat_config = h.path + "/tokenizer_config.json";
+  return s;
+}
+
+// lt.rl.accuracy(m, items | path, {template=, chat=, max_response=256, batch=64}) -> fraction
+// of greedy answers equivalent to the items' answers, and a list with one boolean per item
+// (true: right), for paired comparisons (lt.stats.mcnemar)
+List accuracy_fn(const Args& a) {
+  const ModelHandle& h = model::model_arg(a, 1);
+  const Options o = a.options(3).check({"template", "chat", "max_response", "batch", "max_prompt_tokens"});
+  const auto items = a[2].is_string() ? load_prompts(a[2].str()) : read_items(a[2], a.fn(), 2);
+  const int64_t max_response = o.integer("max_response").value_or(256);
+  const auto prompts = encode_prompts(tokenizer_of(h, a.fn()), items, prompt_style(o, h), limit(o, h, max_response), a.fn());
+  std::vector<bool> correct;
+  const double acc = heldout_accuracy(*h.m, prompts, items, max_response, decoder(h), o.integer("batch").value_or(64), &correct);
+  return {acc, correct};
+}
+
+// A number returned by a script function (a numeric string converts, as in Lua)
+std::optional<double> number_of(const Value& x) {
+  if (x.is_number()) return x.num();
+  if (!x.is_string()) return std::nullopt;
+  char* end = nullptr;
+  const double v = std::strtod(x.str().c_str(), &end);
+  if (end == x.str().c_str() || *end) return std::nullopt;
+  return v;
+}
+
+// A reward function written in the script: fn(item, response) -> number
+Reward script_reward(const Value& f, const std::string& name, double weight) {
+  return {name, weight, [f, name](const PromptItem& it, const std::string& resp) {
+            const auto x = number_of(call(f, fmt::format("rl reward {}", name), {Value::record(it, prompt_item_fields()), resp}));
+            if (!x) fail("rl reward {}: must return a number (item {})", name, it.id);
+            return *x;
+          }};
+}
+
+// rewards.NAME at v: a weight (built-in), a function, or {weight=, form=, fn=}
+Reward read_reward(const Value& v, const std::string& name, const std::string& fn) {
+  const std::string what = fmt::format("{}: rewards.{}", fn, name);
+  if (auto w = number_of(v)) return builtin_reward(name, *w, "any", what);
+  if (v.is_function()) return script_reward(v, name, 1.0);
+  if (!v.is_table()) fail("{}: expected a weight, a function or {{weight=, fn=}}", what);
+  const Options o = Options(v, what).check({"weight", "form", "fn"});
+  const Options named(v, fn);
+  const double weight = named.number("weight").value_or(1.0);
+  if (v["fn"].is_function()) return script_reward(v["fn"], name, weight);
+  return builtin_reward(name, weight, named.string("form").value_or("any"), what);
+}
+
+// rewards = {math = w, format = w | {weight = w, form = "boxed"|"hash"|"any"},
+//            NAME = function(item, response) -> number | {weight = w, fn = function}}
+std::vector<Reward> read_rewards(const Options& o) {
+  const Value& t = o["rewards"];
+  if (t.is_nil()) return {builtin_reward("math", 1.0, "any", o.fn())};
+  if (!t.is_table()) fail("{}: argument 2: expected a table, got {}", o.fn(), t.type_name());
+  if (t.size() || !t.tab().numbers.empty() || !t.tab().odd_key.empty())
+    fail("{}: rewards: keys must be reward names", o.fn());
+  std::vector<Reward> out;
+  for (const auto& [name, v] : t.tab().fields) out.push_back(read_reward(v, name, o.fn()));  // sorted by name
+  LT_CHECK(!out.empty(), "{}: rewards is empty", o.fn());
+  return out;
+}
+
+// GRPO's own options (the loop's are train::loop_options'); the prompts are encoded later
+GrpoOptions grpo_options(const Options& o, const ModelHandle& h, uint64_t seed, const RunContext& run) {
+  GrpoOptions go;
+  o.read(go, grpo_option_fields());
+  if (auto s = o.string("norm")) go.norm = parse_adv_norm(*s);
+  if (auto s = o.string("agg")) go.agg = parse_agg(*s);
+  if (auto x = o.number("kl")) go.kl = *x;
+  go.clip_low = o.number("clip_ratio").value_or(0.2);
+  go.clip_high = o.number("clip_high").value_or(go.clip_low);
+  go.rollout = rollout_options(o, run);
+  go.rollout.seed = seed;
+  go.rollout.batch = o.integer("rollout_batch").value_or(0);
+  go.rollout.decode = decoder(h);
+  go.rewards = read_rewards(o);
+  return go;
+}
+
+Value grpo_result(const train::LoopResult& r, int64_t removed, size_t prompts) {
+  Value v = Value::record(r, train::loop_result_fields()).set("decontaminated", removed).set("prompts", prompts);
+  Value heldout = Value::table(), log = Value::table();
+  for (const auto& [step, ms] : r.evals)
+    for (const auto& [k, x] : ms)
+      if (k == "heldout_accuracy") heldout.set(double(step), x);
+  for (const train::StepLog& s : r.log) {
+    Value e = Value::table().set("step", s.step + 1).set("loss", s.loss).set("lr", s.lr);
+    e.set("grad_norm", s.grad_norm).set("tokens_per_s", s.tokens_per_s);
+    for (const auto& [k, x] : s.metrics) e.set(k, x);
+    log.push(e);
+  }
+  return v.set("heldout", heldout).set("log", log);
+}
+
+// lt.rl.grpo(m, {data = path | items, eval = path | items, question_field=, answer_field=,
+//   n = (seeded down-sampling of data), decontaminate = 8 (n-gram size; 0: off; against eval),
+//   template=, chat=, algo = "grpo" | "dr_grpo", norm=, agg=, kl=, clip_ratio = 0.2, clip_high=,
+//   prompts = 8, group_size = 8, max_response = 256, temperature = 1, top_k=, top_p=, stop=,
+//   stop_ids=, rollout_batch = 0, epochs = 1, mini_batches = 1, micro_batch = 16, chunk = 1024,
+//   copy_reference = false, rewards = {...}, accuracy = "math", iterations = 10 (batches of
+//   rollouts; steps = iterations * epochs * mini_batches), eval_n = all, eval_max_response=,
+//   seed = (stream "rl.grpo"), and the loop options of train::loop_options (runtime/train/
+//   script.h; here lr = 1e-6, decay = "constant", weight_decay = 0)}) -> {steps=, wall_s=,
+//   tokens_per_s=, decontaminated=, heldout = {[step] = accuracy}, log = {{step=, loss=,
+//   grad_norm=, reward_mean=, ...}}}
+List grpo_fn(const Args& a) {
+  const ModelHandle& h = model::model_arg(a, 1);
+  a.table(2);
+  const Options o = a.options(2);
+  train::LoopOptions defaults;
+  defaults.lr = 1e-6;
+  defaults.decay = "constant";
+  defaults.weight_decay = 0.0;
+  train::LoopOptions lo = train::loop_options(o, defaults, a.run());
+  o.check(field_keys(grpo_option_fields(),
+                     option_keys({"data", "eval", "question_field", "answer_field", "n", "eval_n", "decontaminate",
+                                  "template", "chat", "norm", "agg", "kl", "clip_ratio", "clip_high", "group_size",
+                                  "max_response", "max_prompt_tokens", "temperature", "top_k", "top_p", "stop",
+                                  "stop_ids", "rollout_batch", "rewards", "iterations", "seed"},
+                                 train::loop_option_keys())));
+  const uint64_t seed = o.seed(a.run().stream("rl.grpo"));
+  const GrpoData d = prepare_grpo_data(items_arg(o, "data", true), items_arg(o, "eval", false),
+                                       o.integer("n").value_or(0), o.integer("eval_n").value_or(0),
+                                       o.integer("decontaminate").value_or(8), seed, a.fn());
+  GrpoOptions go = grpo_options(o, h, seed, a.run());
+  const PromptStyle style = prompt_style(o, h);
+  const int64_t eval_response = go.eval_max_response > 0 ? go.eval_max_response : go.rollout.max_response;
+  go.eval_items = d.evals;
+  if (!d.evals.empty())
+    go.eval_prompts = encode_prompts(tokenizer_of(h, a.fn()), d.evals, style, limit(o, h, eval_response), a.fn());
+  const auto ids = encode_prompts(tokenizer_of(h, a.fn()), d.items, style, limit(o, h, go.rollout.max_response), a.fn());
+  const int64_t iterations = o.integer("iterations").value_or(10);
+  LT_CHECK(iterations >= 1, "{}: iterations must be >= 1", a.fn());
+  lo.steps = iterations * grpo_steps_per_rollout(go);
+  if (h.tok) lo.checkpoint_files.push_back(h.tok->path());
+  lo.group = dist::active();  // under `ltrun launch`: prompts sharded over the ranks, data parallel
+  if (lo.sink.param) {
+    lo.sink.param("decontaminated", std::to_string(d.removed));
+    lo.sink.param("rl_prompts", std::to_string(d.items.size()));
+    lo.sink.param("eval_prompts", std::to_string(d.evals.size()));
+  }
+  GrpoObjective obj(*h.m, d.items, ids, go);
+  return {grpo_result(train::run_loop(*h.m, obj, lo), d.removed, d.items.size())};
+}
+
+}  // namespace
+
+const std::vector<ScriptFunction>& script_functions() {
+  static const std::vector<ScriptFunction> fs = {
+      {"lt.rl.advantages", advantages_fn},   {"lt.rl.policy_loss", policy_loss_fn},
+      {"lt.rl.preset", preset_fn},           {"lt.rl.rollout", rollout_fn},
+      {"lt.rl.logprobs", logprobs_fn},       {"lt.rl.reference", reference_fn},
+      {"lt.rl.math_reward", math_reward_fn}, {"lt.rl.format_reward", format_reward_fn},
+      {"lt.rl.prompts", prompts_fn},         {"lt.rl.format_prompt", format_prompt_fn},
+      {"lt.rl.chat_prompt", chat_prompt_fn}, {"lt.rl.decontaminate", decontaminate_fn},
+      {"lt.rl.accuracy", accuracy_fn},       {"lt.rl.grpo", grpo_fn},
+      {"lt.rl.entry", entry_fn}};
+  return fs;
+}
+
+const ScriptClass& reference_class() {
+  static const ScriptClass c{"lt.rl.Reference", {{"reference:logprobs", ref_logprobs}}, {"reference", ref_index},
+                             {"tostring", ref_tostring}};
+  return c;
+}
+
+}  // namespace ltrun::rl
