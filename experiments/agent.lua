@@ -34,8 +34,9 @@ return exp.study{
       return agent.success(m, cfg.env, env_opts, seeds, { temperature = 1, episodes = cfg.eval_episodes, seed = lt.run.seed("eval") })
     end
     local s0, per0 = score(base)
-    lt.run.log("success_base", s0)
+    lt.run.log("heldout_success_base", s0)
     print(("%s: base success %.3f on %d held-out seeds x %d sampled episodes"):format(cfg.env, s0, cfg.heldout, cfg.eval_episodes))
+    local after = {}
     for _, algo in ipairs(exp.list(cfg.algos)) do
       lt.run.child(algo, function()
         local m = base:clone():train_only(cfg.layer >= 0 and cfg.layer or "all")
@@ -43,14 +44,18 @@ return exp.study{
         lt.rl.grpo(m, { iterations = cfg.steps, lr = cfg.lr, mini_batches = cfg.mini_batches, kl = 0, micro_batch = 64,
           produce = function(b)  -- training seeds after the held-out ones, new ones every batch
             local train = {}
-            for i = 1, cfg.tasks do train[i] = cfg.heldout + b * cfg.tasks + i end
+            for i = 1, cfg.tasks do train[i] = cfg.heldout + (b - 1) * cfg.tasks + i end
             local eps = agent.episodes(m, cfg.env, env_opts, train, { group = cfg.group, temperature = 1,
                                                                      seed = lt.run.seed("rl.rollout") + b * 1009 })
             return agent.rows(eps, o)
           end })
         local s, per = score(m)
-        lt.run.log("success", s)
+        lt.run.log("heldout_success", s)
         print(("%-6s success %.3f -> %.3f: %s"):format(algo, s0, s, select(4, report.paired("success", per0, per))))
+        after[algo] = per
       end)
+    end
+    if after.gigpo and after.grpo then
+      print("gigpo against grpo, per held-out seed: " .. select(4, report.paired("gigpo_vs_grpo", after.grpo, after.gigpo)))
     end
   end }

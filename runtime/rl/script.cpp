@@ -10,6 +10,7 @@
 #include "runtime/core/tensor_ops.h"
 #include "runtime/dist/dist.h"
 #include "runtime/model/handle.h"
+#include "runtime/rl/gigpo.h"
 #include "runtime/rl/grpo.h"
 #include "runtime/rl/logprob.h"
 #include "runtime/rl/loss.h"
@@ -37,6 +38,51 @@ List advantages_fn(const Args& a) {
   const Options o = a.options(3).check({"norm", "eps"});
   const auto r = numbers_of(a[1], a.fn(), "rewards");
   return {advantages(r, a.integer(2), parse_adv_norm(o.string("norm").value_or("std")), o.number("eps").value_or(1e-6))};
+}
+
+// lt.rl.gigpo(group, {gamma = 0.95, omega = 1, norm = "none" | "std", eps = 1e-6}): GiGPO's
+// advantages for one group of episodes of one task (runtime/rl/gigpo.h); group = {{anchors =
+// {key per step}, rewards = {reward per step}}, ...} -> {advantage = {{per step}, ...} (A),
+// episode = {A_E}, episode_return = {R}, step = {{A_S}}, returns = {{R_t}}, anchor_group =
+// {{0-based group of each step}}, group_size = {steps per anchor group}}; omega = 0: GRPO on episodes
+List gigpo_fn(const Args& a) {
+  const Options o = a.options(2).check({"gamma", "omega", "norm", "eps"});
+  GigpoOptions go;
+  o.read(go, gigpo_option_fields());
+  if (auto n = o.string("norm")) go.norm = parse_adv_norm(*n);
+  a.table(1);
+  std::vector<Episode> group;
+  for (size_t i = 0; i < a[1].size(); ++i) {
+    const Value& e = a[1][double(i + 1)];
+    const std::string what = fmt::format("group[{}]", i + 1);
+    const Options eo = Options(e, a.fn() + ": " + what).check({"anchors", "rewards"});
+    group.push_back({strings_of(e["anchors"], a.fn(), what + ".anchors"), numbers_of(e["rewards"], a.fn(), what + ".rewards")});
+  }
+  const GigpoAdvantages r = gigpo_advantages(group, go);
+  return {Value::table().set("advantage", r.advantage).set("episode", r.episode).set("episode_return", r.episode_return)
+              .set("step", r.step).set("returns", r.returns).set("anchor_group", r.anchor_group)
+              .set("group_size", r.group_size)};
+}
+
+// produce = function(batch) -> {prompts = {ids...}, responses = {ids...}, advantages = {...},
+// metrics = {name = number}}: batch b's rows (GrpoOptions::produce), b = 1, 2, ...
+std::function<ProducedBatch(int64_t)> produce_option(const Value& f, const std::string& fn) {
+  return [f, fn](int64_t b) {
+    const std::string what = fmt::format("{}: produce(batch {})", fn, b + 1);
+    const Value r = call(f, what, {Value(b + 1)});
+    const Options o = Options(r, what).check({"prompts", "responses", "advantages", "metrics"});
+    ProducedBatch pb;
+    for (size_t i = 0; i < r["prompts"].size(); ++i)
+      pb.prompts.push_back(integers_of(r["prompts"][double(i + 1)], what, fmt::format("prompts[{}]", i + 1), 0));
+    for (size_t i = 0; i < r["responses"].size(); ++i)
+      pb.responses.push_back(integers_of(r["responses"][double(i + 1)], what, fmt::format("responses[{}]", i + 1), 0));
+    pb.advantages = numbers_of(r["advantages"], what, "advantages");
+    if (r["metrics"].is_table())
+      for (const auto& [k, v] : r["metrics"].tab().fields)
+        if (v.is_number()) pb.metrics.emplace_back(k, v.num());
+        else fail("{}: metrics.{}: expected a number, got {}", what, k, v.type_name());
+    return pb;
+  };
 }
 
 // lt.rl.policy_loss{logp=, old_logp=, ref_logp=, adv=, mask=, clip_ratio=0.2, clip_high=clip_ratio,
@@ -354,6 +400,20 @@ Value grpo_result(const train::LoopResult& r, int64_t removed, size_t prompts) {
   return v.set("heldout", heldout).set("log", log);
 }
 
+// lt.rl.grpo with produce: the caller's rows (an agent's steps) instead of prompts and rewards
+Value grpo_produced(const ModelHandle& h, const Options& o, train::LoopOptions lo, uint64_t seed, const Args& a) {
+  if (!o["produce"].is_function()) fail("{}: produce: expected a function(batch) -> rows, got {}", a.fn(), o["produce"].type_name());
+  for (const char* k : {"data", "eval", "rewards", "prompts", "group_size"})
+    if (o.has(k)) fail("{}: produce gives the rows: {} has no meaning with it", a.fn(), k);
+  GrpoOptions go = grpo_options(o, h, seed, a.run());
+  go.produce = produce_option(o["produce"], a.fn());
+  const int64_t iterations = o.integer("iterations").value_or(10);
+  LT_CHECK(iterations >= 1, "{}: iterations must be >= 1", a.fn());
+  lo.steps = iterations * grpo_steps_per_rollout(go);
+  GrpoObjective obj(*h.m, {}, {}, go);
+  return grpo_result(train::run_loop(*h.m, obj, lo), 0, 0);
+}
+
 // lt.rl.grpo(m, {data = path | items, eval = path | items, question_field=, answer_field=,
 //   n = (seeded down-sampling of data), decontaminate = 8 (n-gram size; 0: off; against eval),
 //   template=, chat=, algo = "grpo" | "dr_grpo", norm=, agg=, kl=, clip_ratio = 0.2, clip_high=,
@@ -361,7 +421,8 @@ Value grpo_result(const train::LoopResult& r, int64_t removed, size_t prompts) {
 //   stop_ids=, rollout_batch = 0, epochs = 1, mini_batches = 1, micro_batch = 16, chunk = 1024,
 //   copy_reference = false, rewards = {...}, accuracy = "math", iterations = 10 (batches of
 //   rollouts; steps = iterations * epochs * mini_batches), eval_n = all, eval_max_response=,
-//   seed = (stream "rl.grpo"), and the loop options of train::loop_options (runtime/train/
+//   seed = (stream "rl.grpo"), produce = (rows made by the caller instead of data, rewards,
+//   prompts and group_size: produce_option above), and the loop options of train::loop_options (runtime/train/
 //   script.h; here lr = 1e-6, decay = "constant", weight_decay = 0)}) -> {steps=, wall_s=,
 //   tokens_per_s=, decontaminated=, heldout = {[step] = accuracy}, log = {{step=, loss=,
 //   grad_norm=, reward_mean=, ...}}}
@@ -378,9 +439,10 @@ List grpo_fn(const Args& a) {
                      option_keys({"data", "eval", "question_field", "answer_field", "n", "eval_n", "decontaminate",
                                   "template", "chat", "norm", "agg", "kl", "clip_ratio", "clip_high", "group_size",
                                   "max_response", "max_prompt_tokens", "temperature", "top_k", "top_p", "stop",
-                                  "stop_ids", "rollout_batch", "rewards", "iterations", "seed"},
+                                  "stop_ids", "rollout_batch", "rewards", "iterations", "seed", "produce"},
                                  train::loop_option_keys())));
   const uint64_t seed = o.seed(a.run().stream("rl.grpo"));
+  if (o.has("produce")) return {grpo_produced(h, o, lo, seed, a)};
   const GrpoData d = prepare_grpo_data(items_arg(o, "data", true), items_arg(o, "eval", false),
                                        o.integer("n").value_or(0), o.integer("eval_n").value_or(0),
                                        o.integer("decontaminate").value_or(8), seed, a.fn());
@@ -416,7 +478,7 @@ const std::vector<ScriptFunction>& script_functions() {
       {"lt.rl.prompts", prompts_fn},         {"lt.rl.format_prompt", format_prompt_fn},
       {"lt.rl.chat_prompt", chat_prompt_fn}, {"lt.rl.decontaminate", decontaminate_fn},
       {"lt.rl.accuracy", accuracy_fn},       {"lt.rl.grpo", grpo_fn},
-      {"lt.rl.entry", entry_fn}};
+      {"lt.rl.entry", entry_fn},             {"lt.rl.gigpo", gigpo_fn}};
   return fs;
 }
 

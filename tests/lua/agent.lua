@@ -1,0 +1,102 @@
+-- tests/lua/agent.lua: agentic RL end to end at a toy size: lt.rl.gigpo against a hand-computed
+-- group, lt.rl.grpo on rows a script produces (its errors), lt.agent's rows against the
+-- episodes they came from, and experiments/agent.lua on a tiny random policy (child runs,
+-- metrics). Nothing here depends on what is sampled: the checks are identities between what
+-- was played and what was trained on.
+local T = require "lt.test"
+local agent = require "lt.agent"
+require "lt.experiment"  -- puts the repository root on package.path: require "experiments.agent"
+local tmp = os.getenv("LTRUN_TEST_TMP") .. "/lua_agent"
+lt.fs.remove(tmp)
+lt.fs.mkdir(tmp)
+local f = assert(io.open(tmp .. "/c.txt", "w"))
+for i = 1, 50 do f:write("#####\n#P.B#\n#..T#\nAction: ", ({ "up", "down", "left", "right" })[i % 4 + 1], "\n%\n") end
+f:close()
+lt.model.new{ out = tmp .. "/m", layers = 2, hidden = 32, heads = 2, kv_heads = 1, vocab = 300, seed = 3,
+              corpus = { tmp .. "/c.txt" } }
+
+T.case("lt.rl.gigpo by hand: two episodes, one shared anchor, gamma 0.5", function()
+  -- R = 1 and 0: A_E = +-0.5 (norm none). Step returns: episode 1 (0 + 0.5 * 1, 1) = (0.5, 1),
+  -- episode 2 (0, 0). Anchor "a" holds both first steps: mean 0.25, A_S = +-0.25; "b" and "c"
+  -- are singletons: A_S = 0. A = A_E + A_S.
+  local r = lt.rl.gigpo({ { anchors = { "a", "b" }, rewards = { 0, 1 } }, { anchors = { "a", "c" }, rewards = { 0, 0 } } },
+                        { gamma = 0.5, omega = 1 })
+  T.same_table(r.advantage, { { 0.75, 0.5 }, { -0.75, -0.5 } })
+  T.same_table(r.episode, { 0.5, -0.5 })
+  T.same_table(r.group_size, { 2, 1, 1 })
+  T.same_table(r.anchor_group, { { 0, 1 }, { 0, 2 } })
+  local g0 = lt.rl.gigpo({ { anchors = { "a", "b" }, rewards = { 0, 1 } }, { anchors = { "a", "c" }, rewards = { 0, 0 } } },
+                         { gamma = 0.5, omega = 0 })
+  T.same_table(g0.advantage, { { 0.5, 0.5 }, { -0.5, -0.5 } }, "omega 0: GRPO on episodes")
+  T.raises(function() lt.rl.gigpo({ { anchors = { "a" }, rewards = { 0, 1 } } }) end, "1 anchors but 2 rewards")
+  T.raises(function() lt.rl.gigpo({ { anchors = { "a" }, rewards = { 1 } } }, { gama = 1 }) end, "unknown option 'gama'")
+  T.raises(function() lt.rl.gigpo({ { anchor = { "a" }, rewards = { 1 } } }) end, "group%[1%]")
+end)
+
+T.case("lt.rl.grpo with produce: rows from the script, their errors", function()
+  local m = lt.model.load(tmp .. "/m"):train_only("all")
+  local ids = m.tokenizer:encode("#####\nAction:")
+  local calls = {}
+  local r = lt.rl.grpo(m, { iterations = 2, mini_batches = 2, lr = 1e-3, kl = 0, progress = false,
+    produce = function(b)
+      calls[#calls + 1] = b
+      return { prompts = { ids, ids, ids }, responses = { { 5, 6 }, { 7 }, { 8, 9, 10 } }, advantages = { 1, -1, 0.5 },
+               metrics = { made = b } }
+    end })
+  T.same_table(calls, { 1, 2 }, "produce is called once per batch, numbered from 1")
+  T.eq(r.steps, 4, "2 batches x 2 mini-batches")
+  T.eq(r.log[1].made, 1); T.eq(r.log[3].made, 2)
+  T.eq(r.log[1].rows, 3)
+  T.raises(function()
+    lt.rl.grpo(m, { iterations = 1, progress = false, produce = function() return { prompts = { ids }, responses = {}, advantages = { 1 } } end })
+  end, "produce%(batch 1%).*1 prompts, 0 responses and 1 advantages")
+  T.raises(function() lt.rl.grpo(m, { produce = function() end, data = "x.jsonl" }) end, "data has no meaning")
+  T.raises(function()
+    lt.rl.grpo(m, { iterations = 1, progress = false, produce = function() return { prompts = { ids }, responses = { { 5 } },
+      advantages = { 1 }, metrics = { bad = "x" } } end })
+  end, "metrics.bad: expected a number")
+end)
+
+T.case("lt.agent: every step of every episode is a row with its GiGPO advantage", function()
+  local m = lt.model.load(tmp .. "/m")
+  local eps = agent.episodes(m, "sokoban", { size = 5, max_steps = 4 }, { 11, 12 }, { group = 3, temperature = 1, seed = 5 })
+  T.eq(#eps, 6)
+  local rows = agent.rows(eps, { group = 3, gamma = 0.9, omega = 1 })
+  local k = 0
+  for g = 0, 1 do
+    local group = {}
+    for i = 1, 3 do
+      local ep = eps[g * 3 + i]
+      T.eq(ep.seed, ({ 11, 12 })[g + 1], "group members share the seed")
+      local anchors, rewards = {}, {}
+      for t, s in ipairs(ep.steps) do anchors[t], rewards[t] = s.anchor, s.reward end
+      group[i] = { anchors = anchors, rewards = rewards }
+    end
+    local a = lt.rl.gigpo(group, { gamma = 0.9, omega = 1 })
+    for i = 1, 3 do
+      for t, s in ipairs(eps[g * 3 + i].steps) do
+        k = k + 1
+        T.same_table(rows.prompts[k], s.prompt_ids)
+        T.same_table(rows.responses[k], s.response_ids)
+        T.eq(rows.advantages[k], a.advantage[i][t])
+      end
+    end
+  end
+  T.eq(#rows.prompts, k)
+  T.eq(rows.metrics.turns, k / 6)
+end)
+
+T.case("experiments/agent.lua at a toy size: a child run per algorithm, batches logged", function()
+  require("experiments.agent").run{ model = tmp .. "/m", steps = 2, tasks = 2, group = 2, heldout = 3, eval_episodes = 1 }
+  lt.run.flush()
+  local me = lt.run.id()
+  for _, algo in ipairs{ "gigpo", "grpo" } do
+    local c = lt.run.query("SELECT id, status FROM runs WHERE parent_id = ? AND name = ?", me, algo)[1]
+    T.ok(c and c.status == "ok", algo .. " ran ok")
+    local n = lt.run.query("SELECT count(*) AS n FROM metrics WHERE run_id = ? AND name IN ('rows', 'valid_actions')", c.id)[1].n
+    T.eq(n, 4, algo .. ": rows and valid_actions of 2 batches")
+    T.ok(lt.run.query("SELECT value FROM metrics WHERE run_id = ? AND name = 'heldout_success'", c.id)[1], algo .. ": scored")
+  end
+end)
+
+T.finish()
