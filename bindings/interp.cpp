@@ -190,6 +190,16 @@ Outcome Interp::eval(const std::string& chunk) {
       return {Outcome::error, msg, {}, {}};
     }
   }
+  // interpreted, not JIT-compiled: LuaJIT runs no hook inside a compiled loop, so Ctrl-C could
+  // not stop `while true do x = x + 1 end` typed here (jit.off(chunk, true): its functions too)
+  lua_getglobal(L, "jit");
+  if (lua_istable(L, -1)) {
+    lua_getfield(L, -1, "off");
+    lua_pushvalue(L, -3);
+    lua_pushboolean(L, 1);
+    lua_call(L, 2, 0);
+  }
+  lua_pop(L, 1);
   Outcome o = impl_->pcall(0, LUA_MULTRET);
   if (o.kind != Outcome::ok) return o;
   o.script = script;
@@ -221,6 +231,15 @@ std::vector<std::string> Interp::complete(const std::string& prefix) {
     if (!lua_istable(L, -1)) break;
     lua_getfield(L, -1, head.substr(start, end - start).c_str());
     start = end + 1;
+  }
+  // a value with methods (a tensor, a model: userdata): its metatable's __index table, or the
+  // method table an __index function looks in (its first upvalue), so that `x:so` offers them
+  if (!lua_isnil(L, -1) && !lua_istable(L, -1) && lua_getmetatable(L, -1)) {
+    lua_getfield(L, -1, "__index");
+    if (lua_isfunction(L, -1) && lua_getupvalue(L, -1, 1)) lua_replace(L, -2);
+    if (lua_istable(L, -1)) lua_replace(L, -3);
+    else lua_pop(L, 1);
+    lua_pop(L, 1);
   }
   if (lua_istable(L, -1)) {
     lua_pushnil(L);

@@ -33,6 +33,7 @@ char* completion_entry(const char* text, int state) {
 
 char** completion(const char* text, int, int) {
   rl_attempted_completion_over = 1;
+  rl_completion_append_character = '\0';  // a unique match stays open for a following . : or (
   return rl_completion_matches(text, completion_entry);
 }
 
@@ -75,6 +76,7 @@ int run_repl(const Globals& g) {
     rl_readline_name = "ltrun";
     rl_basic_word_break_characters = const_cast<char*>(" \t\n\"\\'`@$><=;|&{(+-*/,[");
     rl_attempted_completion_function = completion;
+    rl_completion_append_character = '\0';
     using_history();
     read_history(hist.c_str());
   }

@@ -11,7 +11,9 @@ check() {  # check DESCRIPTION COMMAND...: the command must succeed
   checks=$((checks + 1))
   if ! "$@"; then echo "FAIL: $what" >&2; failures=$((failures + 1)); fi
 }
-contains() { grep -qF -- "$2" <<<"$1" || { echo "  expected to find: $2" >&2; echo "  in: $1" >&2; return 1; }; }
+# the text $2 in $1, as one string (grep -F would take each line of $2 as a pattern of its own,
+# and an empty line, as in $'\nx\n', matches anything)
+contains() { [[ "$1" == *"$2"* ]] || { echo "  expected to find: $2" >&2; echo "  in: $1" >&2; return 1; }; }
 equals() { [ "$1" == "$2" ] || { echo "  expected: $2" >&2; echo "  got:      $1" >&2; return 1; }; }
 sql1() { "$LTRUN" sql "$1" --csv | sed -n 2p; }  # first row, first columns, as CSV
 
