@@ -69,6 +69,14 @@ local stops = {}
 for i = 1, n_stop do stops[i] = i - 1 end
 local variants = { { "off", false, false }, { "share", true, false }, { "drop", false, true }, { "both", true, true } }
 local rate, ref = {}, nil
+-- lt.rl.rollout takes share_prefill= and drop_finished= once bindings/rl.cpp lists them
+local has_options, probe_err = pcall(lt.rl.rollout, m, { prompts[1] }, { group_size = 1, max_response = 1,
+                                                                         share_prefill = true, drop_finished = true })
+if not has_options and not tostring(probe_err):find("unknown option", 1, true) then error(probe_err, 0) end
+if not has_options then
+  print("rollout_speedup: skipped (lt.rl.rollout does not take share_prefill= / drop_finished= in this build)")
+  variants = {}
+end
 for _, v in ipairs(variants) do
   local name, share, drop = v[1], v[2], v[3]
   local rv
@@ -86,16 +94,18 @@ for _, v in ipairs(variants) do
   rate[name] = rv.tokens / t
   lt.run.log("rollout_tokens_per_s/" .. name, rate[name])
 end
-local lens = {}
-for i, resp in ipairs(ref.responses) do lens[i] = #resp end
-table.sort(lens)
-lt.run.log("rollout_speedup", rate.both / rate.off)
-lt.run.log("ratio/rollout_share_prefill", rate.share / rate.off)
-lt.run.log("ratio/rollout_drop_finished", rate.drop / rate.off)
-print(("rollout at G = %d, %d-token prompts, responses of %d..%d tokens (median %d, cap %d): %.0f tok/s "
-       .. "with both off, %.0f shared prefill (%.2fx), %.0f finished rows dropped (%.2fx), %.0f both "
-       .. "(rollout_speedup %.2fx)"):format(G, cfg.prompt_len, lens[1], lens[#lens], lens[math.floor((#lens + 1) / 2)], L,
-  rate.off, rate.share, rate.share / rate.off, rate.drop, rate.drop / rate.off, rate.both, rate.both / rate.off))
+if has_options then
+  local lens = {}
+  for i, resp in ipairs(ref.responses) do lens[i] = #resp end
+  table.sort(lens)
+  lt.run.log("rollout_speedup", rate.both / rate.off)
+  lt.run.log("ratio/rollout_share_prefill", rate.share / rate.off)
+  lt.run.log("ratio/rollout_drop_finished", rate.drop / rate.off)
+  print(("rollout at G = %d, %d-token prompts, responses of %d..%d tokens (median %d, cap %d): %.0f tok/s "
+         .. "with both off, %.0f shared prefill (%.2fx), %.0f finished rows dropped (%.2fx), %.0f both "
+         .. "(rollout_speedup %.2fx)"):format(G, cfg.prompt_len, lens[1], lens[#lens], lens[math.floor((#lens + 1) / 2)], L,
+    rate.off, rate.share, rate.share / rate.off, rate.drop, rate.drop / rate.off, rate.both, rate.both / rate.off))
+end
 if cfg.only_rollout then
   cleanup()
   return
