@@ -284,6 +284,12 @@ TEST_CASE("a decode state's rows can be repeated and dropped, for every layer ki
       CHECK(rel_err(da, db.index_select(0, keep)) < 1e-5);
       model_test::require_error([&] { a.select_rows(at::tensor(std::vector<int64_t>{2}, at::kLong)); },
                                 {"row 2 outside 0..1"});
+      model_test::require_error([&] { a.select_rows(at::zeros({0}, at::kLong)); }, {"non-empty int64"});
+      model_test::require_error([&] { a.select_rows(at::zeros({1}, at::kFloat)); }, {"non-empty int64"});
+      model_test::require_error([&] { a.select_rows(at::zeros({1, 1}, at::kLong)); }, {"non-empty int64"});
+      model_test::require_error([&] { a.select_rows(at::tensor(std::vector<int64_t>{-1}, at::kLong)); },
+                                {"row -1 outside"});
+      CHECK(a.batch() == 2);  // refused selections changed nothing
       DecodeState empty;
       model_test::require_error([&] { empty.select_rows(idx); }, {"has not run"});
     }
