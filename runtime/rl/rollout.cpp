@@ -53,7 +53,7 @@ Rollouts rollout(const model::Model& m, const std::vector<std::vector<int64_t>>&
   for (int64_t s = 0; s < N; s += per) {
     const std::vector<std::vector<int64_t>> part(rows.begin() + s,
                                                  rows.begin() + std::min(N, s + per));
-    go.stream_offset = s;  // row s + i draws from stream s + i, however the rows are split
+    go.stream_offset = o.stream_offset + s;  // row s + i: stream s + i, however the rows are split
     for (auto& g : model::generate(m, part, go)) gens.push_back(std::move(g));
   }
 

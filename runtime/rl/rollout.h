@@ -22,7 +22,8 @@ struct RolloutOptions {
   double temperature = 1.0;    // > 0
   int64_t top_k = 0;           // 0: off
   double top_p = 1.0;          // 1: off
-  uint64_t seed = 0;           // row r samples from stream r under this seed (model::row_draw)
+  uint64_t seed = 0;           // row r samples from stream stream_offset + r under this seed
+  int64_t stream_offset = 0;   // (model::row_draw); a rank's rows go on from the rows before it
   // A response ends with (and keeps) one of these; unset: the model's eos ids.
   std::optional<std::vector<int64_t>> stop_ids;
   // A response also ends once its decoded text contains one of these (needs decode); the
