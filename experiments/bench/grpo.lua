@@ -4,6 +4,10 @@
 --   * the time split of lt.rl.grpo steps: rollout / reference / old log-probs / update;
 --   * rollout tokens/s (lt.rl.rollout, log-probs and packing included) against plain
 --     m:generate of the same prompts with the same sampling;
+--   * rollout tokens/s with group-shared prefill (share_prefill) and finished rows leaving the
+--     batch (drop_finished) each off and on, responses of mixed length (a random model ends a
+--     row with probability stop_frac per token: stop ids are that share of the vocabulary);
+--     rollout_speedup = both on against both off (the same tokens either way: checked);
 --   * the shared-prefix reference (last block trainable) against a full copy: time of the
 --     reference log-probs and the memory each holds;
 --   * peak memory (VmHWM, reset through /proc/self/clear_refs) of chunked log-probs against
@@ -11,7 +15,8 @@
 local exp = require "lt.experiment"
 local cfg = exp.args{ model = "", layers = 8, hidden = 256, heads = 8, kv_heads = 4, vocab = 32000,
                       prompts = 8, group_size = 8, prompt_len = 32, max_response = 64,
-                      iterations = 3, repeats = 3, chunk = 1024 }
+                      iterations = 3, repeats = 3, chunk = 1024, stop_frac = 1 / 48,
+                      only_rollout = false }
 
 local path, cleanup = cfg.model, function() end
 if path == "" then
@@ -56,6 +61,55 @@ lt.run.log("generate_tokens_per_s", tokens / t_generate)
 lt.run.log("ratio/rollout_vs_generate", t_generate / t_rollout)
 print(("rollout %.0f tok/s, plain generate %.0f tok/s: rollout at %.2fx of generate"):format(
   tokens / t_rollout, tokens / t_generate, t_generate / t_rollout))
+
+-- 1b. group-shared prefill and finished rows leaving the batch, each off and on; responses of
+--     mixed length up to max_response
+local n_stop = math.max(1, math.floor(V * cfg.stop_frac + 0.5))
+local stops = {}
+for i = 1, n_stop do stops[i] = i - 1 end
+local variants = { { "off", false, false }, { "share", true, false }, { "drop", false, true }, { "both", true, true } }
+local rate, ref = {}, nil
+-- lt.rl.rollout takes share_prefill= and drop_finished= once bindings/rl.cpp lists them
+local has_options, probe_err = pcall(lt.rl.rollout, m, { prompts[1] }, { group_size = 1, max_response = 1,
+                                                                         share_prefill = true, drop_finished = true })
+if not has_options and not tostring(probe_err):find("unknown option", 1, true) then error(probe_err, 0) end
+if not has_options then
+  print("rollout_speedup: skipped (lt.rl.rollout does not take share_prefill= / drop_finished= in this build)")
+  variants = {}
+end
+for _, v in ipairs(variants) do
+  local name, share, drop = v[1], v[2], v[3]
+  local rv
+  local t = best_of(function()
+    rv = lt.rl.rollout(m, prompts, { group_size = G, max_response = L, temperature = 1.0, seed = 5,
+                                     stop_ids = stops, share_prefill = share, drop_finished = drop })
+  end)
+  if ref then
+    assert(rv.tokens == ref.tokens and rv.ids:equal(ref.ids),
+           "rollout with share_prefill=" .. tostring(share) .. ", drop_finished=" .. tostring(drop)
+           .. " sampled other tokens than with both off")
+  else
+    ref = rv
+  end
+  rate[name] = rv.tokens / t
+  lt.run.log("rollout_tokens_per_s/" .. name, rate[name])
+end
+if has_options then
+  local lens = {}
+  for i, resp in ipairs(ref.responses) do lens[i] = #resp end
+  table.sort(lens)
+  lt.run.log("rollout_speedup", rate.both / rate.off)
+  lt.run.log("ratio/rollout_share_prefill", rate.share / rate.off)
+  lt.run.log("ratio/rollout_drop_finished", rate.drop / rate.off)
+  print(("rollout at G = %d, %d-token prompts, responses of %d..%d tokens (median %d, cap %d): %.0f tok/s "
+         .. "with both off, %.0f shared prefill (%.2fx), %.0f finished rows dropped (%.2fx), %.0f both "
+         .. "(rollout_speedup %.2fx)"):format(G, cfg.prompt_len, lens[1], lens[#lens], lens[math.floor((#lens + 1) / 2)], L,
+    rate.off, rate.share, rate.share / rate.off, rate.drop, rate.drop / rate.off, rate.both, rate.both / rate.off))
+end
+if cfg.only_rollout then
+  cleanup()
+  return
+end
 
 -- 2. shared-prefix reference (the last block trains) against a copied reference
 m:train_only(m.n_layers - 1)

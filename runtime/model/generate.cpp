@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <ATen/core/grad_mode.h>
 
 #include "runtime/core/error.h"
@@ -13,9 +14,33 @@
 
 namespace ltrun::model {
 
+namespace {
+
+uint64_t splitmix64(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+double row_draw(uint64_t seed, int64_t row, int64_t step) {
+  const uint64_t h = splitmix64(splitmix64(splitmix64(seed) ^ uint64_t(row)) ^ uint64_t(step));
+  return double(h >> 11) * 0x1p-53;  // 53 random bits: [0, 1)
+}
+
 at::Tensor next_tokens(const at::Tensor& logits, const GenerateOptions& o, at::Generator& gen) {
   LT_CHECK(logits.dim() == 2, "next_tokens: logits must be [batch, vocab]");
   if (o.temperature <= 0) return logits.argmax(-1).to(at::kCPU);
+  return next_tokens(logits, o, at::rand({logits.size(0)}, gen, at::kDouble));
+}
+
+at::Tensor next_tokens(const at::Tensor& logits, const GenerateOptions& o, const at::Tensor& draws) {
+  LT_CHECK(logits.dim() == 2, "next_tokens: logits must be [batch, vocab]");
+  if (o.temperature <= 0) return logits.argmax(-1).to(at::kCPU);
+  LT_CHECK(draws.dim() == 1 && draws.size(0) == logits.size(0),
+           "next_tokens: {} draws for {} rows", draws.numel(), logits.size(0));
   LT_CHECK(o.top_k >= 0, "generate: top_k must be >= 0, found {}", o.top_k);
   LT_CHECK(o.top_p > 0 && o.top_p <= 1, "generate: top_p must be in (0, 1], found {}", o.top_p);
   const double inf = std::numeric_limits<double>::infinity();
@@ -48,7 +73,7 @@ at::Tensor next_tokens(const at::Tensor& logits, const GenerateOptions& o, at::G
   if (bad.numel() > 0)
     fail("generate: row {} has NaN or infinite logits: nothing to sample from (did training diverge?)",
          bad[0].item<int64_t>());
-  const at::Tensor u = at::rand({B, 1}, gen, at::kDouble).to(bcdf.device()) * bcdf.narrow(1, nb - 1, 1);
+  const at::Tensor u = draws.to(at::kDouble).view({B, 1}).to(bcdf.device()) * bcdf.narrow(1, nb - 1, 1);
   // right = true: the first i with cdf[i] > u, so p[i] > 0 (a flat stretch of a CDF, masked
   // tokens or padding, is never chosen); u can round up to the total: then the last i with mass
   auto first_above = [](const at::Tensor& cdf, const at::Tensor& x) {
@@ -98,64 +123,108 @@ std::vector<Generation> generate(const Model& model,
   }
   const std::vector<int64_t> stop_ids = o.stop_ids.value_or(c.eos_token_ids);
   const int64_t pad = o.pad_id >= 0 ? o.pad_id : pad_token(c);
-  const Padded batch = left_pad(prompts, pad);
-  const at::Tensor& ids = batch.ids;
-  at::Tensor mask = batch.mask;  // grows by one column per decoded token
-
   std::vector<Generation> out(B);
   if (o.max_new_tokens == 0) {
     for (Generation& g : out) g.finish = "length";
     return out;
   }
+  // share_prefill: the distinct prompts (in order of first appearance) run as the prefill
+  // batch; source[b] is row b's prompt among them. Their longest is the longest of all, so the
+  // padding is the same as for the full batch.
+  std::vector<std::vector<int64_t>> distinct;
+  std::vector<int64_t> source(static_cast<size_t>(B));
+  if (o.share_prefill) {
+    std::map<std::vector<int64_t>, int64_t> seen;
+    for (int64_t b = 0; b < B; ++b) {
+      const auto [it, fresh] = seen.emplace(prompts[size_t(b)], int64_t(distinct.size()));
+      if (fresh) distinct.push_back(prompts[size_t(b)]);
+      source[size_t(b)] = it->second;
+    }
+  }
+  const bool shared = o.share_prefill && int64_t(distinct.size()) < B;
+  const Padded batch = left_pad(shared ? distinct : prompts, pad);
+  at::Tensor mask = batch.mask;  // grows by one column per decoded token
+
   at::NoGradGuard no_grad;
-  at::Generator gen = at::detail::createCPUGenerator(o.seed);
   DecodeState state(T + o.max_new_tokens);
   ForwardOptions f;
   f.logits = Logits::Last;
   f.state = &state;
   f.attention_mask = mask;
-  at::Tensor logits = model.forward(ids, f).logits.select(1, 0);
+  at::Tensor logits = model.forward(batch.ids, f).logits.select(1, 0);
+  if (shared) {
+    const at::Tensor idx = at::tensor(source, at::kLong);
+    state.select_rows(idx);
+    logits = logits.index_select(0, idx.to(logits.device()));
+    mask = mask.index_select(0, idx);
+  }
 
+  std::vector<int64_t> rows(static_cast<size_t>(B));  // batch position -> row of `prompts`
+  for (int64_t b = 0; b < B; ++b) rows[size_t(b)] = b;
   std::vector<bool> done(B, false);
   int64_t running = B;
-  while (true) {
-    const at::Tensor next = next_tokens(logits, o, gen).contiguous();
+  for (int64_t step = 0;; ++step) {
+    const int64_t n = int64_t(rows.size());
+    at::Tensor draws;
+    if (o.temperature > 0) {
+      draws = at::empty({n}, at::kDouble);
+      double* d = draws.data_ptr<double>();
+      for (int64_t i = 0; i < n; ++i) d[i] = row_draw(o.seed, o.stream_offset + rows[size_t(i)], step);
+    }
+    const at::Tensor next = next_tokens(logits, o, draws).contiguous();
     const int64_t* tok = next.data_ptr<int64_t>();
-    at::Tensor lp;  // [B] fp32 on the CPU
+    at::Tensor lp;  // [n] fp32 on the CPU
     if (o.logprobs) {
       const at::Tensor z = o.temperature > 0 ? logits.to(at::kFloat) / o.temperature
                                              : logits.to(at::kFloat);
-      lp = z.log_softmax(-1).gather(1, next.to(z.device()).view({B, 1})).view({B}).to(at::kCPU).contiguous();
+      lp = z.log_softmax(-1).gather(1, next.to(z.device()).view({n, 1})).view({n}).to(at::kCPU).contiguous();
     }
     const float* lpv = o.logprobs ? lp.data_ptr<float>() : nullptr;
-    std::vector<int64_t> feed(B, pad);  // finished rows decode padding, their output unused
-    for (int64_t b = 0; b < B; ++b) {
-      if (done[b]) continue;
-      Generation& g = out[b];
-      if (std::find(stop_ids.begin(), stop_ids.end(), tok[b]) != stop_ids.end()) {
+    std::vector<int64_t> feed(size_t(n), pad);  // finished rows decode padding, their output unused
+    std::vector<int64_t> keep;                  // batch positions still running
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t b = rows[size_t(i)];
+      if (done[size_t(b)]) continue;
+      Generation& g = out[size_t(b)];
+      if (std::find(stop_ids.begin(), stop_ids.end(), tok[i]) != stop_ids.end()) {
         g.finish = "stop_id";
         if (o.keep_stop_id) {
-          g.tokens.push_back(tok[b]);
-          if (lpv) g.logprobs.push_back(lpv[b]);
+          g.tokens.push_back(tok[i]);
+          if (lpv) g.logprobs.push_back(lpv[i]);
         }
       } else {
-        g.tokens.push_back(tok[b]);
-        if (lpv) g.logprobs.push_back(lpv[b]);
-        feed[b] = tok[b];
+        g.tokens.push_back(tok[i]);
+        if (lpv) g.logprobs.push_back(lpv[i]);
+        feed[size_t(i)] = tok[i];
         if (o.stop && o.stop(int(b), g.tokens))
           g.finish = "stop";
         else if (int64_t(g.tokens.size()) >= o.max_new_tokens)
           g.finish = "length";
       }
       if (!g.finish.empty()) {
-        done[b] = true;
+        done[size_t(b)] = true;
         --running;
+      } else {
+        keep.push_back(i);
       }
     }
     if (running == 0) break;
-    mask = at::cat({mask, at::ones({B, 1}, at::kLong)}, 1);
+    if (o.drop_finished && int64_t(keep.size()) < n) {
+      const at::Tensor idx = at::tensor(keep, at::kLong);
+      state.select_rows(idx);
+      mask = mask.index_select(0, idx);
+      std::vector<int64_t> kept_rows, kept_feed;
+      for (int64_t i : keep) {
+        kept_rows.push_back(rows[size_t(i)]);
+        kept_feed.push_back(feed[size_t(i)]);
+      }
+      rows = std::move(kept_rows);
+      feed = std::move(kept_feed);
+    }
+    const int64_t m = int64_t(rows.size());
+    mask = at::cat({mask, at::ones({m, 1}, at::kLong)}, 1);
     f.attention_mask = mask;
-    logits = model.forward(at::tensor(feed, at::kLong).view({B, 1}), f).logits.select(1, 0);
+    logits = model.forward(at::tensor(feed, at::kLong).view({m, 1}), f).logits.select(1, 0);
   }
   return out;
 }

@@ -1,6 +1,7 @@
 // runtime/model/generate.h: batched autoregressive generation with a KV cache: left-padded
-// prompts, greedy / temperature / top-k / top-p sampling from a seeded generator, stop ids
-// and a stop callback; optionally the log-prob of each sampled token (for RL rollouts).
+// prompts, greedy / temperature / top-k / top-p sampling with one seeded random stream per
+// row, stop ids and a stop callback; optionally the log-prob of each sampled token (for RL
+// rollouts). Identical prompts are prefilled once, finished rows leave the batch.
 #pragma once
 #include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
@@ -24,7 +25,17 @@ struct GenerateOptions {
   double temperature = 0.0;  // <= 0: greedy (argmax)
   int64_t top_k = 0;         // 0: off
   double top_p = 1.0;        // 1: off
-  uint64_t seed = 0;         // sampling draws from a CPU generator seeded with this
+  // Row b's k-th token is drawn with row_draw(seed, stream_offset + b, k): its own stream,
+  // so a row's tokens do not depend on the other rows in the batch (nor on share_prefill,
+  // drop_finished, or how a caller splits its rows into calls when it sets stream_offset).
+  uint64_t seed = 0;
+  int64_t stream_offset = 0;
+  // Identical prompts are prefilled once and their decode state (keys and values, Mamba2 /
+  // Gated DeltaNet states) copied to each of their rows (G samples of a prompt).
+  bool share_prefill = true;
+  // A row that has finished leaves the decode batch (its state is dropped); off: it decodes
+  // padding until the last row ends. Either way the same tokens.
+  bool drop_finished = true;
   // A row stops when it samples one of these (not included in its tokens). Unset: the
   // model's eos ids.
   std::optional<std::vector<int64_t>> stop_ids;
@@ -65,10 +76,17 @@ std::vector<Generation> generate(const Model& model,
                                  const GenerateOptions& options = {});
 
 // The next token of each row from logits [B, vocab] as HF's processors choose it:
-// temperature, then top-k, then top-p, then a draw from `gen` (a CPU generator; the draw is
-// made on the CPU so that a seed gives the same tokens on every device). Greedy ignores gen.
+// temperature, then top-k, then top-p, then inverse-CDF sampling with the uniform draws
+// `u` (fp64 [B] in [0, 1), on the CPU so that a seed gives the same tokens on every device).
+// Greedy ignores u.
+at::Tensor next_tokens(const at::Tensor& logits, const GenerateOptions& options,
+                       const at::Tensor& u);
+// The same with u = B draws from `gen` (a CPU generator).
 at::Tensor next_tokens(const at::Tensor& logits, const GenerateOptions& options,
                        at::Generator& gen);
+// The uniform draw in [0, 1) of stream `row` at its step `step` under `seed` (a counter-based
+// hash, splitmix64: any row's draw without drawing the others').
+double row_draw(uint64_t seed, int64_t row, int64_t step);
 
 // Stop strings for text generation: a GenerateOptions::stop that ends a row once its decoded
 // new tokens contain one of `stops`, and the decoded text of a row cut before the first stop

@@ -54,6 +54,23 @@ DecodeState::DecodeState(int64_t capacity_hint) : capacity_hint_(capacity_hint) 
 DecodeState::~DecodeState() = default;
 DecodeState::DecodeState(DecodeState&&) noexcept = default;
 DecodeState& DecodeState::operator=(DecodeState&&) noexcept = default;
+void LayerState::select_rows(const at::Tensor&) {
+  fail("decode state: this layer kind cannot select rows");
+}
+
+void DecodeState::select_rows(const at::Tensor& rows) {
+  LT_CHECK(batch_ > 0 && !layers_.empty(), "DecodeState::select_rows: the state has not run yet");
+  LT_CHECK(rows.dim() == 1 && rows.scalar_type() == at::kLong && rows.numel() > 0,
+           "DecodeState::select_rows: rows must be a non-empty int64 [R]");
+  const at::Tensor r = rows.to(at::kCPU);
+  const int64_t lo = r.min().item<int64_t>(), hi = r.max().item<int64_t>();
+  LT_CHECK(lo >= 0 && hi < batch_, "DecodeState::select_rows: row {} outside 0..{}", lo < 0 ? lo : hi,
+           batch_ - 1);
+  for (auto& l : layers_)
+    if (l) l->select_rows(rows);
+  batch_ = rows.numel();
+}
+
 void DecodeState::clear() {
   layers_.clear();
   length_ = 0;

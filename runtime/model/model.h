@@ -78,6 +78,9 @@ struct LayerState {
                                                   int64_t width) const {
     return nullptr;
   }
+  // Keep (and repeat) rows: row i of the new state is row rows[i] of this one (rows: int64
+  // [R], on any device). Expands a prompt's state to its samples and drops finished rows.
+  virtual void select_rows(const at::Tensor& rows);
 };
 
 // The decode state of every layer for incremental decoding (inference only: it is written in
@@ -90,7 +93,11 @@ class DecodeState {
   DecodeState(DecodeState&&) noexcept;
   DecodeState& operator=(DecodeState&&) noexcept;
   int64_t length() const { return length_; }  // positions consumed
+  int64_t batch() const { return batch_; }    // rows (-1 before the first forward)
   void clear();
+  // Row i becomes row rows[i] (int64 [R], each in 0..batch-1; repeats allowed) in every
+  // layer: a prefilled prompt expanded to its samples, or finished rows dropped.
+  void select_rows(const at::Tensor& rows);
 
  private:
   friend class Model;

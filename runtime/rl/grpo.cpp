@@ -210,8 +210,8 @@ void GrpoObjective::make_rollouts(const train::StepContext& ctx, int64_t number)
   }
   const int64_t n = int64_t(items_.size()), G = o_.rollout.group_size, W = ctx.world_size;
   // several ranks: rank r samples prompts [r P/W, (r+1) P/W) of the batch (whole groups, so
-  // advantages are exact locally); its generate calls are seeded as those calls of one process
-  // would be (the same samples when rollout.batch divides the rank's P/W x G rows)
+  // advantages are exact locally); its rows draw from the streams those rows have in one
+  // process (the same samples however rollout.batch splits them)
   LT_CHECK(o_.prompts % W == 0, "rl.grpo: {} prompts per rollout do not split over {} ranks",
            o_.prompts, W);
   const int64_t P = o_.prompts / W, first = number * o_.prompts + ctx.rank * P;
@@ -230,11 +230,7 @@ void GrpoObjective::make_rollouts(const train::StepContext& ctx, int64_t number)
   }
   RolloutOptions ro = o_.rollout;
   ro.seed = o_.rollout.seed + uint64_t(number) * 1000003ULL;
-  if (W > 1) {
-    const int64_t rows = P * G, per = ro.batch > 0 ? std::min(ro.batch, rows) : rows;
-    ro.batch = per;
-    ro.seed += uint64_t(ctx.rank * ((rows + per - 1) / per));  // the calls before this rank's
-  }
+  ro.stream_offset = ctx.rank * P * G;  // the rows before this rank's
   auto t = std::chrono::steady_clock::now();
   const Rollouts r = rollout(m_, prompts, ro);
   const double rollout_s = since(t);

@@ -36,6 +36,9 @@ Rollouts rollout(const model::Model& m, const std::vector<std::vector<int64_t>>&
   go.stop_ids = o.stop_ids;
   go.logprobs = true;
   go.keep_stop_id = true;
+  go.seed = o.seed;
+  go.share_prefill = o.share_prefill;
+  go.drop_finished = o.drop_finished;
   if (!o.stop.empty()) {
     go.stop = [&o](int, const std::vector<int64_t>& toks) {
       const std::string text = o.decode(toks);
@@ -47,10 +50,10 @@ Rollouts rollout(const model::Model& m, const std::vector<std::vector<int64_t>>&
   std::vector<model::Generation> gens;
   gens.reserve(size_t(N));
   const int64_t per = o.batch > 0 ? o.batch : N;
-  for (int64_t s = 0, call = 0; s < N; s += per, ++call) {
+  for (int64_t s = 0; s < N; s += per) {
     const std::vector<std::vector<int64_t>> part(rows.begin() + s,
                                                  rows.begin() + std::min(N, s + per));
-    go.seed = o.seed + uint64_t(call);
+    go.stream_offset = o.stream_offset + s;  // row s + i: stream s + i, however the rows are split
     for (auto& g : model::generate(m, part, go)) gens.push_back(std::move(g));
   }
 
@@ -111,6 +114,8 @@ const Fields<RolloutOptions>& rollout_option_fields() {
                                            {"top_k", &RolloutOptions::top_k},
                                            {"top_p", &RolloutOptions::top_p},
                                            {"batch", &RolloutOptions::batch},
+                                           {"share_prefill", &RolloutOptions::share_prefill},
+                                           {"drop_finished", &RolloutOptions::drop_finished},
                                            {"stop", &RolloutOptions::stop}};
   return f;
 }

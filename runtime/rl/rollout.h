@@ -22,7 +22,8 @@ struct RolloutOptions {
   double temperature = 1.0;    // > 0
   int64_t top_k = 0;           // 0: off
   double top_p = 1.0;          // 1: off
-  uint64_t seed = 0;           // generate call c draws from a generator seeded with seed + c
+  uint64_t seed = 0;           // row r samples from stream stream_offset + r under this seed
+  int64_t stream_offset = 0;   // (model::row_draw); a rank's rows go on from the rows before it
   // A response ends with (and keeps) one of these; unset: the model's eos ids.
   std::optional<std::vector<int64_t>> stop_ids;
   // A response also ends once its decoded text contains one of these (needs decode); the
@@ -30,10 +31,15 @@ struct RolloutOptions {
   std::vector<std::string> stop;
   std::function<std::string(const std::vector<int64_t>&)> decode;  // for stop strings and texts
   int64_t batch = 0;  // rows (prompt copies) per generate call; 0: all at once
+  // model::GenerateOptions: a prompt prefilled once for its G rows; finished rows leave the
+  // decode batch. Off or on, the same rollouts (the bench measures what they save).
+  bool share_prefill = true;
+  bool drop_finished = true;
 };
 
 // The options scripts set by key (runtime/core/fields.h): group_size, max_response,
-// temperature, top_k, top_p, batch, stop (seed, stop_ids and decode are the caller's).
+// temperature, top_k, top_p, batch, stop, share_prefill, drop_finished (seed, stop_ids and
+// decode are the caller's).
 const Fields<RolloutOptions>& rollout_option_fields();
 
 struct Rollouts {

@@ -28,7 +28,7 @@ namespace {
 GrpoOptions options() {
   GrpoOptions o = ltrun_test::grpo::options();
   o.prompts = 4;
-  o.rollout.batch = 4;  // one generate call per prompt group (the same calls on 1 or 2 ranks)
+  o.rollout.batch = 3;  // calls that straddle groups and ranks: each row keeps its own stream
   return o;
 }
 using ltrun_test::grpo::items;

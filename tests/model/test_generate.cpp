@@ -12,6 +12,7 @@
 #include "runtime/model/generate.h"
 
 using namespace ltrun::model;
+using model_test::rel_err;
 
 namespace {
 
@@ -184,4 +185,206 @@ TEST_CASE("stop ids, the stop callback and length end rows separately", "[model]
   o.max_new_tokens = 0;
   CHECK(generate(m, kPrompts, o)[0].tokens.empty());
   model_test::require_error([&] { generate(m, {{1, 2}, {}}, o); }, {"prompt 1 is empty"});
+}
+
+namespace {
+
+// One tiny model per layer kind that keeps a decode state: attention (qwen3), Mamba2 with
+// attention and an MLP layer (nemotron_h "M*-M"), Gated DeltaNet with attention
+// (qwen3_5_text "LLA", chunks of 4 tokens so that a prompt spans several).
+struct KindModel {
+  const char* name;
+  Model m;
+};
+std::vector<KindModel> state_kinds() {
+  std::vector<KindModel> out;
+  out.push_back({"attention (qwen3)", model_test::sharp_tiny(model_test::spec("qwen3"))});
+  TinySpec nh = model_test::spec("nemotron_h");
+  nh.pattern = "M*-M";
+  nh.layers = 4;
+  out.push_back({"mamba2 (nemotron_h M*-M)", model_test::sharp_tiny(nh)});
+  TinySpec q = model_test::spec("qwen3_5_text");
+  q.pattern = "LLA";
+  Config c = tiny_config(q);
+  c.gdn.chunk = 4;
+  Model qm = Model::init(c, 1);
+  {
+    at::NoGradGuard no_grad;
+    for (auto& p : qm.parameters())
+      if (p.decay) p.tensor.mul_(12);
+  }
+  out.push_back({"gated deltanet (qwen3_5_text LLA)", std::move(qm)});
+  return out;
+}
+
+// Same tokens: exact. Same log-probs: the paths run the same operations on the same rows, only
+// in batches of other sizes (the prefill over distinct prompts, the decode over running rows);
+// a BLAS kernel may sum a row in another order at another batch size, which moves a log-prob
+// by the fp32 budget of model_test::rel_err (~2e-6 of its magnitude, |log-prob| < 30 here):
+// 1e-4 absolute is ten times that. A token could flip only if a draw fell within that much of
+// a boundary of the sampling CDF (~1e-5 per token over ~200 tokens: ~2e-3 per host kernel).
+void check_same(const std::vector<Generation>& a, const std::vector<Generation>& b) {
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO("row " << i);
+    CHECK(a[i].tokens == b[i].tokens);
+    CHECK(a[i].finish == b[i].finish);
+    REQUIRE(a[i].logprobs.size() == b[i].logprobs.size());
+    for (size_t j = 0; j < a[i].logprobs.size(); ++j) CHECK(std::abs(a[i].logprobs[j] - b[i].logprobs[j]) < 1e-4);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a decode state's rows can be repeated and dropped, for every layer kind", "[model][generate]") {
+  // prefill 2 distinct prompts, expand to rows {0, 1, 1, 0} and decode a token: the same as
+  // prefilling the 4 rows; then drop to rows {3, 1} and decode again: the same as those rows
+  // of the full batch
+  const std::vector<std::vector<int64_t>> distinct = {{5, 17, 3, 44, 9, 30, 2}, {12, 8, 1}};
+  const std::vector<int64_t> expand = {0, 1, 1, 0};
+  std::vector<std::vector<int64_t>> full;
+  for (int64_t i : expand) full.push_back(distinct[size_t(i)]);
+  for (auto& [name, m] : state_kinds()) {
+    DYNAMIC_SECTION(name) {
+      at::NoGradGuard no_grad;
+      auto run = [&](const std::vector<std::vector<int64_t>>& rows, DecodeState& st) {
+        const Padded p = left_pad(rows, 0);
+        ForwardOptions f;
+        f.state = &st;
+        f.attention_mask = p.mask;
+        f.logits = Logits::Last;
+        return std::make_pair(m.forward(p.ids, f).logits.select(1, 0), p.mask);
+      };
+      DecodeState a, b;
+      auto [la, ma] = run(distinct, a);
+      auto [lb, mb] = run(full, b);
+      const at::Tensor idx = at::tensor(expand, at::kLong);
+      a.select_rows(idx);
+      CHECK(a.batch() == 4);
+      CHECK(rel_err(la.index_select(0, idx), lb) < 1e-5);
+      const at::Tensor next = at::tensor(std::vector<int64_t>{3, 9, 27, 40}, at::kLong).view({4, 1});
+      auto step = [&](DecodeState& st, at::Tensor& mask, const at::Tensor& ids) {
+        mask = at::cat({mask, at::ones({ids.size(0), 1}, at::kLong)}, 1);
+        ForwardOptions f;
+        f.state = &st;
+        f.attention_mask = mask;
+        f.logits = Logits::Last;
+        return m.forward(ids, f).logits.select(1, 0);
+      };
+      at::Tensor mae = ma.index_select(0, idx);
+      const at::Tensor sa = step(a, mae, next), sb = step(b, mb, next);
+      CHECK(rel_err(sa, sb) < 1e-5);
+      CHECK(rel_err(sa.narrow(0, 0, 1), sb.narrow(0, 1, 1)) > 1e-3);  // the rows do differ
+      const at::Tensor keep = at::tensor(std::vector<int64_t>{3, 1}, at::kLong);
+      a.select_rows(keep);
+      at::Tensor mk = mae.index_select(0, keep);
+      const at::Tensor next2 = at::tensor(std::vector<int64_t>{11, 6}, at::kLong).view({2, 1});
+      const at::Tensor da = step(a, mk, next2);
+      const at::Tensor db = step(b, mb, at::tensor(std::vector<int64_t>{0, 6, 0, 11}, at::kLong).view({4, 1}));
+      CHECK(rel_err(da, db.index_select(0, keep)) < 1e-5);
+      model_test::require_error([&] { a.select_rows(at::tensor(std::vector<int64_t>{2}, at::kLong)); },
+                                {"row 2 outside 0..1"});
+      model_test::require_error([&] { a.select_rows(at::zeros({0}, at::kLong)); }, {"non-empty int64"});
+      model_test::require_error([&] { a.select_rows(at::zeros({1}, at::kFloat)); }, {"non-empty int64"});
+      model_test::require_error([&] { a.select_rows(at::zeros({1, 1}, at::kLong)); }, {"non-empty int64"});
+      model_test::require_error([&] { a.select_rows(at::tensor(std::vector<int64_t>{-1}, at::kLong)); },
+                                {"row -1 outside"});
+      CHECK(a.batch() == 2);  // refused selections changed nothing
+      DecodeState empty;
+      model_test::require_error([&] { empty.select_rows(idx); }, {"has not run"});
+    }
+  }
+}
+
+TEST_CASE("group-shared prefill: the same tokens as prefilling every copy, for every layer kind",
+          "[model][generate]") {
+  // G = 3 copies of each prompt (prompts of different lengths), plus a repeat out of order
+  std::vector<std::vector<int64_t>> rows;
+  for (const auto& p : kPrompts)
+    for (int g = 0; g < 3; ++g) rows.push_back(p);
+  rows.push_back(kPrompts[0]);
+  for (auto& [name, m] : state_kinds()) {
+    DYNAMIC_SECTION(name) {
+      GenerateOptions o;
+      o.max_new_tokens = 10;
+      o.temperature = 1.3;
+      o.seed = 5;
+      o.logprobs = true;
+      o.stop_ids = std::vector<int64_t>{};
+      for (bool drop : {false, true}) {
+        o.drop_finished = drop;
+        o.share_prefill = true;
+        const auto on = generate(m, rows, o);
+        o.share_prefill = false;
+        const auto off = generate(m, rows, o);
+        check_same(on, off);
+        // the copies of a prompt draw from their own streams: not all alike
+        bool differ = false;
+        for (int g = 1; g < 3; ++g) differ |= on[size_t(g)].tokens != on[0].tokens;
+        CHECK(differ);
+      }
+    }
+  }
+}
+
+TEST_CASE("finished rows leave the batch: the same tokens as keeping them, for every layer kind",
+          "[model][generate]") {
+  // one long response (row 0 runs to the length limit) and many short ones that end at
+  // different steps through the stop callback and a stop id
+  std::vector<std::vector<int64_t>> rows;
+  for (int i = 0; i < 9; ++i) rows.push_back(kPrompts[size_t(i) % 3]);
+  for (auto& [name, m] : state_kinds()) {
+    DYNAMIC_SECTION(name) {
+      GenerateOptions o;
+      o.max_new_tokens = 16;
+      o.temperature = 1.3;
+      o.seed = 11;
+      o.logprobs = true;
+      o.keep_stop_id = true;
+      o.stop_ids = std::vector<int64_t>{};
+      o.stop = [](int row, const std::vector<int64_t>& t) { return row > 0 && int(t.size()) == 1 + row % 4; };
+      o.drop_finished = false;
+      const auto kept = generate(m, rows, o);
+      o.drop_finished = true;
+      const auto dropped = generate(m, rows, o);
+      check_same(dropped, kept);
+      CHECK(kept[0].tokens.size() == 16);
+      for (size_t r = 1; r < rows.size(); ++r) CHECK(kept[r].tokens.size() == 1 + r % 4);
+      // with a stop id too: row 0's 5th token ends every row that samples it
+      o.stop_ids = std::vector<int64_t>{kept[0].tokens[4]};
+      o.drop_finished = false;
+      const auto kept2 = generate(m, rows, o);
+      o.drop_finished = true;
+      check_same(generate(m, rows, o), kept2);
+      CHECK(kept2[0].finish == "stop_id");
+    }
+  }
+}
+
+TEST_CASE("per-row streams: a row's tokens do not depend on the other rows", "[model][generate]") {
+  const Model m = model_test::sharp_tiny(model_test::spec("qwen3"));
+  const std::vector<std::vector<int64_t>> rows = {{5, 17, 3}, {12, 4, 4}, {7, 7, 21}};
+  GenerateOptions o;
+  o.max_new_tokens = 12;
+  o.temperature = 1.3;
+  o.seed = 8;
+  o.stop_ids = std::vector<int64_t>{};
+  const auto all = generate(m, rows, o);
+  o.stream_offset = 1;  // row 1 alone, on its own stream
+  CHECK(generate(m, {rows[1]}, o)[0].tokens == all[1].tokens);
+  // draws: in [0, 1), distinct across rows and steps, a function of (seed, row, step) only
+  std::set<double> seen;
+  for (int64_t r = 0; r < 50; ++r)
+    for (int64_t s = 0; s < 50; ++s) {
+      const double u = row_draw(3, r, s);
+      CHECK((u >= 0 && u < 1));
+      seen.insert(u);
+      CHECK(row_draw(3, r, s) == u);
+    }
+  CHECK(seen.size() == 2500);
+  // uniform: the mean of 2500 draws has standard deviation sqrt(1/12/2500) = 0.0058; 6 of them
+  double sum = 0;
+  for (double u : seen) sum += u;
+  CHECK(std::abs(sum / 2500 - 0.5) < 0.035);
+  CHECK(row_draw(4, 0, 0) != row_draw(3, 0, 0));
 }

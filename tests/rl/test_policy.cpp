@@ -187,8 +187,23 @@ TEST_CASE("rollouts: G samples per prompt, seeded, masks and sampling log-probs"
   o.temperature = 1.3;
   o.top_k = 20;
   o.seed = 99;
-  o.batch = 5;  // three generate calls (5 + 5 + 2 rows), seeds 99, 100, 101
+  o.batch = 5;  // three generate calls (5 + 5 + 2 rows); row r draws from stream r of seed 99
   const Rollouts a = rollout(m, prompts, o), b = rollout(m, prompts, o);
+  {
+    // the same rollouts however the rows are split into calls, with the prompt prefilled once
+    // per call or per row, finished rows dropped or kept (tokens exact; log-probs up to the
+    // fp32 sums of other batch sizes: ~2e-6 of |log-prob| < 30, so 1e-4)
+    for (int variant = 0; variant < 3; ++variant) {
+      RolloutOptions v = o;
+      if (variant == 0) v.batch = 0;
+      if (variant == 1) v.share_prefill = false;
+      if (variant == 2) v.drop_finished = false;
+      const Rollouts c = rollout(m, prompts, v);
+      INFO("variant " << variant);
+      CHECK(c.responses == a.responses);
+      CHECK(max_abs(c.logprobs - a.logprobs) < 1e-4);
+    }
+  }
   const int64_t N = 12;
   REQUIRE(a.seq.ids.size(0) == N);
   CHECK(at::equal(a.seq.ids, b.seq.ids));  // bit for bit

@@ -44,6 +44,14 @@ std::unique_ptr<LayerState> KVState::prefix_rows(const std::vector<int64_t>& len
   return out;
 }
 
+// the whole buffer (its spare capacity too), so the next appends do not regrow it
+void KVState::select_rows(const at::Tensor& rows) {
+  if (!k.defined()) return;
+  const at::Tensor r = rows.to(k.device());
+  k = k.index_select(0, r);
+  v = v.index_select(0, r);
+}
+
 void AttentionWeights::slots(const Config& c, std::vector<Slot>& out, const std::string& p) {
   const int64_t H = c.hidden_size, q_out = c.n_heads * c.head_dim, kv_out = c.n_kv_heads * c.head_dim;
   auto linear = [&](const char* name, at::Tensor& w, at::Tensor& b, bool has_bias, int64_t o,

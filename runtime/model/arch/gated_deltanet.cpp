@@ -12,6 +12,11 @@
 
 namespace ltrun::model {
 
+void GatedDeltaNetState::select_rows(const at::Tensor& rows) {
+  if (conv.defined()) conv = conv.index_select(0, rows.to(conv.device()));
+  if (recurrent.defined()) recurrent = recurrent.index_select(0, rows.to(recurrent.device()));
+}
+
 void GatedDeltaNetWeights::slots(const Config& c, std::vector<Slot>& out, const std::string& p) {
   const GatedDeltaNetConfig& m = c.gdn;
   const int64_t H = c.hidden_size, hv = m.v_heads;

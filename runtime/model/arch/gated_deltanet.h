@@ -24,6 +24,7 @@ struct GatedDeltaNetWeights {
 // (fp64 for an fp64 model).
 struct GatedDeltaNetState : LayerState {
   at::Tensor conv, recurrent;
+  void select_rows(const at::Tensor& rows) override;
 };
 
 // The delta rule, chunked, in q's dtype (fp32 or fp64). q and k [b, T, h, dk] (L2-normalised,

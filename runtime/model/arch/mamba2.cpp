@@ -10,6 +10,11 @@
 
 namespace ltrun::model {
 
+void Mamba2State::select_rows(const at::Tensor& rows) {
+  if (conv.defined()) conv = conv.index_select(0, rows.to(conv.device()));
+  if (ssm.defined()) ssm = ssm.index_select(0, rows.to(ssm.device()));
+}
+
 void Mamba2Weights::slots(const Config& c, std::vector<Slot>& out, const std::string& p) {
   const Mamba2Config& m = c.mamba;
   const int64_t H = c.hidden_size, I = m.inner(), CD = m.conv_dim();

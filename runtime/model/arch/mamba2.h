@@ -20,6 +20,7 @@ struct Mamba2Weights {
 // an fp64 model).
 struct Mamba2State : LayerState {
   at::Tensor conv, ssm;
+  void select_rows(const at::Tensor& rows) override;
 };
 
 // a [..., Q] → [..., Q, Q] with out[i][j] = a[j+1] + ... + a[i] for i >= j and -inf above the
