@@ -175,11 +175,13 @@ SequenceBatch sequences(const Args& a, int i) {
 }
 
 // lt.rl.rollout(m, prompts, {group_size=8, max_response=256, temperature=1, top_k=0,
-//   top_p=1, seed = (stream "rl.rollout"), stop=, stop_ids=, batch=0}) -> rollouts table
+//   top_p=1, seed = (stream "rl.rollout"), stop=, stop_ids=, batch=0, share_prefill = true (each
+//   prompt prefilled once for its group), drop_finished = true (finished rows leave the decode
+//   batch)}) -> rollouts table
 List rollout_fn(const Args& a) {
   const ModelHandle& h = model::model_arg(a, 1);
   const Options o = a.options(3).check({"group_size", "max_response", "temperature", "top_k", "top_p", "seed", "stop",
-                                        "stop_ids", "batch", "max_prompt_tokens"});
+                                        "stop_ids", "batch", "max_prompt_tokens", "share_prefill", "drop_finished"});
   RolloutOptions r = rollout_options(o, a.run());
   const auto prompts = prompt_ids(a[2], h, limit(o, h, r.max_response), a.fn());
   r.decode = decoder(h);
