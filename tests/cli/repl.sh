@@ -11,4 +11,10 @@ check "failed chunks are not in the transcript" equals "$(sql1 "select instr(scr
 check "logged from the REPL" equals "$(sql1 "select count(*) from metrics")" "1"
 out=$("$LTRUN" rerun 1 --yes 2>/dev/null; echo rc=$?)
 check "a REPL session can be rerun" contains "$out" "rc=0"
+# a LibTorch error reads as its message, without LibTorch's C++ backtrace, on stderr and in
+# the run's stored error (issue 27 item 12)
+"$LTRUN" -e 'print(lt.zeros(2, 3):matmul(lt.zeros(4, 5)))' >/dev/null 2>err.txt
+check "a LibTorch error: its message" contains "$(cat err.txt)" "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"
+check "... without the C++ backtrace" equals "$(grep -c 'Exception raised from\|frame #' err.txt)" "0"
+check "... nor in runs.error" equals "$(sql1 "select instr(error, 'frame #') + instr(error, 'Exception raised from') from runs order by id desc limit 1")" "0"
 finish
