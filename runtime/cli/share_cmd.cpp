@@ -112,13 +112,23 @@ int rerun_sandboxed(const Globals& g, std::vector<std::string> inner) {
   LT_CHECK(file_exists(kBwrap), "rerun --sandbox needs bubblewrap ({}), which scripts/setup installs", kBwrap);
   const std::string db = absolute_path(g.db), store_dir = dir_name(db), cwd = absolute_path(".");
   std::vector<std::string> argv{kBwrap, "--die-with-parent", "--new-session", "--unshare-all", "--ro-bind", "/", "/",
-                                "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--bind", store_dir, store_dir,
-                                "--chdir", cwd, "--", self_executable(), "--db", db, "--device", g.device};
+                                "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"};
+  // what the rerun reads from under /tmp stays visible (read-only) through the private /tmp:
+  // ltrun itself, its Lua library and checkout, the working folder, the models and data roots
+  const char* lib = std::getenv("LTRUN_LIB");
+  const std::string lib_dir = lib && *lib ? absolute_path(lib) : std::string(LTRUN_LIB_DIR);
+  std::vector<std::string> keep{dir_name(self_executable()), lib_dir, dir_name(lib_dir), cwd};
+  for (const char* v : {"LTRUN_MODELS", "LTRUN_DATA"})
+    if (const char* x = std::getenv(v); x && *x) keep.push_back(absolute_path(x));
+  for (const std::string& k : keep)
+    if (k.rfind("/tmp/", 0) == 0 && std::filesystem::exists(k)) argv.insert(argv.end(), {"--ro-bind", k, k});
+  argv.insert(argv.end(), {"--bind", store_dir, store_dir, "--chdir", cwd, "--", self_executable(), "--db", db,
+                           "--device", g.device});
   if (g.seed) argv.insert(argv.end(), {"--seed", std::to_string(*g.seed)});
   argv.push_back("rerun");
   argv.insert(argv.end(), inner.begin(), inner.end());
   std::fprintf(stderr, "ltrun rerun: in a sandbox (bubblewrap): no network, the file system read-only except %s "
-               "and a private /tmp\n", store_dir.c_str());
+               "and a private /tmp (ltrun's own folders under /tmp kept, read-only)\n", store_dir.c_str());
   SpawnOptions o;
   o.env["LTRUN_SANDBOXED"] = "1";
   o.death_signal = SIGTERM;
