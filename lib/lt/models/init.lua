@@ -82,6 +82,30 @@ function M.get(name)
   return path
 end
 
+-- The common tail of the task recipes (tiny_math, tiny_code, tiny_agent): a fresh Qwen3 of
+-- cfg's shape (exp.model_args) with a BPE trained on the text file `corpus` (in the recipe's
+-- work folder), the file packed, lt.train.causal_lm on it with cfg's training args and the
+-- recipe's `checkpoints` (exp.checkpoints), saved to cfg.out (replacing a folder ltrun made).
+-- cfg.seed fixes init, packing and data order. → the model, the training result, the packing
+function M.pretrain(cfg, corpus, checkpoints)
+  local exp = require "lt.experiment"
+  local work = corpus:match("^(.*)/[^/]*$")
+  local init = work .. "/init"
+  lt.model.new{ out = init, arch = "qwen3", layers = cfg.layers, hidden = cfg.hidden, heads = cfg.heads,
+                kv_heads = cfg.kv_heads, vocab = cfg.vocab, corpus = { corpus }, seed = cfg.seed }
+  local packed = lt.data.pack{ tokenizer = init, inputs = { corpus }, out = work .. "/packed", val = 0.01,
+                               seed = cfg.seed and 1 or nil }
+  local m = lt.model.load(init):train_only("all")
+  local r = lt.train.causal_lm(m, exp.train_options(cfg, { data = work .. "/packed", decay = "cosine", seed = cfg.seed,
+                                                          checkpoint_dir = checkpoints.checkpoint_dir,
+                                                          checkpoint_every = checkpoints.checkpoint_every,
+                                                          resume = checkpoints.resume }))
+  lt.fs.remove(cfg.out)  -- refused when --out names a folder that ltrun did not make
+  lt.fs.mkdir(cfg.out)   -- marked as ltrun's, so that a later run may replace it
+  m:save(cfg.out)
+  return m, r, packed
+end
+
 -- `path` unless it is "" (then model `name`, made when missing)
 function M.resolve(path, name)
   if path and path ~= "" then return path end

@@ -84,19 +84,7 @@ function M.make(cfg)
   end
   corpus:close()
   lt.run.param{ pretrain_docs = docs, pretrain_solved = solved }
-  local init = work .. "/init"
-  lt.model.new{ out = init, arch = "qwen3", layers = cfg.layers, hidden = cfg.hidden, heads = cfg.heads,
-                kv_heads = cfg.kv_heads, vocab = cfg.vocab, corpus = { work .. "/turns.txt" }, seed = cfg.seed }
-  local packed = lt.data.pack{ tokenizer = init, inputs = { work .. "/turns.txt" }, out = work .. "/packed",
-                               val = 0.01, seed = cfg.seed and 1 or nil }
-  local m = lt.model.load(init):train_only("all")
-  local r = lt.train.causal_lm(m, exp.train_options(cfg, { data = work .. "/packed", decay = "cosine", seed = cfg.seed,
-                                                          checkpoint_dir = checkpoints.checkpoint_dir,
-                                                          checkpoint_every = checkpoints.checkpoint_every,
-                                                          resume = checkpoints.resume }))
-  lt.fs.remove(cfg.out)
-  lt.fs.mkdir(cfg.out)
-  m:save(cfg.out)
+  local m, r = require("lt.models").pretrain(cfg, work .. "/turns.txt", checkpoints)
   lt.run.artifact(cfg.out .. "/model.safetensors", { kind = "model" })
   lt.fs.remove(work)
   print(("tiny-agent: %s: %d params, %d turns of %d noisy-expert episodes (%d solved), %d steps, %.0f tokens/s, "

@@ -88,20 +88,8 @@ function M.make(cfg)
   end
   corpus:close()
 
-  local init = work .. "/init"
-  lt.model.new{ out = init, arch = "qwen3", layers = cfg.layers, hidden = cfg.hidden, heads = cfg.heads,
-                kv_heads = cfg.kv_heads, vocab = cfg.vocab, corpus = { work .. "/code.txt" }, seed = cfg.seed }
-  local packed = lt.data.pack{ tokenizer = init, inputs = { work .. "/code.txt" }, out = work .. "/packed",
-                               val = 0.01, seed = cfg.seed and 1 or nil }
+  local m, r, packed = require("lt.models").pretrain(cfg, work .. "/code.txt", checkpoints)
   lt.run.param{ pretrain_docs = cfg.docs, train_tokens = packed.train_tokens, rl_tasks = #train, test_tasks = #test }
-  local m = lt.model.load(init):train_only("all")
-  local r = lt.train.causal_lm(m, exp.train_options(cfg, { data = work .. "/packed", decay = "cosine", seed = cfg.seed,
-                                                          checkpoint_dir = checkpoints.checkpoint_dir,
-                                                          checkpoint_every = checkpoints.checkpoint_every,
-                                                          resume = checkpoints.resume }))
-  lt.fs.remove(cfg.out)
-  lt.fs.mkdir(cfg.out)
-  m:save(cfg.out)
   local function write_jsonl(path, rows)
     local f = assert(io.open(path, "w"))
     for _, t in ipairs(rows) do

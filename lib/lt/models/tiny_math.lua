@@ -90,20 +90,8 @@ function M.make(cfg)
   end
   lt.run.param{ pretrain_docs = n_docs }
 
-  local init = work .. "/init"
-  lt.model.new{ out = init, arch = "qwen3", layers = cfg.layers, hidden = cfg.hidden, heads = cfg.heads,
-                kv_heads = cfg.kv_heads, vocab = cfg.vocab, corpus = { work .. "/math.txt" }, seed = cfg.seed }
-  local packed = lt.data.pack{ tokenizer = init, inputs = { work .. "/math.txt" }, out = work .. "/packed",
-                               val = 0.01, seed = cfg.seed and 1 or nil }
+  local m, r, packed = require("lt.models").pretrain(cfg, work .. "/math.txt", checkpoints)
   lt.run.param{ train_tokens = packed.train_tokens, val_tokens = packed.val_tokens }
-  local m = lt.model.load(init):train_only("all")
-  local r = lt.train.causal_lm(m, exp.train_options(cfg, { data = work .. "/packed", decay = "cosine", seed = cfg.seed,
-                                                          checkpoint_dir = checkpoints.checkpoint_dir,
-                                                          checkpoint_every = checkpoints.checkpoint_every,
-                                                          resume = checkpoints.resume }))
-  lt.fs.remove(cfg.out)  -- refused when --out names a folder that ltrun did not make
-  lt.fs.mkdir(cfg.out)   -- marked as ltrun's, so that a later run may replace it
-  m:save(cfg.out)
   local function write_jsonl(path, rows)
     local f = assert(io.open(path, "w"))
     for _, row in ipairs(rows) do f:write(lt.json.encode(row), "\n") end
