@@ -29,6 +29,7 @@ function M.action(text) return text:match("^%s*(%S+)") or "" end
 -- response_ids, action, reward, anchor, valid}}, total_reward, solved, turns} ... } in seed
 -- order, group members together.
 function M.episodes(m, env_name, env_opts, seeds, o)
+  lt.check_options(o, "lt.agent.episodes", { "group", "temperature", "max_new_tokens", "seed", "max_turns" })
   local eps, active = {}, {}
   for _, s in ipairs(seeds) do
     for _ = 1, o.group do
@@ -70,6 +71,7 @@ end
 -- GRPO on episodes), plus the batch's metrics (success rate, mean return, valid-action share,
 -- turns, share of steps in anchor groups of two or more).
 function M.rows(eps, o)
+  lt.check_options(o, "lt.agent.rows", { "group", "gamma", "omega", "norm" })
   local out = { prompts = {}, responses = {}, advantages = {} }
   local solved, ret, valid, steps, grouped = 0, 0, 0, 0, 0
   for g = 1, #eps, o.group do
@@ -101,6 +103,7 @@ end
 -- The success rate of m on `seeds` (one episode each at `temperature`, o.episodes per seed),
 -- and per seed the number solved (for a paired comparison of two models on the same seeds)
 function M.success(m, env_name, env_opts, seeds, o)
+  lt.check_options(o, "lt.agent.success", { "episodes", "temperature", "seed", "max_turns" })
   local eps = M.episodes(m, env_name, env_opts, seeds, { group = o.episodes or 1, temperature = o.temperature,
                                                         seed = o.seed, max_turns = o.max_turns })
   local per, n = {}, 0

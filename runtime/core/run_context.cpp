@@ -2,7 +2,6 @@
 #include "runtime/core/run_context.h"
 
 namespace ltrun {
-namespace {
 
 uint64_t splitmix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
@@ -10,6 +9,8 @@ uint64_t splitmix64(uint64_t x) {
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   return x ^ (x >> 31);
 }
+
+namespace {
 
 uint64_t fnv1a(std::string_view s) {
   uint64_t h = 14695981039346656037ULL;

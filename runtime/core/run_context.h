@@ -46,6 +46,9 @@ class RunSink {
 // The largest integer below which a Lua number (a double) holds every integer exactly.
 constexpr uint64_t kSeedLimit = uint64_t(1) << 53;
 
+// splitmix64's finaliser: a well-mixed 64-bit value of x (stream seeds, per-row sampling draws)
+uint64_t splitmix64(uint64_t x);
+
 // A well-mixed seed < 2^53 for stream `stream` of run seed `run_seed`: splitmix64 of the run
 // seed combined with the FNV-1a hash of the name. Deterministic across hosts and builds.
 uint64_t stream_seed(uint64_t run_seed, std::string_view stream);

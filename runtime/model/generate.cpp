@@ -10,20 +10,10 @@
 #include <ATen/core/grad_mode.h>
 
 #include "runtime/core/error.h"
+#include "runtime/core/run_context.h"
 #include "runtime/text/tokenizer.h"
 
 namespace ltrun::model {
-
-namespace {
-
-uint64_t splitmix64(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-}  // namespace
 
 double row_draw(uint64_t seed, int64_t row, int64_t step) {
   const uint64_t h = splitmix64(splitmix64(splitmix64(seed) ^ uint64_t(row)) ^ uint64_t(step));

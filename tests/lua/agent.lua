@@ -84,6 +84,8 @@ T.case("lt.agent: every step of every episode is a row with its GiGPO advantage"
   end
   T.eq(#rows.prompts, k)
   T.eq(rows.metrics.turns, k / 6)
+  T.raises(function() agent.rows(eps, { group = 3, omgea = 1 }) end, "unknown option")
+  T.raises(function() agent.episodes(m, "sokoban", {}, { 1 }, { group = 2, temprature = 1 }) end, "temprature")
 end)
 
 T.case("experiments/agent.lua at a toy size: a child run per algorithm, batches logged", function()

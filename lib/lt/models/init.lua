@@ -82,17 +82,23 @@ function M.get(name)
   return path
 end
 
--- The common tail of the task recipes (tiny_math, tiny_code, tiny_agent): a fresh Qwen3 of
--- cfg's shape (exp.model_args) with a BPE trained on the text file `corpus` (in the recipe's
--- work folder), the file packed, lt.train.causal_lm on it with cfg's training args and the
--- recipe's `checkpoints` (exp.checkpoints), saved to cfg.out (replacing a folder ltrun made).
--- cfg.seed fixes init, packing and data order. → the model, the training result, the packing
-function M.pretrain(cfg, corpus, checkpoints)
+-- The common tail of the recipes (tiny_lm, tiny_math, tiny_code, tiny_agent): a fresh model of
+-- cfg's shape (exp.model_args; a Qwen3 unless `new` says otherwise) with a BPE trained on the
+-- text file `corpus` (in the recipe's work folder), the file packed, lt.train.causal_lm on it
+-- with cfg's training args and the recipe's `checkpoints` (exp.checkpoints), saved to cfg.out
+-- (replacing a folder ltrun made). cfg.seed fixes init, packing and data order. new: more
+-- lt.model.new fields (arch, pattern, chunk, tokenizer; tokenizer_corpus: the BPE's own sample
+-- instead of `corpus`). → the model, the training result, the packing
+function M.pretrain(cfg, corpus, checkpoints, new)
   local exp = require "lt.experiment"
   local work = corpus:match("^(.*)/[^/]*$")
   local init = work .. "/init"
-  lt.model.new{ out = init, arch = "qwen3", layers = cfg.layers, hidden = cfg.hidden, heads = cfg.heads,
-                kv_heads = cfg.kv_heads, vocab = cfg.vocab, corpus = { corpus }, seed = cfg.seed }
+  local spec = { out = init, arch = "qwen3", layers = cfg.layers, hidden = cfg.hidden, heads = cfg.heads,
+                 kv_heads = cfg.kv_heads, vocab = cfg.vocab, corpus = { corpus }, seed = cfg.seed }
+  for k, v in pairs(new or {}) do
+    if k == "tokenizer_corpus" then spec.corpus = { v } else spec[k] = v end
+  end
+  lt.model.new(spec)
   local packed = lt.data.pack{ tokenizer = init, inputs = { corpus }, out = work .. "/packed", val = 0.01,
                                seed = cfg.seed and 1 or nil }
   local m = lt.model.load(init):train_only("all")

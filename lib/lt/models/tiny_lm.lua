@@ -189,23 +189,10 @@ function M.make(cfg)
   write_docs(work .. "/tokenizer_sample.txt", train_docs, 1500000)
 
   -- ---- the random model, a tokenizer trained on the sample, pre-training -----------------------
-  local init = work .. "/init"
-  lt.model.new{ out = init, arch = cfg.arch, layers = cfg.layers, hidden = cfg.hidden, heads = cfg.heads,
-                kv_heads = cfg.kv_heads, vocab = cfg.vocab, corpus = { work .. "/tokenizer_sample.txt" },
-                pattern = cfg.pattern, chunk = cfg.chunk > 0 and cfg.chunk or nil,
-                tokenizer = cfg.tokenizer ~= "" and cfg.tokenizer or nil, seed = cfg.seed }
-  local packed = lt.data.pack{ tokenizer = init, inputs = { work .. "/train.txt" }, out = work .. "/packed",
-                               val = 0.01, seed = cfg.seed and 1 or nil }
+  local m, r, packed = require("lt.models").pretrain(cfg, work .. "/train.txt", checkpoints, {
+    arch = cfg.arch, pattern = cfg.pattern, chunk = cfg.chunk > 0 and cfg.chunk or nil,
+    tokenizer = cfg.tokenizer ~= "" and cfg.tokenizer or nil, tokenizer_corpus = work .. "/tokenizer_sample.txt" })
   lt.run.param{ train_tokens = packed.train_tokens, val_tokens = packed.val_tokens }
-
-  local m = lt.model.load(init):train_only("all")
-  local r = lt.train.causal_lm(m, exp.train_options(cfg, { data = work .. "/packed", decay = "cosine", seed = cfg.seed,
-                                                          checkpoint_dir = checkpoints.checkpoint_dir,
-                                                          checkpoint_every = checkpoints.checkpoint_every,
-                                                          resume = checkpoints.resume }))
-  lt.fs.remove(cfg.out)  -- refused when --out names a folder that ltrun did not make
-  lt.fs.mkdir(cfg.out)   -- marked as ltrun's, so that a later run may replace it
-  m:save(cfg.out)
   write_docs(cfg.out .. "/heldout.txt", heldout)
   lt.run.artifact(cfg.out .. "/model.safetensors", { kind = "model" })
   lt.fs.remove(work)
