@@ -157,6 +157,19 @@ T.case("C on the overall score against each benchmark's C_l: Pearson by hand", f
   T.eq(got["contribution_pearson/short"], nil, "a benchmark without C for every layer is left out")
 end)
 
+T.case("GRPO options of a scan: resolved by algorithm, bad values named", function()
+  local st = require "lt.scan_task"
+  local g = st.grpo_options{ algo = "grpo", kl = -1, agg = "paper", clip_ratio = 0.1, clip_high = 0 }
+  T.same_table({ g.kl, g.agg, g.clip_high }, { 0.001, "seq-mean-token-mean", 0.1 })
+  local d = st.grpo_options{ algo = "dr_grpo", kl = -1, agg = "paper" }
+  T.same_table({ d.kl, d.agg }, { 0, "seq-mean-token-sum-norm" })
+  T.raises(function() st.grpo_options{ algo = "grpo", kl = -0.5 } end, "%-%-kl=%-0.5")
+  T.same_table(st.sweep_lrs{ algo = "grpo", lr_sweep = "1e-5,3e-3" }, { 1e-5, 3e-3 })
+  T.raises(function() st.sweep_lrs{ algo = "grpo", lr_sweep = "1e-5,abc" } end, "'abc' is not a learning rate")
+  T.raises(function() st.sweep_lrs{ algo = "grpo", lr_sweep = "0" } end, "'0' is not a learning rate")
+  T.raises(function() st.sweep_lrs{ algo = "causal_lm", lr_sweep = "1e-3" } end, "causal_lm scans have none")
+end)
+
 T.case("scan defaults by algorithm", function()
   local st = require "lt.scan_task"
   -- the default model is lt.models' tiny-math-8l: a stand-in in a models folder of this test
