@@ -1,7 +1,8 @@
 // runtime/cli/repl.cpp: `ltrun` with no script: an interactive Lua session (libedit line
 // editing, history in ~/.ltrun_history, tab completion of lt.* names, multi-line chunks).
 // The session is a run named "repl" whose script text is the chunks that ran, so
-// `ltrun rerun` can replay it. Without a terminal it reads chunks from stdin silently.
+// `ltrun rerun` can replay it. Ctrl-C stops the running chunk, or at the prompt drops the chunk
+// being typed; Ctrl-D quits. Without a terminal it reads chunks from stdin silently.
 #include <editline/readline.h>
 #include <unistd.h>
 
@@ -86,6 +87,12 @@ int run_repl(const Globals& g) {
     std::string line;
     if (tty) {
       char* l = readline(chunk.empty() ? "> " : ">> ");
+      if (!l && interrupt_requested()) {  // Ctrl-C at the prompt drops the chunk being typed
+        clear_interrupt();
+        chunk.clear();
+        std::printf("\n");
+        continue;
+      }
       if (!l) break;
       line = l;
       std::free(l);
