@@ -317,20 +317,31 @@ std::vector<SampleTrace> trace(const model::Model& m, const std::vector<Sample>&
       s.top_ids.resize(N + 1);
       s.top_probs.resize(N + 1);
     }
-    // Task Particle: the lens of every residual at the last token only, read in pieces of
-    // the vocabulary; P_t and the candidates from the logits and their log-sum-exp (float32)
+    // The perturbed passes: the context zeroed in each residual, last positions [(N+1)·B, H]
+    const at::Tensor last =
+        perturbed_last(m, clean.hidden, b.zero, b.mask, o.method, shared.get()).reshape({(N + 1) * B, -1});
+    const bool gathered = o.topk > 0 && o.topk < V;  // JS on the top-k support (else the whole vocabulary)
+    // One read of the vocabulary for both: the clean residuals' lens (rows r·B + i: P_t and the
+    // candidates) and, for the gathered JS, the perturbed ones' (rows (N+1)·B + r·B + i: Q's
+    // top-k and log-sum-exp). The unembedding is the big matrix; reading it once per batch
+    // instead of twice is most of the lens's cost at a large vocabulary.
+    std::vector<at::Tensor> lasts;
+    for (int r = 0; r <= N; ++r) lasts.push_back(clean.hidden[r].narrow(1, T - 1, 1).select(1, 0));
+    if (gathered) lasts.push_back(last);
+    const int64_t R = (N + 1) * B;
+    const LensTop L = lens_top(m, at::cat(lasts, 0), gathered ? std::max(K, o.topk) : K);
+    // Task Particle: P_t and the candidates from the logits and their log-sum-exp (float32)
     {
-      std::vector<at::Tensor> lasts;
-      for (int r = 0; r <= N; ++r) lasts.push_back(clean.hidden[r].narrow(1, T - 1, 1).select(1, 0));
-      const LensTop L = lens_top(m, at::cat(lasts, 0), K);  // rows r·B + i
       const at::Tensor tgt_rows = tgt.repeat({N + 1}).unsqueeze(1);
-      const at::Tensor pt = (lens_at(m, L.normed, tgt_rows).squeeze(1) - L.lse)
+      const at::Tensor normed = L.normed.narrow(0, 0, R), lse = L.lse.narrow(0, 0, R);
+      const at::Tensor pt = (lens_at(m, normed, tgt_rows).squeeze(1) - lse)
                                 .exp().to(at::kDouble).cpu().view({N + 1, B});
       auto pa = pt.accessor<double, 2>();
       at::Tensor vals, idx;
       if (K > 0) {
-        vals = (L.values - L.lse.unsqueeze(1)).exp().to(at::kDouble).cpu().contiguous().view({N + 1, B, K});
-        idx = L.ids.cpu().contiguous().view({N + 1, B, K});
+        vals = (L.values.narrow(0, 0, R).narrow(1, 0, K) - lse.unsqueeze(1))
+                   .exp().to(at::kDouble).cpu().contiguous().view({N + 1, B, K});
+        idx = L.ids.narrow(0, 0, R).narrow(1, 0, K).cpu().contiguous().view({N + 1, B, K});
       }
       for (int r = 0; r <= N; ++r)
         for (int64_t i = 0; i < B; ++i) {
@@ -341,18 +352,15 @@ std::vector<SampleTrace> trace(const model::Model& m, const std::vector<Sample>&
           s.top_probs[r].assign(vals[r][i].data_ptr<double>(), vals[r][i].data_ptr<double>() + K);
         }
     }
-    // Layer-wise Sensitivity: Q with the context zeroed in each residual; JS on the top-k
-    // support, Q's logits read in pieces for its top-k and then only on the support
+    // Layer-wise Sensitivity: JS(P, Q_r) on the union of the top-k supports of P and Q_r
     {
-      const at::Tensor last =
-          perturbed_last(m, clean.hidden, b.zero, b.mask, o.method, shared.get()).reshape({(N + 1) * B, -1});
       const at::Tensor Pr = P.unsqueeze(0).expand({N + 1, B, V});  // Pr[r][i]: sample i's P
       at::Tensor js;
-      if (o.topk > 0 && o.topk < V) {
-        const LensTop Q = lens_top(m, last, o.topk);  // rows r·B + i
-        const TopkUnion u = topk_union(std::get<1>(P.topk(o.topk, -1, true, false)).repeat({N + 1, 1}), Q.ids);
+      if (gathered) {
+        const at::Tensor q_ids = L.ids.narrow(0, R, R).narrow(1, 0, o.topk);
+        const TopkUnion u = topk_union(std::get<1>(P.topk(o.topk, -1, true, false)).repeat({N + 1, 1}), q_ids);
         const at::Tensor lp = Pr.gather(-1, u.ids.view({N + 1, B, -1})).reshape({(N + 1) * B, -1});
-        js = js_divergence_gathered(lp, lens_at(m, Q.normed, u.ids), u.valid);
+        js = js_divergence_gathered(lp, lens_at(m, L.normed.narrow(0, R, R), u.ids), u.valid);
       } else {
         js = js_divergence_logits(Pr, m.lens(last).view({N + 1, B, V}), o.topk);
       }
