@@ -8,6 +8,10 @@
 --     batch (drop_finished) each off and on, responses of mixed length (a random model ends a
 --     row with probability stop_frac per token: stop ids are that share of the vocabulary);
 --     rollout_speedup = both on against both off (the same tokens either way: checked);
+--   * with --hf=CMD (a python with torch + transformers, e.g. --hf="scripts/check-torch2 --python"):
+--     HF `generate` on the same checkpoint, prompts, stop ids, cap and sampling (temperature,
+--     no top-k/top-p; experiments/bench/hf_generate.py), tokens/s against the rollout's with
+--     both on (rollout_vs_hf_generate) and both off, in the same run;
 --   * the shared-prefix reference (last block trainable) against a full copy: time of the
 --     reference log-probs and the memory each holds;
 --   * peak memory (VmHWM, reset through /proc/self/clear_refs) of chunked log-probs against
@@ -16,7 +20,7 @@ local exp = require "lt.experiment"
 local cfg = exp.args{ model = "", layers = 8, hidden = 256, heads = 8, kv_heads = 4, vocab = 32000,
                       prompts = 8, group_size = 8, prompt_len = 32, max_response = 64,
                       iterations = 3, repeats = 3, chunk = 1024, stop_frac = 1 / 48,
-                      only_rollout = false }
+                      only_rollout = false, hf = "" }
 
 local path, cleanup = cfg.model, function() end
 if path == "" then
@@ -105,6 +109,29 @@ if has_options then
          .. "with both off, %.0f shared prefill (%.2fx), %.0f finished rows dropped (%.2fx), %.0f both "
          .. "(rollout_speedup %.2fx)"):format(G, cfg.prompt_len, lens[1], lens[#lens], lens[math.floor((#lens + 1) / 2)], L,
     rate.off, rate.share, rate.share / rate.off, rate.drop, rate.drop / rate.off, rate.both, rate.both / rate.off))
+end
+if cfg.hf ~= "" and has_options then
+  local input = os.tmpname()
+  local f = assert(io.open(input, "w"))
+  f:write(lt.json.encode{ prompts = prompts, stop_ids = stops })
+  f:close()
+  local out, ok, cmd = exp.capture(cfg.hf, { exp.root .. "/experiments/bench/hf_generate.py", path, input,
+                                             "--group_size", G, "--max_new", L, "--repeats", cfg.repeats,
+                                             "--device", m.device, "--dtype", m.dtype })
+  os.remove(input)
+  local json
+  for line in out:gmatch("[^\n]+") do if line:match("^{") then json = line end end
+  if not ok or not json then cleanup(); error("grpo bench: the HF side failed: " .. cmd .. "\n" .. out:sub(-800), 0) end
+  local hf = lt.json.decode(json)
+  lt.run.param("hf_torch", hf.torch)
+  lt.run.param("hf_transformers", hf.transformers)
+  local hf_rate = hf.tokens / hf.seconds
+  lt.run.log("hf_generate_tokens_per_s", hf_rate)
+  lt.run.log("rollout_vs_hf_generate", rate.both / hf_rate)
+  lt.run.log("rollout_off_vs_hf_generate", rate.off / hf_rate)
+  print(("HF generate (torch %s, transformers %s, %d threads): %d rows, %d tokens, %.0f tok/s; "
+         .. "ltrun rollout / HF generate: %.2fx with both on, %.2fx with both off"):format(
+    hf.torch, hf.transformers, hf.threads, hf.rows, hf.tokens, hf_rate, rate.both / hf_rate, rate.off / hf_rate))
 end
 if cfg.only_rollout then
   cleanup()

@@ -66,6 +66,14 @@ end
 do
   local ro, gen = metric(grpo, "rollout_tokens_per_s"), metric(grpo, "generate_tokens_per_s")
   fig("grpo", "rollout (sampling, log-probs, packing)", ro, "tokens/s", "plain generate, same rows and sampling", gen)
+  local off, both = metric(grpo, "rollout_tokens_per_s/off"), metric(grpo, "rollout_tokens_per_s/both")
+  fig("grpo", "rollout, shared prefill + finished rows dropped (mixed lengths)", both, "tokens/s",
+      "both off, same tokens", off)
+  local hf = metric(grpo, "hf_generate_tokens_per_s")
+  if hf then
+    fig("grpo", "rollout, shared prefill + finished rows dropped (mixed lengths)", both, "tokens/s",
+        "HF generate, same checkpoint, prompts, stops and sampling", hf)
+  end
   for _, k in ipairs{ "rollout", "reference", "old_logprobs", "update" } do
     fig("grpo", "GRPO step time: " .. k, metric(grpo, "time_frac/" .. k), "fraction of step", nil, nil)
   end
