@@ -23,6 +23,9 @@ local function bench_items(cfg, bench)
   if not path then
     error(("--bench=%s: '%s' is not a code benchmark (code_heldout, humaneval:FILE, mbpp:FILE)"):format(cfg.bench, bench), 0)
   end
+  local f = io.open(path)
+  if not f then error(("--bench=%s: no task file %s"):format(bench, path), 0) end
+  f:close()
   local items = code.read(path, { format = format })
   for i = #items, cfg.bench_limit + 1, -1 do items[i] = nil end
   return items
