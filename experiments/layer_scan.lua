@@ -4,11 +4,11 @@
 -- `layer_<l>`; then C_l = (S_l − S_base) / (S_full − S_base) as layer_metrics `contribution`
 -- (grp = benchmark too), the Table-7 summary, Figure 2 (C_l), the ensembles of §5.1 (Figure
 -- 8) and the weight change of §5.2 (Figure 9) (lt.layer_scan.analyze; `ltrun sql @layer_scan`).
--- --algo=grpo|dr_grpo (default; the math answer reward on the tiny math model's problems,
--- S = avg@k of sampled answers on its held-out ones) or causal_lm (the antonym task). The
--- N + 1 trainings are worker processes (lt.scan: --workers=K on CPU, --devices=0,1 one job per
--- GPU; a crashed worker leaves its run `crashed` and fails the scan after the others ran);
--- --resume=true runs only jobs with no ok run of this scan key (task, settings and seed);
+-- --task (lt.scan_task): math (--algo=grpo|dr_grpo, S = avg@k on held-out problems), code
+-- (grpo|dr_grpo, S = held-out pass@1 as code_rl.lua), agent (gigpo|grpo, S = held-out success as
+-- agent.lua), antonyms (causal_lm). The N + 1 trainings are worker processes (lt.scan: --workers=K,
+-- --devices=0,1; a crashed worker leaves its run `crashed` and fails the scan after the others
+-- ran); --resume=true runs only jobs with no ok run of this scan key (task, settings and seed);
 -- --shard=i/n (or a SLURM job array) runs a subset into its own DB; after `ltrun db merge`,
 -- --analyze=true (same options and --seed) does the rest.
 local exp = require "lt.experiment"
@@ -34,7 +34,7 @@ return exp.study{
   presets = { paper = { kl = -1, agg = "paper", epochs = 1, mini_batches = 4, clip_ratio = 0.2, temperature = 1.0,
                         top_k = 7 } },
   run = function(cfg)
-    scan_task.defaults(cfg)  -- the algorithm's model (made when missing), data, bench, lr, micro_batch, bench_limit
+    scan_task.defaults(cfg)  -- the task's model (made when missing), data, bench, lr, micro_batch, bench_limit
     if (cfg.checkpoint_every > 0 or cfg.checkpoint_dir ~= "") and cfg.eval_every > 0 then
       error("--eval_every with --checkpoint_every / --checkpoint_dir: not supported together (the scores of the "
             .. "evaluations before a resume would be lost); leave one of them off", 0)
@@ -42,7 +42,8 @@ return exp.study{
     local task = scan_task.new(cfg)
     if cfg.lr_sweep ~= "" and cfg.job == "" then cfg.lr = ls.choose_lr(cfg, not cfg.analyze) end
     local key = cfg.scan_key ~= "" and cfg.scan_key or ls.scan_key(cfg)
-    for _, k in ipairs{ "model", "data", "bench", "bench_limit", "lr", "micro_batch", "work" } do lt.run.param(k, cfg[k]) end
+    for _, k in ipairs{ "task", "algo", "model", "data", "bench", "bench_limit", "lr", "micro_batch", "work" } do
+      lt.run.param(k, cfg[k]) end
     if cfg.job ~= "" then return task.run_job(cfg.job, key) end
     lt.run.param("scan_key", key)
     local n_layers = lt.model.info(cfg.model).n_layers

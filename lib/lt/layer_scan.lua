@@ -210,6 +210,9 @@ function M.scan_key(cfg, full, sweep)
   if (cfg.lr_sweep or "") ~= "" then  -- the held-out prompts are not trained on
     parts[#parts + 1] = ("lr_sweep=%s;val_prompts=%d"):format(cfg.lr_sweep, cfg.val_prompts)
   end
+  if cfg.task == "code" or cfg.task == "agent" then  -- (math and antonyms scans keep their keys of before --task)
+    for _, part in ipairs(require("lt.scan_task." .. cfg.task).key_parts(cfg)) do parts[#parts + 1] = part end
+  end
   if scan_task.is_rl(cfg.algo) then
     for _, k in ipairs{ "score_samples", "score_temperature" } do parts[#parts + 1] = k .. "=" .. tostring(cfg[k]) end
     local go = scan_task.grpo_options(cfg)  -- every GRPO option, as the jobs train with it
@@ -268,6 +271,28 @@ function M.reuse_full(cfg, key, jobs)
   local out = {}
   for _, j in ipairs(jobs) do if j ~= "full" then out[#out + 1] = j end end
   return out, fk
+end
+
+-- §5.2 weight change: per block ||trained − base||, the full run against each block alone
+-- (Figure 9, an artifact at FIG_weight_change.svg); g: M.gather's
+function M.weight_change_figure(fig, g, layers)
+  local function wc(run)
+    local out = {}
+    for _, r in ipairs(lt.run.query("SELECT layer, value FROM layer_metrics WHERE run_id = ? AND name = 'weight_change'", run)) do
+      out[r.layer] = r.value
+    end
+    return out
+  end
+  local full_wc, alone, x = wc(g.full.run), {}, {}
+  local full_v = {}
+  for i, l in ipairs(layers) do
+    x[i] = tostring(l)
+    full_v[i] = full_wc[l] or 0
+    alone[i] = wc(g.layers[l].run)[l] or 0
+  end
+  lt.run.artifact(svg.profile(fig .. "_weight_change.svg", {
+    title = "Weight change ||W_trained − W_base|| per block", x = x, x_title = "layer",
+    series = { { name = "full", values = full_v }, { name = "block alone", values = alone } } }), { kind = "figure9" })
 end
 
 -- The analysis of a finished scan, from the store (all shards merged, resumed scans
@@ -331,6 +356,11 @@ function M.analyze(cfg, key, jobs, layers, n_layers, ensembles)
     title = ("Layer contribution C_l (%s, %s)"):format(cfg.model:match("[^/]+$"), cfg.algo), layers = layers, c = cs }),
     { kind = "figure2" })
 
+  if cfg.task == "code" or cfg.task == "agent" then  -- no answers per item in eval_items to vote on
+    M.weight_change_figure(fig, g, layers)
+    print(("figures: %s_{contribution,weight_change}.svg (no ensembles for the %s task); ltrun sql @layer_scan"):format(fig, cfg.task))
+    return
+  end
   -- §5.1 ensembles: majority vote of the top-k layer models against the best single layer
   -- model, the full model and the base, on the first benchmark's items (from eval_items)
   local bench_name, protocol, compare = scan_task.bench_name(cfg.bench:match("^[^,]+"))
@@ -383,24 +413,7 @@ function M.analyze(cfg, key, jobs, layers, n_layers, ensembles)
     title = "Layer-model ensembles (" .. bench_name .. ")", y_title = "accuracy", groups = groups,
     series = { { name = "accuracy", values = values } } }), { kind = "figure8" })
 
-  -- §5.2 weight change: per block ||trained − base||, the full run against each block alone
-  local function wc(run)
-    local out = {}
-    for _, r in ipairs(lt.run.query("SELECT layer, value FROM layer_metrics WHERE run_id = ? AND name = 'weight_change'", run)) do
-      out[r.layer] = r.value
-    end
-    return out
-  end
-  local full_wc, alone, x = wc(g.full.run), {}, {}
-  local full_v = {}
-  for i, l in ipairs(layers) do
-    x[i] = tostring(l)
-    full_v[i] = full_wc[l] or 0
-    alone[i] = wc(g.layers[l].run)[l] or 0
-  end
-  lt.run.artifact(svg.profile(fig .. "_weight_change.svg", {
-    title = "Weight change ||W_trained − W_base|| per block", x = x, x_title = "layer",
-    series = { { name = "full", values = full_v }, { name = "block alone", values = alone } } }), { kind = "figure9" })
+  M.weight_change_figure(fig, g, layers)
   print(("figures: %s_{contribution,ensembles,weight_change}.svg; ltrun sql @layer_scan"):format(fig))
 end
 
@@ -418,6 +431,7 @@ function M.stored_scan(run)
   for _, r in ipairs(lt.run.query("@run_params", run)) do sp[r.key] = require("lt.args").coerce(r.value) end
   if not sp.ranking then error(("run %d has no param `ranking`: not a finished layer scan"):format(run), 0) end
   local cfg = {}
+  cfg.task = sp.task  -- nil in a scan stored before --task: by its algorithm (lt.scan_task.resolve)
   for _, k in ipairs{ "model", "algo", "data", "bench", "bench_limit", "steps", "lr", "warmup", "seq_len", "micro_batch",
                       "eval_every", "work" } do
     if sp[k] == nil then error(("scan run %d lacks param `%s`"):format(run, k), 0) end
@@ -425,12 +439,13 @@ function M.stored_scan(run)
   end
   -- GRPO scans (score_samples / score_temperature: S from sampled answers, as the scan scored)
   for _, k in ipairs{ "prompts", "group_size", "max_response", "score_samples", "score_temperature", "epochs",
-                      "mini_batches", "kl", "agg", "clip_ratio", "clip_high", "temperature" } do
+                      "mini_batches", "kl", "agg", "clip_ratio", "clip_high", "temperature",
+                      "reward", "tests", "timeout", "size", "gamma", "omega" } do  -- (code, agent)
     cfg[k] = sp[k]
   end
   if cfg.agg ~= nil then cfg.agg = tostring(cfg.agg) end
   cfg.work = (cfg.work ~= "" and cfg.work) or (cfg.model .. ".layer_scan")
-  cfg.bench, cfg.model = tostring(cfg.bench), tostring(cfg.model)
+  cfg.bench, cfg.model, cfg.data = tostring(cfg.bench), tostring(cfg.model), tostring(cfg.data)
   local rank = {}
   for l in tostring(sp.ranking):gmatch("%d+") do rank[#rank + 1] = tonumber(l) end
   return cfg, rank, run

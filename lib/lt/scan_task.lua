@@ -1,15 +1,19 @@
 -- lt/scan_task.lua: the task of the layer-scan studies (layer_scan.lua, layer_strategies.lua).
--- Two trainings (cfg.algo):
---   causal_lm: next-token loss on WordNet's everyday adjective antonym pairs: the train side
---     of lt.tasks.split_pairs written as training texts (4-way questions with their answer
---     letter, seed 2), scored on lt.eval's built-in `antonyms_heldout` (the test side);
---   grpo | dr_grpo: lt.rl.grpo with the math answer reward on a JSONL prompt set (--data=math:
---     the model folder's train.jsonl, as experiments/pretrain_math.lua writes it; or a path),
---     scored on `math_heldout` (the model folder's test.jsonl, prompts in the tiny math model's
---     format: avg@k of cfg.score_samples answers at cfg.score_temperature, or greedy answers
---     when score_samples is 0; the greedy score is logged either way, as score/math_heldout/greedy)
---     or any lt.eval math benchmark (gsm8k:FILE, math:FILE).
--- plus any lt.eval benchmark. S = the mean accuracy over the benchmarks.
+-- cfg.task (""; by the algorithm) and cfg.algo ("": the task's first) — M.tasks:
+--   antonyms / causal_lm: next-token loss on WordNet's everyday adjective antonym pairs: the
+--     train side of lt.tasks.split_pairs written as training texts (4-way questions with their
+--     answer letter, seed 2), scored on lt.eval's built-in `antonyms_heldout` (the test side);
+--   math / grpo | dr_grpo: lt.rl.grpo with the math answer reward on a JSONL prompt set
+--     (--data=math: the model folder's train.jsonl, as experiments/pretrain_math.lua writes it;
+--     or a path), scored on `math_heldout` (the model folder's test.jsonl, prompts in the tiny
+--     math model's format: avg@k of cfg.score_samples answers at cfg.score_temperature, or
+--     greedy answers when score_samples is 0; the greedy score is logged either way, as
+--     score/math_heldout/greedy) or any lt.eval math benchmark (gsm8k:FILE, math:FILE);
+--   code / grpo | dr_grpo: lt.rl.grpo with the sandboxed test reward (lt.scan_task.code, as
+--     experiments/code_rl.lua), S = held-out pass@1 (code_heldout: the model folder's test.jsonl);
+--   agent / gigpo | grpo: episodes in a text environment (lt.scan_task.agent, as
+--     experiments/agent.lua), S = the success rate on held-out seeds.
+-- plus any lt.eval benchmark (math, antonyms). S = the mean accuracy over the benchmarks.
 --   local task = require("lt.scan_task").new(cfg)  -- cfg.model, algo, data, bench, bench_limit, work
 --   task.training_data() → packed corpus folder (causal_lm) or prompt items (GRPO);
 --   task.score(m[, rep]) → S (logged); task.self_consistency(m, k, temperature) (GRPO, math);
@@ -24,15 +28,45 @@ local M = {}
 -- the prompt format of the tiny math model (lt.tasks.math)
 M.math_template = require("lt.tasks.math").template
 
-function M.is_rl(algo) return algo == "grpo" or algo == "dr_grpo" end
+-- trained by lt.rl.grpo (its rollouts, or an agent's episodes)
+function M.is_rl(algo) return algo == "grpo" or algo == "dr_grpo" or algo == "gigpo" end
+
+-- the tasks and the algorithms each trains with (the first is its default)
+M.tasks = { math = { "grpo", "dr_grpo" }, antonyms = { "causal_lm" }, code = { "grpo", "dr_grpo" },
+            agent = { "gigpo", "grpo" } }
+M.task_names = { "math", "antonyms", "code", "agent" }
+
+-- cfg.task and cfg.algo resolved in place: task "" from the algorithm (causal_lm: antonyms,
+-- gigpo: agent, else math; a scan stored before --task has none), algo "" the task's first. A
+-- pair the task does not train with is an error naming both. → cfg
+function M.resolve(cfg)
+  local task, algo = cfg.task or "", cfg.algo or ""
+  if task == "" then task = (algo == "causal_lm" and "antonyms") or (algo == "gigpo" and "agent") or "math" end
+  local algos = M.tasks[task]
+  if not algos then error(("--task=%s: expected one of %s"):format(task, table.concat(M.task_names, ", ")), 0) end
+  if algo == "" then algo = algos[1] end
+  local ok = false
+  for _, a in ipairs(algos) do ok = ok or a == algo end
+  if not ok then
+    error(("--task=%s --algo=%s: the %s task trains with %s only"):format(task, algo, task, table.concat(algos, " or ")), 0)
+  end
+  cfg.task, cfg.algo = task, algo
+  return cfg
+end
 
 -- the task's args (exp.study specs) for the scan studies; "" or 0: the algorithm's default
 M.args = {
-  model = { "", "model folder (\"\": lt.models tiny-math-8l for GRPO, tiny-qwen3-8l for causal_lm)" },
-  algo = { "grpo", "training", choices = { "grpo", "dr_grpo", "causal_lm" } },
-  data = { "", "training data: math (MODEL/train.jsonl), a JSONL prompt file, antonyms (causal_lm)" },
-  bench = { "", "benchmarks, comma-separated (math_heldout, gsm8k:FILE, math:FILE, antonyms_heldout, ...)" },
-  bench_limit = { 0, "items per benchmark (0: the algorithm's default)", int = true, min = 0 },
+  task = { "", "task (\"\": by --algo: antonyms for causal_lm, agent for gigpo, else math)",
+           choices = { "", "math", "antonyms", "code", "agent" } },
+  model = { "", "model folder (\"\": lt.models tiny-math-8l (math), tiny-qwen3-8l (antonyms), tiny-code-8l (code), "
+                .. "tiny-agent (agent))" },
+  algo = { "", "training (\"\": the task's first: math, code grpo|dr_grpo; antonyms causal_lm; agent gigpo|grpo)",
+           choices = { "", "grpo", "dr_grpo", "causal_lm", "gigpo" } },
+  data = { "", "training data: math (MODEL/train.jsonl), a JSONL prompt file, antonyms (causal_lm); code (MODEL/"
+               .. "train.jsonl) or a HumanEval/MBPP JSONL; sokoban (agent: seeds after the held-out ones)" },
+  bench = { "", "benchmarks, comma-separated (math_heldout, gsm8k:FILE, math:FILE, antonyms_heldout, ...; code: "
+                .. "code_heldout (MODEL/test.jsonl), humaneval:FILE, mbpp:FILE; agent: sokoban)" },
+  bench_limit = { 0, "items per benchmark (agent: held-out seeds 1..N; 0: the task's default)", int = true, min = 0 },
   steps = { 50, "training steps of each job", int = true, min = 1 },
   lr = { 0, "learning rate (0: the algorithm's default)", min = 0 },
   warmup = { 0.1, "warmup share of the steps", min = 0 },
@@ -41,7 +75,8 @@ M.args = {
   prompts = { 16, "GRPO: prompts per batch", int = true, min = 1 },
   group_size = { 8, "GRPO: samples per prompt", int = true, min = 2 },
   max_response = { 24, "GRPO: response tokens at most", int = true, min = 1 },
-  score_samples = { 8, "math benchmarks: S from avg@k of k sampled answers (0: greedy)", int = true, min = 0 },
+  score_samples = { 8, "math and code benchmarks: S from avg@k of k sampled answers (pass@1; agent: episodes per "
+                       .. "held-out seed; 0: greedy)", int = true, min = 0 },
   score_temperature = { 1.0, "temperature of those samples", min = 0 },
   eval_every = { 0, "score every N steps, S the best (0: at the end)", int = true, min = 0 },
   work = { "", "work folder (\"\": MODEL.layer_scan)" },
@@ -60,6 +95,15 @@ M.args = {
                    .. "training prompts becomes --lr (\"\": no sweep)" },
   val_prompts = { 64, "with --lr_sweep: training prompts held out to choose the lr (no job trains on them)",
                   int = true, min = 1 },
+  -- the code task's (experiments/code_rl.lua's names) and the agent task's (experiments/agent.lua's)
+  reward = { "share", "code: the reward, the share of a task's tests passed, or 1 when all pass",
+             choices = { "share", "all" } },
+  tests = { "base", "code: which tests (EvalPlus: base or base+plus inputs; MBPP: + challenge tests)",
+            choices = { "base", "plus" } },
+  timeout = { 10, "code: seconds per program", min = 0.1 },
+  size = { 5, "agent: Sokoban grid size", int = true, min = 5, max = 10 },
+  gamma = { 0.95, "agent: discount of the step returns", min = 0, max = 1 },
+  omega = { 1.0, "agent: GiGPO's weight of the step advantages (grpo: 0)", min = 0 },
 }
 
 -- the learning rates of cfg.lr_sweep ({} when none), each checked
@@ -72,6 +116,11 @@ function M.sweep_lrs(cfg)
     end
     out[#out + 1] = v
   end
+  local task = cfg.task or (M.is_rl(cfg.algo) and "math" or "antonyms")
+  if #out > 0 and (task == "code" or task == "agent") then
+    error(("--lr_sweep with --task=%s: the sweep's held-out split is drawn from the math task's prompts; "
+           .. "set --lr instead"):format(task), 0)
+  end
   if #out > 0 and not M.is_rl(cfg.algo) then
     error(("--lr_sweep with --algo=%s: the sweep's held-out split is drawn from GRPO's training prompts; "
            .. "causal_lm scans have none (set --lr instead)"):format(cfg.algo), 0)
@@ -82,10 +131,12 @@ end
 -- the GRPO options of a scan's cfg, resolved (kl and agg from the algorithm where left to it),
 -- as lt.rl.grpo takes them; a scan stored before these options reached it (nil) gets
 -- lt.rl.grpo's defaults, which are the args' defaults
+-- (agent: kl -1 stands for 0, as experiments/agent.lua trains)
 function M.grpo_options(cfg)
-  local preset = lt.rl.preset(cfg.algo)
+  local preset = lt.rl.preset(cfg.algo == "gigpo" and "grpo" or cfg.algo)
   local kl = cfg.kl or -1
   if kl < 0 and kl ~= -1 then error(("--kl=%s: expected -1 (the algorithm's) or a coefficient >= 0"):format(kl), 0) end
+  if kl == -1 and cfg.task == "agent" then kl = 0 end
   local agg = cfg.agg or ""
   if agg == "" then agg = preset.agg
   elseif agg == "paper" then agg = cfg.algo == "dr_grpo" and "seq-mean-token-sum-norm" or "seq-mean-token-mean" end
@@ -96,16 +147,25 @@ function M.grpo_options(cfg)
            temperature = cfg.temperature or 1.0 }
 end
 
--- Options the scan leaves at "" or 0 take their algorithm's default: the embedded default
+-- each task's defaults for the options left at "" or 0
+M.task_defaults = {
+  math = { model = "tiny-math-8l", data = "math", bench = "math_heldout", lr = 1e-4, micro_batch = 32, bench_limit = 200 },
+  antonyms = { model = "tiny-qwen3-8l", data = "antonyms", bench = "antonyms_heldout", lr = 3e-3, micro_batch = 8,
+               bench_limit = 120 },
+  -- code_rl.lua's lr and micro-batch; 100 items: all 96 of the tiny code model's held-out tasks
+  code = { model = "tiny-code-8l", data = "code", bench = "code_heldout", lr = 1e-4, micro_batch = 32, bench_limit = 100 },
+  -- agent.lua's: 100 held-out seeds
+  agent = { model = "tiny-agent", data = "sokoban", bench = "sokoban", lr = 1e-4, micro_batch = 64, bench_limit = 100 },
+}
+
+-- Options the scan leaves at "" or 0 take their task's default (M.resolve first): the embedded default
 -- model, data and benchmark of that training, and its learning rate and micro-batch.
 -- Changes cfg in place and returns it; in a run, logs the GRPO kl, agg and clip_high that
 -- the scan's "" / -1 / 0 stand for (params grpo_kl, grpo_agg, grpo_clip_high).
 function M.defaults(cfg)
+  M.resolve(cfg)
   local rl = M.is_rl(cfg.algo)
-  local d = rl and { model = "tiny-math-8l", data = "math", bench = "math_heldout", lr = 1e-4, micro_batch = 32,
-                     bench_limit = 200 }
-               or { model = "tiny-qwen3-8l", data = "antonyms", bench = "antonyms_heldout", lr = 3e-3,
-                    micro_batch = 8, bench_limit = 120 }
+  local d = M.task_defaults[cfg.task]
   for k, v in pairs(d) do
     if cfg[k] == nil or cfg[k] == "" or cfg[k] == 0 then cfg[k] = k == "model" and lt.models.get(v) or v end
   end
@@ -126,6 +186,7 @@ function M.bench_name(bench)
 end
 
 function M.new(cfg)
+  M.resolve(cfg)
   local t = {}
   local function mkdir(p) require("lt.scan").mkdir(p) end
 
@@ -408,6 +469,8 @@ function M.new(cfg)
     return s
   end
 
+  -- code and agent: their own data, training and S (lt.scan_task.code, lt.scan_task.agent)
+  if cfg.task == "code" or cfg.task == "agent" then require("lt.scan_task." .. cfg.task).extend(cfg, t) end
   return t
 end
 

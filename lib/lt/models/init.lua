@@ -21,6 +21,8 @@ M.recipes = {
   ["tiny-math"] = { "lt.models.tiny_math", {} },
   ["tiny-math-8l"] = { "lt.models.tiny_math", { layers = 8, steps = 600 } },
   ["tiny-code"] = { "lt.models.tiny_code", {} },
+  -- the depth of tiny-math-8l, for layer scans of code set against math ones (Figure 3b)
+  ["tiny-code-8l"] = { "lt.models.tiny_code", { layers = 8, steps = 600 } },
   ["tiny-agent"] = { "lt.models.tiny_agent", {} },
 }
 
