@@ -121,6 +121,7 @@ class Handler {
     if (what == "info" && parts.size() == 2) return json_response(info());
     if (what == "queries" && parts.size() == 2) return json_response(queries());
     if (what == "sql" && parts.size() == 2) return json_response(sql(p));
+    if (what == "table" && parts.size() == 2) return json_response(table(p));
     // ?a=A&b=B: the comparison `ltrun compare` prints; ?ids=...: the runs of a compare page
     if (what == "compare" && parts.size() == 2 && !p.count("ids")) return json_response(compare(p));
     if (what == "compare") {
@@ -226,9 +227,29 @@ class Handler {
   }
 
   json runs(const Params& p) {
-    std::string where = "1";
+    std::string where;
     std::vector<Value> binds;
-    const std::string name = param(p, "name"), status = param(p, "status"), parent = param(p, "parent");
+    run_filter(p, "all", where, binds);
+    const int64_t limit = int_param(p, "limit", 100, 1000), offset = int_param(p, "offset", 0, INT64_MAX);
+    const auto total = q("SELECT count(*) FROM runs r WHERE " + where, binds);
+    binds.emplace_back(limit);
+    binds.emplace_back(offset);
+    json list = objects(q(
+        "SELECT r.id, r.parent_id, r.name, r.status, r.started_at, r.finished_at, "
+        "round((julianday(coalesce(r.finished_at, strftime('%Y-%m-%d %H:%M:%f','now'))) - julianday(r.started_at)) * 86400, 1) AS secs, "
+        "r.device, r.seed, r.host, r.pid, substr(r.error, 1, 200) AS error, "
+        "(SELECT count(*) FROM runs c WHERE c.parent_id = r.id) AS children "
+        "FROM runs r WHERE " + where + " ORDER BY r.id DESC LIMIT ? OFFSET ?", binds));
+    add_alive(list);
+    return {{"total", to_json(total.rows[0][0])}, {"runs", list}};
+  }
+
+  // The WHERE clause (over `runs r`) of ?name= (contained), ?status=, ?parent= (none: top-level,
+  // all, or a run id: its children; `parent_default` when not given) and, for the results
+  // table, each ?param=KEY=VALUE (that value, as text) or ?param=KEY (has the key).
+  void run_filter(const Params& p, const std::string& parent_default, std::string& where, std::vector<Value>& binds) {
+    where = "1";
+    const std::string name = param(p, "name"), status = param(p, "status"), parent = param(p, "parent", parent_default);
     if (!name.empty()) {
       where += " AND r.name LIKE ? ESCAPE '\\'";
       std::string pat = "%";
@@ -251,18 +272,167 @@ class Handler {
       where += " AND r.parent_id = ?";
       binds.emplace_back(parse_int("parent (a run id, none or all)", parent));
     }
-    const int64_t limit = int_param(p, "limit", 100, 1000), offset = int_param(p, "offset", 0, INT64_MAX);
-    const auto total = q("SELECT count(*) FROM runs r WHERE " + where, binds);
-    binds.emplace_back(limit);
-    binds.emplace_back(offset);
-    json list = objects(q(
-        "SELECT r.id, r.parent_id, r.name, r.status, r.started_at, r.finished_at, "
-        "round((julianday(coalesce(r.finished_at, strftime('%Y-%m-%d %H:%M:%f','now'))) - julianday(r.started_at)) * 86400, 1) AS secs, "
-        "r.device, r.seed, r.host, r.pid, substr(r.error, 1, 200) AS error, "
-        "(SELECT count(*) FROM runs c WHERE c.parent_id = r.id) AS children "
-        "FROM runs r WHERE " + where + " ORDER BY r.id DESC LIMIT ? OFFSET ?", binds));
-    add_alive(list);
-    return {{"total", to_json(total.rows[0][0])}, {"runs", list}};
+    for (auto [it, end] = p.equal_range("param"); it != end; ++it) {
+      const std::string& f = it->second;
+      const size_t eq = f.find('=');
+      const std::string key = f.substr(0, eq);
+      if (key.empty()) http_fail(400, "param '{}': expected KEY=VALUE or KEY", f);
+      if (eq == std::string::npos) {
+        where += " AND EXISTS (SELECT 1 FROM params f WHERE f.run_id = r.id AND f.key = ?)";
+        binds.emplace_back(key);
+      } else {
+        where += " AND EXISTS (SELECT 1 FROM params f WHERE f.run_id = r.id AND f.key = ? AND f.value = ?)";
+        binds.emplace_back(key);
+        binds.emplace_back(f.substr(eq + 1));
+      }
+    }
+  }
+
+  // A text as an SQL string literal (names of metrics and params inside ORDER BY and the
+  // column subqueries, where one name appears several times); NUL cannot be in one.
+  static std::string literal(const std::string& what, const std::string& s) {
+    if (s.find('\0') != std::string::npos) http_fail(400, "{}: a NUL character in '{}'", what, s);
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+    return out + "'";
+  }
+
+  // the SQL of one cell of the results table for run `r`: a param's value, or a metric's last
+  // (by step, then the later row), min or max. min and max are one seek each in
+  // metrics_run_name_value (db/migrations/0007), last one seek in metrics_run_name.
+  static std::string cell_sql(const std::string& kind, const std::string& name) {
+    const std::string n = literal(kind, name);
+    if (kind == "param") return "(SELECT value FROM params WHERE run_id = r.id AND key = " + n + ")";
+    if (kind == "last")
+      return "(SELECT value FROM metrics WHERE run_id = r.id AND name = " + n + " ORDER BY step DESC, rowid DESC LIMIT 1)";
+    if (kind == "last_step") return "(SELECT max(step) FROM metrics WHERE run_id = r.id AND name = " + n + ")";
+    if (kind == "min" || kind == "max") return "(SELECT " + kind + "(value) FROM metrics WHERE run_id = r.id AND name = " + n + ")";
+    http_fail(400, "internal: no cell kind {}", kind);
+  }
+
+  // GET /api/table: the results table (api.h). Runs as rows, chosen params and the last / min /
+  // max of chosen metrics as columns; sorted and paged in SQL: the page's ids first (ORDER BY
+  // over the filtered runs, LIMIT/OFFSET), then the cells of those rows only.
+  json table(const Params& p) {
+    constexpr size_t kMaxColumns = 20;
+    std::string where;
+    std::vector<Value> binds;
+    run_filter(p, "none", where, binds);
+    const int64_t limit = int_param(p, "limit", 50, 1000), offset = int_param(p, "offset", 0, INT64_MAX);
+    const int64_t total = std::get<int64_t>(q("SELECT count(*) FROM runs r WHERE " + where, binds).rows[0][0]);
+
+    // the columns one may pick: param keys and metric names of the runs in scope (metric names by
+    // an index skip-scan, one seek per run and name; over the page's runs past 5,000 runs)
+    const std::string scope = "SELECT r.id FROM runs r WHERE " + where;
+    json avail_params = json::array(), avail_metrics = json::array();
+    for (const auto& row : q("SELECT key FROM params WHERE run_id IN (" + scope + ") GROUP BY key ORDER BY count(*) DESC, key LIMIT 500", binds).rows)
+      avail_params.push_back(to_json(row[0]));
+
+    // sort key
+    const std::string sort = param(p, "sort", "id"), order = param(p, "order", sort == "id" || sort == "started" ? "desc" : "asc");
+    if (order != "asc" && order != "desc") http_fail(400, "order '{}': expected asc or desc", order);
+    std::string key;
+    bool numeric_text = false;  // a param: numbers by value before any other text
+    static const std::map<std::string, std::string> fields = {
+        {"id", "r.id"}, {"name", "r.name"}, {"status", "r.status"}, {"started", "r.started_at"},
+        {"children", "(SELECT count(*) FROM runs c WHERE c.parent_id = r.id)"}};
+    if (auto it = fields.find(sort); it != fields.end()) {
+      key = it->second;
+    } else {
+      const size_t colon = sort.find(':');
+      const std::string kind = sort.substr(0, colon), name = colon == std::string::npos ? "" : sort.substr(colon + 1);
+      if ((kind != "param" && kind != "last" && kind != "min" && kind != "max") || name.empty())
+        http_fail(400, "sort '{}': expected id, name, status, started, children, param:KEY, last:METRIC, min:METRIC or max:METRIC", sort);
+      key = cell_sql(kind, name);
+      numeric_text = kind == "param";
+    }
+    const std::string dir = order == "asc" ? " ASC" : " DESC";
+    std::string order_by = numeric_text
+        ? "k IS NULL, ltrun_number(k) IS NULL, ltrun_number(k)" + dir + ", k" + dir
+        : "k IS NULL, k" + dir;
+    std::vector<Value> page_binds = binds;
+    page_binds.emplace_back(limit);
+    page_binds.emplace_back(offset);
+    const auto page = q("SELECT id FROM (SELECT r.id AS id, " + key + " AS k FROM runs r WHERE " + where +
+                        ") ORDER BY " + order_by + ", id DESC LIMIT ? OFFSET ?", page_binds);
+    std::vector<int64_t> ids;
+    for (const auto& row : page.rows) ids.push_back(std::get<int64_t>(row[0]));
+
+    const bool many = total > 5000;
+    std::vector<Value> mb;
+    std::string metric_scope;
+    if (many) {
+      std::vector<Value> tmp;
+      metric_scope = in_ids(ids.empty() ? std::vector<int64_t>{-1} : ids, tmp);
+      metric_scope.replace(0, 6, "r.id");
+      mb = tmp;
+      metric_scope = "SELECT r.id FROM runs r WHERE " + metric_scope;
+    } else {
+      metric_scope = scope;
+      mb = binds;
+    }
+    for (const auto& row : q("WITH RECURSIVE n(run_id, name) AS ("
+                             "SELECT s.id, (SELECT min(name) FROM metrics WHERE run_id = s.id) FROM (" + metric_scope + ") s "
+                             "UNION ALL SELECT n.run_id, (SELECT min(m.name) FROM metrics m WHERE m.run_id = n.run_id AND m.name > n.name) "
+                             "FROM n WHERE n.name IS NOT NULL) "
+                             "SELECT name FROM n WHERE name IS NOT NULL GROUP BY name ORDER BY name LIMIT 500", mb).rows)
+      avail_metrics.push_back(to_json(row[0]));
+
+    // the columns: ?params= and ?metrics= (comma-separated; given empty: none); not given: the
+    // four commonest param keys and three metrics, those named like a loss first
+    auto chosen = [&](const char* what, const json& avail, size_t dflt, bool lossy_first) {
+      std::vector<std::string> out;
+      if (p.count(what)) {
+        out = split(param(p, what), ',');
+      } else {
+        for (const auto& a : avail) out.push_back(a.get<std::string>());
+        if (lossy_first)
+          std::stable_sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) {
+            return (a.find("loss") != std::string::npos) > (b.find("loss") != std::string::npos);
+          });
+        if (out.size() > dflt) out.resize(dflt);
+      }
+      if (out.size() > kMaxColumns) http_fail(400, "{}: at most {} columns, got {}", what, kMaxColumns, out.size());
+      return out;
+    };
+    const auto param_cols = chosen("params", avail_params, 4, false);
+    const auto metric_cols = chosen("metrics", avail_metrics, 3, true);
+
+    json rows = json::array();
+    if (!ids.empty()) {
+      std::vector<Value> b;
+      std::string in = in_ids(ids, b);
+      in.replace(0, 6, "r.id");
+      std::string cols =
+          "r.id, r.parent_id, r.name, r.status, r.started_at, r.finished_at, "
+          "round((julianday(coalesce(r.finished_at, strftime('%Y-%m-%d %H:%M:%f','now'))) - julianday(r.started_at)) * 86400, 1) AS secs, "
+          "(SELECT count(*) FROM runs c WHERE c.parent_id = r.id) AS children";
+      for (size_t i = 0; i < param_cols.size(); i++) cols += fmt::format(", {} AS p{}", cell_sql("param", param_cols[i]), i);
+      for (size_t i = 0; i < metric_cols.size(); i++)
+        for (const char* k : {"last", "min", "max", "last_step"}) cols += fmt::format(", {} AS {}{}", cell_sql(k, metric_cols[i]), k, i);
+      const auto t = q("SELECT " + cols + " FROM runs r WHERE " + in, b);
+      std::map<int64_t, json> by_id;
+      for (const auto& row : t.rows) {
+        json o = json::object();
+        size_t c = 0;
+        for (; c < 8; c++) o[t.columns[c]] = to_json(row[c]);
+        json ps = json::object(), ms = json::object();
+        for (size_t i = 0; i < param_cols.size(); i++) ps[param_cols[i]] = to_json(row[c++]);
+        for (size_t i = 0; i < metric_cols.size(); i++) {
+          json m = json::object();
+          for (const char* k : {"last", "min", "max", "last_step"}) m[k] = to_json(row[c++]);
+          ms[metric_cols[i]] = std::move(m);
+        }
+        o["params"] = std::move(ps);
+        o["metrics"] = std::move(ms);
+        by_id[std::get<int64_t>(row[0])] = std::move(o);
+      }
+      for (int64_t id : ids) rows.push_back(std::move(by_id[id]));
+      add_alive(rows);
+    }
+    return {{"total", total}, {"limit", limit}, {"offset", offset}, {"sort", sort}, {"order", order},
+            {"params", param_cols}, {"metrics", metric_cols},
+            {"available", {{"params", avail_params}, {"metrics", avail_metrics}}}, {"rows", rows}};
   }
 
   // the comparison `ltrun compare A B` prints (runtime/store/compare.h), and its counts

@@ -8,6 +8,14 @@
 //   GET /api/runs?name=&status=&parent=&limit=&offset=   newest first, `limit` (default 100,
 //                                         at most 1000) from `offset`; parent=none: top-level;
 //                                         `total` counts them all
+//   GET /api/table?parent=&name=&status=&param=K=V&params=A,B&metrics=M,N&sort=&order=&limit=&offset=
+//                                         the results table: runs (default top-level) as rows
+//                                         with the params' values and each metric's last, min,
+//                                         max (and last_step); sort=id|name|status|started|
+//                                         children|param:K|last:M|min:M|max:M, order=asc|desc
+//                                         (NULLs last); `limit` (default 50, at most 1000) from
+//                                         `offset`, sorted and paged in SQL; `total`; `available`
+//                                         param keys and metric names of the runs in scope
 //   GET /api/runs/ID                      fields, args, script, command lines, params, metric
 //                                         and layer_metric summaries, eval summaries, artifacts,
 //                                         children

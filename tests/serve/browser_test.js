@@ -8,7 +8,10 @@
 // apart and fit, unbroken ids and headers, wide tables that scroll, the runs list paged and
 // top-level by default with children expandable, compare of 210 children in a few requests
 // with a colour per run across charts, one-value metrics in a table, a stale x-axis response
-// ignored, no empty "layer metrics", a run whose process is gone not counting on.
+// ignored, no empty "layer metrics", a run whose process is gone not counting on. And the
+// results table (#/table): sorted by a column's click (both ways, runs lacking a metric last),
+// paged by the server, filtered by param and name, a sweep's children opened in place and its
+// best run by a metric's min in one click.
 // node browser_test.js CHROME URL STUDY_ID CHILD_IDS LIVE_ID PROFILE_DIR SCREENSHOT.png
 //   SWEEP_ID SWEEP_CHILD_IDS DEAD_ID TOTAL_RUNS   (run by tests/cli/serve_browser.sh)
 "use strict";
@@ -223,6 +226,54 @@ function check(what, ok, detail) {
   const scroll = await q("#params-wide", "e[0] ? [e[0].scrollWidth > e[0].clientWidth, document.documentElement.scrollWidth <= window.innerWidth + 1] : null");
   check("compare: the wide params table scrolls in its box", JSON.stringify(scroll) === "[true,true]", scroll);
 
+  });
+
+  await part("results table", async () => {
+  // the sweep's 210 children: child i has lr = 1e-4 i, plan = plan_(i % 3), a loss whose min is
+  // (1 + i/210) / 5 (increasing with i) and, even i only, acc = i / 210
+  const cols = "params=lr,plan&metrics=loss,acc";
+  const names = () => q("table.results tbody tr:not(.child) td:nth-child(3) a", "[...e].map(a => a.textContent)");
+  const count = () => q("#table-count", "e[0] ? e[0].textContent : null");
+  await evaluate("performance.clearResourceTimings(); true");
+  await open(`#/table?parent=${sweepId}&${cols}`);
+  check("table: the first page of 50 of the 210 children", (await names()).length === 50 && (await count()) === "runs 1–50 of 210", [await count()]);
+  const heads = await q("table.results th[data-sort]", "[...e].map(th => th.dataset.sort)");
+  check("table: a sortable column per field, param and metric last/min/max",
+        ["id", "name", "param:lr", "param:plan", "last:loss", "min:loss", "max:loss", "last:acc", "min:acc", "max:acc"].every(k => heads.includes(k)), heads);
+  await follow('th[data-sort="min:loss"]');
+  check("table: sorted by min loss, ascending: lr_1 first", (await names())[0] === "lr_1" && (await names())[49] === "lr_50", (await names()).slice(0, 3));
+  check("table: the min shown is the run's", (await q("table.results tbody tr td:nth-child(10)", "e[0].textContent")) === "0.201",
+        await q("table.results tbody tr td:nth-child(10)", "e[0].textContent"));
+  await follow('th[data-sort="min:loss"]');
+  check("table: clicked again, descending: lr_210 first", (await names())[0] === "lr_210" && /▼/.test(await q("th.sorted", "e[0].textContent")), (await names()).slice(0, 3));
+  await follow("#t-next");
+  check("table: the next page, still in that order", (await count()) === "runs 51–100 of 210" && (await names())[0] === "lr_160", [await count(), (await names())[0]]);
+  // every page came from the server, 50 rows at a time (limit/offset), never the 210 at once
+  const asked = await evaluate("performance.getEntriesByType('resource').map(e => e.name).filter(n => n.includes('/api/table'))");
+  check("table: each page one request with limit=50 and its offset", asked.length >= 4 && asked.every(u => /[?&]limit=50(&|$)/.test(u)) &&
+        asked.some(u => /[?&]offset=50(&|$)/.test(u)), asked);
+  // a metric that half the runs lack: they come last whichever the order
+  await open(`#/table?parent=${sweepId}&${cols}&sort=max:acc&order=desc&offset=200`);
+  check("table: runs without the metric last (descending)", (await names()).length === 10 &&
+        (await q("table.results tbody tr td:nth-child(14)", "[...e].every(td => td.textContent === '')")), await names());
+  await open(`#/table?parent=${sweepId}&${cols}&sort=max:acc&order=asc&offset=100`);
+  check("table: and last when ascending too", (await names())[4] === "lr_210" && (await names())[5] !== undefined &&
+        (await q("table.results tbody tr td:nth-child(14)", "e[5].textContent")) === "", (await names()).slice(0, 7));
+  // filters: a param's value, the name
+  await open(`#/table?parent=${sweepId}&${cols}&param=plan%3Dplan_1`);
+  check("table: filtered by param plan=plan_1: 70 runs", (await count()) === "runs 1–50 of 70" &&
+        (await q("table.results tbody tr td:nth-child(8)", "[...e].every(td => td.textContent === 'plan_1')")), await count());
+  await open(`#/table?parent=${sweepId}&${cols}&name=lr_20&sort=name&order=asc`);
+  check("table: filtered by name", JSON.stringify(await names()) === JSON.stringify(["lr_20", ...Array.from({ length: 10 }, (_, k) => "lr_20" + k)]), await names());
+  // the top-level runs: the sweep's children open under it, and its best run in one click
+  await open("#/table");
+  check("table: top-level runs by default", (await names()).length === 4, await names());
+  await follow(`table.results button.kids[data-run="${sweepId}"]`);
+  check("table: the sweep's children shown under it (first 50 of 210)", (await q("table.results tr.child input.pick")) === 50 &&
+        /50 of 210 children/.test(await q("table.results tr.child td.muted", "e[0] ? e[0].textContent : ''")));
+  await follow(`#best-${sweepId}`);
+  check("table: 'best loss' of the sweep: its children by min loss, lr_1 first", (await names())[0] === "lr_1" &&
+        (await q("th.sorted", "e[0] && e[0].dataset.sort")) === "min:loss" && (await count()) === "runs 1–50 of 210", [await names(), await count()]);
   });
 
   await part("a dead run", async () => {

@@ -1,5 +1,5 @@
 // runtime/serve/ui/app.js: the single-page UI of `ltrun serve` (embedded in the binary).
-// Pages by URL hash: #/ runs, #/run/ID, #/compare/ID,ID,..., #/sql. Charts are uPlot; data
+// Pages by URL hash: #/ runs, #/run/ID, #/compare/ID,ID,..., #/table (results), #/sql. Charts are uPlot; data
 // comes from the JSON API (runtime/serve/api.h). A page whose run is `running` polls every
 // POLL_MS and updates its curves in place. When a page has drawn everything it sets
 // document.body.dataset.ready (the browser test waits for it). Pure helpers (tick labels, run
@@ -542,6 +542,117 @@ async function comparePage(idsText) {
   ready();
 }
 
+// --- results table ----------------------------------------------------------------------
+// Runs as rows; chosen params and the last / min / max of chosen metrics as columns, sorted and
+// paged by the server (/api/table: ORDER BY and LIMIT/OFFSET in SQL), TABLE_PAGE rows at a time.
+// Everything is in the hash (#/table?parent=&name=&status=&param=K=V&params=&metrics=&sort=
+// &order=&offset=), so a view is a link. A run with children opens them in place (▸, in the same
+// columns and order), or on a page of their own sorted by a metric's min ("best M": the best
+// run of a sweep in one click).
+const TABLE_PAGE = 50;
+async function tablePage(q) {
+  const keep = ["parent", "name", "status", "param", "params", "metrics", "sort", "order"];
+  const st = {};
+  for (const k of keep) if (q.has(k)) st[k] = q.get(k);
+  const offset = Math.max(0, parseInt(q.get("offset") || "0", 10) || 0);
+  const apiQuery = (over = {}) => {
+    const p = new URLSearchParams();
+    for (const [k, v] of Object.entries({ ...st, ...over })) if (v !== undefined && v !== null) p.set(k, v);
+    return p;
+  };
+  const go = (over) => { const p = apiQuery(over); p.delete("limit"); location.hash = "#/table?" + p.toString(); };
+  const d = await api("/api/table?" + apiQuery({ limit: TABLE_PAGE, offset }).toString());
+  const cols = { params: d.params, metrics: d.metrics };
+  const colArgs = { params: cols.params.join(","), metrics: cols.metrics.join(",") };
+
+  // filters
+  const name = el("input", { id: "t-name", placeholder: "name contains", value: st.name || "" });
+  const status = el("select", { id: "t-status" }, ["", "running", "ok", "failed", "interrupted", "crashed"].map(s => el("option", { value: s }, s || "any status")));
+  status.value = st.status || "";
+  const parent = el("input", { id: "t-parent", placeholder: "parent: none, all or a run id", value: st.parent || "none", size: 10 });
+  const pf = el("input", { id: "t-param", placeholder: "param KEY=VALUE", value: st.param || "", size: 14 });
+  const apply = () => go({ name: name.value || undefined, status: status.value || undefined, parent: parent.value || "none",
+                           param: pf.value || undefined, offset: undefined });
+  for (const i of [name, parent, pf]) i.addEventListener("keydown", e => { if (e.key === "Enter") apply(); });
+  status.addEventListener("change", apply);
+  // columns: a checkbox per param key and metric name of these runs
+  const pick = (kind, names) => el("div", { class: "colpick" }, el("b", {}, kind + ": "), names.map(n => el("label", {},
+    el("input", { type: "checkbox", class: "col-" + kind, value: n, checked: cols[kind].includes(n),
+                  onchange: () => go({ ...colArgs, [kind]: [...main.querySelectorAll("input.col-" + kind + ":checked")].map(c => c.value).join(","), offset: undefined }) }),
+    " " + n)));
+  const chooser = el("details", { id: "t-columns" }, el("summary", {}, `columns (${cols.params.length} params, ${cols.metrics.length} metrics)`),
+                     pick("params", d.available.params), pick("metrics", d.available.metrics));
+  // the metric a sweep's best run is picked by (its min): the first chosen one named like a loss
+  const bestBy = cols.metrics.find(m => /loss/i.test(m)) || cols.metrics[0];
+
+  // header: a click sorts by that column (again: the other way)
+  const heads = [["", null], ["id", "id"], ["name", "name"], ["status", "status"], ["started", "started"], ["children", "children"],
+                 ...cols.params.map(k => [k, "param:" + k]),
+                 ...cols.metrics.flatMap(m => ["last", "min", "max"].map(a => [`${m} ${a}`, `${a}:${m}`]))];
+  const thead = el("tr", {}, heads.map(([label, key]) => {
+    if (!key) return el("th", {}, label);
+    const on = d.sort === key;
+    return el("th", { class: "sortable" + (on ? " sorted" : ""), "data-sort": key, title: "sort by " + label,
+                      onclick: () => go({ ...colArgs, sort: key, order: on && d.order === "asc" ? "desc" : on ? "asc" : (key === "id" || key === "started" ? "desc" : "asc"), offset: undefined }) },
+              label, on ? (d.order === "asc" ? " ▲" : " ▼") : "");
+  }));
+  const t = el("table", { class: "results", id: "results" }, el("thead", {}, thead), el("tbody"));
+  const open = new Set();
+  const rowOf = (r, depth) => {
+    const kids = r.children ? [
+      el("button", { class: "kids", "data-run": r.id, title: "show the children here", onclick: () => toggle(r).catch(showError) },
+         (open.has(r.id) ? "▾ " : "▸ ") + r.children),
+      bestBy ? el("a", { class: "best", id: "best-" + r.id, title: `its children sorted by the min of ${bestBy}`,
+                         href: "#/table?" + new URLSearchParams({ parent: r.id, ...colArgs, sort: "min:" + bestBy, order: "asc" }).toString() },
+                  " best " + bestBy) : ""] : "";
+    const tr = el("tr", { class: depth ? "child" : "", "data-run": r.id }, [
+      el("input", { type: "checkbox", class: "pick", value: r.id }),
+      el("a", { href: "#/run/" + r.id, style: depth ? `margin-left:${depth * 1.2}em` : false }, r.id),
+      el("a", { href: "#/run/" + r.id }, r.name), statusBadge(r.status, r.alive, r.gone), r.started_at, kids,
+      ...cols.params.map(k => fmt(r.params[k])),
+      ...cols.metrics.flatMap(m => ["last", "min", "max"].map(a => el("span", { class: "num" }, fmt((r.metrics[m] || {})[a]))))
+    ].map(c => el("td", {}, c)));
+    return tr;
+  };
+  const childRows = new Map();  // run id → its rows shown under it
+  const toggle = async (r) => {
+    const tr = t.querySelector(`tr[data-run="${r.id}"]`);
+    if (open.has(r.id)) {
+      open.delete(r.id);
+      for (const c of childRows.get(r.id) || []) c.remove();
+      childRows.delete(r.id);
+    } else {
+      delete document.body.dataset.ready;
+      const c = await api("/api/table?" + new URLSearchParams({ parent: r.id, ...colArgs, sort: d.sort, order: d.order, limit: TABLE_PAGE }).toString());
+      open.add(r.id);
+      const depth = +(tr.dataset.depth || 0) + 1;
+      const rows = c.rows.map(k => { const x = rowOf(k, depth); x.dataset.depth = depth; return x; });
+      if (c.total > c.rows.length)
+        rows.push(el("tr", { class: "child" }, el("td", { colspan: heads.length, class: "muted" }, `${c.rows.length} of ${c.total} children: `,
+          el("a", { href: "#/table?" + new URLSearchParams({ parent: r.id, ...colArgs, sort: d.sort, order: d.order }).toString() }, "all of them"))));
+      tr.after(...rows);
+      childRows.set(r.id, rows);
+      ready();
+    }
+    tr.querySelector("button.kids").textContent = (open.has(r.id) ? "▾ " : "▸ ") + r.children;
+  };
+  t.tBodies[0].append(...d.rows.map(r => rowOf(r, 0)));
+  const last = d.offset + d.rows.length;
+  const pager = el("div", { class: "pager" },
+    el("span", { id: "table-count" }, d.total ? `runs ${d.offset + 1}–${last} of ${d.total}` : "no runs"),
+    d.offset > 0 ? el("a", { id: "t-prev", href: "#/table?" + (() => { const p = apiQuery({ offset: Math.max(0, d.offset - TABLE_PAGE) }); return p.toString(); })() }, "‹ newer") : "",
+    last < d.total ? el("a", { id: "t-next", href: "#/table?" + apiQuery({ offset: last }).toString() }, "more ›") : "");
+  const cmp = el("button", { id: "t-compare", onclick: () => {
+    const ids = [...new Set([...t.querySelectorAll("input.pick:checked")].map(c => c.value))];
+    if (ids.length) location.hash = "#/compare/" + ids.join(",");
+  } }, "compare selected");
+  const title = st.parent && /^\d+$/.test(st.parent) ? ["results: children of ", el("a", { href: "#/run/" + st.parent }, "run " + st.parent)] : ["results"];
+  main.replaceChildren(el("h1", {}, ...title),
+    el("div", { class: "filters" }, name, status, parent, pf, el("button", { onclick: apply }, "filter"), cmp), chooser, pager,
+    el("div", { class: "wide" }, t));
+  ready();
+}
+
 // --- SQL --------------------------------------------------------------------------------
 async function sqlPage(q) {
   const box = el("textarea", { id: "sql", rows: 6, cols: 100, spellcheck: "false" }, q.get("q") || "SELECT id, name, status FROM runs ORDER BY id DESC LIMIT 20");
@@ -576,6 +687,7 @@ async function route() {
     if (parts[0] === "run" && parts[1]) await runPage(parts[1]);
     else if (parts[0] === "compare") await comparePage(parts[1]);
     else if (parts[0] === "sql") await sqlPage(q);
+    else if (parts[0] === "table") await tablePage(q);
     else await runsPage(q);
   } catch (e) { showError(e); }
 }
