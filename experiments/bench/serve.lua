@@ -92,8 +92,6 @@ local function scan_ms()
   return median(times)
 end
 
-local info_ms = request("/api/info")
-local scan = scan_ms()
 local cases = {
   { "run_page", "/api/runs/" .. series_run },
   { "series_2000", "/api/runs/" .. series_run .. "/metrics?name=loss&points=2000" },
@@ -105,9 +103,6 @@ local cases = {
   { "table_param", "/api/table?parent=all&params=lr,width&metrics=loss,val_loss&sort=param:width&order=desc&limit=50&offset=1500" },
   { "table_last", ("/api/table?parent=%d&params=lr,width&metrics=loss,val_loss&sort=last:loss&limit=50&offset=500"):format(sweep_id) },
 }
-for _, c in ipairs(cases) do c.ms, c.bytes = request(c[2]) end
-
--- the results table in headless Chromium: click → rows drawn
 local function p95(xs)
   table.sort(xs)
   return xs[math.max(1, math.ceil(#xs * 0.95))]
@@ -119,21 +114,29 @@ for _, name in ipairs{ "chromium-headless-shell", "chromium" } do
     if f then f:close(); chrome = chrome or dir .. "/" .. name end
   end
 end
-local browser
-if chrome then
-  local here = arg[0]:match("^(.*)/[^/]+$") or "."
-  local profile = os.tmpname()
-  os.remove(profile)
-  local out = exp.capture("node", { here .. "/serve_table.js", chrome, url .. "/",
-                                    "#/table?parent=all&params=lr,width&metrics=loss,val_loss", tostring(cfg.table_rounds), profile })
-  browser = assert(lt.json.decode(out:match("{.*}")), "experiments/bench/serve.lua: serve_table.js said: " .. out)
-  exp.capture("rm", { "-rf", profile })
-else
-  io.stderr:write("serve bench: no Chromium (chromium-headless-shell or chromium): the table is not timed in a browser\n")
-end
+
+local info_ms, scan, browser
+local measured, why = pcall(function()  -- the server is stopped whatever fails here
+  info_ms = request("/api/info")
+  scan = scan_ms()
+  for _, c in ipairs(cases) do c.ms, c.bytes = request(c[2]) end
+  -- the results table in headless Chromium: click → rows drawn
+  if chrome then
+    local here = arg[0]:match("^(.*)/[^/]+$") or "."
+    local profile = os.tmpname()
+    os.remove(profile)
+    local out = exp.capture("node", { here .. "/serve_table.js", chrome, url .. "/",
+                                      "#/table?parent=all&params=lr,width&metrics=loss,val_loss", tostring(cfg.table_rounds), profile })
+    browser = assert(lt.json.decode(out:match("{.*}") or "null"), "experiments/bench/serve.lua: serve_table.js said: " .. out)
+    exp.capture("rm", { "-rf", profile })
+  else
+    io.stderr:write("serve bench: no Chromium (chromium-headless-shell or chromium): the table is not timed in a browser\n")
+  end
+end)
 lt.proc.kill(pid, "INT")
 lt.proc.wait(pid, 10)
 os.remove(log)
+if not measured then error(why, 0) end
 
 lt.run.param("rows", cfg.rows)
 lt.run.param("children", cfg.children)

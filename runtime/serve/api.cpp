@@ -446,11 +446,40 @@ class Handler {
     if (t.empty() || *end != '\0' || !(tol >= 0 && tol < 1)) http_fail(400, "tolerance: expected a number in [0, 1), got '{}'", t);
     const store::Query query = [this](const std::string& sql, const std::vector<Value>& bs) { return q(sql, bs); };
     const store::Comparison c = store::compare_runs(query, db_.schema_version(), a, b, tol, true);
-    return {{"a", a}, {"b", b}, {"tolerance", tol}, {"report", c.report}, {"total_a", c.total_a},
+    return {{"a", a}, {"b", b}, {"tolerance", tol}, {"report", c.report}, {"total_a", c.total_a}, {"eval", eval_diff(a, b)},
             {"equal", c.equal}, {"within", c.within}, {"different", c.different}, {"only_a", c.only_a},
             {"only_b", c.only_b}, {"first_divergence", c.first_divergence}, {"params_changed", c.params_changed},
             {"sources_changed", c.sources_changed}, {"inputs_changed", c.inputs_changed},
             {"reproduced", store::reproduced_line(c, tol)}};
+  }
+
+  // The evaluated items of runs a and b side by side, per bench and protocol both have: how many
+  // both solved, only one, neither (items with a known answer, matched by item id), and the first
+  // kEvalDiffItems items solved by exactly one of them, with both predictions and outputs and
+  // the prompts (db/migrations/0008; NULL before).
+  json eval_diff(int64_t a, int64_t b) {
+    constexpr int64_t kEvalDiffItems = 200;
+    const std::string join = " FROM eval_items x JOIN eval_items y ON y.run_id = ? AND y.bench = x.bench AND y.protocol = x.protocol "
+                             "AND y.item_id = x.item_id WHERE x.run_id = ? AND x.correct IS NOT NULL AND y.correct IS NOT NULL";
+    json out = json::array();
+    for (const auto& row : q("SELECT x.bench, x.protocol, count(*), sum(x.correct AND y.correct), sum(x.correct AND NOT y.correct), "
+                             "sum(NOT x.correct AND y.correct), sum(NOT x.correct AND NOT y.correct)" + join +
+                             " GROUP BY x.bench, x.protocol ORDER BY x.bench, x.protocol", {Value(b), Value(a)}).rows) {
+      json e = {{"bench", to_json(row[0])}, {"protocol", to_json(row[1])}, {"items", to_json(row[2])}, {"both", to_json(row[3])},
+                {"only_a", to_json(row[4])}, {"only_b", to_json(row[5])}, {"neither", to_json(row[6])}};
+      const std::string text = db_.schema_version() >= 8 ? "x.prompt, x.output, y.prompt, y.output" : "NULL, NULL, NULL, NULL";
+      json items = json::array();
+      for (const auto& r : q("SELECT x.item_id, x.category, x.answer, x.prediction, x.correct, y.prediction, " + text + join +
+                             " AND x.bench = ? AND x.protocol = ? AND x.correct != y.correct ORDER BY x.rowid LIMIT ?",
+                             {Value(b), Value(a), row[0], row[1], Value(kEvalDiffItems)}).rows)
+        items.push_back({{"item_id", to_json(r[0])}, {"category", to_json(r[1])}, {"answer", to_json(r[2])},
+                         {"solved_by", std::get<int64_t>(r[4]) ? "a" : "b"},
+                         {"a", {{"prediction", to_json(r[3])}, {"prompt", to_json(r[6])}, {"output", to_json(r[7])}}},
+                         {"b", {{"prediction", to_json(r[5])}, {"prompt", to_json(r[8])}, {"output", to_json(r[9])}}}});
+      e["differing"] = std::move(items);
+      out.push_back(std::move(e));
+    }
+    return out;
   }
 
   // ?ids=1,2,5-9: distinct run ids (A-B: A to B), all in the store, at most kMaxCompare (a
@@ -707,8 +736,9 @@ class Handler {
     binds.emplace_back(int_param(p, "limit", 200, 5000));
     binds.emplace_back(int_param(p, "offset", 0, INT64_MAX));
     return {{"total", to_json(total.rows[0][0])},
-            {"items", objects(q("SELECT bench, protocol, item_id, category, prediction, answer, correct FROM eval_items "
-                                "WHERE " + where + " ORDER BY rowid LIMIT ? OFFSET ?", binds))}};
+            {"items", objects(q(std::string("SELECT bench, protocol, item_id, category, prediction, answer, correct, ") +
+                                (db_.schema_version() >= 8 ? "prompt, output" : "NULL AS prompt, NULL AS output") +
+                                " FROM eval_items WHERE " + where + " ORDER BY rowid LIMIT ? OFFSET ?", binds))}};
   }
 
   // only a file registered in `artifacts` is ever read: the path comes from the store, never

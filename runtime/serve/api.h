@@ -22,6 +22,7 @@
 //   GET /api/runs/ID/metrics?name=A,B&x=step|time&points=N   series, LTTB-downsampled to N
 //   GET /api/runs/ID/layer_metrics?name=N[&step=S]   matrix group × layer (default: last step)
 //   GET /api/runs/ID/eval_items?bench=&protocol=&category=&correct=0|1&limit=&offset=
+//                                         items with prediction, answer, correct, prompt, output
 //   GET /api/runs/ID/artifacts/K          the K-th registered artifact file (0-based), while it
 //                                         lies under the run's folders with its recorded sha256
 //   GET /api/compare?ids=A,B,C-D          many runs in one answer (at most 5000; C-D: C to D):
@@ -31,7 +32,11 @@
 //   GET /api/compare/layer_metrics?ids=&name=N   the matrices of the runs that have it
 //   GET /api/queries                      the named queries of db/queries
 //   GET /api/sql?q=SQL | ?name=NAME       one read-only statement, at most 5000 rows and 16 MB
-//   GET /api/compare?a=A&b=B[&tolerance=X]   `ltrun compare A B`: report text and counts
+//   GET /api/compare?a=A&b=B[&tolerance=X]   `ltrun compare A B`: report text and counts; `eval`:
+//                                         per bench and protocol both evaluated, the items
+//                                         both / only a / only b / neither solved, and the first
+//                                         200 solved by one only, with both predictions, prompts
+//                                         and outputs
 #pragma once
 #include <map>
 #include <memory>

@@ -133,6 +133,18 @@ function check(what, ok, detail) {
   check("run page: evaluation table", (await q("table.eval tbody tr")) >= 1);
   await evaluate("document.querySelector('table.eval a.drill').click(); new Promise(r => setTimeout(r, 1500))");
   check("run page: drill-down lists the items", (await q("table.eval-items tbody tr")) >= 1);
+  // the stored text (db/migrations/0008): the first drill-down is ceval / generate: each item
+  // with its prompt (folded) and what the model wrote
+  const evalRows = await q("table.eval-items tbody tr");
+  check("run page: drill-down of generate: an output per item", (await q("table.eval-items pre.output")) === evalRows && evalRows > 0,
+        [await q("table.eval-items pre.output"), evalRows]);
+  const prompts = await q("table.eval-items details.prompt pre", "[...e].map(p => p.textContent)");
+  const apiItems = await evaluate(`fetch('/api/runs/${studyId}/eval_items?bench=ceval&protocol=generate&limit=200').then(r => r.json()).then(d => d.items)`);
+  check("run page: drill-down of generate: each item's prompt, as stored", prompts.length === evalRows &&
+        prompts.every((p, i) => p.length > 20 && p === apiItems[i].prompt), prompts.slice(0, 1));
+  await evaluate("[...document.querySelectorAll('table.eval a')].find(a => a.textContent === 'ceval' && a.closest('tr').children[1].textContent === 'logit').click(); new Promise(r => setTimeout(r, 1500))");
+  check("run page: drill-down of logit: no output, said so", (await q("table.eval-items tbody tr td:nth-child(4)", "[...e].every(td => td.textContent === '(no output: logit)')")) &&
+        (await q("table.eval-items tbody tr")) > 0);
   check("run page: the SVG artifact shown inline (loaded)", (await q("img.svg-artifact", "e[0] && e[0].complete && e[0].naturalWidth")) > 0);
   check("run page: children", (await q(`a[href="#/compare/${childIds}"]`)) === 1);
   for (const x of ["time", "elapsed", "step"]) {
@@ -153,6 +165,11 @@ function check(what, ok, detail) {
   check("compare: loss of both runs overlaid", (await q('[data-metric="loss"] .uplot', "e[0] && e[0].dataset.series")) === "2");
   check("compare: the differing param marked", (await q("tr.differs")) >= 1);
   check("compare: a heatmap per run", (await q("svg.heatmap")) === 2);
+  // item by item (tests/serve/study.lua's quiz): both solved q1, only plan_a q2, only plan_b q3
+  const quiz = await q("table.eval-diff-summary tbody tr", "[...e].map(tr => [...tr.children].map(td => td.textContent).join('|')).filter(s => s.startsWith('quiz|logit'))");
+  check("compare: the quiz item by item: 4 items, 1 both, 1 each, 1 neither", JSON.stringify(quiz) === JSON.stringify(["quiz|logit|4|1|1|1|1"]), quiz);
+  const differing = await q("#eval-diff table.eval-diff", "[...e].map(t => [...t.tBodies[0].rows].map(tr => tr.children[0].textContent + ':' + tr.children[3].textContent.split(' ')[1]))");
+  check("compare: the items solved by one only, and by whom", differing.some(t => JSON.stringify(t) === '["q2:plan_a","q3:plan_b"]'), differing);
 
   });
 

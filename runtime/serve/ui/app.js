@@ -453,6 +453,19 @@ function drawLayer(box, id, data) {
   lineChart(prof, `${data.name} by layer${data.groups.length > 1 ? " (mean over groups)" : ""}`, [{ label: data.name, ...p }], { xlabel: "layer", linear: true, height: 200 });
 }
 
+// an item's prompt, folded (its last line shown: the question's end); and what it generated
+// (none for the logit and cloze protocols; not stored before db/migrations/0008)
+function promptCell(p) {
+  if (p === null || p === undefined) return el("span", { class: "muted" }, "(not stored)");
+  const lines = p.trimEnd().split("\n");
+  return el("details", { class: "prompt" }, el("summary", {}, lines[lines.length - 1].slice(0, 60) || "(prompt)"), el("pre", { class: "evaltext" }, p));
+}
+function outputCell(o, protocol) {
+  if (o === null || o === undefined)
+    return el("span", { class: "muted" }, protocol === "logit" || protocol === "cloze" ? "(no output: " + protocol + ")" : "(not stored)");
+  return el("pre", { class: "evaltext output" }, o);
+}
+
 function evalView(id, evals) {
   const items = el("div", { class: "items" });
   const drill = async (bench, protocol, category) => {
@@ -460,8 +473,9 @@ function evalView(id, evals) {
     if (category !== undefined) p.set("category", category);
     const d = await api(`/api/runs/${id}/eval_items?` + p.toString());
     items.replaceChildren(el("h3", {}, `${bench} / ${protocol}${category !== undefined ? " / " + (category || "(none)") : ""}: ${d.total} items${d.total > d.items.length ? ", first " + d.items.length : ""}`),
-      table(["item", "category", "prediction", "answer", "correct"],
-            d.items.map(i => [i.item_id, i.category, i.prediction === null || i.prediction === "" ? el("span", { class: "muted" }, "(not stored)") : i.prediction,
+      table(["item", "category", "prompt", "output", "prediction", "answer", "correct"],
+            d.items.map(i => [i.item_id, i.category, promptCell(i.prompt), outputCell(i.output, i.protocol),
+                              i.prediction === null || i.prediction === "" ? el("span", { class: "muted" }, "(none)") : i.prediction,
                               i.answer, i.correct === null ? "" : el("span", { class: i.correct ? "ok" : "bad" }, i.correct ? "✓" : "✗")]),
             { class: "eval-items" }));
   };
@@ -473,6 +487,25 @@ function evalView(id, evals) {
         rows.push(["", "", el("a", { href: "javascript:void 0", onclick: () => drill(e.bench, e.protocol, c.category).catch(showError) }, c.category || "(none)"), c.items, c.correct, c.accuracy]);
   }
   return el("div", {}, table(["bench", "protocol", "category", "items", "correct", "accuracy"], rows, { class: "eval" }), items);
+}
+
+// the items two runs were both scored on, per bench and protocol: how many each solved, and
+// those solved by one only, with both predictions and outputs (/api/compare?a=&b=, `eval`)
+function evalDiff(c, runs) {
+  const name = k => { const d = runs.find(r => r.run.id === c[k]); return d ? `${d.run.id} ${d.run.name}` : String(c[k]); };
+  const out = [table(["bench", "protocol", "items", "both solved", `only ${name("a")}`, `only ${name("b")}`, "neither"],
+                     c.eval.map(e => [e.bench, e.protocol, e.items, e.both, e.only_a, e.only_b, e.neither]), { class: "eval-diff-summary" })];
+  for (const e of c.eval) {
+    if (!e.differing.length) continue;
+    const shown = e.differing.length < e.only_a + e.only_b ? ` (the first ${e.differing.length} of ${e.only_a + e.only_b})` : "";
+    out.push(el("h3", {}, `${e.bench} / ${e.protocol}: solved by one only${shown}`),
+      table(["item", "category", "answer", "solved by", `${name("a")}: prediction`, "output", `${name("b")}: prediction`, "output", "prompt"],
+            e.differing.map(i => [i.item_id, i.category, i.answer, el("span", { class: "ok solver" }, name(i.solved_by)),
+                                  i.a.prediction, outputCell(i.a.output, e.protocol), i.b.prediction, outputCell(i.b.output, e.protocol),
+                                  promptCell(i.a.prompt)]),
+            { class: "eval-diff" }));
+  }
+  return el("div", { id: "eval-diff" }, out);
 }
 
 // --- compare ----------------------------------------------------------------------------
@@ -500,6 +533,7 @@ async function comparePage(idsText) {
   if (ids.length === 2) {  // what `ltrun compare A B` prints: sources (diffs), inputs, metrics aligned
     const c = await api(`/api/compare?a=${ids[0]}&b=${ids[1]}`);
     page.push(section("reproduction", el("p", { id: "reproduced" }, c.reproduced), el("pre", { id: "compare-report" }, c.report)));
+    if (c.eval.length) page.push(section("evaluation, item by item", evalDiff(c, runs)));
   }
   const curves = el("div", { class: "charts", id: "compare-charts" });
   page.push(section("metrics", chartControls(() => draw().catch(showError)), curves));
