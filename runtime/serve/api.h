@@ -15,7 +15,8 @@
 //                                         children|param:K|last:M|min:M|max:M, order=asc|desc
 //                                         (NULLs last); `limit` (default 50, at most 1000) from
 //                                         `offset`, sorted and paged in SQL; `total`; `available`
-//                                         param keys and metric names of the runs in scope
+//                                         param keys of the runs in scope and metric names of
+//                                         them (past 300 runs: of the page's and the newest 300)
 //   GET /api/runs/ID                      fields, args, script, command lines, params, metric
 //                                         and layer_metric summaries, eval summaries, artifacts,
 //                                         children

@@ -441,7 +441,7 @@ void serve(const Options& o, const std::function<void(const std::string&)>& on_l
                           -1, ' ', false, nlohmann::json::error_handler_t::replace),
                       "application/json");
     if (res.status == 414 && res.body.empty())  // cpp-httplib's limit on the request line
-      res.set_content(R"({"error": "request line over 8 KB: give many run ids as ranges, ids=10-2000"})", "application/json");
+      res.set_content(R"x({"error": "request line over 8 KB (many run ids go as ranges: ids=10-2000)"})x", "application/json");
   });
 
   int port = o.port;

@@ -269,6 +269,22 @@ function check(what, ok, detail) {
   const asked = await evaluate("performance.getEntriesByType('resource').map(e => e.name).filter(n => n.includes('/api/table'))");
   check("table: each page one request with limit=50 and its offset", asked.length >= 4 && asked.every(u => /[?&]limit=50(&|$)/.test(u)) &&
         asked.some(u => /[?&]offset=50(&|$)/.test(u)), asked);
+  // the sweep's param against a metric, every child a point (opened on demand)
+  const drawn = async () => { for (let i = 0; i < 100; i++) { if ((await q("#scatter", "e[0] && e[0].dataset.drawn")) === "1") return true; await sleep(100); } return false; };
+  await evaluate("document.getElementById('scatter-open').open = true; true");
+  check("scatter: drawn when opened", await drawn());
+  const pts = () => q("svg.scatter circle", "[...e].map(c => [+c.getAttribute('cx'), +c.getAttribute('cy')])");
+  let xy = await pts();
+  // min loss = (1 + i/210)/5 and lr = 1e-4 i both grow with i: left to right, each point higher (smaller cy)
+  const rising = a => a.length > 1 && [...a].sort((p, r) => p[0] - r[0]).every((p, k, s) => k === 0 || (p[0] > s[k - 1][0] && p[1] < s[k - 1][1]));
+  check("scatter: lr against min loss: a point per child, rising", xy.length === 210 && rising(xy), xy.length);
+  await evaluate("const y = document.getElementById('sc-y'); y.value = 'max:acc'; y.dispatchEvent(new Event('change')); true");
+  await drawn();
+  xy = await pts();
+  check("scatter: lr against max acc: the 105 children that logged acc", xy.length === 105 && rising(xy), xy.length);
+  await evaluate("document.getElementById('sc-logx').click(); true");
+  await drawn();
+  check("scatter: log x keeps every point (lr > 0)", (await pts()).length === 105 && rising(await pts()));
   // a metric that half the runs lack: they come last whichever the order
   await open(`#/table?parent=${sweepId}&${cols}&sort=max:acc&order=desc&offset=200`);
   check("table: runs without the metric last (descending)", (await names()).length === 10 &&

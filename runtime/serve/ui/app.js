@@ -680,11 +680,78 @@ async function tablePage(q) {
     const ids = [...new Set([...t.querySelectorAll("input.pick:checked")].map(c => c.value))];
     if (ids.length) location.hash = "#/compare/" + ids.join(",");
   } }, "compare selected");
-  const title = st.parent && /^\d+$/.test(st.parent) ? ["results: children of ", el("a", { href: "#/run/" + st.parent }, "run " + st.parent)] : ["results"];
+  const sweep = st.parent && /^\d+$/.test(st.parent);
+  const title = sweep ? ["results: children of ", el("a", { href: "#/run/" + st.parent }, "run " + st.parent)] : ["results"];
+  // a sweep's param against a metric: every child, so drawn only when opened (a click on the
+  // table stays one request of 50 rows)
+  const scatterBox = el("div", { id: "scatter" });
+  const scatterOpen = el("details", { id: "scatter-open" }, el("summary", {}, "param against metric (every child as a point)"), scatterBox);
+  scatterOpen.addEventListener("toggle", () => {
+    if (!scatterOpen.open || scatterBox.dataset.drawn) return;
+    scatterBox.dataset.drawn = "0";
+    sweepScatter(scatterBox, st, cols).then(() => { scatterBox.dataset.drawn = "1"; }).catch(showError);
+  });
   main.replaceChildren(el("h1", {}, ...title),
     el("div", { class: "filters" }, name, status, parent, pf, el("button", { onclick: apply }, "filter"), cmp), chooser, pager,
-    el("div", { class: "wide" }, t));
+    el("div", { class: "wide" }, t), sweep && d.total && cols.params.length && cols.metrics.length ? scatterOpen : "");
   ready();
+}
+
+// A sweep's children as points: a param (x) against a metric's min, last or max (y), every run
+// that has both (the table's filters apply; /api/table 1,000 rows a request, at most 5,000).
+async function sweepScatter(box, st, cols) {
+  const xs = el("select", { id: "sc-x" }, cols.params.map(k => el("option", { value: k }, k)));
+  const ys = el("select", { id: "sc-y" }, cols.metrics.flatMap(m => ["min", "last", "max"].map(a => el("option", { value: a + ":" + m }, `${m} ${a}`))));
+  const logx = el("input", { type: "checkbox", id: "sc-logx" });
+  const plot = el("div", { class: "chart" });
+  box.replaceChildren(el("div", { class: "controls" }, el("label", {}, "x ", xs), el("label", {}, "y ", ys), el("label", {}, logx, " log x")), plot);
+  let rows = null;
+  const fetchAll = async () => {
+    rows = [];
+    for (let offset = 0; offset < 5000; offset += 1000) {
+      const p = new URLSearchParams({ parent: st.parent, params: cols.params.join(","), metrics: cols.metrics.join(","), limit: 1000, offset });
+      for (const k of ["name", "status", "param"]) if (st[k]) p.set(k, st[k]);
+      const d = await api("/api/table?" + p.toString());
+      rows.push(...d.rows);
+      if (offset + d.rows.length >= d.total) break;
+    }
+  };
+  const draw = async () => {
+    if (!rows) await fetchAll();
+    const [agg, ...rest] = ys.value.split(":"), m = rest.join(":");
+    const pts = rows.map(r => ({ r, x: Number(r.params[xs.value]), y: (r.metrics[m] || {})[agg] }))
+                    .filter(p => p.r.params[xs.value] !== null && p.r.params[xs.value] !== undefined && p.r.params[xs.value] !== "" &&
+                                 isFinite(p.x) && p.y !== null && p.y !== undefined && isFinite(p.y) && (!logx.checked || p.x > 0));
+    plot.replaceChildren(scatter(pts, { xlabel: xs.value, ylabel: `${m} ${agg}`, logx: logx.checked }));
+  };
+  for (const c of [xs, ys, logx]) c.addEventListener("change", () => { box.dataset.drawn = "0"; draw().then(() => { box.dataset.drawn = "1"; }).catch(showError); });
+  await draw();
+}
+
+// points [{r (a run), x, y}] as SVG circles on linear axes (x optionally log10); a tooltip per run
+function scatter(pts, o) {
+  const W = 520, H = 300, L = 64, R = 12, T = 12, B = 40;
+  const s = svgEl("svg", { class: "scatter", width: W, height: H, viewBox: `0 0 ${W} ${H}`, "data-points": String(pts.length) });
+  if (!pts.length) { s.append(svgEl("text", { x: L, y: H / 2 }, "no run has both")); return s; }
+  const fx = v => o.logx ? Math.log10(v) : v;
+  const xv = pts.map(p => fx(p.x)), yv = pts.map(p => p.y);
+  const span = (a) => { let lo = Math.min(...a), hi = Math.max(...a); if (lo === hi) { lo -= 0.5; hi += 0.5; } return [lo, hi]; };
+  const [x0, x1] = span(xv), [y0, y1] = span(yv);
+  const px = v => L + (v - x0) / (x1 - x0) * (W - L - R), py = v => H - B - (v - y0) / (y1 - y0) * (H - T - B);
+  s.append(svgEl("line", { x1: L, y1: H - B, x2: W - R, y2: H - B, stroke: "#999" }), svgEl("line", { x1: L, y1: T, x2: L, y2: H - B, stroke: "#999" }));
+  const ticks = (lo, hi) => [0, 0.25, 0.5, 0.75, 1].map(f => lo + f * (hi - lo));
+  const xt = ticks(x0, x1), yt = ticks(y0, y1);
+  const xl = tickLabels(o.logx ? xt.map(v => 10 ** v) : xt, o.logx), yl = tickLabels(yt, false);
+  xt.forEach((v, i) => s.append(svgEl("text", { x: px(v), y: H - B + 14, "text-anchor": "middle" }, xl[i])));
+  yt.forEach((v, i) => s.append(svgEl("text", { x: L - 4, y: py(v) + 4, "text-anchor": "end" }, yl[i])));
+  s.append(svgEl("text", { x: (L + W - R) / 2, y: H - 4, "text-anchor": "middle" }, o.xlabel + (o.logx ? " (log)" : "")),
+           svgEl("text", { x: 12, y: (T + H - B) / 2, "text-anchor": "middle", transform: `rotate(-90 12 ${(T + H - B) / 2})` }, o.ylabel));
+  pts.forEach((p, i) => {
+    const c = svgEl("circle", { cx: px(xv[i]).toFixed(2), cy: py(yv[i]).toFixed(2), r: 3, fill: runColour(0), "fill-opacity": 0.7, "data-run": p.r.id });
+    c.append(svgEl("title", {}, `run ${p.r.id} ${p.r.name}: ${o.xlabel} = ${p.x}, ${o.ylabel} = ${p.y}`));
+    s.append(c);
+  });
+  return s;
 }
 
 // --- SQL --------------------------------------------------------------------------------
