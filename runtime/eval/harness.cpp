@@ -352,7 +352,7 @@ void log_result(RunSink& sink, const std::string& bench, const HarnessResult& re
     e.category = r.item->category;
     e.protocol = r.protocol;
     e.prediction = r.prediction;
-    e.prompt = cap_eval_text(r.prompt);
+    if (r.sample == 0) e.prompt = cap_eval_text(r.prompt);  // samples k > 0 ("ID#k") share it
     e.output = cap_eval_text(r.output);
     e.answer = r.item->answer;
     if (!r.item->answer.empty()) e.correct = r.correct;

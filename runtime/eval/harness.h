@@ -100,7 +100,8 @@ constexpr size_t kEvalTextBytes = 4000;
 std::string cap_eval_text(const std::string& s);
 
 // Writes a result to the current run: every item to eval_items (sample k > 0 as "ID#k"; correct
-// only where the item has an answer; its prompt and output cut by cap_eval_text) and the metrics BENCH/PROTOCOL/acc, .../acc_macro (when
+// only where the item has an answer; its prompt (on sample 0's row only) and output cut by
+// cap_eval_text) and the metrics BENCH/PROTOCOL/acc, .../acc_macro (when
 // categories are known), .../acc/CATEGORY, and BENCH/avg@K, BENCH/pass@K (samples K > 1).
 void log_result(RunSink& sink, const std::string& bench, const HarnessResult& res);
 
