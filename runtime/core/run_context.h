@@ -20,10 +20,12 @@ class Session;
 
 namespace ltrun {
 
-// One scored benchmark item (the store's eval_items row).
+// One scored benchmark item (the store's eval_items row). prompt and output: the text given
+// and generated ("" for none: stored as NULL), each at most kEvalTextBytes (eval::log_result cuts).
 struct EvalRecord {
   std::string bench, item_id, category, protocol, prediction, answer;
   std::optional<bool> correct;
+  std::string prompt, output;
 };
 
 // What code writes to "the current run". Every member writes to the innermost open run at the

@@ -72,10 +72,12 @@ std::vector<ItemResult> score_cloze(const model::Model& m, const text::Tokenizer
   std::vector<Row> rows;
   std::vector<std::vector<int64_t>> ids;
   std::vector<std::vector<double>> logp(items.size());
+  std::vector<std::string> contexts(items.size());
   for (size_t i = 0; i < items.size(); i++) {
     const Item& it = items[i];
     const auto shots = opt.shots > 0 ? few_shot_examples(pool, it.subject, opt.shots) : std::vector<Item>{};
-    const auto context = to64(tok.encode(cloze_prompt(it, shots), true));
+    contexts[i] = cloze_prompt(it, shots);
+    const auto context = to64(tok.encode(contexts[i], true));
     const auto conts = cloze_continuations(it);
     logp[i].assign(conts.size(), 0.0);
     for (size_t c = 0; c < conts.size(); c++) {
@@ -133,6 +135,7 @@ std::vector<ItemResult> score_cloze(const model::Model& m, const text::Tokenizer
     ItemResult& ir = out[i];
     ir.item = &items[i];
     ir.protocol = "cloze";
+    ir.prompt = contexts[i];
     ir.choice_logp = logp[i];
     size_t best = 0;
     for (size_t c = 1; c < logp[i].size(); c++)
@@ -312,6 +315,8 @@ HarnessResult evaluate(const model::Model& m, const text::Tokenizer& tok, const 
         done(opt, progress, b.size(), total);
       }
     }
+    if (protocol != "cloze")
+      for (auto& r : out) r.prompt = prompts[size_t(r.item - items.data())];
     summarize(protocol, out);
     if (protocol == "generate" && !math) {
       // the same outputs under the inclusion rule
@@ -332,6 +337,13 @@ HarnessResult evaluate(const model::Model& m, const text::Tokenizer& tok, const 
   return res;
 }
 
+std::string cap_eval_text(const std::string& s) {
+  if (s.size() <= kEvalTextBytes) return s;
+  size_t n = kEvalTextBytes;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) n--;  // not inside a character
+  return s.substr(0, n) + fmt::format("…[cut: {} bytes]", s.size());
+}
+
 void log_result(RunSink& sink, const std::string& bench, const HarnessResult& res) {
   for (const auto& r : res.items) {
     EvalRecord e;
@@ -340,6 +352,8 @@ void log_result(RunSink& sink, const std::string& bench, const HarnessResult& re
     e.category = r.item->category;
     e.protocol = r.protocol;
     e.prediction = r.prediction;
+    if (r.sample == 0) e.prompt = cap_eval_text(r.prompt);  // samples k > 0 ("ID#k") share it
+    e.output = cap_eval_text(r.output);
     e.answer = r.item->answer;
     if (!r.item->answer.empty()) e.correct = r.correct;
     sink.eval_item(e);

@@ -49,6 +49,7 @@ struct ItemResult {
   std::string prediction;    // option letter, or the extracted math answer
   bool correct = false;
   std::string output;        // generated text ("" for logit)
+  std::string prompt;        // the text the model was given (with its shots)
   std::vector<double> choice_probs;  // logit: P(letter) per option
   std::vector<double> choice_logp;   // cloze: Σ log P(continuation tokens) per option
   int sample = 0;            // math: which of the samples
@@ -93,8 +94,14 @@ std::string math_prompt(const Item& item, const std::string& tmpl = "");
 // unused), else choice_prompt with the shots.
 std::string item_prompt(const Item& item, const std::vector<Item>& shots = {});
 
+// Text stored per item (eval_items.prompt, .output): at most this many bytes each, cut at a
+// UTF-8 character boundary, "…[cut: N bytes]" appended (N: the whole text's length).
+constexpr size_t kEvalTextBytes = 4000;
+std::string cap_eval_text(const std::string& s);
+
 // Writes a result to the current run: every item to eval_items (sample k > 0 as "ID#k"; correct
-// only where the item has an answer) and the metrics BENCH/PROTOCOL/acc, .../acc_macro (when
+// only where the item has an answer; its prompt (on sample 0's row only) and output cut by
+// cap_eval_text) and the metrics BENCH/PROTOCOL/acc, .../acc_macro (when
 // categories are known), .../acc/CATEGORY, and BENCH/avg@K, BENCH/pass@K (samples K > 1).
 void log_result(RunSink& sink, const std::string& bench, const HarnessResult& res);
 

@@ -121,6 +121,7 @@ class Handler {
     if (what == "info" && parts.size() == 2) return json_response(info());
     if (what == "queries" && parts.size() == 2) return json_response(queries());
     if (what == "sql" && parts.size() == 2) return json_response(sql(p));
+    if (what == "table" && parts.size() == 2) return json_response(table(p));
     // ?a=A&b=B: the comparison `ltrun compare` prints; ?ids=...: the runs of a compare page
     if (what == "compare" && parts.size() == 2 && !p.count("ids")) return json_response(compare(p));
     if (what == "compare") {
@@ -226,9 +227,29 @@ class Handler {
   }
 
   json runs(const Params& p) {
-    std::string where = "1";
+    std::string where;
     std::vector<Value> binds;
-    const std::string name = param(p, "name"), status = param(p, "status"), parent = param(p, "parent");
+    run_filter(p, "all", where, binds);
+    const int64_t limit = int_param(p, "limit", 100, 1000), offset = int_param(p, "offset", 0, INT64_MAX);
+    const auto total = q("SELECT count(*) FROM runs r WHERE " + where, binds);
+    binds.emplace_back(limit);
+    binds.emplace_back(offset);
+    json list = objects(q(
+        "SELECT r.id, r.parent_id, r.name, r.status, r.started_at, r.finished_at, "
+        "round((julianday(coalesce(r.finished_at, strftime('%Y-%m-%d %H:%M:%f','now'))) - julianday(r.started_at)) * 86400, 1) AS secs, "
+        "r.device, r.seed, r.host, r.pid, substr(r.error, 1, 200) AS error, "
+        "(SELECT count(*) FROM runs c WHERE c.parent_id = r.id) AS children "
+        "FROM runs r WHERE " + where + " ORDER BY r.id DESC LIMIT ? OFFSET ?", binds));
+    add_alive(list);
+    return {{"total", to_json(total.rows[0][0])}, {"runs", list}};
+  }
+
+  // The WHERE clause (over `runs r`) of ?name= (contained), ?status=, ?parent= (none: top-level,
+  // all, or a run id: its children; `parent_default` when not given) and, for the results
+  // table, each ?param=KEY=VALUE (that value, as text) or ?param=KEY (has the key).
+  void run_filter(const Params& p, const std::string& parent_default, std::string& where, std::vector<Value>& binds) {
+    where = "1";
+    const std::string name = param(p, "name"), status = param(p, "status"), parent = param(p, "parent", parent_default);
     if (!name.empty()) {
       where += " AND r.name LIKE ? ESCAPE '\\'";
       std::string pat = "%";
@@ -251,18 +272,173 @@ class Handler {
       where += " AND r.parent_id = ?";
       binds.emplace_back(parse_int("parent (a run id, none or all)", parent));
     }
-    const int64_t limit = int_param(p, "limit", 100, 1000), offset = int_param(p, "offset", 0, INT64_MAX);
-    const auto total = q("SELECT count(*) FROM runs r WHERE " + where, binds);
-    binds.emplace_back(limit);
-    binds.emplace_back(offset);
-    json list = objects(q(
-        "SELECT r.id, r.parent_id, r.name, r.status, r.started_at, r.finished_at, "
-        "round((julianday(coalesce(r.finished_at, strftime('%Y-%m-%d %H:%M:%f','now'))) - julianday(r.started_at)) * 86400, 1) AS secs, "
-        "r.device, r.seed, r.host, r.pid, substr(r.error, 1, 200) AS error, "
-        "(SELECT count(*) FROM runs c WHERE c.parent_id = r.id) AS children "
-        "FROM runs r WHERE " + where + " ORDER BY r.id DESC LIMIT ? OFFSET ?", binds));
-    add_alive(list);
-    return {{"total", to_json(total.rows[0][0])}, {"runs", list}};
+    for (auto [it, end] = p.equal_range("param"); it != end; ++it) {
+      const std::string& f = it->second;
+      const size_t eq = f.find('=');
+      const std::string key = f.substr(0, eq);
+      if (key.empty()) http_fail(400, "param '{}': expected KEY=VALUE or KEY", f);
+      if (eq == std::string::npos) {
+        where += " AND EXISTS (SELECT 1 FROM params f WHERE f.run_id = r.id AND f.key = ?)";
+        binds.emplace_back(key);
+      } else {
+        where += " AND EXISTS (SELECT 1 FROM params f WHERE f.run_id = r.id AND f.key = ? AND f.value = ?)";
+        binds.emplace_back(key);
+        binds.emplace_back(f.substr(eq + 1));
+      }
+    }
+  }
+
+  // A text as an SQL string literal (names of metrics and params inside ORDER BY and the
+  // column subqueries, where one name appears several times); NUL cannot be in one.
+  static std::string literal(const std::string& what, const std::string& s) {
+    if (s.find('\0') != std::string::npos) {
+      std::string shown;
+      for (char c : s) shown += c ? std::string(1, c) : std::string("\\0");
+      http_fail(400, "{} '{}': a name cannot hold a NUL character", what, shown);
+    }
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+    return out + "'";
+  }
+
+  // the SQL of one cell of the results table for run `r`: a param's value, or a metric's last
+  // (by step, then the later row), min or max. min and max are one seek each in
+  // metrics_run_name_value (db/migrations/0007), last one seek in metrics_run_name.
+  static std::string cell_sql(const std::string& kind, const std::string& name) {
+    const std::string n = literal(kind == "param" ? "param" : "metric", name);
+    if (kind == "param") return "(SELECT value FROM params WHERE run_id = r.id AND key = " + n + ")";
+    if (kind == "last")
+      return "(SELECT value FROM metrics WHERE run_id = r.id AND name = " + n + " ORDER BY step DESC, rowid DESC LIMIT 1)";
+    if (kind == "last_step") return "(SELECT max(step) FROM metrics WHERE run_id = r.id AND name = " + n + ")";
+    if (kind == "min" || kind == "max") return "(SELECT " + kind + "(value) FROM metrics WHERE run_id = r.id AND name = " + n + ")";
+    http_fail(400, "internal: no cell kind {}", kind);
+  }
+
+  // GET /api/table: the results table (api.h). Runs as rows, chosen params and the last / min /
+  // max of chosen metrics as columns; sorted and paged in SQL: the page's ids first (ORDER BY
+  // over the filtered runs, LIMIT/OFFSET), then the cells of those rows only.
+  json table(const Params& p) {
+    constexpr size_t kMaxColumns = 20;
+    std::string where;
+    std::vector<Value> binds;
+    run_filter(p, "none", where, binds);
+    const int64_t limit = int_param(p, "limit", 50, 1000), offset = int_param(p, "offset", 0, INT64_MAX);
+    const int64_t total = std::get<int64_t>(q("SELECT count(*) FROM runs r WHERE " + where, binds).rows[0][0]);
+
+    // the columns one may pick: param keys and metric names of the runs in scope (metric names by
+    // an index skip-scan, one seek per run and name; over the page's runs past 5,000 runs)
+    const std::string scope = "SELECT r.id FROM runs r WHERE " + where;
+    json avail_params = json::array(), avail_metrics = json::array();
+    for (const auto& row : q("SELECT key FROM params WHERE run_id IN (" + scope + ") GROUP BY key ORDER BY count(*) DESC, key LIMIT 500", binds).rows)
+      avail_params.push_back(to_json(row[0]));
+
+    // sort key
+    const std::string sort = param(p, "sort", "id"), order = param(p, "order", sort == "id" || sort == "started" ? "desc" : "asc");
+    if (order != "asc" && order != "desc") http_fail(400, "order '{}': expected asc or desc", order);
+    std::string key;
+    bool numeric_text = false;  // a param: numbers by value before any other text
+    static const std::map<std::string, std::string> fields = {
+        {"id", "r.id"}, {"name", "r.name"}, {"status", "r.status"}, {"started", "r.started_at"},
+        {"children", "(SELECT count(*) FROM runs c WHERE c.parent_id = r.id)"}};
+    if (auto it = fields.find(sort); it != fields.end()) {
+      key = it->second;
+    } else {
+      const size_t colon = sort.find(':');
+      const std::string kind = sort.substr(0, colon), name = colon == std::string::npos ? "" : sort.substr(colon + 1);
+      if ((kind != "param" && kind != "last" && kind != "min" && kind != "max") || name.empty())
+        http_fail(400, "sort '{}': expected id, name, status, started, children, param:KEY, last:METRIC, min:METRIC or max:METRIC", sort);
+      key = cell_sql(kind, name);
+      numeric_text = kind == "param";
+    }
+    const std::string dir = order == "asc" ? " ASC" : " DESC";
+    std::string order_by = numeric_text
+        ? "k IS NULL, ltrun_number(k) IS NULL, ltrun_number(k)" + dir + ", k" + dir
+        : "k IS NULL, k" + dir;
+    std::vector<Value> page_binds = binds;
+    page_binds.emplace_back(limit);
+    page_binds.emplace_back(offset);
+    // MATERIALIZED: the key (a subquery) once per run, not once per mention in ORDER BY
+    const auto page = q("WITH s AS MATERIALIZED (SELECT r.id AS id, " + key + " AS k FROM runs r WHERE " + where +
+                        ") SELECT id FROM s ORDER BY " + order_by + ", id DESC LIMIT ? OFFSET ?", page_binds);
+    std::vector<int64_t> ids;
+    for (const auto& row : page.rows) ids.push_back(std::get<int64_t>(row[0]));
+
+    // the runs whose metric names are offered: all in scope up to kNameRuns, else the page's
+    // and the newest kNameRuns (a sweep's children log the same names: 2,000 runs cost 30 ms)
+    constexpr int64_t kNameRuns = 300;
+    std::vector<Value> mb = binds;
+    std::string metric_scope = scope;
+    if (total > kNameRuns) {
+      std::vector<Value> tmp;
+      std::string page_in = in_ids(ids.empty() ? std::vector<int64_t>{-1} : ids, tmp);
+      page_in.replace(0, 6, "r.id");
+      metric_scope = "SELECT r.id FROM runs r WHERE " + page_in + " UNION SELECT id FROM (" + scope + " ORDER BY r.id DESC LIMIT " +
+                     std::to_string(kNameRuns) + ")";
+      mb = tmp;
+      mb.insert(mb.end(), binds.begin(), binds.end());
+    }
+    for (const auto& row : q("WITH RECURSIVE n(run_id, name) AS ("
+                             "SELECT s.id, (SELECT min(name) FROM metrics WHERE run_id = s.id) FROM (" + metric_scope + ") s "
+                             "UNION ALL SELECT n.run_id, (SELECT min(m.name) FROM metrics m WHERE m.run_id = n.run_id AND m.name > n.name) "
+                             "FROM n WHERE n.name IS NOT NULL) "
+                             "SELECT name FROM n WHERE name IS NOT NULL GROUP BY name ORDER BY name LIMIT 500", mb).rows)
+      avail_metrics.push_back(to_json(row[0]));
+
+    // the columns: ?params= and ?metrics= (comma-separated; given empty: none); not given: the
+    // four commonest param keys and three metrics, those named like a loss first
+    auto chosen = [&](const char* what, const json& avail, size_t dflt, bool lossy_first) {
+      std::vector<std::string> out;
+      if (p.count(what)) {
+        out = split(param(p, what), ',');
+      } else {
+        for (const auto& a : avail) out.push_back(a.get<std::string>());
+        if (lossy_first)
+          std::stable_sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) {
+            return (a.find("loss") != std::string::npos) > (b.find("loss") != std::string::npos);
+          });
+        if (out.size() > dflt) out.resize(dflt);
+      }
+      if (out.size() > kMaxColumns) http_fail(400, "{}: at most {} columns, got {}", what, kMaxColumns, out.size());
+      return out;
+    };
+    const auto param_cols = chosen("params", avail_params, 4, false);
+    const auto metric_cols = chosen("metrics", avail_metrics, 3, true);
+
+    json rows = json::array();
+    if (!ids.empty()) {
+      std::vector<Value> b;
+      std::string in = in_ids(ids, b);
+      in.replace(0, 6, "r.id");
+      std::string cols =
+          "r.id, r.parent_id, r.name, r.status, r.started_at, r.finished_at, "
+          "round((julianday(coalesce(r.finished_at, strftime('%Y-%m-%d %H:%M:%f','now'))) - julianday(r.started_at)) * 86400, 1) AS secs, "
+          "(SELECT count(*) FROM runs c WHERE c.parent_id = r.id) AS children";
+      for (size_t i = 0; i < param_cols.size(); i++) cols += fmt::format(", {} AS p{}", cell_sql("param", param_cols[i]), i);
+      for (size_t i = 0; i < metric_cols.size(); i++)
+        for (const char* k : {"last", "min", "max", "last_step"}) cols += fmt::format(", {} AS {}{}", cell_sql(k, metric_cols[i]), k, i);
+      const auto t = q("SELECT " + cols + " FROM runs r WHERE " + in, b);
+      std::map<int64_t, json> by_id;
+      for (const auto& row : t.rows) {
+        json o = json::object();
+        size_t c = 0;
+        for (; c < 8; c++) o[t.columns[c]] = to_json(row[c]);
+        json ps = json::object(), ms = json::object();
+        for (size_t i = 0; i < param_cols.size(); i++) ps[param_cols[i]] = to_json(row[c++]);
+        for (size_t i = 0; i < metric_cols.size(); i++) {
+          json m = json::object();
+          for (const char* k : {"last", "min", "max", "last_step"}) m[k] = to_json(row[c++]);
+          ms[metric_cols[i]] = std::move(m);
+        }
+        o["params"] = std::move(ps);
+        o["metrics"] = std::move(ms);
+        by_id[std::get<int64_t>(row[0])] = std::move(o);
+      }
+      for (int64_t id : ids) rows.push_back(std::move(by_id[id]));
+      add_alive(rows);
+    }
+    return {{"total", total}, {"limit", limit}, {"offset", offset}, {"sort", sort}, {"order", order},
+            {"params", param_cols}, {"metrics", metric_cols},
+            {"available", {{"params", avail_params}, {"metrics", avail_metrics}}}, {"rows", rows}};
   }
 
   // the comparison `ltrun compare A B` prints (runtime/store/compare.h), and its counts
@@ -276,11 +452,40 @@ class Handler {
     if (t.empty() || *end != '\0' || !(tol >= 0 && tol < 1)) http_fail(400, "tolerance: expected a number in [0, 1), got '{}'", t);
     const store::Query query = [this](const std::string& sql, const std::vector<Value>& bs) { return q(sql, bs); };
     const store::Comparison c = store::compare_runs(query, db_.schema_version(), a, b, tol, true);
-    return {{"a", a}, {"b", b}, {"tolerance", tol}, {"report", c.report}, {"total_a", c.total_a},
+    return {{"a", a}, {"b", b}, {"tolerance", tol}, {"report", c.report}, {"total_a", c.total_a}, {"eval", eval_diff(a, b)},
             {"equal", c.equal}, {"within", c.within}, {"different", c.different}, {"only_a", c.only_a},
             {"only_b", c.only_b}, {"first_divergence", c.first_divergence}, {"params_changed", c.params_changed},
             {"sources_changed", c.sources_changed}, {"inputs_changed", c.inputs_changed},
             {"reproduced", store::reproduced_line(c, tol)}};
+  }
+
+  // The evaluated items of runs a and b side by side, per bench and protocol both have: how many
+  // both solved, only one, neither (items with a known answer, matched by item id), and the first
+  // kEvalDiffItems items solved by exactly one of them, with both predictions and outputs and
+  // the prompts (db/migrations/0008; NULL before).
+  json eval_diff(int64_t a, int64_t b) {
+    constexpr int64_t kEvalDiffItems = 200;
+    const std::string join = " FROM eval_items x JOIN eval_items y ON y.run_id = ? AND y.bench = x.bench AND y.protocol = x.protocol "
+                             "AND y.item_id = x.item_id WHERE x.run_id = ? AND x.correct IS NOT NULL AND y.correct IS NOT NULL";
+    json out = json::array();
+    for (const auto& row : q("SELECT x.bench, x.protocol, count(*), sum(x.correct AND y.correct), sum(x.correct AND NOT y.correct), "
+                             "sum(NOT x.correct AND y.correct), sum(NOT x.correct AND NOT y.correct)" + join +
+                             " GROUP BY x.bench, x.protocol ORDER BY x.bench, x.protocol", {Value(b), Value(a)}).rows) {
+      json e = {{"bench", to_json(row[0])}, {"protocol", to_json(row[1])}, {"items", to_json(row[2])}, {"both", to_json(row[3])},
+                {"only_a", to_json(row[4])}, {"only_b", to_json(row[5])}, {"neither", to_json(row[6])}};
+      const std::string text = db_.schema_version() >= 8 ? "x.prompt, x.output, y.prompt, y.output" : "NULL, NULL, NULL, NULL";
+      json items = json::array();
+      for (const auto& r : q("SELECT x.item_id, x.category, x.answer, x.prediction, x.correct, y.prediction, " + text + join +
+                             " AND x.bench = ? AND x.protocol = ? AND x.correct != y.correct ORDER BY x.rowid LIMIT ?",
+                             {Value(b), Value(a), row[0], row[1], Value(kEvalDiffItems)}).rows)
+        items.push_back({{"item_id", to_json(r[0])}, {"category", to_json(r[1])}, {"answer", to_json(r[2])},
+                         {"solved_by", std::get<int64_t>(r[4]) ? "a" : "b"},
+                         {"a", {{"prediction", to_json(r[3])}, {"prompt", to_json(r[6])}, {"output", to_json(r[7])}}},
+                         {"b", {{"prediction", to_json(r[5])}, {"prompt", to_json(r[8])}, {"output", to_json(r[9])}}}});
+      e["differing"] = std::move(items);
+      out.push_back(std::move(e));
+    }
+    return out;
   }
 
   // ?ids=1,2,5-9: distinct run ids (A-B: A to B), all in the store, at most kMaxCompare (a
@@ -537,8 +742,9 @@ class Handler {
     binds.emplace_back(int_param(p, "limit", 200, 5000));
     binds.emplace_back(int_param(p, "offset", 0, INT64_MAX));
     return {{"total", to_json(total.rows[0][0])},
-            {"items", objects(q("SELECT bench, protocol, item_id, category, prediction, answer, correct FROM eval_items "
-                                "WHERE " + where + " ORDER BY rowid LIMIT ? OFFSET ?", binds))}};
+            {"items", objects(q(std::string("SELECT bench, protocol, item_id, category, prediction, answer, correct, ") +
+                                (db_.schema_version() >= 8 ? "prompt, output" : "NULL AS prompt, NULL AS output") +
+                                " FROM eval_items WHERE " + where + " ORDER BY rowid LIMIT ? OFFSET ?", binds))}};
   }
 
   // only a file registered in `artifacts` is ever read: the path comes from the store, never

@@ -8,12 +8,22 @@
 //   GET /api/runs?name=&status=&parent=&limit=&offset=   newest first, `limit` (default 100,
 //                                         at most 1000) from `offset`; parent=none: top-level;
 //                                         `total` counts them all
+//   GET /api/table?parent=&name=&status=&param=K=V&params=A,B&metrics=M,N&sort=&order=&limit=&offset=
+//                                         the results table: runs (default top-level) as rows
+//                                         with the params' values and each metric's last, min,
+//                                         max (and last_step); sort=id|name|status|started|
+//                                         children|param:K|last:M|min:M|max:M, order=asc|desc
+//                                         (NULLs last); `limit` (default 50, at most 1000) from
+//                                         `offset`, sorted and paged in SQL; `total`; `available`
+//                                         param keys of the runs in scope and metric names of
+//                                         them (past 300 runs: of the page's and the newest 300)
 //   GET /api/runs/ID                      fields, args, script, command lines, params, metric
 //                                         and layer_metric summaries, eval summaries, artifacts,
 //                                         children
 //   GET /api/runs/ID/metrics?name=A,B&x=step|time&points=N   series, LTTB-downsampled to N
 //   GET /api/runs/ID/layer_metrics?name=N[&step=S]   matrix group × layer (default: last step)
 //   GET /api/runs/ID/eval_items?bench=&protocol=&category=&correct=0|1&limit=&offset=
+//                                         items with prediction, answer, correct, prompt, output
 //   GET /api/runs/ID/artifacts/K          the K-th registered artifact file (0-based), while it
 //                                         lies under the run's folders with its recorded sha256
 //   GET /api/compare?ids=A,B,C-D          many runs in one answer (at most 5000; C-D: C to D):
@@ -23,7 +33,11 @@
 //   GET /api/compare/layer_metrics?ids=&name=N   the matrices of the runs that have it
 //   GET /api/queries                      the named queries of db/queries
 //   GET /api/sql?q=SQL | ?name=NAME       one read-only statement, at most 5000 rows and 16 MB
-//   GET /api/compare?a=A&b=B[&tolerance=X]   `ltrun compare A B`: report text and counts
+//   GET /api/compare?a=A&b=B[&tolerance=X]   `ltrun compare A B`: report text and counts; `eval`:
+//                                         per bench and protocol both evaluated, the items
+//                                         both / only a / only b / neither solved, and the first
+//                                         200 solved by one only, with both predictions, prompts
+//                                         and outputs
 #pragma once
 #include <map>
 #include <memory>

@@ -173,6 +173,30 @@ void printf_checked(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
   sqlite3_clear_bindings(st);
 }
 
+// ltrun_number(x): x as a number when it is one (an integer, a real, or a text that is a whole
+// finite number: "3e-4", " 12 "), else NULL. The results table sorts params (stored as text)
+// by it, so that "10" sorts after "9".
+void number_of(sqlite3_context* ctx, int, sqlite3_value** argv) {
+  switch (sqlite3_value_type(argv[0])) {
+    case SQLITE_INTEGER: case SQLITE_FLOAT: sqlite3_result_value(ctx, argv[0]); return;
+    case SQLITE_TEXT: {
+      const char* t = reinterpret_cast<const char*>(sqlite3_value_text(argv[0]));
+      const int n = sqlite3_value_bytes(argv[0]);
+      if (!t || n == 0 || n > 64 || int(std::strlen(t)) != n) break;
+      char* end = nullptr;
+      const double v = std::strtod(t, &end);
+      while (end && std::isspace((unsigned char)*end)) end++;
+      if (end != t && *end == '\0' && std::isfinite(v)) {
+        sqlite3_result_double(ctx, v);
+        return;
+      }
+      break;
+    }
+    default: break;
+  }
+  sqlite3_result_null(ctx);
+}
+
 // Opens `path` read-only, as the store's readers do, with serve's own checks and limits.
 std::unique_ptr<Connection> open_read_only(const std::string& path) {
   auto c = std::make_unique<Connection>();
@@ -181,6 +205,8 @@ std::unique_ptr<Connection> open_read_only(const std::string& path) {
   for (const char* name : {"printf", "format"})
     sqlite3_create_function_v2(c->db, name, -1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, c.get(), printf_checked,
                                nullptr, nullptr, nullptr);
+  sqlite3_create_function_v2(c->db, "ltrun_number", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nullptr, number_of,
+                             nullptr, nullptr, nullptr);
   sqlite3_set_authorizer(c->db, authorize, c.get());
   sqlite3_progress_handler(c->db, 10000, progress, c.get());
   return c;

@@ -11,6 +11,8 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -280,6 +282,7 @@ class Server : public httplib::Server {
   // replaces cpp-httplib's (process_server_socket with per-read timeouts)
   bool process_and_close_socket(socket_t sock) override {
     bool ret = false;
+    tune_connection(sock);
     if (auto conn = conns_.open(sock, address(sock, true))) {
       RequestStream strm(sock);
       for (size_t left = keep_alive_max_count_; left > 0 && svr_sock_ != INVALID_SOCKET; left--) {
@@ -345,6 +348,11 @@ std::string lower(std::string s) {
 }
 
 }  // namespace
+
+void tune_connection(int fd) {
+  int yes = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
+}
 
 bool is_loopback(const std::string& host) {
   return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
@@ -433,7 +441,7 @@ void serve(const Options& o, const std::function<void(const std::string&)>& on_l
                           -1, ' ', false, nlohmann::json::error_handler_t::replace),
                       "application/json");
     if (res.status == 414 && res.body.empty())  // cpp-httplib's limit on the request line
-      res.set_content(R"({"error": "request line over 8 KB: give many run ids as ranges, ids=10-2000"})", "application/json");
+      res.set_content(R"x({"error": "request line over 8 KB (many run ids go as ranges: ids=10-2000)"})x", "application/json");
   });
 
   int port = o.port;

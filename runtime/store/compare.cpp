@@ -58,7 +58,7 @@ std::vector<Point> values(const Query& q, int64_t run) {
       const int k = seen[base]++;
       out.push_back({base + (k ? fmt::format("#{}", k) : ""), label, v});
     };
-    for (const auto& row : q("SELECT name, step, value FROM metrics WHERE run_id = ? ORDER BY rowid", {Value(id)}).rows) {
+    for (const auto& row : q("SELECT name, step, value FROM metrics INDEXED BY metrics_run_name WHERE run_id = ? ORDER BY rowid", {Value(id)}).rows) {
       const std::string name = to_text(row[0]), step = to_text(row[1]);
       add(path + "\x1f" + name + "\x1f" + step, fmt::format("{}{} step {}", path.empty() ? "" : path.substr(1) + ": ",
                                                               name, step), row[2]);

@@ -68,7 +68,7 @@ struct Row {
   enum Kind { param, metric, layer_metric, eval_item, artifact } kind;
   Row(Kind k, int64_t run_id) : kind(k), run(run_id) {}
   int64_t run;
-  std::string s1, s2, s3, s4, s5, s6;
+  std::string s1, s2, s3, s4, s5, s6, s7, s8;
   double value = 0;
   std::optional<int64_t> i1, i2;
   double t = 0;
@@ -253,11 +253,13 @@ struct Store::Impl {
             break;
           case Row::eval_item:
             st = cached(4, "INSERT INTO eval_items(run_id, bench, item_id, category, protocol, "
-                           "prediction, answer, correct) VALUES (?,?,?,?,?,?,?,?)");
+                           "prediction, answer, correct, prompt, output) VALUES (?,?,?,?,?,?,?,?,?,?)");
             sqlite3_bind_int64(st, 1, r.run);
             bind_text(st, 2, r.s1); bind_text(st, 3, r.s2); bind_text(st, 4, r.s3);
             bind_text(st, 5, r.s4); bind_text(st, 6, r.s5); bind_text(st, 7, r.s6);
             bind_opt(st, 8, r.i1);
+            if (r.s7.empty()) sqlite3_bind_null(st, 9); else bind_text(st, 9, r.s7);
+            if (r.s8.empty()) sqlite3_bind_null(st, 10); else bind_text(st, 10, r.s8);
             break;
           case Row::artifact:
             st = cached(5, "INSERT INTO artifacts(run_id, kind, path, sha256, t) VALUES (?,?,?,?,?)");
@@ -614,7 +616,7 @@ void Store::layer_metric(int64_t run, const std::string& name, int64_t layer, co
 void Store::eval_item(int64_t run, const EvalItem& e) {
   Row r{Row::eval_item, run};
   r.s1 = e.bench; r.s2 = e.item_id; r.s3 = e.category; r.s4 = e.protocol;
-  r.s5 = e.prediction; r.s6 = e.answer;
+  r.s5 = e.prediction; r.s6 = e.answer; r.s7 = e.prompt; r.s8 = e.output;
   if (e.correct) r.i1 = *e.correct ? 1 : 0;
   impl_->push(std::move(r));
 }

@@ -25,7 +25,11 @@ RunSummary run_summary(const Query& q, int64_t id) {
   s.metrics = q(
       "SELECT name, count(*) AS points, min(step) AS first_step, max(step) AS last_step, "
       "(SELECT value FROM metrics l WHERE l.run_id = m.run_id AND l.name = m.name ORDER BY step DESC, rowid DESC LIMIT 1) "
-      "AS last, min(value) AS min, max(value) AS max, min(t) AS t0, max(t) AS t1 FROM metrics m WHERE run_id = ? "
+      "AS last, min(value) AS min, max(value) AS max, min(t) AS t0, max(t) AS t1 "
+      // in step order, so a long series is read in the order it was written: through
+      // metrics_run_name_value (db/migrations/0007) the rows came in value order, a random
+      // read each (1M points: 4.6 s instead of 1.1 s)
+      "FROM metrics m INDEXED BY metrics_run_name WHERE run_id = ? "
       "GROUP BY name ORDER BY name", bind);
   s.layer_metrics = q(
       "SELECT name, count(DISTINCT grp) AS groups, count(DISTINCT layer) AS layers, min(layer) AS first_layer, "

@@ -50,7 +50,7 @@ check "no Host header: refused" equals "$(code -H 'Host:' "${url}api/runs")" "40
 check "Host localhost.evil.example: refused" equals "$(code -H 'Host: localhost.evil.example' "${url}api/runs")" "403"
 
 check "a request line over 8 KB: 414" equals "$(code "${url}api/compare?ids=$(seq -s, 10000 12000)")" "414"
-check "... saying to send ranges" contains "$(cat body.out)" "give many run ids as ranges"
+check "... saying to send ranges" contains "$(cat body.out)" "many run ids go as ranges"
 
 check "slow clients hold up no one" node "$here/serve/slow_clients.js" "$url"
 exec 3<>"/dev/tcp/127.0.0.1/$port"

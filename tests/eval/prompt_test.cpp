@@ -130,3 +130,17 @@ TEST_CASE("item_prompt: math items get math_prompt (no shots), others choice_pro
   m.bench = "math500";
   CHECK(item_prompt(m) == math_prompt(m));
 }
+
+// eval_items.prompt / .output are cut to kEvalTextBytes (db/migrations/0008): whole characters
+// only, the full length said.
+TEST_CASE("cap_eval_text: short text kept; long text cut at a character boundary, its length said") {
+  CHECK(cap_eval_text("") == "");
+  const std::string exact(kEvalTextBytes, 'x');
+  CHECK(cap_eval_text(exact) == exact);
+  const std::string ascii(kEvalTextBytes + 10, 'y');
+  CHECK(cap_eval_text(ascii) == std::string(kEvalTextBytes, 'y') + "…[cut: 4010 bytes]");
+  // after 3,999 ASCII bytes "é" (2 bytes) spans bytes 3,999 and 4,000: the cut goes before it
+  const std::string mixed = std::string(kEvalTextBytes - 1, 'z') + "é" + "tail";
+  const std::string cut = cap_eval_text(mixed);
+  CHECK(cut == std::string(kEvalTextBytes - 1, 'z') + "…[cut: 4005 bytes]");
+}

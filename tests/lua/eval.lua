@@ -91,6 +91,19 @@ T.case("math: samples, avg@k and pass@k, predictions extracted", function()
   T.eq(s.generate.k, 3)
   T.eq(#s.items, 2 * 3)
   for _, r in ipairs(s.items) do T.eq(r.prediction, lt.eval.extract_math(r.output) or "") end
+  -- eval_items keep each output, and the prompt (lt.eval.prompt's) once per item: on sample 0's row
+  lt.run.flush()
+  local prompt_of = {}
+  for _, it in ipairs(lt.eval.load("gsm8k", data .. "/gsm8k/test.jsonl")) do prompt_of[it.id] = lt.eval.prompt(it) end
+  local stored = lt.run.query("SELECT item_id, prompt, output FROM eval_items WHERE run_id = ? AND bench = 'gsm8k' ORDER BY rowid", lt.run.id())
+  T.eq(#stored, #s.items)
+  local output_of = {}
+  for _, r in ipairs(s.items) do output_of[r.sample == 0 and r.id or (r.id .. "#" .. r.sample)] = r.output end
+  for _, row in ipairs(stored) do
+    local base, k = row.item_id:match("^([^#]+)#?(%d*)$")
+    if k == "" then T.eq(row.prompt, prompt_of[base], row.item_id) else T.eq(row.prompt, nil, row.item_id) end
+    T.eq(row.output or "", output_of[row.item_id], row.item_id)
+  end
 end)
 
 T.case("every prediction is a row of eval_items; accuracies are metrics", function()

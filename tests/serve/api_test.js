@@ -137,6 +137,27 @@ const near = (a, b, tol = 1e-12) => Math.abs(a - b) <= tol * Math.max(1, Math.ab
   r = await get(`/api/runs/${id}/eval_items?category=${encodeURIComponent(cat.category)}`);
   check("eval items: by category", r.body.total === cat.n && r.body.items.every(i => i.category === cat.category), r.body);
 
+  // --- eval text (db/migrations/0008) and two runs item by item ----------------------------
+  const [ka, kb] = sql(`select id from runs where parent_id = ${id} order by id`).map(x => x.id);
+  r = await get(`/api/runs/${ka}/eval_items?bench=quiz&protocol=logit`);
+  const ref = sql(`select value from params where run_id = ${ka} and key = 'quiz_prompt_q1'`)[0].value;
+  check("eval items: the prompt stored is lt.eval.prompt's", r.body.items.length === 4 && r.body.items[0].item_id === "q1" &&
+        r.body.items[0].prompt === ref && r.body.items.every(i => i.output === null), [r.body.items[0], ref]);
+  r = await get(`/api/runs/${ka}/eval_items?bench=quiz&protocol=generate`);
+  const outs = sql(`select output from eval_items where run_id = ${ka} and bench = 'quiz' and protocol = 'generate' order by rowid`);
+  check("eval items: generate outputs = sqlite3's", r.body.items.length === 4 && outs.length === 4 &&
+        r.body.items.every((i, k) => i.output === outs[k].output || (i.output === null && outs[k].output === null)), [r.body.items, outs]);
+  r = await get(`/api/compare?a=${ka}&b=${kb}`);
+  const joined = sql(`select x.bench, x.protocol, count(*) n, sum(x.correct and y.correct) both_, sum(x.correct and not y.correct) a,
+                      sum(not x.correct and y.correct) b from eval_items x join eval_items y on y.run_id = ${kb} and y.bench = x.bench
+                      and y.protocol = x.protocol and y.item_id = x.item_id where x.run_id = ${ka} and x.correct is not null
+                      and y.correct is not null group by 1, 2 order by 1, 2`);
+  check("compare: eval item by item = sqlite3's join", r.status === 200 && r.body.eval.length === joined.length &&
+        joined.every((j, k) => r.body.eval[k].bench === j.bench && r.body.eval[k].protocol === j.protocol && r.body.eval[k].items === j.n &&
+                              r.body.eval[k].both === j.both_ && r.body.eval[k].only_a === j.a && r.body.eval[k].only_b === j.b), [r.body.eval, joined]);
+  const ql = r.body.eval.find(e => e.bench === "quiz" && e.protocol === "logit");
+  check("compare: quiz/logit: q2 solved by a only, q3 by b only", ql && JSON.stringify(ql.differing.map(i => i.item_id + i.solved_by)) === '["q2a","q3b"]', ql);
+
   // --- artifacts --------------------------------------------------------------------------
   r = await get(`/api/runs/${id}/artifacts/0`);
   const file = fs.readFileSync(studyDir + "/p_max.svg", "utf8");

@@ -8,7 +8,10 @@
 // apart and fit, unbroken ids and headers, wide tables that scroll, the runs list paged and
 // top-level by default with children expandable, compare of 210 children in a few requests
 // with a colour per run across charts, one-value metrics in a table, a stale x-axis response
-// ignored, no empty "layer metrics", a run whose process is gone not counting on.
+// ignored, no empty "layer metrics", a run whose process is gone not counting on. And the
+// results table (#/table): sorted by a column's click (both ways, runs lacking a metric last),
+// paged by the server, filtered by param and name, a sweep's children opened in place and its
+// best run by a metric's min in one click.
 // node browser_test.js CHROME URL STUDY_ID CHILD_IDS LIVE_ID PROFILE_DIR SCREENSHOT.png
 //   SWEEP_ID SWEEP_CHILD_IDS DEAD_ID TOTAL_RUNS   (run by tests/cli/serve_browser.sh)
 "use strict";
@@ -130,6 +133,18 @@ function check(what, ok, detail) {
   check("run page: evaluation table", (await q("table.eval tbody tr")) >= 1);
   await evaluate("document.querySelector('table.eval a.drill').click(); new Promise(r => setTimeout(r, 1500))");
   check("run page: drill-down lists the items", (await q("table.eval-items tbody tr")) >= 1);
+  // the stored text (db/migrations/0008): the first drill-down is ceval / generate: each item
+  // with its prompt (folded) and what the model wrote
+  const evalRows = await q("table.eval-items tbody tr");
+  check("run page: drill-down of generate: an output per item", (await q("table.eval-items pre.output")) === evalRows && evalRows > 0,
+        [await q("table.eval-items pre.output"), evalRows]);
+  const prompts = await q("table.eval-items details.prompt pre", "[...e].map(p => p.textContent)");
+  const apiItems = await evaluate(`fetch('/api/runs/${studyId}/eval_items?bench=ceval&protocol=generate&limit=200').then(r => r.json()).then(d => d.items)`);
+  check("run page: drill-down of generate: each item's prompt, as stored", prompts.length === evalRows &&
+        prompts.every((p, i) => p.length > 20 && p === apiItems[i].prompt), prompts.slice(0, 1));
+  await evaluate("[...document.querySelectorAll('table.eval a')].find(a => a.textContent === 'ceval' && a.closest('tr').children[1].textContent === 'logit').click(); new Promise(r => setTimeout(r, 1500))");
+  check("run page: drill-down of logit: no output, said so", (await q("table.eval-items tbody tr td:nth-child(4)", "[...e].every(td => td.textContent === '(no output: logit)')")) &&
+        (await q("table.eval-items tbody tr")) > 0);
   check("run page: the SVG artifact shown inline (loaded)", (await q("img.svg-artifact", "e[0] && e[0].complete && e[0].naturalWidth")) > 0);
   check("run page: children", (await q(`a[href="#/compare/${childIds}"]`)) === 1);
   for (const x of ["time", "elapsed", "step"]) {
@@ -150,6 +165,11 @@ function check(what, ok, detail) {
   check("compare: loss of both runs overlaid", (await q('[data-metric="loss"] .uplot', "e[0] && e[0].dataset.series")) === "2");
   check("compare: the differing param marked", (await q("tr.differs")) >= 1);
   check("compare: a heatmap per run", (await q("svg.heatmap")) === 2);
+  // item by item (tests/serve/study.lua's quiz): both solved q1, only plan_a q2, only plan_b q3
+  const quiz = await q("table.eval-diff-summary tbody tr", "[...e].map(tr => [...tr.children].map(td => td.textContent).join('|')).filter(s => s.startsWith('quiz|logit'))");
+  check("compare: the quiz item by item: 4 items, 1 both, 1 each, 1 neither", JSON.stringify(quiz) === JSON.stringify(["quiz|logit|4|1|1|1|1"]), quiz);
+  const differing = await q("#eval-diff table.eval-diff", "[...e].map(t => [...t.tBodies[0].rows].map(tr => tr.children[0].textContent + ':' + tr.children[3].textContent.split(' ')[1]))");
+  check("compare: the items solved by one only, and by whom", differing.some(t => JSON.stringify(t) === '["q2:plan_a","q3:plan_b"]'), differing);
 
   });
 
@@ -223,6 +243,70 @@ function check(what, ok, detail) {
   const scroll = await q("#params-wide", "e[0] ? [e[0].scrollWidth > e[0].clientWidth, document.documentElement.scrollWidth <= window.innerWidth + 1] : null");
   check("compare: the wide params table scrolls in its box", JSON.stringify(scroll) === "[true,true]", scroll);
 
+  });
+
+  await part("results table", async () => {
+  // the sweep's 210 children: child i has lr = 1e-4 i, plan = plan_(i % 3), a loss whose min is
+  // (1 + i/210) / 5 (increasing with i) and, even i only, acc = i / 210
+  const cols = "params=lr,plan&metrics=loss,acc";
+  const names = () => q("table.results tbody tr:not(.child) td:nth-child(3) a", "[...e].map(a => a.textContent)");
+  const count = () => q("#table-count", "e[0] ? e[0].textContent : null");
+  await evaluate("performance.clearResourceTimings(); true");
+  await open(`#/table?parent=${sweepId}&${cols}`);
+  check("table: the first page of 50 of the 210 children", (await names()).length === 50 && (await count()) === "runs 1–50 of 210", [await count()]);
+  const heads = await q("table.results th[data-sort]", "[...e].map(th => th.dataset.sort)");
+  check("table: a sortable column per field, param and metric last/min/max",
+        ["id", "name", "param:lr", "param:plan", "last:loss", "min:loss", "max:loss", "last:acc", "min:acc", "max:acc"].every(k => heads.includes(k)), heads);
+  await follow('th[data-sort="min:loss"]');
+  check("table: sorted by min loss, ascending: lr_1 first", (await names())[0] === "lr_1" && (await names())[49] === "lr_50", (await names()).slice(0, 3));
+  check("table: the min shown is the run's", (await q("table.results tbody tr td:nth-child(10)", "e[0].textContent")) === "0.201",
+        await q("table.results tbody tr td:nth-child(10)", "e[0].textContent"));
+  await follow('th[data-sort="min:loss"]');
+  check("table: clicked again, descending: lr_210 first", (await names())[0] === "lr_210" && /▼/.test(await q("th.sorted", "e[0].textContent")), (await names()).slice(0, 3));
+  await follow("#t-next");
+  check("table: the next page, still in that order", (await count()) === "runs 51–100 of 210" && (await names())[0] === "lr_160", [await count(), (await names())[0]]);
+  // every page came from the server, 50 rows at a time (limit/offset), never the 210 at once
+  const asked = await evaluate("performance.getEntriesByType('resource').map(e => e.name).filter(n => n.includes('/api/table'))");
+  check("table: each page one request with limit=50 and its offset", asked.length >= 4 && asked.every(u => /[?&]limit=50(&|$)/.test(u)) &&
+        asked.some(u => /[?&]offset=50(&|$)/.test(u)), asked);
+  // the sweep's param against a metric, every child a point (opened on demand)
+  const drawn = async () => { for (let i = 0; i < 100; i++) { if ((await q("#scatter", "e[0] && e[0].dataset.drawn")) === "1") return true; await sleep(100); } return false; };
+  await evaluate("document.getElementById('scatter-open').open = true; true");
+  check("scatter: drawn when opened", await drawn());
+  const pts = () => q("svg.scatter circle", "[...e].map(c => [+c.getAttribute('cx'), +c.getAttribute('cy')])");
+  let xy = await pts();
+  // min loss = (1 + i/210)/5 and lr = 1e-4 i both grow with i: left to right, each point higher (smaller cy)
+  const rising = a => a.length > 1 && [...a].sort((p, r) => p[0] - r[0]).every((p, k, s) => k === 0 || (p[0] > s[k - 1][0] && p[1] < s[k - 1][1]));
+  check("scatter: lr against min loss: a point per child, rising", xy.length === 210 && rising(xy), xy.length);
+  await evaluate("const y = document.getElementById('sc-y'); y.value = 'max:acc'; y.dispatchEvent(new Event('change')); true");
+  await drawn();
+  xy = await pts();
+  check("scatter: lr against max acc: the 105 children that logged acc", xy.length === 105 && rising(xy), xy.length);
+  await evaluate("document.getElementById('sc-logx').click(); true");
+  await drawn();
+  check("scatter: log x keeps every point (lr > 0)", (await pts()).length === 105 && rising(await pts()));
+  // a metric that half the runs lack: they come last whichever the order
+  await open(`#/table?parent=${sweepId}&${cols}&sort=max:acc&order=desc&offset=200`);
+  check("table: runs without the metric last (descending)", (await names()).length === 10 &&
+        (await q("table.results tbody tr td:nth-child(14)", "[...e].every(td => td.textContent === '')")), await names());
+  await open(`#/table?parent=${sweepId}&${cols}&sort=max:acc&order=asc&offset=100`);
+  check("table: and last when ascending too", (await names())[4] === "lr_210" && (await names())[5] !== undefined &&
+        (await q("table.results tbody tr td:nth-child(14)", "e[5].textContent")) === "", (await names()).slice(0, 7));
+  // filters: a param's value, the name
+  await open(`#/table?parent=${sweepId}&${cols}&param=plan%3Dplan_1`);
+  check("table: filtered by param plan=plan_1: 70 runs", (await count()) === "runs 1–50 of 70" &&
+        (await q("table.results tbody tr td:nth-child(8)", "[...e].every(td => td.textContent === 'plan_1')")), await count());
+  await open(`#/table?parent=${sweepId}&${cols}&name=lr_20&sort=name&order=asc`);
+  check("table: filtered by name", JSON.stringify(await names()) === JSON.stringify(["lr_20", ...Array.from({ length: 10 }, (_, k) => "lr_20" + k)]), await names());
+  // the top-level runs: the sweep's children open under it, and its best run in one click
+  await open("#/table");
+  check("table: top-level runs by default", (await names()).length === 4, await names());
+  await follow(`table.results button.kids[data-run="${sweepId}"]`);
+  check("table: the sweep's children shown under it (first 50 of 210)", (await q("table.results tr.child input.pick")) === 50 &&
+        /50 of 210 children/.test(await q("table.results tr.child td.muted", "e[0] ? e[0].textContent : ''")));
+  await follow(`#best-${sweepId}`);
+  check("table: 'best loss' of the sweep: its children by min loss, lr_1 first", (await names())[0] === "lr_1" &&
+        (await q("th.sorted", "e[0] && e[0].dataset.sort")) === "min:loss" && (await count()) === "runs 1–50 of 210", [await names(), await count()]);
   });
 
   await part("a dead run", async () => {

@@ -2,7 +2,11 @@
 // read-only connection (refused writes, no migration, a writer at the same time, bounded
 // values, results and memory), API status codes, artifacts (where they may lie, their
 // sha256) and the Host check. The API over HTTP against a real study: tests/cli/serve.sh.
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sqlite3.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -359,4 +363,151 @@ TEST_CASE("one run summary: /api/runs/ID and `ltrun show` read the same view (st
   CHECK(got["children"][0]["name"] == "child");
   CHECK(got["run"]["root"] == id);
   CHECK_THROWS_WITH(store::run_summary(store::query_of(*st), 9999), "no run with id 9999");
+}
+
+// The results table (/api/table) on a sweep whose every value is known here: child i (1..N)
+// has param width = w(i) (text, compared as a number), plan = "p" + i % 3, a `loss` whose
+// min, max and last are written out of step order, and (even i only) `acc`. The expected
+// orders are computed here from those formulas, not read back from the store.
+TEST_CASE("api: /api/table sorts and pages runs by params and by a metric's last, min and max in SQL") {
+  const std::string path = ltrun_test::scratch_dir("serve", "table") + "/runs.db";
+  const int n = 23;
+  std::vector<int64_t> ids(n + 1);
+  auto width = [](int i) { return (i * 37) % 101; };  // 0..100: "9" < "10" as numbers, not as text
+  auto lo = [](int i) { return double((i * 13) % 29) / 10; };  // loss min: distinct for i in 1..23
+  auto last = [](int i) { return 5.0 + double((i * 7) % 23); };  // at the highest step, written first
+  int64_t sweep = 0;
+  {
+    auto st = store::Store::open(path);
+    store::RunStart r;
+    r.name = "sweep";
+    sweep = st->begin_run(r);
+    for (int i = 1; i <= n; i++) {
+      store::RunStart c;
+      c.name = "child_" + std::to_string(i);
+      c.parent_id = sweep;
+      ids[size_t(i)] = st->begin_run(c);
+      st->param(ids[size_t(i)], "width", std::to_string(width(i)));
+      st->param(ids[size_t(i)], "plan", "p" + std::to_string(i % 3));
+      st->metric(ids[size_t(i)], "loss", last(i), 100);  // the last step, logged first
+      st->metric(ids[size_t(i)], "loss", lo(i), 3);
+      st->metric(ids[size_t(i)], "loss", 50 + i, 7);  // the max
+      st->metric(ids[size_t(i)], "loss", NAN, 8);      // NULL: not a min or a max
+      if (i % 2 == 0) st->metric(ids[size_t(i)], "acc", double(i) / n, 1);
+      st->end_run(ids[size_t(i)], i == 5 ? store::Status::failed : store::Status::ok);
+    }
+    st->param(ids[4], "width", "wide");  // a text among numbers: after them
+    st->end_run(sweep, store::Status::ok);
+  }
+  Api api(std::make_shared<Reader>(path), 5000);
+  const std::string parent = std::to_string(sweep);
+  auto order_of = [&](Params p) {
+    p.emplace("parent", parent);
+    std::vector<int64_t> out;
+    const auto r = api.get("/api/table", p);
+    REQUIRE(r.status == 200);
+    const json b = body(r);
+    for (const auto& row : b["rows"]) out.push_back(row["id"].get<int64_t>());
+    return out;
+  };
+  auto expected = [&](auto key) {  // children by key(i) ascending, ties by id descending
+    std::vector<int> is;
+    for (int i = 1; i <= n; i++) is.push_back(i);
+    std::stable_sort(is.begin(), is.end(), [&](int a, int b) { return key(a) < key(b) || (key(a) == key(b) && a > b); });
+    std::vector<int64_t> out;
+    for (int i : is) out.push_back(ids[size_t(i)]);
+    return out;
+  };
+  auto reversed = [](std::vector<int64_t> v) { std::reverse(v.begin(), v.end()); return v; };
+
+  CHECK(order_of({{"sort", "min:loss"}, {"order", "asc"}}) == expected(lo));
+  CHECK(order_of({{"sort", "min:loss"}, {"order", "desc"}}) == reversed(expected(lo)));
+  CHECK(order_of({{"sort", "last:loss"}}) == expected(last));  // asc by default
+  CHECK(order_of({{"sort", "max:loss"}, {"order", "desc"}}) == reversed(expected([](int i) { return 50 + i; })));
+  // a param by its number; the text "wide" (child 4) after the numbers
+  auto by_width = expected([&](int i) { return i == 4 ? 1000 : width(i); });
+  CHECK(order_of({{"sort", "param:width"}}) == by_width);
+  // acc: the odd children have none: last in either order
+  auto acc_desc = order_of({{"sort", "max:acc"}, {"order", "desc"}});
+  REQUIRE(acc_desc.size() == size_t(n));
+  for (int k = 0; k < n / 2; k++) CHECK(acc_desc[size_t(k)] == ids[size_t(2 * (n / 2 - k))]);
+  for (size_t k = n / 2; k < size_t(n); k++) CHECK(std::find(ids.begin() + 1, ids.end(), acc_desc[k]) != ids.end());
+
+  // pages of 5 put together are the whole order; each page holds 5 rows, total says 23
+  std::vector<int64_t> paged;
+  for (int off = 0; off < n; off += 5) {
+    const auto r = body(api.get("/api/table", {{"parent", parent}, {"sort", "min:loss"}, {"order", "asc"}, {"limit", "5"}, {"offset", std::to_string(off)}}));
+    CHECK(r["total"] == n);
+    CHECK(r["rows"].size() == size_t(std::min(5, n - off)));
+    for (const auto& row : r["rows"]) paged.push_back(row["id"].get<int64_t>());
+  }
+  CHECK(paged == expected(lo));
+
+  // the cells: last by step (not the row written last), min and max without the NULL
+  const auto one = body(api.get("/api/table", {{"parent", parent}, {"sort", "id"}, {"order", "asc"}, {"limit", "1"},
+                                               {"params", "width,plan"}, {"metrics", "loss,acc"}}));
+  REQUIRE(one["rows"].size() == 1);
+  const auto& c1 = one["rows"][0];
+  CHECK(c1["id"] == ids[1]);
+  CHECK(c1["params"]["width"] == std::to_string(width(1)));
+  CHECK(c1["params"]["plan"] == "p1");
+  CHECK(c1["metrics"]["loss"]["last"] == last(1));
+  CHECK(c1["metrics"]["loss"]["last_step"] == 100);
+  CHECK(c1["metrics"]["loss"]["min"] == lo(1));
+  CHECK(c1["metrics"]["loss"]["max"] == 51.0);
+  CHECK(c1["metrics"]["acc"]["last"].is_null());
+  CHECK(one["available"]["params"] == json::array({"plan", "width"}));
+  CHECK(one["available"]["metrics"] == json::array({"acc", "loss"}));
+
+  // filters: a param's value, the name, the status; the default scope is the top-level runs
+  CHECK(order_of({{"param", "plan=p1"}, {"sort", "id"}, {"order", "asc"}}) ==
+        std::vector<int64_t>{ids[1], ids[4], ids[7], ids[10], ids[13], ids[16], ids[19], ids[22]});
+  CHECK(order_of({{"name", "child_2"}, {"sort", "id"}, {"order", "asc"}}) == std::vector<int64_t>{ids[2], ids[20], ids[21], ids[22], ids[23]});
+  CHECK(order_of({{"status", "failed"}}) == std::vector<int64_t>{ids[5]});
+  CHECK(order_of({{"param", "plan=p1"}, {"param", "width=" + std::to_string(width(7))}}) == std::vector<int64_t>{ids[7]});
+  const auto top = body(api.get("/api/table", {}));
+  CHECK(top["total"] == 1);
+  CHECK(top["rows"][0]["children"] == n);
+
+  // bad input: named, 400
+  for (const Params& bad : std::vector<Params>{{{"sort", "loss"}}, {{"sort", "min:"}}, {{"sort", "mean:loss"}}, {{"order", "up"}},
+                                              {{"param", "=3"}}, {{"limit", "-1"}}, {{"parent", "x"}},
+                                              {{"metrics", "a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q,r,s,t,u"}}}) {
+    const auto r = api.get("/api/table", bad);
+    CHECK(r.status == 400);
+    CHECK(body(r)["error"].get<std::string>().size() > 10);
+  }
+  // a quote in a name is a name, not SQL
+  CHECK(api.get("/api/table", {{"parent", parent}, {"sort", "min:lo'ss"}, {"metrics", "x'); DROP TABLE runs; --"}}).status == 200);
+}
+
+// A connection the server accepts gets TCP_NODELAY (tune_connection, called on every accepted
+// socket): without it a response's second write waited for the client's delayed ACK (~40 ms
+// on most kept-alive requests; experiments/bench/serve.lua's table_fetch_p95_ms shows it).
+TEST_CASE("server: an accepted connection has TCP_NODELAY set") {
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(listener >= 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  REQUIRE(::listen(listener, 1) == 0);
+  socklen_t len = sizeof a;
+  REQUIRE(::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  const int client = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(::connect(client, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  const int conn = ::accept(listener, nullptr, nullptr);
+  REQUIRE(conn >= 0);
+  auto nodelay = [](int fd) {
+    int v = 0;
+    socklen_t n = sizeof v;
+    REQUIRE(::getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &v, &n) == 0);
+    return v != 0;
+  };
+  CHECK_FALSE(nodelay(conn));  // the kernel's default: Nagle on
+  tune_connection(conn);
+  CHECK(nodelay(conn));
+  ::close(conn);
+  ::close(client);
+  ::close(listener);
 }

@@ -1,5 +1,5 @@
 // runtime/serve/ui/app.js: the single-page UI of `ltrun serve` (embedded in the binary).
-// Pages by URL hash: #/ runs, #/run/ID, #/compare/ID,ID,..., #/sql. Charts are uPlot; data
+// Pages by URL hash: #/ runs, #/run/ID, #/compare/ID,ID,..., #/table (results), #/sql. Charts are uPlot; data
 // comes from the JSON API (runtime/serve/api.h). A page whose run is `running` polls every
 // POLL_MS and updates its curves in place. When a page has drawn everything it sets
 // document.body.dataset.ready (the browser test waits for it). Pure helpers (tick labels, run
@@ -453,6 +453,19 @@ function drawLayer(box, id, data) {
   lineChart(prof, `${data.name} by layer${data.groups.length > 1 ? " (mean over groups)" : ""}`, [{ label: data.name, ...p }], { xlabel: "layer", linear: true, height: 200 });
 }
 
+// an item's prompt, folded (its last line shown: the question's end); and what it generated
+// (none for the logit and cloze protocols; not stored before db/migrations/0008)
+function promptCell(p) {
+  if (p === null || p === undefined) return el("span", { class: "muted" }, "(not stored)");
+  const lines = p.trimEnd().split("\n");
+  return el("details", { class: "prompt" }, el("summary", {}, lines[lines.length - 1].slice(0, 60) || "(prompt)"), el("pre", { class: "evaltext" }, p));
+}
+function outputCell(o, protocol) {
+  if (o === null || o === undefined)
+    return el("span", { class: "muted" }, protocol === "logit" || protocol === "cloze" ? "(no output: " + protocol + ")" : "(not stored)");
+  return el("pre", { class: "evaltext output" }, o);
+}
+
 function evalView(id, evals) {
   const items = el("div", { class: "items" });
   const drill = async (bench, protocol, category) => {
@@ -460,8 +473,9 @@ function evalView(id, evals) {
     if (category !== undefined) p.set("category", category);
     const d = await api(`/api/runs/${id}/eval_items?` + p.toString());
     items.replaceChildren(el("h3", {}, `${bench} / ${protocol}${category !== undefined ? " / " + (category || "(none)") : ""}: ${d.total} items${d.total > d.items.length ? ", first " + d.items.length : ""}`),
-      table(["item", "category", "prediction", "answer", "correct"],
-            d.items.map(i => [i.item_id, i.category, i.prediction === null || i.prediction === "" ? el("span", { class: "muted" }, "(not stored)") : i.prediction,
+      table(["item", "category", "prompt", "output", "prediction", "answer", "correct"],
+            d.items.map(i => [i.item_id, i.category, promptCell(i.prompt), outputCell(i.output, i.protocol),
+                              i.prediction === null || i.prediction === "" ? el("span", { class: "muted" }, "(none)") : i.prediction,
                               i.answer, i.correct === null ? "" : el("span", { class: i.correct ? "ok" : "bad" }, i.correct ? "✓" : "✗")]),
             { class: "eval-items" }));
   };
@@ -473,6 +487,25 @@ function evalView(id, evals) {
         rows.push(["", "", el("a", { href: "javascript:void 0", onclick: () => drill(e.bench, e.protocol, c.category).catch(showError) }, c.category || "(none)"), c.items, c.correct, c.accuracy]);
   }
   return el("div", {}, table(["bench", "protocol", "category", "items", "correct", "accuracy"], rows, { class: "eval" }), items);
+}
+
+// the items two runs were both scored on, per bench and protocol: how many each solved, and
+// those solved by one only, with both predictions and outputs (/api/compare?a=&b=, `eval`)
+function evalDiff(c, runs) {
+  const name = k => { const d = runs.find(r => r.run.id === c[k]); return d ? `${d.run.id} ${d.run.name}` : String(c[k]); };
+  const out = [table(["bench", "protocol", "items", "both solved", `only ${name("a")}`, `only ${name("b")}`, "neither"],
+                     c.eval.map(e => [e.bench, e.protocol, e.items, e.both, e.only_a, e.only_b, e.neither]), { class: "eval-diff-summary" })];
+  for (const e of c.eval) {
+    if (!e.differing.length) continue;
+    const shown = e.differing.length < e.only_a + e.only_b ? ` (the first ${e.differing.length} of ${e.only_a + e.only_b})` : "";
+    out.push(el("h3", {}, `${e.bench} / ${e.protocol}: solved by one only${shown}`),
+      table(["item", "category", "answer", "solved by", `${name("a")}: prediction`, "output", `${name("b")}: prediction`, "output", "prompt"],
+            e.differing.map(i => [i.item_id, i.category, i.answer, el("span", { class: "ok solver" }, name(i.solved_by)),
+                                  i.a.prediction, outputCell(i.a.output, e.protocol), i.b.prediction, outputCell(i.b.output, e.protocol),
+                                  promptCell(i.a.prompt)]),
+            { class: "eval-diff" }));
+  }
+  return el("div", { id: "eval-diff" }, out);
 }
 
 // --- compare ----------------------------------------------------------------------------
@@ -500,6 +533,7 @@ async function comparePage(idsText) {
   if (ids.length === 2) {  // what `ltrun compare A B` prints: sources (diffs), inputs, metrics aligned
     const c = await api(`/api/compare?a=${ids[0]}&b=${ids[1]}`);
     page.push(section("reproduction", el("p", { id: "reproduced" }, c.reproduced), el("pre", { id: "compare-report" }, c.report)));
+    if (c.eval.length) page.push(section("evaluation, item by item", evalDiff(c, runs)));
   }
   const curves = el("div", { class: "charts", id: "compare-charts" });
   page.push(section("metrics", chartControls(() => draw().catch(showError)), curves));
@@ -542,6 +576,184 @@ async function comparePage(idsText) {
   ready();
 }
 
+// --- results table ----------------------------------------------------------------------
+// Runs as rows; chosen params and the last / min / max of chosen metrics as columns, sorted and
+// paged by the server (/api/table: ORDER BY and LIMIT/OFFSET in SQL), TABLE_PAGE rows at a time.
+// Everything is in the hash (#/table?parent=&name=&status=&param=K=V&params=&metrics=&sort=
+// &order=&offset=), so a view is a link. A run with children opens them in place (▸, in the same
+// columns and order), or on a page of their own sorted by a metric's min ("best M": the best
+// run of a sweep in one click).
+const TABLE_PAGE = 50;
+async function tablePage(q) {
+  const keep = ["parent", "name", "status", "param", "params", "metrics", "sort", "order"];
+  const st = {};
+  for (const k of keep) if (q.has(k)) st[k] = q.get(k);
+  const offset = Math.max(0, parseInt(q.get("offset") || "0", 10) || 0);
+  const apiQuery = (over = {}) => {
+    const p = new URLSearchParams();
+    for (const [k, v] of Object.entries({ ...st, ...over })) if (v !== undefined && v !== null) p.set(k, v);
+    return p;
+  };
+  const go = (over) => { const p = apiQuery(over); p.delete("limit"); location.hash = "#/table?" + p.toString(); };
+  const d = await api("/api/table?" + apiQuery({ limit: TABLE_PAGE, offset }).toString());
+  const cols = { params: d.params, metrics: d.metrics };
+  const colArgs = { params: cols.params.join(","), metrics: cols.metrics.join(",") };
+
+  // filters
+  const name = el("input", { id: "t-name", placeholder: "name contains", value: st.name || "" });
+  const status = el("select", { id: "t-status" }, ["", "running", "ok", "failed", "interrupted", "crashed"].map(s => el("option", { value: s }, s || "any status")));
+  status.value = st.status || "";
+  const parent = el("input", { id: "t-parent", placeholder: "parent: none, all or a run id", value: st.parent || "none", size: 10 });
+  const pf = el("input", { id: "t-param", placeholder: "param KEY=VALUE", value: st.param || "", size: 14 });
+  const apply = () => go({ name: name.value || undefined, status: status.value || undefined, parent: parent.value || "none",
+                           param: pf.value || undefined, offset: undefined });
+  for (const i of [name, parent, pf]) i.addEventListener("keydown", e => { if (e.key === "Enter") apply(); });
+  status.addEventListener("change", apply);
+  // columns: a checkbox per param key and metric name of these runs
+  const pick = (kind, names) => el("div", { class: "colpick" }, el("b", {}, kind + ": "), names.map(n => el("label", {},
+    el("input", { type: "checkbox", class: "col-" + kind, value: n, checked: cols[kind].includes(n),
+                  onchange: () => go({ ...colArgs, [kind]: [...main.querySelectorAll("input.col-" + kind + ":checked")].map(c => c.value).join(","), offset: undefined }) }),
+    " " + n)));
+  const chooser = el("details", { id: "t-columns" }, el("summary", {}, `columns (${cols.params.length} params, ${cols.metrics.length} metrics)`),
+                     pick("params", d.available.params), pick("metrics", d.available.metrics));
+  // the metric a sweep's best run is picked by (its min): the first chosen one named like a loss
+  const bestBy = cols.metrics.find(m => /loss/i.test(m)) || cols.metrics[0];
+
+  // header: a click sorts by that column (again: the other way)
+  const heads = [["", null], ["id", "id"], ["name", "name"], ["status", "status"], ["started", "started"], ["children", "children"],
+                 ...cols.params.map(k => [k, "param:" + k]),
+                 ...cols.metrics.flatMap(m => ["last", "min", "max"].map(a => [`${m} ${a}`, `${a}:${m}`]))];
+  const thead = el("tr", {}, heads.map(([label, key]) => {
+    if (!key) return el("th", {}, label);
+    const on = d.sort === key;
+    return el("th", { class: "sortable" + (on ? " sorted" : ""), "data-sort": key, title: "sort by " + label,
+                      onclick: () => go({ ...colArgs, sort: key, order: on && d.order === "asc" ? "desc" : on ? "asc" : (key === "id" || key === "started" ? "desc" : "asc"), offset: undefined }) },
+              label, on ? (d.order === "asc" ? " ▲" : " ▼") : "");
+  }));
+  const t = el("table", { class: "results", id: "results" }, el("thead", {}, thead), el("tbody"));
+  const open = new Set();
+  const rowOf = (r, depth) => {
+    const kids = r.children ? [
+      el("button", { class: "kids", "data-run": r.id, title: "show the children here", onclick: () => toggle(r).catch(showError) },
+         (open.has(r.id) ? "▾ " : "▸ ") + r.children),
+      bestBy ? el("a", { class: "best", id: "best-" + r.id, title: `its children sorted by the min of ${bestBy}`,
+                         href: "#/table?" + new URLSearchParams({ parent: r.id, ...colArgs, sort: "min:" + bestBy, order: "asc" }).toString() },
+                  " best " + bestBy) : ""] : "";
+    const tr = el("tr", { class: depth ? "child" : "", "data-run": r.id }, [
+      el("input", { type: "checkbox", class: "pick", value: r.id }),
+      el("a", { href: "#/run/" + r.id, style: depth ? `margin-left:${depth * 1.2}em` : false }, r.id),
+      el("a", { href: "#/run/" + r.id }, r.name), statusBadge(r.status, r.alive, r.gone), r.started_at, kids,
+      ...cols.params.map(k => fmt(r.params[k])),
+      ...cols.metrics.flatMap(m => ["last", "min", "max"].map(a => el("span", { class: "num" }, fmt((r.metrics[m] || {})[a]))))
+    ].map(c => el("td", {}, c)));
+    return tr;
+  };
+  const childRows = new Map();  // run id → its rows shown under it
+  const toggle = async (r) => {
+    const tr = t.querySelector(`tr[data-run="${r.id}"]`);
+    if (open.has(r.id)) {
+      open.delete(r.id);
+      for (const c of childRows.get(r.id) || []) c.remove();
+      childRows.delete(r.id);
+    } else {
+      delete document.body.dataset.ready;
+      const c = await api("/api/table?" + new URLSearchParams({ parent: r.id, ...colArgs, sort: d.sort, order: d.order, limit: TABLE_PAGE }).toString());
+      open.add(r.id);
+      const depth = +(tr.dataset.depth || 0) + 1;
+      const rows = c.rows.map(k => { const x = rowOf(k, depth); x.dataset.depth = depth; return x; });
+      if (c.total > c.rows.length)
+        rows.push(el("tr", { class: "child" }, el("td", { colspan: heads.length, class: "muted" }, `${c.rows.length} of ${c.total} children: `,
+          el("a", { href: "#/table?" + new URLSearchParams({ parent: r.id, ...colArgs, sort: d.sort, order: d.order }).toString() }, "all of them"))));
+      tr.after(...rows);
+      childRows.set(r.id, rows);
+      ready();
+    }
+    tr.querySelector("button.kids").textContent = (open.has(r.id) ? "▾ " : "▸ ") + r.children;
+  };
+  t.tBodies[0].append(...d.rows.map(r => rowOf(r, 0)));
+  const last = d.offset + d.rows.length;
+  const pager = el("div", { class: "pager" },
+    el("span", { id: "table-count" }, d.total ? `runs ${d.offset + 1}–${last} of ${d.total}` : "no runs"),
+    d.offset > 0 ? el("a", { id: "t-prev", href: "#/table?" + (() => { const p = apiQuery({ offset: Math.max(0, d.offset - TABLE_PAGE) }); return p.toString(); })() }, "‹ newer") : "",
+    last < d.total ? el("a", { id: "t-next", href: "#/table?" + apiQuery({ offset: last }).toString() }, "more ›") : "");
+  const cmp = el("button", { id: "t-compare", onclick: () => {
+    const ids = [...new Set([...t.querySelectorAll("input.pick:checked")].map(c => c.value))];
+    if (ids.length) location.hash = "#/compare/" + ids.join(",");
+  } }, "compare selected");
+  const sweep = st.parent && /^\d+$/.test(st.parent);
+  const title = sweep ? ["results: children of ", el("a", { href: "#/run/" + st.parent }, "run " + st.parent)] : ["results"];
+  // a sweep's param against a metric: every child, so drawn only when opened (a click on the
+  // table stays one request of 50 rows)
+  const scatterBox = el("div", { id: "scatter" });
+  const scatterOpen = el("details", { id: "scatter-open" }, el("summary", {}, "param against metric (every child as a point)"), scatterBox);
+  scatterOpen.addEventListener("toggle", () => {
+    if (!scatterOpen.open || scatterBox.dataset.drawn) return;
+    scatterBox.dataset.drawn = "0";
+    sweepScatter(scatterBox, st, cols).then(() => { scatterBox.dataset.drawn = "1"; }).catch(showError);
+  });
+  main.replaceChildren(el("h1", {}, ...title),
+    el("div", { class: "filters" }, name, status, parent, pf, el("button", { onclick: apply }, "filter"), cmp), chooser, pager,
+    el("div", { class: "wide" }, t), sweep && d.total && cols.params.length && cols.metrics.length ? scatterOpen : "");
+  ready();
+}
+
+// A sweep's children as points: a param (x) against a metric's min, last or max (y), every run
+// that has both (the table's filters apply; /api/table 1,000 rows a request, at most 5,000).
+async function sweepScatter(box, st, cols) {
+  const xs = el("select", { id: "sc-x" }, cols.params.map(k => el("option", { value: k }, k)));
+  const ys = el("select", { id: "sc-y" }, cols.metrics.flatMap(m => ["min", "last", "max"].map(a => el("option", { value: a + ":" + m }, `${m} ${a}`))));
+  const logx = el("input", { type: "checkbox", id: "sc-logx" });
+  const plot = el("div", { class: "chart" });
+  box.replaceChildren(el("div", { class: "controls" }, el("label", {}, "x ", xs), el("label", {}, "y ", ys), el("label", {}, logx, " log x")), plot);
+  let rows = null;
+  const fetchAll = async () => {
+    rows = [];
+    for (let offset = 0; offset < 5000; offset += 1000) {
+      const p = new URLSearchParams({ parent: st.parent, params: cols.params.join(","), metrics: cols.metrics.join(","), limit: 1000, offset });
+      for (const k of ["name", "status", "param"]) if (st[k]) p.set(k, st[k]);
+      const d = await api("/api/table?" + p.toString());
+      rows.push(...d.rows);
+      if (offset + d.rows.length >= d.total) break;
+    }
+  };
+  const draw = async () => {
+    if (!rows) await fetchAll();
+    const [agg, ...rest] = ys.value.split(":"), m = rest.join(":");
+    const pts = rows.map(r => ({ r, x: Number(r.params[xs.value]), y: (r.metrics[m] || {})[agg] }))
+                    .filter(p => p.r.params[xs.value] !== null && p.r.params[xs.value] !== undefined && p.r.params[xs.value] !== "" &&
+                                 isFinite(p.x) && p.y !== null && p.y !== undefined && isFinite(p.y) && (!logx.checked || p.x > 0));
+    plot.replaceChildren(scatter(pts, { xlabel: xs.value, ylabel: `${m} ${agg}`, logx: logx.checked }));
+  };
+  for (const c of [xs, ys, logx]) c.addEventListener("change", () => { box.dataset.drawn = "0"; draw().then(() => { box.dataset.drawn = "1"; }).catch(showError); });
+  await draw();
+}
+
+// points [{r (a run), x, y}] as SVG circles on linear axes (x optionally log10); a tooltip per run
+function scatter(pts, o) {
+  const W = 520, H = 300, L = 64, R = 12, T = 12, B = 40;
+  const s = svgEl("svg", { class: "scatter", width: W, height: H, viewBox: `0 0 ${W} ${H}`, "data-points": String(pts.length) });
+  if (!pts.length) { s.append(svgEl("text", { x: L, y: H / 2 }, "no run has both")); return s; }
+  const fx = v => o.logx ? Math.log10(v) : v;
+  const xv = pts.map(p => fx(p.x)), yv = pts.map(p => p.y);
+  const span = (a) => { let lo = Math.min(...a), hi = Math.max(...a); if (lo === hi) { lo -= 0.5; hi += 0.5; } return [lo, hi]; };
+  const [x0, x1] = span(xv), [y0, y1] = span(yv);
+  const px = v => L + (v - x0) / (x1 - x0) * (W - L - R), py = v => H - B - (v - y0) / (y1 - y0) * (H - T - B);
+  s.append(svgEl("line", { x1: L, y1: H - B, x2: W - R, y2: H - B, stroke: "#999" }), svgEl("line", { x1: L, y1: T, x2: L, y2: H - B, stroke: "#999" }));
+  const ticks = (lo, hi) => [0, 0.25, 0.5, 0.75, 1].map(f => lo + f * (hi - lo));
+  const xt = ticks(x0, x1), yt = ticks(y0, y1);
+  const xl = tickLabels(o.logx ? xt.map(v => 10 ** v) : xt, o.logx), yl = tickLabels(yt, false);
+  xt.forEach((v, i) => s.append(svgEl("text", { x: px(v), y: H - B + 14, "text-anchor": "middle" }, xl[i])));
+  yt.forEach((v, i) => s.append(svgEl("text", { x: L - 4, y: py(v) + 4, "text-anchor": "end" }, yl[i])));
+  s.append(svgEl("text", { x: (L + W - R) / 2, y: H - 4, "text-anchor": "middle" }, o.xlabel + (o.logx ? " (log)" : "")),
+           svgEl("text", { x: 12, y: (T + H - B) / 2, "text-anchor": "middle", transform: `rotate(-90 12 ${(T + H - B) / 2})` }, o.ylabel));
+  pts.forEach((p, i) => {
+    const c = svgEl("circle", { cx: px(xv[i]).toFixed(2), cy: py(yv[i]).toFixed(2), r: 3, fill: runColour(0), "fill-opacity": 0.7, "data-run": p.r.id });
+    c.append(svgEl("title", {}, `run ${p.r.id} ${p.r.name}: ${o.xlabel} = ${p.x}, ${o.ylabel} = ${p.y}`));
+    s.append(c);
+  });
+  return s;
+}
+
 // --- SQL --------------------------------------------------------------------------------
 async function sqlPage(q) {
   const box = el("textarea", { id: "sql", rows: 6, cols: 100, spellcheck: "false" }, q.get("q") || "SELECT id, name, status FROM runs ORDER BY id DESC LIMIT 20");
@@ -576,6 +788,7 @@ async function route() {
     if (parts[0] === "run" && parts[1]) await runPage(parts[1]);
     else if (parts[0] === "compare") await comparePage(parts[1]);
     else if (parts[0] === "sql") await sqlPage(q);
+    else if (parts[0] === "table") await tablePage(q);
     else await runsPage(q);
   } catch (e) { showError(e); }
 }
