@@ -28,7 +28,8 @@ struct GenerateOptions {
   double top_p = 1.0;        // 1: off
   // Row b's k-th token is drawn with row_draw(seed, stream_offset + b, k): its own stream,
   // so a row's tokens do not depend on the other rows in the batch (nor on share_prefill,
-  // drop_finished, or how a caller splits its rows into calls when it sets stream_offset).
+  // drop_finished, max_rows, refill, or how a caller splits its rows into calls when it sets
+  // stream_offset).
   uint64_t seed = 0;
   int64_t stream_offset = 0;
   // Identical prompts are prefilled once and their decode state (keys and values, Mamba2 /
