@@ -8,6 +8,9 @@
 --     batch (drop_finished) each off and on, responses of mixed length (a random model ends a
 --     row with probability stop_frac per token: stop ids are that share of the vocabulary);
 --     rollout_speedup = both on against both off (the same tokens either way: checked);
+--   * rollout tokens/s with at most max_rows rows decoding at once, waiting rows taking the
+--     places of finished ones (refill) or starting once the batch has ended, in the same run;
+--     rollout_refill_speedup = on against off (the same tokens: checked);
 --   * with --hf=CMD (a python with torch + transformers, e.g. --hf="scripts/check-torch2 --python"):
 --     HF `generate` on the same checkpoint, prompts, stop ids, cap and sampling (temperature,
 --     no top-k/top-p; experiments/bench/hf_generate.py), tokens/s against the rollout's with
@@ -19,7 +22,7 @@
 local exp = require "lt.experiment"
 local cfg = exp.args{ model = "", layers = 8, hidden = 256, heads = 8, kv_heads = 4, vocab = 32000,
                       prompts = 8, group_size = 8, prompt_len = 32, max_response = 64,
-                      iterations = 3, repeats = 3, chunk = 1024, stop_frac = 1 / 48,
+                      iterations = 3, repeats = 3, chunk = 1024, stop_frac = 1 / 48, max_rows = 16,
                       only_rollout = false, hf = "" }
 
 local path, cleanup = cfg.model, function() end
@@ -109,6 +112,34 @@ if has_options then
          .. "with both off, %.0f shared prefill (%.2fx), %.0f finished rows dropped (%.2fx), %.0f both "
          .. "(rollout_speedup %.2fx)"):format(G, cfg.prompt_len, lens[1], lens[#lens], lens[math.floor((#lens + 1) / 2)], L,
     rate.off, rate.share, rate.share / rate.off, rate.drop, rate.drop / rate.off, rate.both, rate.both / rate.off))
+end
+-- 1c. at most max_rows rows at once: waiting rows refill finished rows' places, or wait for
+--     the batch to end (share_prefill and drop_finished on)
+do
+  local rr, steps, refilled = {}, {}, 0
+  local base
+  for _, on in ipairs{ false, true } do
+    local rv
+    local t = best_of(function()
+      rv = lt.rl.rollout(m, prompts, { group_size = G, max_response = L, temperature = 1.0, seed = 5,
+                                       stop_ids = stops, max_rows = cfg.max_rows, refill = on })
+    end)
+    if base then
+      assert(rv.tokens == base.tokens and rv.ids:equal(base.ids), "rollout with refill sampled other tokens than without")
+    else
+      base = rv
+    end
+    local name = on and "on" or "off"
+    rr[name], steps[name] = rv.tokens / t, rv.decode_steps
+    if on then refilled = rv.refilled_rows end
+    lt.run.log("rollout_tokens_per_s/refill_" .. name, rr[name])
+    lt.run.log("decode_steps/refill_" .. name, rv.decode_steps)
+  end
+  lt.run.log("rollout_refill_speedup", rr.on / rr.off)
+  lt.run.log("refilled_rows", refilled)
+  print(("rollout with at most %d of %d rows at once: %.0f tok/s waiting for the batch to end (%d decode steps), "
+         .. "%.0f with refill (%d steps, %d rows joined running batches): rollout_refill_speedup %.2fx"):format(
+    cfg.max_rows, #rows, rr.off, steps.off, rr.on, steps.on, refilled, rr.on / rr.off))
 end
 if cfg.hf ~= "" and has_options then
   local input = os.tmpname()

@@ -100,74 +100,112 @@ int64_t pad_token(const Config& c) {
 
 std::vector<Generation> generate(const Model& model,
                                  const std::vector<std::vector<int64_t>>& prompts,
-                                 const GenerateOptions& o) {
+                                 const GenerateOptions& o, GenerateStats* stats) {
   const Config& c = model.config();
   const int64_t B = int64_t(prompts.size());
   LT_CHECK(B > 0, "generate: no prompts");
   LT_CHECK(o.max_new_tokens >= 0, "generate: max_new_tokens must be >= 0, found {}",
            o.max_new_tokens);
-  int64_t T = 0;
-  for (size_t b = 0; b < prompts.size(); ++b) {
-    LT_CHECK(!prompts[b].empty(), "generate: prompt {} is empty", b);
-    T = std::max<int64_t>(T, int64_t(prompts[b].size()));
-  }
+  LT_CHECK(o.max_rows >= 0, "generate: max_rows must be >= 0 (0: all rows at once), found {}", o.max_rows);
+  for (size_t b = 0; b < prompts.size(); ++b) LT_CHECK(!prompts[b].empty(), "generate: prompt {} is empty", b);
   const std::vector<int64_t> stop_ids = o.stop_ids.value_or(c.eos_token_ids);
   const int64_t pad = o.pad_id >= 0 ? o.pad_id : pad_token(c);
+  GenerateStats local;
+  GenerateStats& st = stats ? *stats : local;
+  st = {};
   std::vector<Generation> out(B);
   if (o.max_new_tokens == 0) {
     for (Generation& g : out) g.finish = "length";
     return out;
   }
-  // share_prefill: the distinct prompts (in order of first appearance) run as the prefill
-  // batch; source[b] is row b's prompt among them. Their longest is the longest of all, so the
-  // padding is the same as for the full batch.
-  std::vector<std::vector<int64_t>> distinct;
-  std::vector<int64_t> source(static_cast<size_t>(B));
-  if (o.share_prefill) {
-    std::map<std::vector<int64_t>, int64_t> seen;
-    for (int64_t b = 0; b < B; ++b) {
-      const auto [it, fresh] = seen.emplace(prompts[size_t(b)], int64_t(distinct.size()));
-      if (fresh) distinct.push_back(prompts[size_t(b)]);
-      source[size_t(b)] = it->second;
-    }
-  }
-  const bool shared = o.share_prefill && int64_t(distinct.size()) < B;
-  const Padded batch = left_pad(shared ? distinct : prompts, pad);
-  at::Tensor mask = batch.mask;  // grows by one column per decoded token
+  const int64_t cap = o.max_rows > 0 ? std::min(o.max_rows, B) : B;
 
   at::NoGradGuard no_grad;
-  DecodeState state(T + o.max_new_tokens);
-  ForwardOptions f;
-  f.logits = Logits::Last;
-  f.state = &state;
-  f.attention_mask = mask;
-  at::Tensor logits = model.forward(batch.ids, f).logits.select(1, 0);
-  if (shared) {
-    const at::Tensor idx = at::tensor(source, at::kLong);
-    state.select_rows(idx);
-    logits = logits.index_select(0, idx.to(logits.device()));
-    mask = mask.index_select(0, idx);
-  }
+  // The decode batch: its state, mask [n, width] (grows by one column per decoded token), the
+  // row of `prompts` at each batch position, and the logits [n, vocab] to sample from next.
+  DecodeState state;
+  at::Tensor mask, logits;
+  std::vector<int64_t> rows;
+  int64_t next = 0;  // rows next.. wait for a place
 
-  std::vector<int64_t> rows(static_cast<size_t>(B));  // batch position -> row of `prompts`
-  for (int64_t b = 0; b < B; ++b) rows[size_t(b)] = b;
+  // Prefills rows next .. next + k - 1 and puts them into the batch: a new batch, or (refill)
+  // appended to the running one, both right-aligned to a common width.
+  auto admit = [&](int64_t k) {
+    std::vector<std::vector<int64_t>> part(prompts.begin() + next, prompts.begin() + next + k);
+    // share_prefill: the distinct prompts (in order of first appearance) run as the prefill
+    // batch; source[b] is row b's prompt among them. Their longest is the longest of all, so
+    // the padding is the same as for all of them.
+    std::vector<std::vector<int64_t>> distinct;
+    std::vector<int64_t> source(static_cast<size_t>(k));
+    if (o.share_prefill) {
+      std::map<std::vector<int64_t>, int64_t> seen;
+      for (int64_t b = 0; b < k; ++b) {
+        const auto [it, fresh] = seen.emplace(part[size_t(b)], int64_t(distinct.size()));
+        if (fresh) distinct.push_back(part[size_t(b)]);
+        source[size_t(b)] = it->second;
+      }
+    }
+    const bool shared = o.share_prefill && int64_t(distinct.size()) < k;
+    const Padded batch = left_pad(shared ? distinct : part, pad);
+    const int64_t T = batch.ids.size(1);
+    DecodeState fresh(T + o.max_new_tokens);
+    ForwardOptions f;
+    f.logits = Logits::Last;
+    f.state = &fresh;
+    f.attention_mask = batch.mask;
+    at::Tensor lg = model.forward(batch.ids, f).logits.select(1, 0);
+    at::Tensor m = batch.mask;
+    if (shared) {
+      const at::Tensor idx = at::tensor(source, at::kLong);
+      fresh.select_rows(idx);
+      lg = lg.index_select(0, idx.to(lg.device()));
+      m = m.index_select(0, idx);
+    }
+    ++st.prefills;
+    if (rows.empty()) {
+      state = std::move(fresh);
+      mask = m;
+      logits = lg;
+    } else {
+      // columns that are padding in every running row (the rows that needed them have left)
+      // are dropped; the narrower side gets left padding
+      const int64_t lead = mask.ne(0).any(0).to(at::kLong).argmax().item<int64_t>();
+      const int64_t width = std::max(mask.size(1) - lead, T);
+      state.append_rows(fresh, width);
+      auto align = [width](const at::Tensor& x, int64_t from) {
+        const at::Tensor kept = x.narrow(1, from, x.size(1) - from);
+        return at::cat({at::zeros({x.size(0), width - kept.size(1)}, at::kLong), kept}, 1);
+      };
+      mask = at::cat({align(mask, lead), align(m, 0)});
+      logits = at::cat({logits, lg});
+      st.refilled_rows += k;
+    }
+    for (int64_t b = next; b < next + k; ++b) rows.push_back(b);
+    next += k;
+    st.peak_rows = std::max(st.peak_rows, int64_t(rows.size()));
+  };
+
   std::vector<bool> done(B, false);
-  int64_t running = B;
-  for (int64_t step = 0;; ++step) {
+  admit(cap);
+  while (!rows.empty()) {
     const int64_t n = int64_t(rows.size());
     at::Tensor draws;
     if (o.temperature > 0) {
+      // a running row's k-th draw: it has k tokens so far (each step before added one)
       draws = at::empty({n}, at::kDouble);
       double* d = draws.data_ptr<double>();
-      for (int64_t i = 0; i < n; ++i) d[i] = row_draw(o.seed, o.stream_offset + rows[size_t(i)], step);
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t b = rows[size_t(i)];
+        d[i] = row_draw(o.seed, o.stream_offset + b, int64_t(out[size_t(b)].tokens.size()));
+      }
     }
-    const at::Tensor next = next_tokens(logits, o, draws).contiguous();
-    const int64_t* tok = next.data_ptr<int64_t>();
+    const at::Tensor next_tok = next_tokens(logits, o, draws).contiguous();
+    const int64_t* tok = next_tok.data_ptr<int64_t>();
     at::Tensor lp;  // [n] fp32 on the CPU
     if (o.logprobs) {
       const at::Tensor z = o.temperature > 0 ? logits.to(at::kFloat) / o.temperature
                                              : logits.to(at::kFloat);
-      lp = z.log_softmax(-1).gather(1, next.to(z.device()).view({n, 1})).view({n}).to(at::kCPU).contiguous();
+      lp = z.log_softmax(-1).gather(1, next_tok.to(z.device()).view({n, 1})).view({n}).to(at::kCPU).contiguous();
     }
     const float* lpv = o.logprobs ? lp.data_ptr<float>() : nullptr;
     std::vector<int64_t> feed(size_t(n), pad);  // finished rows decode padding, their output unused
@@ -191,30 +229,38 @@ std::vector<Generation> generate(const Model& model,
         else if (int64_t(g.tokens.size()) >= o.max_new_tokens)
           g.finish = "length";
       }
-      if (!g.finish.empty()) {
+      if (!g.finish.empty())
         done[size_t(b)] = true;
-        --running;
-      } else {
+      else
         keep.push_back(i);
-      }
     }
-    if (running == 0) break;
-    if (o.drop_finished && int64_t(keep.size()) < n) {
-      const at::Tensor idx = at::tensor(keep, at::kLong);
-      state.select_rows(idx);
-      mask = mask.index_select(0, idx);
-      std::vector<int64_t> kept_rows, kept_feed;
-      for (int64_t i : keep) {
-        kept_rows.push_back(rows[size_t(i)]);
-        kept_feed.push_back(feed[size_t(i)]);
+    if (keep.empty()) {
+      rows.clear();  // the batch has ended; a new one starts below if rows wait
+    } else {
+      if (o.drop_finished && int64_t(keep.size()) < n) {
+        const at::Tensor idx = at::tensor(keep, at::kLong);
+        state.select_rows(idx);
+        mask = mask.index_select(0, idx);
+        std::vector<int64_t> kept_rows, kept_feed;
+        for (int64_t i : keep) {
+          kept_rows.push_back(rows[size_t(i)]);
+          kept_feed.push_back(feed[size_t(i)]);
+        }
+        rows = std::move(kept_rows);
+        feed = std::move(kept_feed);
       }
-      rows = std::move(kept_rows);
-      feed = std::move(kept_feed);
+      const int64_t m = int64_t(rows.size());
+      mask = at::cat({mask, at::ones({m, 1}, at::kLong)}, 1);
+      ForwardOptions f;
+      f.logits = Logits::Last;
+      f.state = &state;
+      f.attention_mask = mask;
+      logits = model.forward(at::tensor(feed, at::kLong).view({m, 1}), f).logits.select(1, 0);
+      ++st.decode_steps;
     }
-    const int64_t m = int64_t(rows.size());
-    mask = at::cat({mask, at::ones({m, 1}, at::kLong)}, 1);
-    f.attention_mask = mask;
-    logits = model.forward(at::tensor(feed, at::kLong).view({m, 1}), f).logits.select(1, 0);
+    // waiting rows take the free places: at once with refill, else once the batch has ended
+    const int64_t free = cap - int64_t(rows.size());
+    if (next < B && free > 0 && (rows.empty() || o.refill)) admit(std::min(free, B - next));
   }
   return out;
 }

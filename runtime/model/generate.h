@@ -1,7 +1,8 @@
 // runtime/model/generate.h: batched autoregressive generation with a KV cache: left-padded
 // prompts, greedy / temperature / top-k / top-p sampling with one seeded random stream per
 // row, stop ids and a stop callback; optionally the log-prob of each sampled token (for RL
-// rollouts). Identical prompts are prefilled once, finished rows leave the batch.
+// rollouts). Identical prompts are prefilled once, finished rows leave the batch and waiting
+// rows take their places (continuous batching under a cap on the batch's rows).
 #pragma once
 #include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
@@ -27,7 +28,8 @@ struct GenerateOptions {
   double top_p = 1.0;        // 1: off
   // Row b's k-th token is drawn with row_draw(seed, stream_offset + b, k): its own stream,
   // so a row's tokens do not depend on the other rows in the batch (nor on share_prefill,
-  // drop_finished, or how a caller splits its rows into calls when it sets stream_offset).
+  // drop_finished, max_rows, refill, or how a caller splits its rows into calls when it sets
+  // stream_offset).
   uint64_t seed = 0;
   int64_t stream_offset = 0;
   // Identical prompts are prefilled once and their decode state (keys and values, Mamba2 /
@@ -36,6 +38,13 @@ struct GenerateOptions {
   // A row that has finished leaves the decode batch (its state is dropped); off: it decodes
   // padding until the last row ends. Either way the same tokens.
   bool drop_finished = true;
+  // At most this many rows decode at once (0: all of them); the others wait for a place.
+  int64_t max_rows = 0;
+  // Continuous batching: when rows finish and leave (drop_finished), waiting rows take their
+  // places: they are prefilled and their decode state joins the running batch
+  // (DecodeState::append_rows). Off: the next max_rows rows start once the batch has ended.
+  // Either way the same tokens (each row draws from its own stream).
+  bool refill = true;
   // A row stops when it samples one of these (not included in its tokens). Unset: the
   // model's eos ids.
   std::optional<std::vector<int64_t>> stop_ids;
@@ -70,10 +79,18 @@ Padded left_pad(const std::vector<std::vector<int64_t>>& rows, int64_t pad);
 // first eos id, else 0.
 int64_t pad_token(const Config& c);
 
+// What a generate call did, for benchmarks and tests.
+struct GenerateStats {
+  int64_t decode_steps = 0;  // batched forwards of one token per running row
+  int64_t prefills = 0;      // prefill forwards (one per batch started or refill)
+  int64_t refilled_rows = 0; // rows that joined a batch already decoding (refill)
+  int64_t peak_rows = 0;     // the most rows decoded at once
+};
+
 // One Generation per prompt; prompts may differ in length (they are left-padded).
 std::vector<Generation> generate(const Model& model,
                                  const std::vector<std::vector<int64_t>>& prompts,
-                                 const GenerateOptions& options = {});
+                                 const GenerateOptions& options = {}, GenerateStats* stats = nullptr);
 
 // The next token of each row from logits [B, vocab] as HF's processors choose it:
 // temperature, then top-k, then top-p, then inverse-CDF sampling with the uniform draws

@@ -71,6 +71,26 @@ void DecodeState::select_rows(const at::Tensor& rows) {
   batch_ = rows.numel();
 }
 
+void LayerState::append_rows(const LayerState&, int64_t, int64_t, int64_t) {
+  fail("decode state: this layer kind cannot take new rows into a running batch");
+}
+
+void DecodeState::append_rows(const DecodeState& other, int64_t width) {
+  LT_CHECK(batch_ > 0 && other.batch_ > 0, "DecodeState::append_rows: both states must have run (batches {} and {})",
+           batch_, other.batch_);
+  LT_CHECK(from_layer_ == other.from_layer_ && layers_.size() == other.layers_.size(),
+           "DecodeState::append_rows: the states hold blocks {}.. of {} and {}.. of {} layers", from_layer_,
+           layers_.size(), other.from_layer_, other.layers_.size());
+  LT_CHECK(width >= other.length_ && width > 0,
+           "DecodeState::append_rows: width {} is shorter than the new rows' {} positions", width, other.length_);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    LT_CHECK(bool(layers_[l]) == bool(other.layers_[l]), "DecodeState::append_rows: layer {} differs in kind", l);
+    if (layers_[l]) layers_[l]->append_rows(*other.layers_[l], length_, other.length_, width);
+  }
+  length_ = width;
+  batch_ += other.batch_;
+}
+
 void DecodeState::clear() {
   layers_.clear();
   length_ = 0;

@@ -81,6 +81,13 @@ struct LayerState {
   // Keep (and repeat) rows: row i of the new state is row rows[i] of this one (rows: int64
   // [R], on any device). Expands a prompt's state to its samples and drops finished rows.
   virtual void select_rows(const at::Tensor& rows);
+  // Continuous batching (generate's refill): this state, after `past` positions, and `other`
+  // (the same kind, after `other_past` positions), whose rows follow this state's, both
+  // right-aligned to `width` positions: a row's last position stays last, the first
+  // past - width positions are dropped (padding in every row: the caller's mask says so) or
+  // width - past zero positions prepended (padding, masked by the caller). A recurrent state
+  // (Mamba2, Gated DeltaNet) holds no positions: its rows are concatenated.
+  virtual void append_rows(const LayerState& other, int64_t past, int64_t other_past, int64_t width);
 };
 
 // The decode state of every layer for incremental decoding (inference only: it is written in
@@ -98,6 +105,11 @@ class DecodeState {
   // Row i becomes row rows[i] (int64 [R], each in 0..batch-1; repeats allowed) in every
   // layer: a prefilled prompt expanded to its samples, or finished rows dropped.
   void select_rows(const at::Tensor& rows);
+  // The rows of `other` (a state of the same model and first block that has run) after this
+  // state's rows, both right-aligned to `width` positions (LayerState::append_rows): new
+  // prompts joining a running decode batch. This state's first length() - width positions
+  // must be padding in every row; width >= other.length().
+  void append_rows(const DecodeState& other, int64_t width);
 
  private:
   friend class Model;

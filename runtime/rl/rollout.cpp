@@ -16,6 +16,7 @@ Rollouts rollout(const model::Model& m, const std::vector<std::vector<int64_t>>&
   LT_CHECK(o.group_size >= 1, "rl.rollout: group_size must be >= 1, got {}", o.group_size);
   LT_CHECK(o.max_response >= 1, "rl.rollout: max_response must be >= 1, got {}", o.max_response);
   LT_CHECK(o.temperature > 0, "rl.rollout: temperature must be > 0 (sampling), got {}", o.temperature);
+  LT_CHECK(o.max_rows >= 0, "rl.rollout: max_rows must be >= 0 (0: all rows at once), got {}", o.max_rows);
   LT_CHECK(o.stop.empty() || o.decode, "rl.rollout: stop strings need a tokenizer (decode)");
   const int64_t G = o.group_size, N = int64_t(prompts.size()) * G;
   std::vector<std::vector<int64_t>> rows;
@@ -39,6 +40,8 @@ Rollouts rollout(const model::Model& m, const std::vector<std::vector<int64_t>>&
   go.seed = o.seed;
   go.share_prefill = o.share_prefill;
   go.drop_finished = o.drop_finished;
+  go.max_rows = o.max_rows;
+  go.refill = o.refill;
   if (!o.stop.empty()) {
     go.stop = [&o](int, const std::vector<int64_t>& toks) {
       const std::string text = o.decode(toks);
@@ -54,7 +57,10 @@ Rollouts rollout(const model::Model& m, const std::vector<std::vector<int64_t>>&
     const std::vector<std::vector<int64_t>> part(rows.begin() + s,
                                                  rows.begin() + std::min(N, s + per));
     go.stream_offset = o.stream_offset + s;  // row s + i: stream s + i, however the rows are split
-    for (auto& g : model::generate(m, part, go)) gens.push_back(std::move(g));
+    model::GenerateStats st;
+    for (auto& g : model::generate(m, part, go, &st)) gens.push_back(std::move(g));
+    r.decode_steps += st.decode_steps;
+    r.refilled_rows += st.refilled_rows;
   }
 
   for (const auto& g : gens) r.responses.push_back(g.tokens);
@@ -116,6 +122,8 @@ const Fields<RolloutOptions>& rollout_option_fields() {
                                            {"batch", &RolloutOptions::batch},
                                            {"share_prefill", &RolloutOptions::share_prefill},
                                            {"drop_finished", &RolloutOptions::drop_finished},
+                                           {"max_rows", &RolloutOptions::max_rows},
+                                           {"refill", &RolloutOptions::refill},
                                            {"stop", &RolloutOptions::stop}};
   return f;
 }

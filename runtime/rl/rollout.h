@@ -35,10 +35,16 @@ struct RolloutOptions {
   // decode batch. Off or on, the same rollouts (the bench measures what they save).
   bool share_prefill = true;
   bool drop_finished = true;
+  // model::GenerateOptions: at most max_rows rows decode at once (0: all of a call's rows);
+  // with refill, waiting rows take the places of finished ones (continuous batching), else
+  // they start once the batch has ended. Either way the same rollouts.
+  int64_t max_rows = 0;
+  bool refill = true;
 };
 
 // The options scripts set by key (runtime/core/fields.h): group_size, max_response,
-// temperature, top_k, top_p, batch, stop, share_prefill, drop_finished (seed, stop_ids and
+// temperature, top_k, top_p, batch, stop, share_prefill, drop_finished, max_rows, refill (seed,
+// stop_ids and
 // decode are the caller's).
 const Fields<RolloutOptions>& rollout_option_fields();
 
@@ -51,6 +57,8 @@ struct Rollouts {
   std::vector<std::string> finish;              // "stop_id" | "stop" | "length"
   std::vector<std::string> texts;               // decoded (cut at a stop string); empty without decode
   int64_t tokens = 0;                           // response tokens in all
+  int64_t decode_steps = 0;   // batched decode forwards (model::GenerateStats, all calls)
+  int64_t refilled_rows = 0;  // rows that joined a batch already decoding (refill)
 };
 
 // Rows (prompts[i], responses[i]) packed as rollout() packs its own: ids and attention_mask

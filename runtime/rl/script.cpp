@@ -160,7 +160,7 @@ Value rollouts_value(const Rollouts& r) {
       .set("response_mask", r.response_mask).set("logprobs", r.logprobs)
       .set("prompt_len", r.seq.prompt_len).set("resp_len", r.seq.resp_len).set("tokens", r.tokens)
       .set("texts", r.texts).set("finish", r.finish).set("prompt_index", prompt_number)
-      .set("responses", r.responses);
+      .set("responses", r.responses).set("decode_steps", r.decode_steps).set("refilled_rows", r.refilled_rows);
 }
 
 SequenceBatch sequences(const Args& a, int i) {
@@ -177,11 +177,14 @@ SequenceBatch sequences(const Args& a, int i) {
 // lt.rl.rollout(m, prompts, {group_size=8, max_response=256, temperature=1, top_k=0,
 //   top_p=1, seed = (stream "rl.rollout"), stop=, stop_ids=, batch=0, share_prefill = true (each
 //   prompt prefilled once for its group), drop_finished = true (finished rows leave the decode
-//   batch)}) -> rollouts table
+//   batch), max_rows = 0 (rows decoded at once at most; 0: all), refill = true (waiting rows take
+//   the places of finished ones)}) -> rollouts table (decode_steps, refilled_rows: what the
+//   batching did)
 List rollout_fn(const Args& a) {
   const ModelHandle& h = model::model_arg(a, 1);
   const Options o = a.options(3).check({"group_size", "max_response", "temperature", "top_k", "top_p", "seed", "stop",
-                                        "stop_ids", "batch", "max_prompt_tokens", "share_prefill", "drop_finished"});
+                                        "stop_ids", "batch", "max_prompt_tokens", "share_prefill", "drop_finished",
+                                        "max_rows", "refill"});
   RolloutOptions r = rollout_options(o, a.run());
   const auto prompts = prompt_ids(a[2], h, limit(o, h, r.max_response), a.fn());
   r.decode = decoder(h);

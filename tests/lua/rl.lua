@@ -149,6 +149,57 @@ T.case("rollouts, log-probs and the shared-prefix reference on a tiny model", fu
   T.ok(r.logprobs:equal(r2.logprobs), "same log-probs")
   T.same_table(r.prompt_index, { 1, 1, 1, 2, 2, 2 })
   T.eq(#r.texts, 6)
+  -- at most 2 rows decode at once, waiting rows taking finished ones' places or not: the same
+  -- tokens (each row draws from its own stream; exact unless a draw falls within the fp32
+  -- rounding of other batch shapes of a boundary of its CDF, ~1e-5 per token); stop ids on a
+  -- fifth of the vocabulary so that rows end at different steps and places free up
+  local stops = {}
+  for i = 1, 60 do stops[i] = i * 5 - 1 end
+  local ro = { group_size = 3, max_response = 6, temperature = 1.0, seed = 7, stop_ids = stops }
+  local base = lt.rl.rollout(m, { "the cat", "a dog sat" }, ro)
+  ro.max_rows, ro.refill = 2, true
+  local on = lt.rl.rollout(m, { "the cat", "a dog sat" }, ro)
+  ro.refill = false
+  local off = lt.rl.rollout(m, { "the cat", "a dog sat" }, ro)
+  T.ok(on.ids:equal(base.ids) and off.ids:equal(base.ids), "refill on / off / no cap: the same rollouts")
+  -- the schedule from the response lengths (a row samples once per step, its stop id kept):
+  -- rows 1, 2 start; a row leaves after its last token; waiting rows fill free places at once
+  -- (refill) or when the batch is empty; a decode step runs while rows remain
+  local function schedule(lens, cap, refill)
+    local running, nextr, steps, refilled = {}, 1, 0, 0
+    local function admit(k, into_running)
+      for _ = 1, k do running[#running + 1] = { row = nextr, left = lens[nextr] }; nextr = nextr + 1 end
+      if into_running then refilled = refilled + k end
+    end
+    admit(math.min(cap, #lens), false)
+    while #running > 0 do
+      local keep = {}
+      for _, x in ipairs(running) do
+        x.left = x.left - 1
+        if x.left > 0 then keep[#keep + 1] = x end
+      end
+      running = keep
+      if #running > 0 then steps = steps + 1 end
+      local free = cap - #running
+      if nextr <= #lens and free > 0 and (#running == 0 or refill) then
+        admit(math.min(free, #lens - nextr + 1), #running > 0)
+      end
+    end
+    return steps, refilled
+  end
+  local lens = {}
+  for i, resp in ipairs(base.responses) do lens[i] = #resp end
+  local s_on, f_on = schedule(lens, 2, true)
+  local s_off, f_off = schedule(lens, 2, false)
+  T.eq(on.decode_steps, s_on, "decode steps with refill")
+  T.eq(on.refilled_rows, f_on, "rows refilled")
+  T.eq(off.decode_steps, s_off, "decode steps without refill")
+  T.eq(off.refilled_rows, 0)
+  T.eq(base.refilled_rows, 0)
+  T.ok(on.refilled_rows > 0, "rows joined a running batch (response lengths " .. table.concat(lens, " ") .. ")")
+  T.raises(function() lt.rl.rollout(m, { "the cat" }, { max_rows = -1 }) end, "max_rows must be >= 0")
+  T.raises(function() lt.rl.rollout(m, { "the cat" }, { refil = true }) end, "refil")
+  T.raises(function() lt.rl.rollout(m, { "the cat" }, { refill = 1 }) end, "refill")
   local lp = lt.rl.logprobs(m, r, { temperature = 1.0 })
   -- KV-cache decoding and one full pass over the packed batch sum in other orders: in fp32
   -- through 3 blocks of width 32, a log-prob (|log p| < 10) moves by ~ 3 x 32 x 2^-24 x 10,

@@ -388,3 +388,146 @@ TEST_CASE("per-row streams: a row's tokens do not depend on the other rows", "[m
   CHECK(std::abs(sum / 2500 - 0.5) < 0.035);
   CHECK(row_draw(4, 0, 0) != row_draw(3, 0, 0));
 }
+
+TEST_CASE("a decode state takes new rows, right-aligned, for every layer kind", "[model][generate][refill]") {
+  // batch a: a 7-token prompt and a 1-token one, decoded one step, then the 7-token row leaves
+  // (6 columns of padding in every row remain); batch b: prompts of 3 and 9 tokens. b's rows
+  // join a at width 9 (a's 8 positions padded to 9); the 10-token row leaves, and a's first 6
+  // columns (padding in both rows left) are dropped when c's 2 rows join at width 4. Each step's logits must be those of a full pass over each
+  // row's own tokens. The full pass sums in other orders (one sequence, no padding, no cache):
+  // model_test::rel_err's fp32 budget through a few blocks is ~1e-6; 1e-5 is ten times that,
+  // and a wrong row (another row's state) is off by > 1e-3 (checked below).
+  const std::vector<std::vector<int64_t>> pa = {{5, 17, 3, 44, 9, 30, 2}, {12}};
+  const std::vector<std::vector<int64_t>> pb = {{7, 7, 21}, {3, 1, 4, 1, 5, 9, 2, 6, 5}};
+  const std::vector<std::vector<int64_t>> pc = {{8, 2}, {40}};
+  for (auto& [name, m] : state_kinds()) {
+    DYNAMIC_SECTION(name) {
+      at::NoGradGuard no_grad;
+      auto prefill = [&](const std::vector<std::vector<int64_t>>& rows, DecodeState& st) {
+        const Padded p = left_pad(rows, 0);
+        ForwardOptions f;
+        f.state = &st;
+        f.attention_mask = p.mask;
+        f.logits = Logits::Last;
+        m.forward(p.ids, f);
+        return p.mask;
+      };
+      auto step = [&](DecodeState& st, at::Tensor& mask, const std::vector<int64_t>& ids) {
+        const int64_t n = int64_t(ids.size());
+        mask = at::cat({mask, at::ones({n, 1}, at::kLong)}, 1);
+        ForwardOptions f;
+        f.state = &st;
+        f.attention_mask = mask;
+        f.logits = Logits::Last;
+        return m.forward(at::tensor(ids, at::kLong).view({n, 1}), f).logits.select(1, 0);
+      };
+      auto full = [&](const std::vector<int64_t>& seq) {
+        return m.forward(at::tensor(seq, at::kLong).unsqueeze(0)).logits[0][-1];
+      };
+      auto pad_left = [](const at::Tensor& mask, int64_t width) {
+        const int64_t w = mask.size(1);
+        if (w >= width) return mask.narrow(1, w - width, width);
+        return at::cat({at::zeros({mask.size(0), width - w}, at::kLong), mask}, 1);
+      };
+      DecodeState a, b, c;
+      at::Tensor ma = prefill(pa, a);
+      step(a, ma, {11, 6});
+      a.select_rows(at::tensor(std::vector<int64_t>{1}, at::kLong));
+      ma = ma.narrow(0, 1, 1);  // row {12, 6}: 2 positions of 8
+      at::Tensor mb = prefill(pb, b);
+      model_test::require_error([&] { a.append_rows(b, 8); }, {"width 8 is shorter than the new rows' 9"});
+      DecodeState unrun;
+      model_test::require_error([&] { a.append_rows(unrun, 9); }, {"both states must have run"});
+      CHECK(a.batch() == 1);  // refused appends changed nothing
+      a.append_rows(b, 9);
+      CHECK(a.batch() == 3);
+      CHECK(a.length() == 9);
+      ma = at::cat({pad_left(ma, 9), mb});
+      const at::Tensor s1 = step(a, ma, {3, 27, 40});
+      const std::vector<std::vector<int64_t>> seqs = {{12, 6, 3}, {7, 7, 21, 27}, {3, 1, 4, 1, 5, 9, 2, 6, 5, 40}};
+      for (int64_t i = 0; i < 3; ++i) {
+        INFO("row " << i);
+        CHECK(rel_err(s1[i], full(seqs[size_t(i)])) < 1e-5);
+      }
+      CHECK(rel_err(s1[0], full(seqs[1])) > 1e-3);
+      // the 10-token row leaves: the first 6 of 10 columns are padding in both rows left
+      a.select_rows(at::tensor(std::vector<int64_t>{0, 1}, at::kLong));
+      ma = ma.narrow(0, 0, 2);
+      CHECK(ma.narrow(1, 0, 6).sum().item<int64_t>() == 0);
+      at::Tensor mc = prefill(pc, c);
+      a.append_rows(c, 4);  // drops 6 columns of a, pads c by 2
+      CHECK(a.length() == 4);
+      ma = at::cat({pad_left(ma, 4), pad_left(mc, 4)});
+      const at::Tensor s2 = step(a, ma, {1, 2, 3, 4});
+      const std::vector<std::vector<int64_t>> seqs2 = {{12, 6, 3, 1}, {7, 7, 21, 27, 2}, {8, 2, 3}, {40, 4}};
+      for (int64_t i = 0; i < 4; ++i) {
+        INFO("row " << i << " after the second refill");
+        CHECK(rel_err(s2[i], full(seqs2[size_t(i)])) < 1e-5);
+      }
+    }
+  }
+}
+
+TEST_CASE("refill: waiting rows take the places of finished ones, the same tokens, for every layer kind",
+          "[model][generate][refill]") {
+  // row 0 runs to the length limit, the others end after 1..4 tokens (stop callback), with
+  // prompts of 1..9 tokens: a 9-token prompt joins a batch narrower than itself, shorter
+  // ones join wider batches. At most 3 rows at once: with refill, rows join the running batch
+  // (counted); without, the next 3 start when a batch has ended; no cap: all at once.
+  const std::vector<std::vector<int64_t>> shapes = {
+      {12}, {7, 7, 21}, {3, 1, 4, 1, 5, 9, 2, 6, 5}, {5, 17, 3, 44, 9, 30}, {12}, {40, 2}};
+  std::vector<std::vector<int64_t>> rows;
+  for (int i = 0; i < 11; ++i) rows.push_back(shapes[size_t(i) % shapes.size()]);
+  for (auto& [name, m] : state_kinds()) {
+    DYNAMIC_SECTION(name) {
+      GenerateOptions o;
+      o.max_new_tokens = 14;
+      o.temperature = 1.3;
+      o.seed = 21;
+      o.logprobs = true;
+      o.stop_ids = std::vector<int64_t>{};
+      o.stop = [](int row, const std::vector<int64_t>& t) { return row > 0 && int(t.size()) == 1 + row % 4; };
+      GenerateStats all_stats, on_stats, off_stats;
+      const auto all = generate(m, rows, o, &all_stats);
+      o.max_rows = 3;
+      o.refill = true;
+      const auto on = generate(m, rows, o, &on_stats);
+      o.refill = false;
+      const auto off = generate(m, rows, o, &off_stats);
+      check_same(on, all);
+      check_same(off, all);
+      CHECK(all[0].tokens.size() == 14);
+      for (size_t r = 1; r < rows.size(); ++r) CHECK(all[r].tokens.size() == 1 + r % 4);
+      CHECK(all_stats.refilled_rows == 0);
+      CHECK(all_stats.peak_rows == 11);
+      CHECK(off_stats.refilled_rows == 0);
+      CHECK(off_stats.peak_rows == 3);
+      CHECK(on_stats.peak_rows == 3);
+      // every row after the first 3 joined a running batch: row 0 runs for 14 steps while
+      // the other 10 take at most 4 each through the 2 other places
+      CHECK(on_stats.refilled_rows == 8);
+      CHECK(on_stats.prefills > 1);
+      CHECK(on_stats.decode_steps == 13);  // row 0's 14 tokens: 13 decode forwards after the prefill
+      CHECK(off_stats.decode_steps == 21);  // batches of rows 0-2, 3-5, 6-8, 9-10: 13 + 3 + 3 + 2
+      CHECK(all_stats.decode_steps == 13);
+      // finished rows kept in the batch hold their places: nothing refills, as without refill
+      o.refill = true;
+      o.drop_finished = false;
+      GenerateStats kept_stats;
+      check_same(generate(m, rows, o, &kept_stats), all);
+      CHECK(kept_stats.refilled_rows == 0);
+      // greedy and without shared prefill, too
+      o.drop_finished = true;
+      o.share_prefill = false;
+      o.temperature = 0;
+      o.max_rows = 0;
+      const auto greedy_all = generate(m, rows, o);
+      o.max_rows = 2;
+      GenerateStats greedy_stats;
+      check_same(generate(m, rows, o, &greedy_stats), greedy_all);
+      CHECK(greedy_stats.refilled_rows > 0);
+      o.max_rows = -1;
+      model_test::require_error([&] { generate(m, rows, o); }, {"max_rows must be >= 0"});
+    }
+  }
+}

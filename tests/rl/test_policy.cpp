@@ -177,6 +177,32 @@ TEST_CASE("policy loss gradient against finite differences on a tiny model", "[r
   }
 }
 
+namespace {
+
+// The rows that join a running batch when at most `cap` rows decode at once and waiting rows
+// take free places at once (refill), from the response lengths: a row samples once a step
+// (its stop id kept) and leaves after its last token.
+int64_t refilled_rows(const std::vector<std::vector<int64_t>>& responses, size_t cap) {
+  int64_t joined = 0;
+  std::vector<int64_t> left;  // tokens still to sample, per running row
+  size_t next = 0;
+  for (; next < std::min(cap, responses.size()); ++next) left.push_back(int64_t(responses[next].size()));
+  while (!left.empty()) {
+    std::vector<int64_t> keep;
+    for (int64_t k : left)
+      if (k > 1) keep.push_back(k - 1);
+    left = keep;
+    const bool running = !left.empty();
+    for (; left.size() < cap && next < responses.size(); ++next) {
+      joined += running ? 1 : 0;
+      left.push_back(int64_t(responses[next].size()));
+    }
+  }
+  return joined;
+}
+
+}  // namespace
+
 TEST_CASE("rollouts: G samples per prompt, seeded, masks and sampling log-probs", "[rl][rollout]") {
   const int64_t eos = 7;
   const model::Model m = sharp(c10::kFloat, 3, eos);
@@ -193,16 +219,43 @@ TEST_CASE("rollouts: G samples per prompt, seeded, masks and sampling log-probs"
     // the same rollouts however the rows are split into calls, with the prompt prefilled once
     // per call or per row, finished rows dropped or kept (tokens exact; log-probs up to the
     // fp32 sums of other batch sizes: ~2e-6 of |log-prob| < 30, so 1e-4)
-    for (int variant = 0; variant < 3; ++variant) {
+    // or at most 2 rows decoding at once, waiting rows taking finished ones' places (refill)
+    // or starting once the batch has ended
+    for (int variant = 0; variant < 5; ++variant) {
       RolloutOptions v = o;
       if (variant == 0) v.batch = 0;
       if (variant == 1) v.share_prefill = false;
       if (variant == 2) v.drop_finished = false;
+      if (variant >= 3) {
+        v.batch = 0;
+        v.max_rows = 2;
+        v.refill = variant == 3;
+      }
       const Rollouts c = rollout(m, prompts, v);
       INFO("variant " << variant);
       CHECK(c.responses == a.responses);
       CHECK(max_abs(c.logprobs - a.logprobs) < 1e-4);
+      CHECK(c.refilled_rows == (variant == 3 ? refilled_rows(a.responses, 2) : 0));
     }
+  }
+  {
+    // responses of different lengths (row 0's 4th token is a stop id), at most 2 rows at once:
+    // rows join running batches (refill) or wait for the batch to end, the same rollouts
+    RolloutOptions v = o;
+    v.batch = 0;
+    v.stop_ids = std::vector<int64_t>{a.responses[0][3]};
+    const Rollouts base = rollout(m, prompts, v);
+    v.max_rows = 2;
+    const Rollouts on = rollout(m, prompts, v);
+    v.refill = false;
+    const Rollouts off = rollout(m, prompts, v);
+    CHECK(on.responses == base.responses);
+    CHECK(off.responses == base.responses);
+    CHECK(max_abs(on.logprobs - base.logprobs) < 1e-4);
+    CHECK(base.responses[0].size() <= 4);
+    CHECK(on.refilled_rows == refilled_rows(base.responses, 2));
+    CHECK(on.refilled_rows > 0);
+    CHECK(off.refilled_rows == 0);
   }
   const int64_t N = 12;
   REQUIRE(a.seq.ids.size(0) == N);

@@ -6,6 +6,10 @@
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "runtime/core/error.h"
+
 namespace ltrun::model {
 
 // Writes this forward's keys and values at position `past` and returns all of them so far.
@@ -50,6 +54,25 @@ void KVState::select_rows(const at::Tensor& rows) {
   const at::Tensor r = rows.to(k.device());
   k = k.index_select(0, r);
   v = v.index_select(0, r);
+}
+
+// one new buffer, right-aligned at `width`, with the spare capacity of the roomier state, so
+// that the next appends do not regrow it
+void KVState::append_rows(const LayerState& other_state, int64_t past, int64_t other_past, int64_t width) {
+  const auto* other = dynamic_cast<const KVState*>(&other_state);
+  LT_CHECK(other && k.defined() && other->k.defined(), "decode state: attention keys and values can take "
+           "only the rows of another attention state that has run");
+  const int64_t B1 = k.size(0), B2 = other->k.size(0);
+  const int64_t spare = std::max<int64_t>({k.size(2) - past, other->k.size(2) - other_past, 1});
+  auto join = [&](const at::Tensor& a, const at::Tensor& b) {
+    at::Tensor out = at::zeros({B1 + B2, a.size(1), width + spare, a.size(3)}, a.options());
+    const int64_t n = std::min(past, width), m = std::min(other_past, width);
+    out.narrow(0, 0, B1).narrow(2, width - n, n).copy_(a.narrow(2, past - n, n));
+    out.narrow(0, B1, B2).narrow(2, width - m, m).copy_(b.narrow(2, other_past - m, m));
+    return out;
+  };
+  k = join(k, other->k);
+  v = join(v, other->v);
 }
 
 void AttentionWeights::slots(const Config& c, std::vector<Slot>& out, const std::string& p) {

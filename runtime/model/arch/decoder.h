@@ -14,6 +14,7 @@ struct KVState : LayerState {
   std::unique_ptr<LayerState> prefix_rows(const std::vector<int64_t>& lengths,
                                           int64_t width) const override;
   void select_rows(const at::Tensor& rows) override;
+  void append_rows(const LayerState& other, int64_t past, int64_t other_past, int64_t width) override;
 };
 
 // q/k/v/o projections (biases and q/k norms as the config says) and grouped-query attention;

@@ -8,6 +8,7 @@
 
 #include <cmath>
 
+#include "runtime/core/error.h"
 #include "runtime/model/arch/mamba2.h"
 
 namespace ltrun::model {
@@ -15,6 +16,14 @@ namespace ltrun::model {
 void GatedDeltaNetState::select_rows(const at::Tensor& rows) {
   if (conv.defined()) conv = conv.index_select(0, rows.to(conv.device()));
   if (recurrent.defined()) recurrent = recurrent.index_select(0, rows.to(recurrent.device()));
+}
+
+void GatedDeltaNetState::append_rows(const LayerState& other_state, int64_t, int64_t, int64_t) {
+  const auto* other = dynamic_cast<const GatedDeltaNetState*>(&other_state);
+  LT_CHECK(other && conv.defined() && recurrent.defined() && other->conv.defined() && other->recurrent.defined(),
+           "decode state: a Gated DeltaNet state can take only the rows of another one that has run");
+  conv = at::cat({conv, other->conv.to(conv.device())});
+  recurrent = at::cat({recurrent, other->recurrent.to(recurrent.device())});
 }
 
 void GatedDeltaNetWeights::slots(const Config& c, std::vector<Slot>& out, const std::string& p) {

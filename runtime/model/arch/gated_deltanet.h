@@ -25,6 +25,7 @@ struct GatedDeltaNetWeights {
 struct GatedDeltaNetState : LayerState {
   at::Tensor conv, recurrent;
   void select_rows(const at::Tensor& rows) override;
+  void append_rows(const LayerState& other, int64_t past, int64_t other_past, int64_t width) override;
 };
 
 // The delta rule, chunked, in q's dtype (fp32 or fp64). q and k [b, T, h, dk] (L2-normalised,

@@ -5,12 +5,25 @@
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 
+#include "runtime/core/error.h"
 #include "runtime/model/arch.h"
 #include "runtime/model/arch/decoder.h"
 #include "runtime/model/arch/mamba2.h"
 
 namespace ltrun::model {
 namespace {
+
+// Mamba2's decode state with the refill hook (rows of another state appended), kept out of
+// mamba2.h: conv and SSM states hold no positions, so the rows are concatenated.
+struct Mamba2RefillState final : Mamba2State {
+  void append_rows(const LayerState& other_state, int64_t, int64_t, int64_t) override {
+    const auto* other = dynamic_cast<const Mamba2State*>(&other_state);
+    LT_CHECK(other && conv.defined() && ssm.defined() && other->conv.defined() && other->ssm.defined(),
+             "decode state: a Mamba2 state can take only the rows of another one that has run");
+    conv = at::cat({conv, other->conv.to(conv.device())});
+    ssm = at::cat({ssm, other->ssm.to(ssm.device())});
+  }
+};
 
 class NemotronLayer final : public Layer {
  public:
@@ -45,7 +58,7 @@ class NemotronLayer final : public Layer {
     return h + hooks.at(Site::MlpOut, at::linear(u * u, down_, down_bias_));
   }
   std::unique_ptr<LayerState> new_state() const override {
-    if (kind_ == "mamba") return std::make_unique<Mamba2State>();
+    if (kind_ == "mamba") return std::make_unique<Mamba2RefillState>();
     if (kind_ == "attention") return std::make_unique<KVState>();
     return nullptr;
   }
