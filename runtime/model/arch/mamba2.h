@@ -42,7 +42,8 @@ at::Tensor ssd_step(const at::Tensor& x, const at::Tensor& dt, const at::Tensor&
 // Which implementation the mixer runs. Ops: tensor ops (any device and dtype, autograd; the
 // chunked scan for prefill, the step form for one token after a state). Fused: one CPU pass
 // from in_proj's output to out_proj's input with the scan as its recurrence (fp32 or fp64,
-// no gradients), about 5x faster at the tiny models' widths. Auto: Fused where it applies.
+// no gradients): a 4-layer stack at hidden 256 prefills 2.6x (64 tokens) to 4.9x (2048) as fast
+// (README, Layer kinds). Auto: Fused where it applies.
 enum class Mamba2Path { Auto, Ops, Fused };
 bool mamba2_fused_applies(const at::Tensor& x, const Mamba2Weights& w);
 
