@@ -421,3 +421,20 @@ TEST_CASE("the Mamba2 mixer takes the ops path where gradients are asked", "[mod
   }
   CHECK_FALSE(mamba2_fused_applies(x.to(at::kBFloat16), w));
 }
+
+TEST_CASE("the fused Mamba2 mixer refuses a state of another batch size", "[model][nemotron_h][state]") {
+  // its loops read raw pointers: a state of 2 rows with 3 input rows read and wrote past the
+  // ends of both states (malloc aborted) before the sizes were checked
+  at::NoGradGuard no_grad;
+  const Model m = sharp_nh(nh_spec("M"));
+  const Mamba2Weights w = mamba_weights(m, 0);
+  const Mamba2Config& mc = m.config().mamba;
+  const int64_t hidden = m.config().hidden_size;
+  Mamba2State st;
+  mamba2_mixer(randn({2, 5, hidden}, 40), w, mc, 1e-5, {}, &st, Mamba2Path::Fused);
+  model_test::require_error([&] { mamba2_mixer(randn({3, 5, hidden}, 41), w, mc, 1e-5, {}, &st, Mamba2Path::Fused); },
+                            {"conv state [2,", "does not match [3,"});
+  st.conv = at::Tensor();  // only the SSM state left: that one is checked too
+  model_test::require_error([&] { mamba2_mixer(randn({3, 5, hidden}, 41), w, mc, 1e-5, {}, &st, Mamba2Path::Fused); },
+                            {"ssm state [2,", "does not match [3,"});
+}

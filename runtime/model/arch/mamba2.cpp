@@ -274,6 +274,17 @@ at::Tensor mamba2_mixer(const at::Tensor& x_in, const Mamba2Weights& w, const Ma
     at::Tensor ssm = state && state->ssm.defined() ? c(state->ssm).clone() : at::zeros({Bsz, H, P, N}, opt);
     at::Tensor conv = at::empty({Bsz, T, CD}, opt);
     const at::Tensor cw = c(w.conv_w), cb = c(w.conv_b), alog = c(w.A_log), d = c(w.D), nw = c(w.norm);
+    // the loops read raw pointers: every size they assume is checked here
+    LT_CHECK(zx.dim() == 3 && zx.size(-1) == I + CD + H, "mamba2 mixer: in_proj gives {}, expected [B, T, {}]",
+             c10::str(zx.sizes()), I + CD + H);
+    LT_CHECK(!prev.defined() || prev.sizes() == at::IntArrayRef({Bsz, CD, K - 1}),
+             "mamba2 mixer: conv state {} does not match [{}, {}, {}] (batch {})", c10::str(prev.sizes()), Bsz, CD, K - 1, Bsz);
+    LT_CHECK(ssm.sizes() == at::IntArrayRef({Bsz, H, P, N}),
+             "mamba2 mixer: ssm state {} does not match [{}, {}, {}, {}] (batch {})", c10::str(ssm.sizes()), Bsz, H, P, N, Bsz);
+    LT_CHECK(cw.numel() == CD * K && (!cb.defined() || cb.numel() == CD) && alog.numel() == H && d.numel() == H &&
+                 w.dt_bias.numel() == H && nw.numel() == I && I % G == 0 && H % G == 0,
+             "mamba2 mixer: weight sizes do not match the config (conv {}, A_log {}, D {}, dt_bias {}, norm {})",
+             c10::str(cw.sizes()), c10::str(alog.sizes()), c10::str(d.sizes()), c10::str(w.dt_bias.sizes()), c10::str(nw.sizes()));
     at::Tensor y = at::empty({Bsz, T, I}, opt);
     AT_DISPATCH_FLOATING_TYPES(dtype, "mamba2_fused", [&] {
       auto ptr = [](const at::Tensor& t) { return t.defined() ? t.data_ptr<scalar_t>() : nullptr; };
