@@ -340,3 +340,101 @@ TEST_CASE("nemotron_h gradients match finite differences", "[model][nemotron_h][
   }
   CHECK(checked >= 27);  // 9 tensors (norm, dt_bias, A_log, D, conv w/b, in_proj, mixer norm, out_proj)
 }
+
+namespace {
+
+Mamba2Weights mamba_weights(const Model& m, int layer) {
+  std::map<std::string, at::Tensor> P;
+  for (const Param& p : m.parameters()) P[p.name] = p.tensor;
+  const std::string pre = "backbone.layers." + std::to_string(layer) + ".mixer.";
+  auto get = [&](const std::string& n) { return P.count(pre + n) ? P.at(pre + n) : at::Tensor(); };
+  Mamba2Weights w;
+  w.in_proj = get("in_proj.weight"), w.in_bias = get("in_proj.bias"), w.conv_w = get("conv1d.weight");
+  w.conv_b = get("conv1d.bias"), w.dt_bias = get("dt_bias"), w.A_log = get("A_log"), w.D = get("D");
+  w.norm = get("norm.weight"), w.out_proj = get("out_proj.weight"), w.out_bias = get("out_proj.bias");
+  REQUIRE(w.in_proj.defined());
+  REQUIRE(w.conv_b.defined());
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE("the fused CPU Mamba2 mixer equals the ops path (chunked scan and step form)", "[model][nemotron_h][ssd]") {
+  at::NoGradGuard no_grad;
+  for (auto dtype : {at::kFloat, at::kDouble}) {
+    Model m = sharp_nh(nh_spec("M"));  // chunk 4
+    m.to(c10::kCPU, dtype);
+    const Mamba2Weights w = mamba_weights(m, 0);
+    const Mamba2Config& mc = m.config().mamba;
+    REQUIRE(mc.chunk == 4);
+    const double eps = m.config().rms_norm_eps;
+    // fp32: the same sums in another order, one layer deep (see rel_err's error budget in
+    // model_test_util.h: ~2e-6 of the largest value, 1e-5 is five times that); double: 1e-12
+    const double tol = dtype == at::kFloat ? 1e-5 : 1e-12;
+    for (int64_t T : {3, 4, 9}) {  // below, at and above the chunk
+      DYNAMIC_SECTION("dtype " << c10::toString(dtype) << ", T " << T) {
+        const at::Tensor x = randn({2, T + 4, m.config().hidden_size}, 20 + uint64_t(T)).to(dtype);
+        at::Tensor mask = at::ones({2, T + 4}, at::kBool);
+        mask[1].narrow(0, 0, 2).fill_(false);  // row 1 left-padded by 2
+        // stateless, with and without padding
+        for (bool masked : {false, true}) {
+          const at::Tensor tm = masked ? mask.narrow(1, 0, T) : at::Tensor();
+          const at::Tensor ops = mamba2_mixer(x.narrow(1, 0, T), w, mc, eps, tm, nullptr, Mamba2Path::Ops);
+          const at::Tensor fused = mamba2_mixer(x.narrow(1, 0, T), w, mc, eps, tm, nullptr, Mamba2Path::Fused);
+          INFO("masked " << masked << ", scale " << ops.abs().max().item<double>());
+          CHECK(ops.abs().max().item<double>() > 1);  // sharp enough that a wrong path shows
+          CHECK(rel_err(fused, ops) < tol);
+        }
+        // with a decode state: a prefill of T, two steps (ssd_step on the ops side), a chunk of 2
+        Mamba2State so, sf;
+        int64_t at_pos = 0;
+        for (int64_t n : {T, int64_t(1), int64_t(1), int64_t(2)}) {
+          const at::Tensor xs = x.narrow(1, at_pos, n), tm = mask.narrow(1, at_pos, n);
+          const at::Tensor ops = mamba2_mixer(xs, w, mc, eps, tm, &so, Mamba2Path::Ops);
+          const at::Tensor fused = mamba2_mixer(xs, w, mc, eps, tm, &sf, Mamba2Path::Fused);
+          at_pos += n;
+          INFO("after " << at_pos << " tokens");
+          CHECK(rel_err(fused, ops) < tol);
+          CHECK(rel_err(sf.ssm, so.ssm) < tol);
+          CHECK(at::equal(sf.conv, so.conv));  // the raw conv inputs, copied
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("the Mamba2 mixer takes the ops path where gradients are asked", "[model][nemotron_h]") {
+  Model m = sharp_nh(nh_spec("M"));
+  const Mamba2Weights w = mamba_weights(m, 0);
+  const at::Tensor x = randn({1, 5, m.config().hidden_size}, 30);
+  CHECK(mamba2_fused_applies(x, w));
+  m.set_requires_grad(true);
+  CHECK_FALSE(mamba2_fused_applies(x, w));
+  const at::Tensor y = mamba2_mixer(x, w, m.config().mamba, m.config().rms_norm_eps, {}, nullptr);
+  CHECK(y.requires_grad());  // Auto: the ops path, differentiable
+  model_test::require_error(
+      [&] { mamba2_mixer(x, w, m.config().mamba, m.config().rms_norm_eps, {}, nullptr, Mamba2Path::Fused); },
+      {"fused path needs a CPU fp32 or fp64 input without gradients"});
+  {
+    at::NoGradGuard no_grad;
+    CHECK(mamba2_fused_applies(x, w));
+  }
+  CHECK_FALSE(mamba2_fused_applies(x.to(at::kBFloat16), w));
+}
+
+TEST_CASE("the fused Mamba2 mixer refuses a state of another batch size", "[model][nemotron_h][state]") {
+  // its loops read raw pointers: a state of 2 rows with 3 input rows read and wrote past the
+  // ends of both states (malloc aborted) before the sizes were checked
+  at::NoGradGuard no_grad;
+  const Model m = sharp_nh(nh_spec("M"));
+  const Mamba2Weights w = mamba_weights(m, 0);
+  const Mamba2Config& mc = m.config().mamba;
+  const int64_t hidden = m.config().hidden_size;
+  Mamba2State st;
+  mamba2_mixer(randn({2, 5, hidden}, 40), w, mc, 1e-5, {}, &st, Mamba2Path::Fused);
+  model_test::require_error([&] { mamba2_mixer(randn({3, 5, hidden}, 41), w, mc, 1e-5, {}, &st, Mamba2Path::Fused); },
+                            {"conv state [2,", "does not match [3,"});
+  st.conv = at::Tensor();  // only the SSM state left: that one is checked too
+  model_test::require_error([&] { mamba2_mixer(randn({3, 5, hidden}, 41), w, mc, 1e-5, {}, &st, Mamba2Path::Fused); },
+                            {"ssm state [2,", "does not match [3,"});
+}

@@ -3,8 +3,13 @@
 #include "runtime/model/arch/mamba2.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+#include <ATen/core/grad_mode.h>
 
 #include <algorithm>
+#include <cmath>
+#include <vector>
 
 #include "runtime/core/error.h"
 
@@ -124,16 +129,183 @@ at::Tensor ssd_step(const at::Tensor& x, const at::Tensor& dt, const at::Tensor&
   return at::matmul(state, C.unsqueeze(-1)).squeeze(-1);  // [b, h, p]
 }
 
+namespace {
+
+// The fused CPU path of mamba2_mixer (Mamba2Path::Fused): the causal conv, the scan and the
+// gated norm as plain loops over contiguous rows, the scan as its recurrence (ssd_step's sums)
+// head by head so that a head's state stays in cache for the whole sequence; silu and softplus
+// stay ATen's vectorised ops. At the tiny models' heads (head_dim x state = 8 x 8) the chunked
+// scan's quadratic in-chunk work and its dozens of small tensor ops cost far more than the
+// recurrence's ~4 x head_dim x state flops per token; for an 8B model's 64 x 128 heads the
+// recurrence is ~4 MFLOP per token beside in_proj's ~150. The same sums as the ops path in
+// another order: they agree to rounding (tests/model/test_nemotron_h.cpp).
+
+// out [B, T, CD] = the conv's pre-activation: bias + taps over prev (or zeros) ++ the inputs
+// xbc (row stride `stride` in zx, offset already applied).
+template <typename scalar_t>
+void fused_conv(const scalar_t* xbc, int64_t stride, const scalar_t* prev, const scalar_t* w,
+                const scalar_t* bias, scalar_t* out, int64_t Bsz, int64_t T, int64_t CD, int64_t K) {
+  std::vector<scalar_t> wT(size_t(K * CD));  // taps as [K, CD]: the inner loops run over channels
+  for (int64_t ch = 0; ch < CD; ++ch)
+    for (int64_t j = 0; j < K; ++j) wT[size_t(j * CD + ch)] = w[ch * K + j];
+  at::parallel_for(0, Bsz * T, 16, [&](int64_t begin, int64_t end) {
+    std::vector<scalar_t> pv(static_cast<size_t>(CD));
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t b = r / T, t = r % T;
+      scalar_t* __restrict__ o = out + r * CD;
+      for (int64_t ch = 0; ch < CD; ++ch) o[ch] = bias ? bias[ch] : scalar_t(0);
+      for (int64_t j = 0; j < K; ++j) {
+        const int64_t tau = t + j - (K - 1);  // the input this tap reads
+        const scalar_t* __restrict__ wj = wT.data() + j * CD;
+        const scalar_t* __restrict__ in = xbc + (b * T + tau) * stride;
+        if (tau < 0) {
+          if (!prev) continue;
+          for (int64_t ch = 0; ch < CD; ++ch) pv[size_t(ch)] = prev[(b * CD + ch) * (K - 1) + (K - 1 + tau)];
+          in = pv.data();
+        }
+        for (int64_t ch = 0; ch < CD; ++ch) o[ch] += wj[ch] * in[ch];
+      }
+    }
+  });
+}
+
+// The recurrence s = exp(dt A) s + dt x B^T, y = s C + D x over conv's rows [B, T, CD]
+// (x | B | C), dt [B, T, H]; ssm [B, H, P, N] holds the initial state and receives the final
+// one; y [B, T, I]. The state is kept as [N, P] so that the loops over P carry no reduction.
+template <typename scalar_t>
+void fused_scan(const scalar_t* conv, const scalar_t* dt, const scalar_t* A_log, const scalar_t* D,
+                scalar_t* ssm, scalar_t* y, const Mamba2Config& m, int64_t Bsz, int64_t T) {
+  const int64_t I = m.inner(), CD = m.conv_dim(), H = m.heads, P = m.head_dim, N = m.state,
+                G = m.groups, per_group = H / G;
+  at::parallel_for(0, Bsz * H, 1, [&](int64_t begin, int64_t end) {
+    std::vector<scalar_t> st(static_cast<size_t>(N * P)), dx(static_cast<size_t>(P));
+    for (int64_t bh = begin; bh < end; ++bh) {
+      const int64_t b = bh / H, h = bh % H, g = h / per_group;
+      scalar_t* s0 = ssm + bh * P * N;
+      scalar_t* __restrict__ s = st.data();
+      for (int64_t p = 0; p < P; ++p)
+        for (int64_t n = 0; n < N; ++n) s[n * P + p] = s0[p * N + n];
+      const scalar_t A = -std::exp(A_log[h]), Dh = D[h];
+      for (int64_t t = 0; t < T; ++t) {
+        const int64_t r = b * T + t;
+        const scalar_t d = dt[r * H + h], dA = std::exp(d * A);
+        const scalar_t* row = conv + r * CD;
+        const scalar_t *__restrict__ x = row + h * P, *Bv = row + I + g * N, *Cv = row + I + G * N + g * N;
+        scalar_t* __restrict__ yo = y + r * I + h * P;
+        scalar_t* __restrict__ dxp = dx.data();
+        for (int64_t p = 0; p < P; ++p) {
+          dxp[p] = d * x[p];
+          yo[p] = 0;
+        }
+        for (int64_t n = 0; n < N; ++n) {
+          scalar_t* __restrict__ sn = s + n * P;
+          const scalar_t bn = Bv[n], cn = Cv[n];
+          for (int64_t p = 0; p < P; ++p) {
+            sn[p] = sn[p] * dA + dxp[p] * bn;
+            yo[p] += sn[p] * cn;
+          }
+        }
+        for (int64_t p = 0; p < P; ++p) yo[p] += Dh * x[p];
+      }
+      for (int64_t p = 0; p < P; ++p)
+        for (int64_t n = 0; n < N; ++n) s0[p * N + n] = s[n * P + p];
+    }
+  });
+}
+
+// HF's gated group RMSNorm in place on y [B*T, I]: v = y silu(z) (silu_z given), v / rms(v)
+// per group of I / G channels, times the weight.
+template <typename scalar_t>
+void fused_gated_norm(scalar_t* y, const scalar_t* silu_z, const scalar_t* w, int64_t rows,
+                      int64_t I, int64_t G, double eps) {
+  const int64_t gw = I / G;
+  at::parallel_for(0, rows, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      scalar_t* __restrict__ o = y + r * I;
+      const scalar_t* __restrict__ z = silu_z + r * I;
+      for (int64_t i = 0; i < I; ++i) o[i] *= z[i];
+      for (int64_t g = 0; g < G; ++g) {
+        scalar_t* __restrict__ og = o + g * gw;
+        scalar_t ss = 0;
+        for (int64_t i = 0; i < gw; ++i) ss += og[i] * og[i];
+        const scalar_t rs = scalar_t(1) / std::sqrt(ss / scalar_t(gw) + scalar_t(eps));
+        for (int64_t i = 0; i < gw; ++i) og[i] = w[g * gw + i] * (og[i] * rs);
+      }
+    }
+  });
+}
+
+bool wants_grad(std::initializer_list<const at::Tensor*> ts) {
+  if (!at::GradMode::is_enabled()) return false;
+  for (const at::Tensor* t : ts)
+    if (t->defined() && t->requires_grad()) return true;
+  return false;
+}
+
+}  // namespace
+
+bool mamba2_fused_applies(const at::Tensor& x, const Mamba2Weights& w) {
+  const auto dt = x.scalar_type();
+  return x.device().is_cpu() && (dt == at::kFloat || dt == at::kDouble) &&
+         !wants_grad({&x, &w.in_proj, &w.in_bias, &w.conv_w, &w.conv_b, &w.dt_bias, &w.A_log, &w.D,
+                      &w.norm, &w.out_proj, &w.out_bias});
+}
+
 at::Tensor mamba2_mixer(const at::Tensor& x_in, const Mamba2Weights& w, const Mamba2Config& m,
-                        double eps, const at::Tensor& token_mask, Mamba2State* state) {
+                        double eps, const at::Tensor& token_mask, Mamba2State* state,
+                        Mamba2Path path) {
   const int64_t Bsz = x_in.size(0), T = x_in.size(1), I = m.inner(), CD = m.conv_dim();
   const int64_t H = m.heads, P = m.head_dim, N = m.state, G = m.groups, K = m.conv_kernel;
   const auto dtype = x_in.scalar_type();
   const auto acc = at::promote_types(dtype, at::kFloat);  // fp32 as HF; fp64 for fp64 checks
+  const bool fused = path == Mamba2Path::Fused || (path == Mamba2Path::Auto && mamba2_fused_applies(x_in, w));
+  LT_CHECK(!fused || mamba2_fused_applies(x_in, w),
+           "mamba2 mixer: the fused path needs a CPU fp32 or fp64 input without gradients (got {} on {})",
+           c10::toString(dtype), x_in.device().str());
   at::Tensor mask;  // [B, T, 1] in the model's dtype
   if (token_mask.defined()) mask = token_mask.unsqueeze(-1).to(dtype);
   const at::Tensor x = mask.defined() ? x_in * mask : x_in;
   const at::Tensor zxbcdt = at::linear(x, w.in_proj, w.in_bias);
+  if (fused) {
+    const at::Tensor zx = zxbcdt.contiguous();
+    const auto opt = zx.options();
+    auto c = [&](const at::Tensor& t) { return t.defined() ? t.to(dtype).contiguous() : t; };
+    const at::Tensor prev = state && state->conv.defined() ? c(state->conv) : at::Tensor();
+    at::Tensor ssm = state && state->ssm.defined() ? c(state->ssm).clone() : at::zeros({Bsz, H, P, N}, opt);
+    at::Tensor conv = at::empty({Bsz, T, CD}, opt);
+    const at::Tensor cw = c(w.conv_w), cb = c(w.conv_b), alog = c(w.A_log), d = c(w.D), nw = c(w.norm);
+    // the loops read raw pointers: every size they assume is checked here
+    LT_CHECK(zx.dim() == 3 && zx.size(-1) == I + CD + H, "mamba2 mixer: in_proj gives {}, expected [B, T, {}]",
+             c10::str(zx.sizes()), I + CD + H);
+    LT_CHECK(!prev.defined() || prev.sizes() == at::IntArrayRef({Bsz, CD, K - 1}),
+             "mamba2 mixer: conv state {} does not match [{}, {}, {}] (batch {})", c10::str(prev.sizes()), Bsz, CD, K - 1, Bsz);
+    LT_CHECK(ssm.sizes() == at::IntArrayRef({Bsz, H, P, N}),
+             "mamba2 mixer: ssm state {} does not match [{}, {}, {}, {}] (batch {})", c10::str(ssm.sizes()), Bsz, H, P, N, Bsz);
+    LT_CHECK(cw.numel() == CD * K && (!cb.defined() || cb.numel() == CD) && alog.numel() == H && d.numel() == H &&
+                 w.dt_bias.numel() == H && nw.numel() == I && I % G == 0 && H % G == 0,
+             "mamba2 mixer: weight sizes do not match the config (conv {}, A_log {}, D {}, dt_bias {}, norm {})",
+             c10::str(cw.sizes()), c10::str(alog.sizes()), c10::str(d.sizes()), c10::str(w.dt_bias.sizes()), c10::str(nw.sizes()));
+    at::Tensor y = at::empty({Bsz, T, I}, opt);
+    AT_DISPATCH_FLOATING_TYPES(dtype, "mamba2_fused", [&] {
+      auto ptr = [](const at::Tensor& t) { return t.defined() ? t.data_ptr<scalar_t>() : nullptr; };
+      fused_conv<scalar_t>(zx.data_ptr<scalar_t>() + I, zx.size(-1), ptr(prev), ptr(cw), ptr(cb),
+                           ptr(conv), Bsz, T, CD, K);
+      at::silu_(conv);
+      if (mask.defined()) conv.mul_(mask);
+      // the same ops as the ops path
+      const at::Tensor dt = at::softplus(zx.narrow(-1, I + CD, H) + w.dt_bias).clamp_min(m.dt_min).contiguous();
+      fused_scan<scalar_t>(ptr(conv), ptr(dt), ptr(alog), ptr(d), ptr(ssm), ptr(y), m, Bsz, T);
+      const at::Tensor silu_z = at::silu(zx.narrow(-1, 0, I)).contiguous();
+      fused_gated_norm<scalar_t>(ptr(y), ptr(silu_z), ptr(nw), Bsz * T, I, G, eps);
+    });
+    if (state) {  // the last K - 1 conv inputs of prev (or zeros) ++ these
+      const at::Tensor xbc = zx.narrow(-1, I, CD).transpose(1, 2);
+      const at::Tensor full = T >= K - 1 ? xbc : at::cat({prev.defined() ? prev : at::zeros({Bsz, CD, K - 1}, opt), xbc}, -1);
+      state->conv = full.narrow(-1, full.size(-1) - (K - 1), K - 1).contiguous();
+      state->ssm = ssm;
+    }
+    return at::linear(y, w.out_proj, w.out_bias);
+  }
   const at::Tensor gate = zxbcdt.narrow(-1, 0, I);
   const at::Tensor xbc = zxbcdt.narrow(-1, I, CD).transpose(1, 2);  // [B, CD, T]
   at::Tensor dt = zxbcdt.narrow(-1, I + CD, H);

@@ -39,11 +39,20 @@ at::Tensor ssd_chunked(const at::Tensor& x, const at::Tensor& dt, const at::Tens
 at::Tensor ssd_step(const at::Tensor& x, const at::Tensor& dt, const at::Tensor& A,
                     const at::Tensor& B, const at::Tensor& C, at::Tensor& state);
 
+// Which implementation the mixer runs. Ops: tensor ops (any device and dtype, autograd; the
+// chunked scan for prefill, the step form for one token after a state). Fused: one CPU pass
+// from in_proj's output to out_proj's input with the scan as its recurrence (fp32 or fp64,
+// no gradients): a 4-layer stack at hidden 256 prefills 2.6x (64 tokens) to 4.9x (2048) as fast
+// (README, Layer kinds). Auto: Fused where it applies.
+enum class Mamba2Path { Auto, Ops, Fused };
+bool mamba2_fused_applies(const at::Tensor& x, const Mamba2Weights& w);
+
 // The mixer: x [B, T, hidden] (normalised) → out_proj's output [B, T, hidden]. token_mask
 // [B, T] bool zeroes padded positions as HF does (undefined: none). state: null, or this
 // layer's state, read and extended (one new token takes the step form, more the chunked
 // scan from the stored state).
 at::Tensor mamba2_mixer(const at::Tensor& x, const Mamba2Weights& w, const Mamba2Config& m,
-                        double eps, const at::Tensor& token_mask, Mamba2State* state);
+                        double eps, const at::Tensor& token_mask, Mamba2State* state,
+                        Mamba2Path path = Mamba2Path::Auto);
 
 }  // namespace ltrun::model
