@@ -33,5 +33,5 @@ for i in 1 2 3; do
 done
 check "one child run model:toy" equals "$(sql1 "select count(*) from runs where name = 'model:toy' and status = 'ok'")" "1"
 "$LTRUN" -e 'lt.models.get("tiny-qwen-typo")' >/dev/null 2>err.txt
-check "an unknown name lists the recipes" contains "$(cat err.txt)" "no recipe 'tiny-qwen-typo' (known: tiny-agent, tiny-code, tiny-math, tiny-math-8l, tiny-nemotron, tiny-qwen3, tiny-qwen3-8l)"
+check "an unknown name lists the recipes" contains "$(cat err.txt)" "no recipe 'tiny-qwen-typo' (known: tiny-agent, tiny-code, tiny-code-8l, tiny-math, tiny-math-8l, tiny-nemotron, tiny-qwen3, tiny-qwen3-8l)"
 finish
