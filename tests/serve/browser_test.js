@@ -164,6 +164,12 @@ function check(what, ok, detail) {
   await open(`#/compare/${childIds}`);
   check("compare: loss of both runs overlaid", (await q('[data-metric="loss"] .uplot', "e[0] && e[0].dataset.series")) === "2");
   check("compare: the differing param marked", (await q("tr.differs")) >= 1);
+  // one compact legend: each run labelled by the params that differ (it said "ID NAME", the same
+  // for two runs of one study)
+  const firstDiff = await q("tr.differs td:first-child", "e[0] && e[0].textContent");
+  const legend = JSON.parse(await q('[data-metric="loss"] .u-legend .u-series .u-label', "JSON.stringify([...e].map(x => x.textContent))"));
+  check("compare: legend labels name the differing param", legend.length === 3 &&
+        legend.slice(1).every(t => t.includes(` ${firstDiff}=`)) && legend[1] !== legend[2], { firstDiff, legend });
   check("compare: a heatmap per run", (await q("svg.heatmap")) === 2);
   // item by item (tests/serve/study.lua's quiz): both solved q1, only plan_a q2, only plan_b q3
   const quiz = await q("table.eval-diff-summary tbody tr", "[...e].map(tr => [...tr.children].map(td => td.textContent).join('|')).filter(s => s.startsWith('quiz|logit'))");

@@ -3,7 +3,7 @@
 // profile up to 3.6e-4 read "0, 0, 0", a log axis cut "10,000" to "0,000"), the axis width,
 // run colours, scalars apart from curves. node util_test.js UTIL_JS
 "use strict";
-const { tickLabels, axisWidth, runColour, splitMetrics } = require(require("path").resolve(process.argv[2]));
+const { tickLabels, axisWidth, runColour, runLabel, splitMetrics } = require(require("path").resolve(process.argv[2]));
 
 let passed = 0, failed = 0;
 function check(what, ok, detail) {
@@ -54,6 +54,16 @@ check("60 runs: 60 distinct colours", new Set(colours).size === 60, colours);
 check("a run's colour depends only on its index", runColour(12) === runColour(12) && runColour(3) === "#ff7f0e");
 
 const m = (name, points) => ({ name, points });
+// legend labels from the params that differ (issue 27: "one compact legend with labels from the
+// params that differ"): the id first, at most three params, the rest counted, long values cut
+const run = { id: 12, name: "layer_scan" };
+check("a legend label names the params that differ",
+      runLabel(run, { lr: "0.001", seed: "2", steps: "50" }, ["lr", "seed"]) === "12 lr=0.001 seed=2");
+check("past three, the rest are counted",
+      runLabel(run, { a: 1, b: 2, c: 3, d: 4, e: 5 }, ["a", "b", "c", "d", "e"]) === "12 a=1 b=2 c=3 (+2 more)");
+check("a long value is cut, a missing one is '-'",
+      runLabel(run, { model: "/very/long/path/to/models/tiny" }, ["model", "lr"]) === "12 model=/very/long/path… lr=-");
+check("no param differs: id and name", runLabel(run, { lr: "1" }, []) === "12 layer_scan");
 const s = splitMetrics([m("acc/ceval", 1), m("eval/acc", 1), m("grad_norm", 80), m("train/lr", 80), m("train/loss", 80),
                         m("val.loss", 80), m("val.acc", 80), m("tok_s", 1)]);
 check("one-value metrics are scalars", same(s.scalars.map(x => x.name), ["acc/ceval", "eval/acc", "tok_s"]), s.scalars);

@@ -530,6 +530,9 @@ async function comparePage(idsText) {
   const pt = table(["param", ...runs.map(label)], sorted.map(k => [k, ...runs.map(d => d.params[k] ?? "")]), { class: "params-diff" });
   [...pt.tBodies[0].rows].forEach((tr, i) => { if (diff(sorted[i])) tr.className = "differs"; });
   page.push(section("params", el("p", { class: "muted" }, `${keys.filter(diff).length} of ${keys.length} differ (first)`), el("div", { class: "wide", id: "params-wide" }, pt)));
+  // chart legends: each run by the params that differ (one compact legend per chart)
+  const differing = keys.filter(diff);
+  const legend = d => runLabel(d.run, d.params, differing);
   if (ids.length === 2) {  // what `ltrun compare A B` prints: sources (diffs), inputs, metrics aligned
     const c = await api(`/api/compare?a=${ids[0]}&b=${ids[1]}`);
     page.push(section("reproduction", el("p", { id: "reproduced" }, c.reproduced), el("pre", { id: "compare-report" }, c.report)));
@@ -554,7 +557,7 @@ async function comparePage(idsText) {
     curves.replaceChildren();
     const ordered = splitMetrics(names.map(n => ({ name: n, points: Math.max(...runs.map(d => (d.metrics.find(m => m.name === n) || {}).points || 0)) })));
     for (const n of [...ordered.groups.flatMap(g => g.metrics.map(m => m.name)), ...ordered.scalars.map(m => m.name)]) {
-      const ss = all.filter(s => s.name === n).map(s => ({ label: label(byId.get(s.run)), colour: byId.get(s.run).colour, x: s.x, y: s.y }));
+      const ss = all.filter(s => s.name === n).map(s => ({ label: legend(byId.get(s.run)), colour: byId.get(s.run).colour, x: s.x, y: s.y }));
       const box = el("div", { class: "chart", "data-metric": n });
       curves.append(box);
       const c = lineChart(box, n, ss, { time: x === "time", xlabel: x === "elapsed" ? "seconds" : x });
@@ -568,7 +571,7 @@ async function comparePage(idsText) {
   for (const n of lnames) {
     const data = (await api(`/api/compare/layer_metrics?ids=${idRanges(ids)}&name=${encodeURIComponent(n)}`)).runs;
     const prof = el("div", { class: "chart" });
-    const lab = lm => label(byId.get(lm.run));
+    const lab = lm => legend(byId.get(lm.run));
     layerBox.append(el("h3", {}, n), prof, el("div", { class: "row" }, data.slice(0, HEATMAPS).map(lm => el("div", { class: "hm" }, el("div", {}, lab(lm)), heatmap(lm, { cell: 14 })))),
                     data.length > HEATMAPS ? el("p", { class: "muted" }, `heatmaps of the first ${HEATMAPS} of ${data.length} runs`) : "");
     lineChart(prof, `${n} by layer`, data.map(lm => ({ label: lab(lm), colour: byId.get(lm.run).colour, ...profile(lm) })), { xlabel: "layer", linear: true });

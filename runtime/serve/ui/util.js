@@ -1,5 +1,5 @@
 // runtime/serve/ui/util.js: the pure helpers of the `ltrun serve` UI (no DOM): axis tick
-// labels and the width they need, a colour per run, metrics split into one-value scalars and
+// labels and the width they need, a colour and a legend label per run, metrics split into one-value scalars and
 // curves. Loaded by index.html before app.js; tests/serve/util_test.js runs them under node.
 "use strict";
 
@@ -51,6 +51,16 @@ function runColour(i) {
   return `hsl(${Math.round((i * 137.508) % 360)}, 65%, ${i % 2 ? 38 : 48}%)`;
 }
 
+// A run's label in a chart legend: its id and its values of the params in which the runs on the
+// page differ (the first `max` of them, the rest counted; each value cut to 16 characters),
+// "12 lr=0.001 seed=2 (+1 more)"; its id and name when no param differs. Starts with the id.
+function runLabel(run, params, differing, max = 3) {
+  const cut = v => { const t = String(v ?? "-"); return t.length > 16 ? t.slice(0, 15) + "…" : t; };
+  const shown = differing.slice(0, max).map(k => `${k}=${cut(params[k])}`);
+  const more = differing.length > max ? ` (+${differing.length - max} more)` : "";
+  return shown.length ? `${run.id} ${shown.join(" ")}${more}` : `${run.id} ${run.name}`;
+}
+
 // A run's metrics (the summaries of /api/runs/ID) split into one-value scalars (a table) and
 // curves, the curves grouped by the prefix before the first '/' or '.'; the group holding
 // `loss` first, in a group the names with `loss` first, then by name.
@@ -72,4 +82,4 @@ function splitMetrics(metrics) {
   return { scalars, groups: out };
 }
 
-if (typeof module !== "undefined") module.exports = { tickLabels, axisWidth, runColour, splitMetrics };
+if (typeof module !== "undefined") module.exports = { tickLabels, axisWidth, runColour, runLabel, splitMetrics };
