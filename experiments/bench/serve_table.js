@@ -1,37 +1,13 @@
 // experiments/bench/serve_table.js: the results table of `ltrun serve` (#/table) timed in
-// headless Chromium, driven over the DevTools protocol on a pipe (as tests/serve/browser_test.js):
+// headless Chromium, driven over the DevTools protocol on a pipe (tests/serve/chromium.js, as the browser test):
 // from a click on a column header (sort) or on "more ›" (the next page) until the page has
 // drawn the new rows (document.body.dataset.ready). Prints one JSON line:
 // {"sort": [ms, ...], "page": [ms, ...], "fetch": [ms of each click's /api/table request], "rows":
 // N, "total": "..."}. Run by experiments/bench/serve.lua.
 // node serve_table.js CHROME URL HASH ROUNDS PROFILE_DIR
 "use strict";
-const { spawn } = require("child_process");
 const [chrome, url, hash, rounds, profile] = process.argv.slice(2);
-const proc = spawn(chrome, ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-  "--disable-component-update", "--disable-sync", "--no-first-run", `--user-data-dir=${profile}`,
-  "--remote-debugging-pipe", "--window-size=1280,2000", "about:blank"],
-  { stdio: ["ignore", "ignore", "ignore", "pipe", "pipe"] });
-const toChrome = proc.stdio[3], fromChrome = proc.stdio[4];
-let nextId = 0, buf = "";
-const pending = new Map();
-fromChrome.on("data", d => {
-  buf += d.toString();
-  let i;
-  while ((i = buf.indexOf("\0")) >= 0) {
-    const msg = JSON.parse(buf.slice(0, i));
-    buf = buf.slice(i + 1);
-    if (msg.id !== undefined && pending.has(msg.id)) { pending.get(msg.id)(msg); pending.delete(msg.id); }
-  }
-});
-function send(method, params = {}, sessionId) {
-  return new Promise((resolve, reject) => {
-    const m = { id: ++nextId, method, params };
-    if (sessionId) m.sessionId = sessionId;
-    pending.set(m.id, r => r.error ? reject(new Error(method + ": " + JSON.stringify(r.error))) : resolve(r.result));
-    toChrome.write(JSON.stringify(m) + "\0");
-  });
-}
+const { proc, send } = require(require("path").join(__dirname, "../../tests/serve/chromium.js")).launch(chrome, profile);
 
 (async () => {
   const { targetId } = await send("Target.createTarget", { url: "about:blank" });

@@ -15,34 +15,10 @@
 // node browser_test.js CHROME URL STUDY_ID CHILD_IDS LIVE_ID PROFILE_DIR SCREENSHOT.png
 //   SWEEP_ID SWEEP_CHILD_IDS DEAD_ID TOTAL_RUNS   (run by tests/cli/serve_browser.sh)
 "use strict";
-const { spawn } = require("child_process");
 const fs = require("fs");
 const [chrome, url, studyId, childIds, liveId, profile, screenshot, sweepId, sweepKids, deadId, totalRuns] = process.argv.slice(2);
 
-const proc = spawn(chrome, ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-  "--disable-component-update", "--disable-sync", "--no-first-run", `--user-data-dir=${profile}`,
-  "--remote-debugging-pipe", "--window-size=1280,2000", "about:blank"],
-  { stdio: ["ignore", "ignore", "ignore", "pipe", "pipe"] });
-const toChrome = proc.stdio[3], fromChrome = proc.stdio[4];
-let nextId = 0, buf = "";
-const pending = new Map();
-fromChrome.on("data", d => {
-  buf += d.toString();
-  let i;
-  while ((i = buf.indexOf("\0")) >= 0) {
-    const msg = JSON.parse(buf.slice(0, i));
-    buf = buf.slice(i + 1);
-    if (msg.id !== undefined && pending.has(msg.id)) { pending.get(msg.id)(msg); pending.delete(msg.id); }
-  }
-});
-function send(method, params = {}, sessionId) {
-  return new Promise((resolve, reject) => {
-    const m = { id: ++nextId, method, params };
-    if (sessionId) m.sessionId = sessionId;
-    pending.set(m.id, r => r.error ? reject(new Error(method + ": " + JSON.stringify(r.error))) : resolve(r.result));
-    toChrome.write(JSON.stringify(m) + "\0");
-  });
-}
+const { proc, send } = require(require("path").join(__dirname, "./chromium.js")).launch(chrome, profile);
 const sleep = ms => new Promise(r => setTimeout(r, ms));
 
 let passed = 0, failed = 0;
