@@ -22,10 +22,10 @@ check "rerun without --yes: nothing ran" equals "$(runs_count)" "$n"
 out=$("$LTRUN" rerun "$id" --yes 2>/dev/null)
 check "rerun --yes runs it" equals "$out" "original"
 if command -v script >/dev/null; then  # on a terminal it asks (util-linux script gives a pty)
-  out=$(printf 'n\n' | script -qec "'$LTRUN' rerun $id" /dev/null 2>&1)
+  out=$(printf 'n\n' | SHELL=/bin/sh script -qec "exec '$LTRUN' rerun $id" /dev/null 2>&1)
   check "answering n on a terminal: not run" contains "$out" "not run"
   check "answering n: no output of the script" equals "$(grep -c '^original' <<<"$out")" "0"
-  out=$(printf 'y\n' | script -qec "'$LTRUN' rerun $id" /dev/null 2>&1)
+  out=$(printf 'y\n' | SHELL=/bin/sh script -qec "exec '$LTRUN' rerun $id" /dev/null 2>&1)
   check "answering y on a terminal: it runs" contains "$out" "original"
 fi
 
