@@ -5,9 +5,11 @@
 -- "Example:hot->Cold, big->Small; Query:cold->"; or a JSONL file of {context, query[, target]}.
 local M = {}
 
--- Debian's wordnet-base; LTRUN_SHARE_DIR stands for /usr/share where it is unpacked elsewhere
+-- Debian's data packages (wordnet-base, fortunes); LTRUN_SHARE_DIR stands for /usr/share where
+-- they are unpacked elsewhere (a GPU node: scripts/gpu-check; C++: ltrun::fs::share_path)
 local share = os.getenv("LTRUN_SHARE_DIR")
-M.wordnet_dir = (share and share ~= "" and share or "/usr/share") .. "/wordnet"
+M.share_dir = share and share ~= "" and share or "/usr/share"
+M.wordnet_dir = M.share_dir .. "/wordnet"
 
 local function fail(fmt, ...) error(fmt:format(...), 0) end
 

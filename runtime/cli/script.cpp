@@ -9,6 +9,7 @@
 #include "runtime/cli/cli.h"
 #include "runtime/core/device.h"
 #include "runtime/core/env.h"
+#include "runtime/core/error.h"
 #include "runtime/core/inputs.h"
 #include "runtime/core/sha256.h"
 #include "runtime/dist/dist.h"
@@ -28,8 +29,15 @@ int run_script(const Globals& g, const ScriptRun& r) {
   // several ranks (ltrun launch, Slurm): one group per process, cuda:LOCAL_RANK on GPUs, and
   // one run in the store, written by rank 0 (the other ranks log into a store in memory)
   const dist::Env denv = dist::env_from_environment();
-  if (denv.world_size > 1 && device.is_cuda() && !device.has_index())
+  // (--device auto or cuda: the rank's own GPU; cuda:N names one GPU for every rank)
+  if (denv.world_size > 1 && device.is_cuda() && g.device.find(':') == std::string::npos) {
+    const int n = cuda_device_count();
+    LT_CHECK(denv.local_rank < n,
+             "rank {} (local rank {}) needs cuda:{}, and {} GPU(s) are visible: launch at most {} rank(s) per node, "
+             "or run on --device cpu",
+             denv.rank, denv.local_rank, denv.local_rank, n, n);
     device = c10::Device(c10::kCUDA, c10::DeviceIndex(denv.local_rank));
+  }
   struct DistGuard {
     ~DistGuard() { dist::shutdown(); }
   } dist_guard;

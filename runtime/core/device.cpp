@@ -11,9 +11,9 @@
 
 namespace ltrun {
 
-bool cuda_available() {
-  return at::hasCUDA() && at::detail::getCUDAHooks().getNumGPUs() > 0;
-}
+int cuda_device_count() { return at::hasCUDA() ? int(at::detail::getCUDAHooks().getNumGPUs()) : 0; }
+
+bool cuda_available() { return cuda_device_count() > 0; }
 
 c10::Device parse_device(const std::string& spec) {
   if (spec == "auto") return cuda_available() ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);

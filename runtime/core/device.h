@@ -9,6 +9,7 @@
 namespace ltrun {
 
 bool cuda_available();
+int cuda_device_count();  // GPUs visible to this LibTorch (0 without CUDA)
 // "auto" picks cuda:0 when a GPU is usable, else cpu. Asking for CUDA where there is none
 // is an error that says why (this LibTorch has no CUDA, or no GPU is visible).
 c10::Device parse_device(const std::string& spec);

@@ -2,6 +2,7 @@
 #include "runtime/core/fs.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fcntl.h>
 #include <unistd.h>
@@ -90,6 +91,13 @@ bool remove_dir(const std::string& path) {
   sfs::remove_all(path, ec);
   if (ec) fail("lt.fs.remove {}: {}", path, ec.message());
   return true;
+}
+
+std::string share_path(const std::string& path) {
+  static const std::string kShare = "/usr/share/";
+  const char* dir = std::getenv("LTRUN_SHARE_DIR");
+  if (!dir || !*dir || path.rfind(kShare, 0) != 0 || exists(path)) return path;
+  return (sfs::path(dir) / path.substr(kShare.size())).string();
 }
 
 }  // namespace ltrun::fs

@@ -25,4 +25,10 @@ std::vector<std::string> list(const std::string& path);
 // a folder. A symbolic link is removed as a link; its target is never touched.
 bool remove_dir(const std::string& path);
 
+// Debian's data packages (fortunes, wordnet-base) live under /usr/share; where they are unpacked
+// elsewhere (a GPU node without them: scripts/gpu-check), LTRUN_SHARE_DIR stands for /usr/share.
+// share_path("/usr/share/X") is LTRUN_SHARE_DIR/X when that variable is set and /usr/share/X is
+// absent; any other path, or without the variable, the path as given.
+std::string share_path(const std::string& path);
+
 }  // namespace ltrun::fs

@@ -21,6 +21,7 @@
 #include "runtime/core/env.h"
 #include "runtime/core/inputs.h"
 #include "runtime/core/error.h"
+#include "runtime/core/fs.h"
 #include "runtime/core/interrupt.h"
 #include "runtime/io/atomic_file.h"
 #include "runtime/text/tokenizer.h"
@@ -130,7 +131,7 @@ std::vector<std::string> read_documents(const std::vector<std::string>& inputs,
   int64_t bytes = 0;
   auto full = [&] { return max_bytes > 0 && bytes >= max_bytes; };
   for (const std::string& in : inputs) {
-    const fs::path p(in);
+    const fs::path p(ltrun::fs::share_path(in));
     LT_CHECK(fs::exists(p), "corpus: {} does not exist", in);
     if (fs::is_directory(p)) {
       std::vector<fs::path> files;

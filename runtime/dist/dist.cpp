@@ -293,9 +293,12 @@ void Group::wait(const char* what, uint64_t seq, std::function<void()> op) {
 }
 
 namespace {
-// Gloo reduces CPU tensors; CUDA tensors on a Gloo group go through a host copy.
-at::Tensor to_comm(const at::Tensor& t, const std::string& backend) {
-  at::Tensor c = backend == "gloo" && !t.device().is_cpu() ? t.to(at::kCPU) : t;
+// Gloo reduces CPU tensors: CUDA tensors on a Gloo group go through a host copy. NCCL reduces
+// CUDA tensors: CPU tensors (a metric, a count) on an NCCL group go through the group's device.
+at::Tensor to_comm(const at::Tensor& t, const std::string& backend, const c10::Device& device) {
+  at::Tensor c = backend == "gloo" && !t.device().is_cpu()  ? t.to(at::kCPU)
+                 : backend == "nccl" && !t.device().is_cuda() ? t.to(device)
+                                                             : t;
   return c.is_contiguous() ? c : c.contiguous();
 }
 void from_comm(at::Tensor& t, const at::Tensor& c) {
@@ -310,7 +313,7 @@ void Group::barrier() {
 
 void Group::all_reduce(at::Tensor& t, ReduceOp op) {
   at::NoGradGuard g;
-  at::Tensor c = to_comm(t, backend_);
+  at::Tensor c = to_comm(t, backend_, impl_->device);
   c10d::AllreduceOptions o;
   o.reduceOp = op == ReduceOp::max   ? c10d::ReduceOp::MAX
                : op == ReduceOp::min ? c10d::ReduceOp::MIN
@@ -349,7 +352,7 @@ std::unique_ptr<Group::Pending> Group::all_reduce_start(at::Tensor t) {
   p->s_ = std::make_unique<Pending::State>();
   p->s_->g = this;
   p->s_->t = t;
-  p->s_->comm = to_comm(t, backend_);
+  p->s_->comm = to_comm(t, backend_, impl_->device);
   c10d::AllreduceOptions o;
   o.reduceOp = c10d::ReduceOp::SUM;
   std::vector<at::Tensor> v{p->s_->comm};
@@ -363,7 +366,7 @@ void Group::broadcast(at::Tensor& t, int src) {
   LT_CHECK(src >= 0 && src < env_.world_size, "dist.broadcast: source rank {} outside 0..{}", src,
            env_.world_size - 1);
   at::NoGradGuard g;
-  at::Tensor c = to_comm(t, backend_);
+  at::Tensor c = to_comm(t, backend_, impl_->device);
   c10d::BroadcastOptions o;
   o.rootRank = src;
   std::vector<at::Tensor> v{c};
@@ -374,7 +377,7 @@ void Group::broadcast(at::Tensor& t, int src) {
 
 std::vector<at::Tensor> Group::all_gather(const at::Tensor& t) {
   at::NoGradGuard g;
-  at::Tensor c = to_comm(t, backend_);
+  at::Tensor c = to_comm(t, backend_, impl_->device);
   std::vector<std::vector<at::Tensor>> out(1);
   for (int r = 0; r < env_.world_size; ++r) out[0].push_back(at::empty_like(c));
   std::vector<at::Tensor> in{c};

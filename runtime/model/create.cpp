@@ -11,6 +11,7 @@
 
 #include "runtime/core/env.h"
 #include "runtime/core/error.h"
+#include "runtime/core/fs.h"
 #include "runtime/model/model.h"
 #include "runtime/text/tokenizer.h"
 
@@ -50,10 +51,7 @@ void split_documents(const std::string& text, std::vector<std::string>& out) {
 
 std::vector<std::string> default_corpus() {
   std::vector<std::string> files;
-  // LTRUN_SHARE_DIR stands for /usr/share where Debian's data packages are unpacked
-  // elsewhere (a GPU node without them: scripts/gpu-check, ../shared/gpu-node)
-  const char* share = std::getenv("LTRUN_SHARE_DIR");
-  const fs::path dir = fs::path(share && *share ? share : "/usr/share") / "games/fortunes";
+  const fs::path dir = ltrun::fs::share_path("/usr/share/games/fortunes");
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     if (!e.is_regular_file() || e.path().has_extension()) continue;  // skip .dat, .u8
@@ -66,7 +64,8 @@ std::vector<std::string> default_corpus() {
 std::vector<std::string> read_corpus(const std::vector<std::string>& paths, int64_t max_bytes,
                                      int64_t* bytes_read) {
   std::vector<std::string> files;
-  for (const auto& p : paths) {
+  for (const auto& given : paths) {
+    const std::string p = ltrun::fs::share_path(given);
     if (fs::is_directory(p)) {
       std::vector<std::string> inside;
       for (const auto& e : fs::recursive_directory_iterator(p))

@@ -14,6 +14,7 @@
 #include "runtime/core/device.h"
 #include "runtime/core/env.h"
 #include "runtime/core/error.h"
+#include "runtime/core/fs.h"
 #include "runtime/core/interrupt.h"
 #include "runtime/core/run_context.h"
 #include "runtime/core/sha256.h"
@@ -66,6 +67,21 @@ TEST_CASE("devices parse; CUDA asked for without CUDA is a clear error") {
     REQUIRE_THROWS_WITH(parse_device("cuda:1"), Catch::Contains("cuda:1"));
   }
   REQUIRE_THROWS_WITH(parse_device("gpu"), Catch::Contains("expected auto, cpu, cuda or cuda:N"));
+}
+
+TEST_CASE("share_path: /usr/share/X under LTRUN_SHARE_DIR only when X is absent") {
+  const char* old = std::getenv("LTRUN_SHARE_DIR");
+  const std::string saved = old ? old : "";
+  ::unsetenv("LTRUN_SHARE_DIR");
+  CHECK(ltrun::fs::share_path("/usr/share/ltrun-no-such/x") == "/usr/share/ltrun-no-such/x");
+  ::setenv("LTRUN_SHARE_DIR", "/tmp/deps/usr/share", 1);
+  CHECK(ltrun::fs::share_path("/usr/share/ltrun-no-such/x") == "/tmp/deps/usr/share/ltrun-no-such/x");
+  CHECK(ltrun::fs::share_path("/usr/share") == "/usr/share");           // the folder itself exists
+  const auto present = ltrun::fs::list("/usr/share");  // anything there is taken as given
+  if (!present.empty()) CHECK(ltrun::fs::share_path("/usr/share/" + present[0]) == "/usr/share/" + present[0]);
+  CHECK(ltrun::fs::share_path("data/usr/share/x") == "data/usr/share/x");
+  CHECK(ltrun::fs::share_path("/usr/sharex/y") == "/usr/sharex/y");
+  if (old) ::setenv("LTRUN_SHARE_DIR", saved.c_str(), 1); else ::unsetenv("LTRUN_SHARE_DIR");
 }
 
 TEST_CASE("dtype names round-trip and unknown names fail") {

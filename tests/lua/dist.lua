@@ -1,4 +1,4 @@
--- tests/lua/dist.lua: `ltrun launch` with 2 ranks on Gloo (child processes of this ltrun, with
+-- tests/lua/dist.lua: `ltrun --device cpu launch` with 2 ranks on Gloo (child processes of this ltrun, with
 -- a store of their own): lt.dist's collectives against values computed by hand, one run per
 -- launch written by rank 0 with world_size and backend, and a rank killed with SIGKILL ending
 -- the launch within 30 s with the run failed and the dead rank named. Issue 23: a hung rank
@@ -56,7 +56,7 @@ lt.run.log("rank_seen", r)
 print("RANK_OK " .. r)
 ]])
   local db = tmp .. "/coll.db"
-  local out, rc = sh(("%q --db %q launch --nproc-per-node 2 %q"):format(ltrun, db, tmp .. "/coll.lua"))
+  local out, rc = sh(("%q --db %q --device cpu launch --nproc-per-node 2 %q"):format(ltrun, db, tmp .. "/coll.lua"))
   T.eq(rc, 0, out)
   T.ok(out:find("RANK_OK 0") and out:find("RANK_OK 1"), out)
   local runs = sql(db, "select count(*) as n from runs")
@@ -93,7 +93,7 @@ assert(shares[1][0] + shares[2][0] == p.optimizer_state_bytes, "shards add up")
 assert(z.optimizer_state_bytes < 0.6 * p.optimizer_state_bytes, "a share")
 print("MODES_OK " .. lt.dist.rank())
 ]]):format(tmp .. "/m"))
-  local out, rc = sh(("%q --db %q launch --nproc-per-node 2 %q"):format(ltrun, tmp .. "/modes.db", tmp .. "/modes.lua"))
+  local out, rc = sh(("%q --db %q --device cpu launch --nproc-per-node 2 %q"):format(ltrun, tmp .. "/modes.db", tmp .. "/modes.lua"))
   T.eq(rc, 0, out)
   T.ok(out:find("MODES_OK 0") and out:find("MODES_OK 1"), out)
 end)
@@ -111,7 +111,7 @@ end
 ]])
   local db = tmp .. "/kill.db"
   local t0 = os.time()
-  local out, rc = sh(("%q --db %q launch --nproc-per-node 2 %q"):format(ltrun, db, tmp .. "/kill.lua"))
+  local out, rc = sh(("%q --db %q --device cpu launch --nproc-per-node 2 %q"):format(ltrun, db, tmp .. "/kill.lua"))
   T.ok(os.time() - t0 < 30, "ended within 30 s")
   T.eq(rc, 137, out)
   T.ok(out:find("rank 1 %(pid %d+%) was killed by signal 9"), out)
@@ -137,7 +137,7 @@ end
 ]])
   local db = tmp .. "/kill0.db"
   local t0 = os.time()
-  local out, rc = sh(("%q --db %q launch --nproc-per-node 2 %q"):format(ltrun, db, tmp .. "/kill0.lua"))
+  local out, rc = sh(("%q --db %q --device cpu launch --nproc-per-node 2 %q"):format(ltrun, db, tmp .. "/kill0.lua"))
   T.ok(os.time() - t0 < 30, "ended within 30 s")
   T.eq(rc, 137, out)
   T.ok(out:find("rank 0 %(pid %d+%) was killed by signal 9"), out)
@@ -162,7 +162,7 @@ lt.dist.all_reduce(lt.tensor{ 1.0 }, "sum")
 ]])
   local db = tmp .. "/hang.db"
   local t0 = os.time()
-  local out, rc = sh(("%q --db %q launch --timeout=5 --nproc-per-node 2 %q"):format(ltrun, db, tmp .. "/hang.lua"))
+  local out, rc = sh(("%q --db %q --device cpu launch --timeout=5 --nproc-per-node 2 %q"):format(ltrun, db, tmp .. "/hang.lua"))
   local took = os.time() - t0
   T.ok(took < 60, ("ended within 60 s (took %d s)"):format(took))
   T.ok(rc ~= 0, out)
@@ -171,7 +171,7 @@ lt.dist.all_reduce(lt.tensor{ 1.0 }, "sum")
        out)
   local st = sql(db, "select status, error from runs")
   T.ok(st:find("failed") and st:find("rank 1 did not reach it"), "the run's error names rank 1: " .. st)
-  local bad = sh(("%q launch --timeout=0 --nproc-per-node 2 %q"):format(ltrun, tmp .. "/hang.lua"))
+  local bad = sh(("%q --device cpu launch --timeout=0 --nproc-per-node 2 %q"):format(ltrun, tmp .. "/hang.lua"))
   T.ok(bad:find("launch: %-%-timeout 0: expected seconds in"), bad)
 end)
 
@@ -198,7 +198,7 @@ end
 print(("LISTEN_DONE rank %d %d"):format(lt.dist.rank(), n))
 lt.dist.barrier()
 ]])
-  local out, rc = sh(("%q --db %q launch --nproc-per-node 2 %q"):format(ltrun, tmp .. "/listen.db", tmp .. "/listen.lua"))
+  local out, rc = sh(("%q --db %q --device cpu launch --nproc-per-node 2 %q"):format(ltrun, tmp .. "/listen.db", tmp .. "/listen.lua"))
   T.eq(rc, 0, out)
   T.ok(out:find("LISTEN_DONE rank 0") and out:find("LISTEN_DONE rank 1"), out)
   T.ok(not out:find("NOT%-LOOPBACK"), "every listening socket of the ranks is on loopback: " .. out)

@@ -35,7 +35,7 @@ T.case("interventions at sites change what follows them only", function()
   T.ok(z.hidden[2]:equal(clean.sites.resid_mid[1]), "resid_post = resid_mid when mlp_out is zero")
   T.ok(z.hidden[1]:equal(q:forward(ids, { capture = true }).hidden[1]), "earlier layers untouched")
   -- adding to mixer_out of block 0 shifts resid_mid by exactly that
-  local delta = lt.ones(1, #ids, 32) * 0.5
+  local delta = (lt.ones(1, #ids, 32) * 0.5):to(q.device)  -- the model's device (cuda on a GPU node)
   local a = q:forward(ids, { capture = { "resid_mid" }, intervene = { mixer_out = { [0] = { add = delta } } } })
   local h0 = q:forward(ids, { capture = true }).hidden[0]
   -- the same fp32 additions in another order: a rounding or two of |h| ~ 1 (6e-8 each)

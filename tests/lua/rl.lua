@@ -200,11 +200,11 @@ T.case("rollouts, log-probs and the shared-prefix reference on a tiny model", fu
   T.raises(function() lt.rl.rollout(m, { "the cat" }, { max_rows = -1 }) end, "max_rows must be >= 0")
   T.raises(function() lt.rl.rollout(m, { "the cat" }, { refil = true }) end, "refil")
   T.raises(function() lt.rl.rollout(m, { "the cat" }, { refill = 1 }) end, "refill")
-  local lp = lt.rl.logprobs(m, r, { temperature = 1.0 })
+  local lp = lt.rl.logprobs(m, r, { temperature = 1.0 })  -- on m's device; rollouts are on the cpu
   -- KV-cache decoding and one full pass over the packed batch sum in other orders: in fp32
   -- through 3 blocks of width 32, a log-prob (|log p| < 10) moves by ~ 3 x 32 x 2^-24 x 10,
   -- 2e-5 at most (5e-7 seen); 1e-4 is five times the bound
-  T.ok(((lp - r.logprobs) * r.response_mask):abs():max() < 1e-4, "sampling log-probs = recomputed")
+  T.ok(((lp:to("cpu") - r.logprobs) * r.response_mask):abs():max() < 1e-4, "sampling log-probs = recomputed")
   m:train_only(lt.layers.range(2, 2))
   local shared, copied = lt.rl.reference(m), lt.rl.reference(m, { copy = true })
   T.eq(shared.from_layer, 2)
@@ -212,14 +212,14 @@ T.case("rollouts, log-probs and the shared-prefix reference on a tiny model", fu
   local a, b = shared:logprobs(m, r), copied:logprobs(m, r)
   -- the same blocks on the same rows, the copy in its own batch: a few fp32 roundings of
   -- |log p| < 10 (2^-24 x 10 = 6e-7 each); 1e-5 is some 15 of them
-  T.ok(((a - b) * r.response_mask):abs():max() < 1e-5, "shared prefix = copy")
+  T.ok(((a - b):to("cpu") * r.response_mask):abs():max() < 1e-5, "shared prefix = copy")
   -- from the policy's own hidden state at block 2 (as GRPO runs it): the same values
   local e = lt.rl.entry(m, r, 2)
   T.same_table(e:size(), { r.ids:size(0), r.ids:size(1), m.config.hidden_size })
   local c = shared:logprobs(m, r, { entry = e })
   -- the given entry is the hidden state the reference computes itself (same blocks, same rows,
   -- same batch): the same sums, equal to the bit; 1e-6 allows one rounding of |log p| < 10
-  T.ok(((c - a) * r.response_mask):abs():max() < 1e-6, "shared prefix from the given entry = running the prefix")
+  T.ok(((c - a):to("cpu") * r.response_mask):abs():max() < 1e-6, "shared prefix from the given entry = running the prefix")
   T.raises(function() lt.rl.entry(m, r, 0) end, "block 0 is not in 1")
   T.raises(function() shared:logprobs(m, r, { entry = e:narrow(1, 0, 3) }) end, "entry must be the hidden state")
 

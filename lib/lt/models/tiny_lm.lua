@@ -72,7 +72,7 @@ function M.make(cfg)
 
   -- ---- English documents (the fortune format: "%" lines between documents) -------------------
   local english = {}
-  local fortunes = "/usr/share/games/fortunes"
+  local fortunes = tasks.share_dir .. "/games/fortunes"
   local not_english = { chinese = true, song100 = true, tang300 = true }
   for _, name in ipairs(sorted_list(fortunes)) do
     if not name:find("%.") and not not_english[name] then
