@@ -21,10 +21,10 @@ int l_cuda_available(lua_State* L) {
 // experiments/bench/lua_call.lua measures the per-call overhead with
 int l_noop(lua_State*) { return 0; }
 
-// monotonic wall clock in seconds, for benchmarks and rates
+// monotonic wall clock in seconds (benchmarks, rates), read once the session GPU's queued work is done
 int l_clock(lua_State* L) {
-  using namespace std::chrono;
-  lua_pushnumber(L, duration<double>(steady_clock::now().time_since_epoch()).count());
+  synchronize(c10::Device(run_context(L).device));
+  lua_pushnumber(L, std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count());
   return 1;
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "runtime/core/error.h"
+#include "runtime/core/fs.h"
 
 namespace ltrun_test {
 
@@ -16,7 +17,7 @@ namespace ltrun_test {
 inline std::string scratch_dir(const std::string& area, const std::string& name) {
   const char* root = std::getenv("LTRUN_TEST_TMP");
   auto dir = std::filesystem::path(root && *root ? root : "/tmp") / area / name;
-  std::filesystem::remove_all(dir);
+  ltrun::fs::remove_tree(dir.string());  // not std::filesystem::remove_all: see runtime/core/fs.h
   std::filesystem::create_directories(dir);
   return dir.string();
 }

@@ -36,6 +36,7 @@
 #include <thread>
 
 #include "runtime/cli/cli.h"
+#include "runtime/core/fs.h"
 #include "runtime/core/device.h"
 #include "runtime/core/env.h"
 #include "runtime/core/error.h"
@@ -261,8 +262,7 @@ int cmd_launch(const Globals& g, const std::vector<std::string>& args) {
                      first_failure == rank0_failure || first_failure.empty()
                          ? rank0_failure + " (closed by ltrun launch)"
                          : fmt::format("{} after {} (closed by ltrun launch)", rank0_failure, first_failure));
-  std::error_code ec;
-  std::filesystem::remove_all(launch_dir, ec);
+  ltrun::fs::remove_tree(launch_dir);
   return code;
 }
 

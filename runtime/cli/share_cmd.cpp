@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "runtime/cli/cli.h"
+#include "runtime/core/fs.h"
 #include "runtime/core/env.h"
 #include "runtime/core/error.h"
 #include "runtime/core/process.h"
@@ -88,13 +89,16 @@ std::vector<std::string> candidates(const InputRow& in, const std::string& model
 // Under `dir` (3 levels), something with the content `want`: a hint for a missing input.
 std::string find_by_hash(const std::string& dir, const InputRow& in) {
   if (dir.empty() || !fs::is_directory(dir)) return "";
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (it.depth() > 2) it.disable_recursion_pending();
-    const bool fits = in.kind == "model" ? it->is_directory() && fs::exists(it->path() / "config.json") : it->is_regular_file();
+  std::vector<ltrun::fs::TreeEntry> entries;
+  try {
+    entries = ltrun::fs::walk(dir, 2);  // entries 0..3 levels below dir
+  } catch (const std::exception&) {  // an unreadable folder: no hint
+  }
+  for (const auto& e : entries) {
+    const bool fits = in.kind == "model" ? e.is_dir && fs::exists(fs::path(e.path) / "config.json") : e.is_file;
     if (!fits) continue;
     try {
-      if (store::hash_input(in.kind, it->path().string(), nullptr).sha256 == in.sha256) return it->path().string();
+      if (store::hash_input(in.kind, e.path, nullptr).sha256 == in.sha256) return e.path;
     } catch (const std::exception&) {
     }
   }

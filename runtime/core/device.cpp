@@ -15,6 +15,14 @@ int cuda_device_count() { return at::hasCUDA() ? int(at::detail::getCUDAHooks().
 
 bool cuda_available() { return cuda_device_count() > 0; }
 
+void synchronize(const c10::Device& d) {
+  if (!d.is_cuda() || !at::hasCUDA()) return;
+  const auto& hooks = at::detail::getCUDAHooks();
+  const auto index = d.has_index() ? d.index() : c10::DeviceIndex(0);
+  // nothing ran on the GPU in this process yet (a scan's parent): no context to make for it
+  if (hooks.hasPrimaryContext(index)) hooks.deviceSynchronize(index);
+}
+
 c10::Device parse_device(const std::string& spec) {
   if (spec == "auto") return cuda_available() ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
   if (spec == "cpu") return c10::Device(c10::kCPU);

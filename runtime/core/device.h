@@ -14,6 +14,9 @@ int cuda_device_count();  // GPUs visible to this LibTorch (0 without CUDA)
 // is an error that says why (this LibTorch has no CUDA, or no GPU is visible).
 c10::Device parse_device(const std::string& spec);
 std::string device_name(const c10::Device& d);
+// Waits until the GPU has done the work queued for device `d` (a no-op for the CPU, and for a
+// GPU this process has not used yet): a clock read after it times that work too (lt.clock).
+void synchronize(const c10::Device& d);
 
 // dtype names as PyTorch spells them ("float32", "bfloat16", ...), plus short aliases.
 c10::ScalarType parse_dtype(const std::string& name);

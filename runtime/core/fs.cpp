@@ -2,9 +2,13 @@
 #include "runtime/core/fs.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "runtime/core/error.h"
@@ -88,8 +92,8 @@ bool remove_dir(const std::string& path) {
            "lt.fs.remove {}: refusing to delete a folder that ltrun did not create ({} entries, no {} "
            "marker in it); move it away or pick another path",
            path, names.size(), kOwnedMarker);
-  sfs::remove_all(path, ec);
-  if (ec) fail("lt.fs.remove {}: {}", path, ec.message());
+  const std::string err = remove_tree(path);
+  if (!err.empty()) fail("lt.fs.remove {}: {}", path, err);
   return true;
 }
 
@@ -98,6 +102,71 @@ std::string share_path(const std::string& path) {
   const char* dir = std::getenv("LTRUN_SHARE_DIR");
   if (!dir || !*dir || path.rfind(kShare, 0) != 0 || exists(path)) return path;
   return (sfs::path(dir) / path.substr(kShare.size())).string();
+}
+
+namespace {
+std::vector<std::string> names_in(const std::string& dir, std::string* err) {  // sorted, no . or ..
+  std::vector<std::string> out;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) {
+    *err = dir + ": " + std::strerror(errno);
+    return out;
+  }
+  while (const dirent* e = ::readdir(d)) {
+    const std::string n = e->d_name;
+    if (n != "." && n != "..") out.push_back(n);
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void remove_under(const std::string& path, std::string* err) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno != ENOENT && err->empty()) *err = path + ": " + std::strerror(errno);
+    return;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    for (const auto& n : names_in(path, err)) remove_under(path + "/" + n, err);
+    if (::rmdir(path.c_str()) != 0 && err->empty()) *err = path + ": " + std::strerror(errno);
+  } else if (::unlink(path.c_str()) != 0 && errno != ENOENT && err->empty()) {
+    *err = path + ": " + std::strerror(errno);
+  }
+}
+
+void walk_into(const std::string& dir, int depth, int max_depth, std::vector<TreeEntry>& out) {
+  std::string err;
+  const auto names = names_in(dir, &err);
+  LT_CHECK(err.empty(), "cannot read folder {}", err);
+  for (const auto& n : names) {
+    TreeEntry e;
+    e.path = dir + "/" + n;
+    e.depth = depth;
+    struct stat st {};
+    struct stat lst {};
+    const bool have = ::stat(e.path.c_str(), &st) == 0;  // follows links
+    e.is_dir = have && S_ISDIR(st.st_mode);
+    e.is_file = have && S_ISREG(st.st_mode);
+    const bool real_dir = ::lstat(e.path.c_str(), &lst) == 0 && S_ISDIR(lst.st_mode);
+    out.push_back(e);
+    if (real_dir && (max_depth < 0 || depth < max_depth)) walk_into(e.path, depth + 1, max_depth, out);
+  }
+}
+}  // namespace
+
+std::string remove_tree(const std::string& path) {
+  std::string err;
+  if (!path.empty()) remove_under(path, &err);
+  return err;
+}
+
+std::vector<TreeEntry> walk(const std::string& dir, int max_depth) {
+  std::vector<TreeEntry> out;
+  std::string root = dir;
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  walk_into(root, 0, max_depth, out);
+  return out;
 }
 
 }  // namespace ltrun::fs

@@ -25,6 +25,26 @@ std::vector<std::string> list(const std::string& path);
 // a folder. A symbolic link is removed as a link; its target is never touched.
 bool remove_dir(const std::string& path);
 
+// Deletes `path` and everything under it, like `rm -rf`: links are removed as links, never
+// followed; no ownership check (remove_dir is the checked one for studies); a missing path is no
+// error. Returns "" or the first failure ("PATH: reason"). POSIX calls, not
+// std::filesystem::remove_all or its recursive_directory_iterator: PyTorch 2.x wheels export
+// copies of those (pytorch/pytorch#133437), and on a GPU node the loader bound ours to
+// libtorch's remove_all, which jumped to address 0. tests/cli/torch_wheel_std.sh keeps them out.
+std::string remove_tree(const std::string& path);
+
+// What is under folder `dir`, depth first, each folder's names sorted: paths joined to `dir`;
+// depth 0 for dir's own entries; folders deeper than max_depth are not entered (-1: all). A
+// link to a folder is listed (is_dir true) but not entered. Error naming a folder that cannot
+// be read.
+struct TreeEntry {
+  std::string path;
+  bool is_dir = false;   // a folder, or a link to one
+  bool is_file = false;  // a regular file, or a link to one
+  int depth = 0;
+};
+std::vector<TreeEntry> walk(const std::string& dir, int max_depth = -1);
+
 // Debian's data packages (fortunes, wordnet-base) live under /usr/share; where they are unpacked
 // elsewhere (a GPU node without them: scripts/gpu-check), LTRUN_SHARE_DIR stands for /usr/share.
 // share_path("/usr/share/X") is LTRUN_SHARE_DIR/X when that variable is set and /usr/share/X is

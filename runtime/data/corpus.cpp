@@ -135,11 +135,10 @@ std::vector<std::string> read_documents(const std::vector<std::string>& inputs,
     LT_CHECK(fs::exists(p), "corpus: {} does not exist", in);
     if (fs::is_directory(p)) {
       std::vector<fs::path> files;
-      for (const auto& e : fs::recursive_directory_iterator(p)) {
-        const std::string name = e.path().filename().string();
-        if (!e.is_regular_file() || name.empty() || name[0] == '.' || ends_with(name, ".dat"))
-          continue;
-        files.push_back(e.path());
+      for (const auto& e : ltrun::fs::walk(p.string())) {
+        const std::string name = fs::path(e.path).filename().string();
+        if (!e.is_file || name.empty() || name[0] == '.' || ends_with(name, ".dat")) continue;
+        files.push_back(e.path);
       }
       std::sort(files.begin(), files.end());
       LT_CHECK(!files.empty(), "corpus: folder {} holds no files", in);

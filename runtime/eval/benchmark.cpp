@@ -11,16 +11,17 @@
 #include <optional>
 #include <unordered_map>
 
+#include "runtime/core/fs.h"
 #include "runtime/core/error.h"
 #include "runtime/eval/categories.h"
 #include "runtime/eval/csv.h"
 #include "runtime/eval/math_answer.h"
 #include "runtime/text/utf8.h"
 
-namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace ltrun::eval {
+namespace fs = std::filesystem;  // (ltrun::fs is reached by its full name)
 namespace {
 
 std::string trim(std::string_view s) {
@@ -352,8 +353,8 @@ std::vector<std::string> benchmark_files(const std::string& path, const std::str
   LT_CHECK(fs::exists(status), "benchmark path {} does not exist", path);
   if (!fs::is_directory(status)) return {path};
   std::vector<std::string> files;
-  for (const auto& e : fs::recursive_directory_iterator(path))
-    if (e.is_regular_file() && e.path().extension() == ext) files.push_back(e.path().string());
+  for (const auto& e : ltrun::fs::walk(path))
+    if (e.is_file && fs::path(e.path).extension() == ext) files.push_back(e.path);
   std::sort(files.begin(), files.end());
   LT_CHECK(!files.empty(), "benchmark folder {} holds no {} files", path, ext);
   return files;
@@ -408,10 +409,9 @@ Format detect_format(const std::string& path) {
   std::string file = path;
   if (fs::is_directory(path)) {
     std::vector<std::string> files;
-    for (const auto& e : fs::recursive_directory_iterator(path)) {
-      const auto ext = e.path().extension();
-      if (e.is_regular_file() && (ext == ".csv" || ext == ".jsonl"))
-        files.push_back(e.path().string());
+    for (const auto& e : ltrun::fs::walk(path)) {
+      const auto ext = fs::path(e.path).extension();
+      if (e.is_file && (ext == ".csv" || ext == ".jsonl")) files.push_back(e.path);
     }
     LT_CHECK(!files.empty(), "benchmark folder {} holds no .csv or .jsonl files", path);
     file = *std::min_element(files.begin(), files.end());

@@ -68,8 +68,8 @@ std::vector<std::string> read_corpus(const std::vector<std::string>& paths, int6
     const std::string p = ltrun::fs::share_path(given);
     if (fs::is_directory(p)) {
       std::vector<std::string> inside;
-      for (const auto& e : fs::recursive_directory_iterator(p))
-        if (e.is_regular_file()) inside.push_back(e.path().string());
+      for (const auto& e : ltrun::fs::walk(p))
+        if (e.is_file) inside.push_back(e.path);
       std::sort(inside.begin(), inside.end());
       files.insert(files.end(), inside.begin(), inside.end());
     } else {

@@ -36,6 +36,7 @@
 #include <mutex>
 #include <thread>
 
+#include "runtime/core/fs.h"
 #include "runtime/core/error.h"
 #include "runtime/core/interrupt.h"
 #include "runtime/core/process.h"
@@ -360,10 +361,7 @@ Raw run_unsafe(const Program& p) {
   LT_CHECK(::mkdtemp(dir.data()), "sandbox: mkdtemp {}: {}", dir, std::strerror(errno));
   struct Cleanup {
     std::string d;
-    ~Cleanup() {
-      std::error_code ec;
-      std::filesystem::remove_all(d, ec);
-    }
+    ~Cleanup() { ltrun::fs::remove_tree(d); }
   } cleanup{dir};
   const std::string file = dir + "/main.py";
   FILE* f = std::fopen(file.c_str(), "wb");

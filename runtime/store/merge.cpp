@@ -18,6 +18,7 @@
 #include <optional>
 #include <set>
 
+#include "runtime/core/fs.h"
 #include "runtime/core/env.h"
 #include "runtime/core/error.h"
 #include "runtime/core/sha256.h"
@@ -115,8 +116,7 @@ struct Source {
   Source(const Source&) = delete;
   Source& operator=(const Source&) = delete;
   ~Source() {
-    std::error_code ec;
-    if (!tmp.empty()) fs::remove_all(tmp, ec);
+    if (!tmp.empty()) ltrun::fs::remove_tree(tmp.string());
   }
 
   bool unchanged() const {

@@ -17,6 +17,7 @@
 #include <fstream>
 #include <memory>
 
+#include "runtime/core/fs.h"
 #include "runtime/core/error.h"
 #include "runtime/core/interrupt.h"
 #include "runtime/dist/dist.h"
@@ -52,6 +53,10 @@ AutocastGuard::~AutocastGuard() {
 }
 
 namespace {
+void remove_tree_or_fail(const fs::path& p) {
+  const std::string err = ltrun::fs::remove_tree(p.string());
+  LT_CHECK(err.empty(), "checkpoint: cannot remove {}", err);
+}
 
 std::string step_dir_name(int64_t step) { return fmt::format("step-{:08d}", step); }
 
@@ -79,7 +84,7 @@ void save_checkpoint(const model::Model& m, std::vector<std::pair<std::string, a
   fs::create_directories(root);
   const fs::path final_dir = root / step_dir_name(step);
   const fs::path tmp = root / (step_dir_name(step) + ".tmp");
-  fs::remove_all(tmp);
+  remove_tree_or_fail(tmp);
   fs::create_directories(tmp);
   m.save(tmp.string());
   for (const std::string& f : o.checkpoint_files)
@@ -98,7 +103,7 @@ void save_checkpoint(const model::Model& m, std::vector<std::pair<std::string, a
   j["objective_name"] = obj.name();
   j["objective"] = snap.objective.json;
   io::write_file_atomic((tmp / "trainer_state.json").string(), j.dump(2) + "\n");
-  fs::remove_all(final_dir);
+  remove_tree_or_fail(final_dir);
   fs::rename(tmp, final_dir);
   // the metrics up to this step become durable before the checkpoint is the one to resume
   if (o.sink.flush) o.sink.flush();
@@ -112,7 +117,7 @@ void save_checkpoint(const model::Model& m, std::vector<std::pair<std::string, a
   }
   std::sort(old.begin(), old.end());
   const int64_t keep = std::max<int64_t>(o.keep_checkpoints, 1);
-  for (int64_t i = 0; i + keep < int64_t(old.size()); ++i) fs::remove_all(old[size_t(i)]);
+  for (int64_t i = 0; i + keep < int64_t(old.size()); ++i) remove_tree_or_fail(old[size_t(i)]);
 }
 
 struct Resumed {

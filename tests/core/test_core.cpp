@@ -84,6 +84,36 @@ TEST_CASE("share_path: /usr/share/X under LTRUN_SHARE_DIR only when X is absent"
   if (old) ::setenv("LTRUN_SHARE_DIR", saved.c_str(), 1); else ::unsetenv("LTRUN_SHARE_DIR");
 }
 
+TEST_CASE("remove_tree deletes like rm -rf without following links; walk lists depth first") {
+  const char* t = std::getenv("LTRUN_TEST_TMP");
+  const std::string root = std::string(t && *t ? t : "/tmp") + "/core_fs_tree";
+  const std::string keep = root + "-outside";
+  ltrun::fs::remove_tree(root);
+  ltrun::fs::remove_tree(keep);
+  ltrun::fs::make_dirs(root + "/a/b/c");
+  ltrun::fs::make_dirs(keep);
+  std::FILE* f = std::fopen((keep + "/precious").c_str(), "w");
+  REQUIRE(f);
+  std::fclose(f);
+  f = std::fopen((root + "/a/b/file").c_str(), "w");
+  std::fclose(f);
+  REQUIRE(::symlink(keep.c_str(), (root + "/a/link").c_str()) == 0);
+  std::vector<std::string> seen;  // (.ltrun-owned markers left out)
+  for (const auto& e : ltrun::fs::walk(root))
+    if (e.path.find(".ltrun-owned") == std::string::npos)
+      seen.push_back(e.path.substr(root.size()) + ":" + std::to_string(e.depth) + (e.is_dir ? "d" : "") + (e.is_file ? "f" : ""));
+  CHECK(seen == std::vector<std::string>{"/a:0d", "/a/b:1d", "/a/b/c:2d", "/a/b/file:2f", "/a/link:1d"});
+  size_t shallow = 0;
+  for (const auto& e : ltrun::fs::walk(root, 0)) shallow += e.depth > 0;
+  CHECK(shallow == 0);
+  CHECK(ltrun::fs::remove_tree(root).empty());
+  CHECK_FALSE(ltrun::fs::exists(root));
+  CHECK(ltrun::fs::exists(keep + "/precious"));  // the link's target is untouched
+  CHECK(ltrun::fs::remove_tree(root).empty());   // missing: no error
+  REQUIRE_THROWS_WITH(ltrun::fs::walk(root), Catch::Contains(root));
+  ltrun::fs::remove_tree(keep);
+}
+
 TEST_CASE("dtype names round-trip and unknown names fail") {
   for (auto n : {"float32", "bfloat16", "float16", "float64", "int64", "int32", "bool"})
     CHECK(dtype_name(parse_dtype(n)) == n);

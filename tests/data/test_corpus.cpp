@@ -16,20 +16,20 @@
 #include "tests/test_util.h"
 
 using namespace ltrun;
-namespace fs = std::filesystem;
+namespace sfs = std::filesystem;  // (ltrun::fs is another)
 
 namespace {
 
 std::string scratch(const std::string& name) { return ltrun_test::scratch_dir("corpus", name); }
 
-void write(const fs::path& p, const std::string& s) {
-  fs::create_directories(p.parent_path());
+void write(const sfs::path& p, const std::string& s) {
+  sfs::create_directories(p.parent_path());
   std::ofstream(p, std::ios::binary) << s;
 }
 
 // A small tokenizer trained here, so the test needs no model folder.
 std::string make_tokenizer(const std::string& dir) {
-  const std::string path = (fs::path(dir) / "tokenizer.json").string();
+  const std::string path = (sfs::path(dir) / "tokenizer.json").string();
   text::BpeTrainOptions o;
   o.vocab_size = 300;
   text::train_bpe({"the cat sat on the mat", "a dog and a cat", "hello world"}, o, path);
@@ -46,16 +46,16 @@ std::vector<int64_t> all_tokens(const data::Corpus& c, const std::string& split)
 TEST_CASE("pack: fortune text, JSONL and folders; EOS after every document") {
   const std::string d = scratch("pack");
   const std::string tok_path = make_tokenizer(d);
-  write(fs::path(d) / "in" / "a.txt", "the cat sat\n%\non the mat\n%\n");
-  write(fs::path(d) / "in" / "b.jsonl",
+  write(sfs::path(d) / "in" / "a.txt", "the cat sat\n%\non the mat\n%\n");
+  write(sfs::path(d) / "in" / "b.jsonl",
         "{\"body\": \"a dog\"}\n\n{\"body\": \"hello world\", \"x\": 1}\n");
-  write(fs::path(d) / "folder" / "c" / "one", "a cat and a dog\n");
-  write(fs::path(d) / "folder" / "c" / "one.dat", std::string("\xff\xfe\x00\x01", 4));  // skipped
-  write(fs::path(d) / "folder" / ".hidden", "not read");
+  write(sfs::path(d) / "folder" / "c" / "one", "a cat and a dog\n");
+  write(sfs::path(d) / "folder" / "c" / "one.dat", std::string("\xff\xfe\x00\x01", 4));  // skipped
+  write(sfs::path(d) / "folder" / ".hidden", "not read");
 
   const auto docs = data::read_documents(
-      {(fs::path(d) / "in" / "a.txt").string(), (fs::path(d) / "in" / "b.jsonl").string(),
-       (fs::path(d) / "folder").string()},
+      {(sfs::path(d) / "in" / "a.txt").string(), (sfs::path(d) / "in" / "b.jsonl").string(),
+       (sfs::path(d) / "folder").string()},
       "body");
   REQUIRE(docs.size() == 5);
   CHECK(docs[0] == "the cat sat\n");
@@ -65,17 +65,17 @@ TEST_CASE("pack: fortune text, JSONL and folders; EOS after every document") {
   CHECK(docs[4] == "a cat and a dog\n");
   int64_t bytes = 0;
   const auto few = data::read_documents(
-      {(fs::path(d) / "in" / "a.txt").string(), (fs::path(d) / "in" / "b.jsonl").string()}, "body",
+      {(sfs::path(d) / "in" / "a.txt").string(), (sfs::path(d) / "in" / "b.jsonl").string()}, "body",
       /*max_bytes=*/15, &bytes);
   CHECK(few.size() == 2);  // the second document starts below the limit, the third does not
   CHECK(bytes == 12 + 11);
 
   data::PackOptions o;
   o.tokenizer = tok_path;
-  o.inputs = {(fs::path(d) / "in" / "a.txt").string(), (fs::path(d) / "in" / "b.jsonl").string(),
-              (fs::path(d) / "folder").string()};
+  o.inputs = {(sfs::path(d) / "in" / "a.txt").string(), (sfs::path(d) / "in" / "b.jsonl").string(),
+              (sfs::path(d) / "folder").string()};
   o.field = "body";
-  o.out_dir = (fs::path(d) / "out").string();
+  o.out_dir = (sfs::path(d) / "out").string();
   o.val_fraction = 0.0;
   o.shard_tokens = 7;  // several shards
   o.progress = false;
@@ -93,7 +93,7 @@ TEST_CASE("pack: fortune text, JSONL and folders; EOS after every document") {
   CHECK(r.train_tokens == int64_t(expect.size()));
   CHECK(c.tokens("val") == 0);
   CHECK(c.vocab_size() == tok.vocab_size());
-  nlohmann::json j = nlohmann::json::parse(std::ifstream(fs::path(o.out_dir) / "index.json"));
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(sfs::path(o.out_dir) / "index.json"));
   CHECK(j["splits"]["train"]["shards"].size() > 1);
   CHECK(j["dtype"] == "uint32");
 }
@@ -103,12 +103,12 @@ TEST_CASE("pack: validation split by document, seeded") {
   const std::string tok_path = make_tokenizer(d);
   std::string text;
   for (int i = 0; i < 200; ++i) text += "doc number " + std::to_string(i) + "\n%\n";
-  write(fs::path(d) / "f.txt", text);
+  write(sfs::path(d) / "f.txt", text);
   auto run = [&](uint64_t seed, const std::string& out) {
     data::PackOptions o;
     o.tokenizer = tok_path;
-    o.inputs = {(fs::path(d) / "f.txt").string()};
-    o.out_dir = (fs::path(d) / out).string();
+    o.inputs = {(sfs::path(d) / "f.txt").string()};
+    o.out_dir = (sfs::path(d) / out).string();
     o.val_fraction = 0.1;
     o.seed = seed;
     o.progress = false;
@@ -129,11 +129,11 @@ TEST_CASE("windows: every window once per epoch, seeded order, resumable cursor"
   const std::string tok_path = make_tokenizer(d);
   std::string text;
   for (int i = 0; i < 100; ++i) text += "the cat sat on the mat " + std::to_string(i) + "\n%\n";
-  write(fs::path(d) / "f.txt", text);
+  write(sfs::path(d) / "f.txt", text);
   data::PackOptions o;
   o.tokenizer = tok_path;
-  o.inputs = {(fs::path(d) / "f.txt").string()};
-  o.out_dir = (fs::path(d) / "out").string();
+  o.inputs = {(sfs::path(d) / "f.txt").string()};
+  o.out_dir = (sfs::path(d) / "out").string();
   o.val_fraction = 0;
   o.progress = false;
   o.shard_tokens = 100;
@@ -177,14 +177,14 @@ TEST_CASE("windows: every window once per epoch, seeded order, resumable cursor"
 TEST_CASE("pack: empty, non-UTF-8 and malformed inputs are errors naming the file") {
   const std::string d = scratch("errors");
   const std::string tok_path = make_tokenizer(d);
-  write(fs::path(d) / "empty.txt", "  \n");
-  write(fs::path(d) / "latin1.txt", "caf\xe9\n");
-  write(fs::path(d) / "bad.jsonl", "{\"text\": \"ok\"}\n{\"other\": 1}\n");
+  write(sfs::path(d) / "empty.txt", "  \n");
+  write(sfs::path(d) / "latin1.txt", "caf\xe9\n");
+  write(sfs::path(d) / "bad.jsonl", "{\"text\": \"ok\"}\n{\"other\": 1}\n");
   auto pack_one = [&](const std::string& f) {
     data::PackOptions o;
     o.tokenizer = tok_path;
-    o.inputs = {(fs::path(d) / f).string()};
-    o.out_dir = (fs::path(d) / "out").string();
+    o.inputs = {(sfs::path(d) / f).string()};
+    o.out_dir = (sfs::path(d) / "out").string();
     o.progress = false;
     data::pack(o);
   };

@@ -61,5 +61,5 @@ TEST_CASE("load speed of a 200 MB checkpoint", "[.perf][io]") {
                    "memory +{:.1f} MB), first read of all data (from disk) {:.3f} s (sum {:.1f})",
                    bytes / 1e6, save_s, loaded.size(), open_s, rss_growth, touch_s, sum));
   for (const auto& [name, t] : tensors) CHECK(c.tensor(name).equal(t));
-  std::filesystem::remove_all(dir);
+  ltrun::fs::remove_tree(dir);
 }

@@ -30,7 +30,7 @@
 using namespace ltrun;
 using namespace ltrun::serve;
 using json = nlohmann::json;
-namespace fs = std::filesystem;
+namespace sfs = std::filesystem;  // (ltrun::fs is another)
 
 TEST_CASE("lttb keeps first, last and the point of the largest triangle per bucket") {
   // n = 6, 4 points: inner points 1..4 in buckets {1,2}, {3,4}.
@@ -123,7 +123,7 @@ TEST_CASE("reader: reads, refuses every kind of write with a message naming it")
 TEST_CASE("reader: never creates, migrates or locks; a writer writes while it reads") {
   const std::string dir = ltrun_test::scratch_dir("serve", "nomigrate");
   ltrun_test::require_error([&] { Reader rd(dir + "/missing.db"); }, {"missing.db", "no run store"});
-  CHECK(!fs::exists(dir + "/missing.db"));
+  CHECK(!sfs::exists(dir + "/missing.db"));
   {  // an empty SQLite file (user_version 0) is not migrated
     sqlite3* db = nullptr;
     sqlite3_open((dir + "/empty.db").c_str(), &db);
@@ -201,7 +201,7 @@ TEST_CASE("api: status codes and JSON errors") {
 TEST_CASE("api: an artifact is served only under the run's folders, with the sha256 it was registered with") {
   int64_t run = 0;
   const std::string path = fresh_store("artifacts", &run);
-  const std::string dir = fs::path(path).parent_path().string();  // the store's folder
+  const std::string dir = sfs::path(path).parent_path().string();  // the store's folder
   const std::string fig = dir + "/fig.svg", outside = ltrun_test::scratch_dir("serve", "artifacts_outside") + "/x.svg";
   auto write = [](const std::string& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; };
   write(fig, "<svg>fig</svg>");
@@ -215,12 +215,12 @@ TEST_CASE("api: an artifact is served only under the run's folders, with the sha
   edit("UPDATE runs SET workdir = '" + dir + "'");  // as if it had started there, wherever this test runs
   {
     auto st = store::Store::open(path);
-    CHECK(store::register_artifact(*st, run, fig) == fs::canonical(fig).string());
+    CHECK(store::register_artifact(*st, run, fig) == sfs::canonical(fig).string());
     ltrun_test::require_error([&] { store::register_artifact(*st, run, "/dev/zero"); }, {"/dev/zero is a character device"});
     ltrun_test::require_error([&] { store::register_artifact(*st, run, dir); }, {dir + " is a folder"});
-    fs::create_symlink(outside, dir + "/link.svg");
+    sfs::create_symlink(outside, dir + "/link.svg");
     // recorded with a warning (artifact 1), never served
-    CHECK(store::register_artifact(*st, run, dir + "/link.svg") == fs::canonical(outside).string());
+    CHECK(store::register_artifact(*st, run, dir + "/link.svg") == sfs::canonical(outside).string());
   }
   Api api(std::make_shared<Reader>(path), 500);
   const std::string url = "/api/runs/" + std::to_string(run) + "/artifacts/0";
@@ -256,7 +256,7 @@ TEST_CASE("api: an artifact is served only under the run's folders, with the sha
   CHECK(api.get(url, {}).status == 404);
 
   // a store from before db/migrations/0004 (no runs.workdir): the store's folder still counts
-  edit("UPDATE artifacts SET path = '" + fs::canonical(fig).string() + "', sha256 = '" + sha256_hex("<svg>fig</svg>") +
+  edit("UPDATE artifacts SET path = '" + sfs::canonical(fig).string() + "', sha256 = '" + sha256_hex("<svg>fig</svg>") +
        "' WHERE rowid = 1; ALTER TABLE runs DROP COLUMN workdir; PRAGMA user_version = 3");
   Api old(std::make_shared<Reader>(path), 500);
   r = old.get(url, {});

@@ -14,28 +14,29 @@
 #include <sstream>
 
 #include "runtime/core/env.h"
+#include "runtime/core/fs.h"
 #include "runtime/store/merge.h"
 #include "runtime/store/store.h"
 #include "tests/store/store_test_util.h"
 
 using namespace ltrun;
 using namespace ltrun::store;
-namespace fs = std::filesystem;
+namespace sfs = std::filesystem;  // (ltrun::fs is another)
 
 namespace {
 
-fs::path folder(const std::string& name) {
+sfs::path folder(const std::string& name) {
   const char* t = std::getenv("LTRUN_TEST_TMP");
-  fs::path dir = fs::path(t ? t : "/tmp") / "store_merge" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  sfs::path dir = sfs::path(t ? t : "/tmp") / "store_merge" / name;
+  ltrun::fs::remove_tree(dir.string());
+  sfs::create_directories(dir);
   return dir;
 }
 
 // every file of a folder with its bytes: what "unchanged, nothing made beside it" compares
-std::map<std::string, std::string> files(const fs::path& dir) {
+std::map<std::string, std::string> files(const sfs::path& dir) {
   std::map<std::string, std::string> out;
-  for (const auto& e : fs::directory_iterator(dir)) {
+  for (const auto& e : sfs::directory_iterator(dir)) {
     std::ifstream f(e.path(), std::ios::binary);
     std::stringstream ss;
     ss << f.rdbuf();
@@ -98,7 +99,7 @@ TEST_CASE("merge reads its inputs without changing a byte or making a file besid
   const auto dir = folder("inputs");
   const std::string wal = (dir / "wal.db").string(), del = (dir / "del.db").string();
   logged_store(wal, 10);  // closed cleanly: WAL, no -wal file
-  fs::copy_file(wal, del);
+  sfs::copy_file(wal, del);
   exec(del, "PRAGMA journal_mode=DELETE");
   // a writer that died with 50 rows in its -wal, never checkpointed into the file
   const std::string dead = (dir / "dead.db").string();
@@ -109,7 +110,7 @@ TEST_CASE("merge reads its inputs without changing a byte or making a file besid
     s->flush();
     _exit(0);  // no close: the -wal and -shm stay, the run stays `running`
   }));
-  REQUIRE(fs::exists(dead + "-wal"));
+  REQUIRE(sfs::exists(dead + "-wal"));
   const auto before = files(dir);
   const std::string out = (folder("inputs_out") / "out.db").string();
 
@@ -130,8 +131,8 @@ TEST_CASE("merge reads its inputs without changing a byte or making a file besid
 
   // the -wal without its -shm (a shard copied so): read from a private copy, nothing made
   const auto copied = folder("copied");
-  fs::copy_file(dead, copied / "dead.db");
-  fs::copy_file(dead + "-wal", copied / "dead.db-wal");
+  sfs::copy_file(dead, copied / "dead.db");
+  sfs::copy_file(dead + "-wal", copied / "dead.db-wal");
   const auto before_copy = files(copied);
   const std::string out2 = (folder("copied_out") / "out.db").string();
   const auto r2 = merge_stores(out2, {(copied / "dead.db").string()});

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "runtime/core/error.h"
+#include "runtime/core/fs.h"
 #include "runtime/store/embedded.h"
 #include "runtime/store/session.h"
 #include "runtime/store/store.h"
@@ -20,16 +21,16 @@
 
 using namespace ltrun;
 using namespace ltrun::store;
-namespace fs = std::filesystem;
+namespace sfs = std::filesystem;  // (ltrun::fs is another)
 
 namespace {
 
 std::string scratch(const std::string& name) {
   const char* t = std::getenv("LTRUN_TEST_TMP");
-  fs::path dir = fs::path(t ? t : "/tmp") / "store";
-  fs::create_directories(dir);
-  fs::path p = dir / name;
-  for (auto suffix : {"", "-wal", "-shm"}) fs::remove(p.string() + suffix);
+  sfs::path dir = sfs::path(t ? t : "/tmp") / "store";
+  sfs::create_directories(dir);
+  sfs::path p = dir / name;
+  for (auto suffix : {"", "-wal", "-shm"}) sfs::remove(p.string() + suffix);
   return p.string();
 }
 
@@ -286,8 +287,8 @@ TEST_CASE("a file that is not a run store is refused with its name") {
     f.seekp(0);
     f.write("NOT SQLite format", 17);
     f.close();
-    fs::remove(path + "-wal");
-    fs::remove(path + "-shm");
+    sfs::remove(path + "-wal");
+    sfs::remove(path + "-shm");
     REQUIRE_THROWS_WITH(Store::open(path), Catch::Contains(path));
   }
   SECTION("a folder that does not exist") {
@@ -299,20 +300,20 @@ TEST_CASE("named queries: ltrun's own first, then only the folders given") {
   CHECK(named_query("status").find("GROUP BY status") != std::string::npos);
   REQUIRE_THROWS_WITH(named_query("nope"), Catch::Contains("@nope") && Catch::Contains("status"));
   // scratch() names a DB file; the folder beside it is left from an earlier run of the suite
-  const fs::path dir = fs::path(scratch("queries.db")).parent_path() / "queries";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const sfs::path dir = sfs::path(scratch("queries.db")).parent_path() / "queries";
+  ltrun::fs::remove_tree(dir.string());
+  sfs::create_directories(dir);
   std::ofstream(dir / "status.sql") << "DELETE FROM runs";
   std::ofstream(dir / "mine.sql") << "SELECT 1";
   CHECK(named_query("status", {dir.string()}).find("GROUP BY status") != std::string::npos);
   CHECK(named_query("mine", {dir.string()}) == "SELECT 1");
   // the current folder is not searched unless named
-  const auto cwd = fs::current_path();
-  fs::current_path(dir.parent_path());
-  fs::create_directories("db/queries");
+  const auto cwd = sfs::current_path();
+  sfs::current_path(dir.parent_path());
+  sfs::create_directories("db/queries");
   std::ofstream("db/queries/mine.sql") << "SELECT 2";
   CHECK_THROWS_WITH(named_query("mine"), Catch::Contains("@mine"));
-  fs::current_path(cwd);
+  sfs::current_path(cwd);
   REQUIRE_THROWS_WITH(named_query("../x"), Catch::Contains("bad query name"));
 }
 
@@ -325,7 +326,7 @@ TEST_CASE("a read-only store reads, never writes, and refuses what would write")
     w->end_run(id, Status::ok);
   }
   REQUIRE_THROWS_WITH(Store::open_readonly(scratch("absent.db")), Catch::Contains("no run store there"));
-  CHECK_FALSE(fs::exists(scratch("absent.db")));
+  CHECK_FALSE(sfs::exists(scratch("absent.db")));
   auto r = Store::open_readonly(path);
   CHECK(r->read_only());
   CHECK(r->schema_version() == latest_migration());
@@ -335,9 +336,9 @@ TEST_CASE("a read-only store reads, never writes, and refuses what would write")
     CHECK_THROWS_WITH(r->query(sql), Catch::Contains("read-only") && Catch::Contains(sql));
   const std::string copy = scratch("vacuum-copy.db"), other = scratch("attached.db");
   CHECK_THROWS_WITH(r->query("VACUUM INTO '" + copy + "'"), Catch::Contains("read-only"));
-  CHECK_FALSE(fs::exists(copy));
+  CHECK_FALSE(sfs::exists(copy));
   CHECK_THROWS_WITH(r->query("ATTACH '" + other + "' AS o"), Catch::Contains("ATTACH"));
-  CHECK_FALSE(fs::exists(other));
+  CHECK_FALSE(sfs::exists(other));
   CHECK_THROWS_WITH(r->query("PRAGMA query_only=0"), Catch::Contains("read-only"));
   CHECK(count(path, "SELECT count(*) FROM runs") == 1);
   CHECK(count(path, "PRAGMA user_version") == latest_migration());
