@@ -242,19 +242,25 @@ GenerateOptions generate_options(const Options& o, const RunContext& run) {
   // m:forward's interventions do not reach, so it is refused rather than ignored
   LT_CHECK(!o.has("intervene"), "{}: option intervene is not supported by generate (it would not reach the decode "
            "steps); intervene with m:forward and pick tokens from its logits", o.fn());
-  o.check({"special", "max_new_tokens", "temperature", "top_k", "top_p", "seed", "stop", "stop_ids"});
+  o.check({"special", "max_new_tokens", "temperature", "top_k", "top_p", "seed", "stop", "stop_ids", "share_prefill",
+           "drop_finished", "max_rows", "refill"});
   GenerateOptions g;
   g.max_new_tokens = int(o.integer("max_new_tokens", 0, INT32_MAX).value_or(g.max_new_tokens));
   g.temperature = o.number("temperature").value_or(g.temperature);
   g.top_k = o.integer("top_k", 0).value_or(g.top_k);
   g.top_p = o.number("top_p").value_or(g.top_p);
+  g.share_prefill = o.boolean("share_prefill").value_or(g.share_prefill);
+  g.drop_finished = o.boolean("drop_finished").value_or(g.drop_finished);
+  g.max_rows = o.integer("max_rows", 0).value_or(g.max_rows);
+  g.refill = o.boolean("refill").value_or(g.refill);
   g.seed = o.seed(run.stream("generate"));
   if (o.has("stop_ids")) g.stop_ids = integers_of(o["stop_ids"], o.fn(), "stop_ids", 0, INT32_MAX);
   return g;
 }
 
 // m:generate(prompts, {max_new_tokens=, temperature=, top_k=, top_p=, seed = (stream
-// "generate"), stop=, stop_ids=, special=}). Prompts: a string, a list of strings, a list of
+// "generate"), stop=, stop_ids=, special=, share_prefill = true, drop_finished = true,
+// max_rows = 0 (all rows at once), refill = true: continuous batching, model/generate.h}). Prompts: a string, a list of strings, a list of
 // ids, or a list of id lists. Strings give strings back (cut before a stop string), ids give
 // ids; the second result holds per prompt {ids=, finish="stop_id"|"stop"|"length"}.
 List generate_fn(const Args& a) {

@@ -423,7 +423,8 @@ Value grpo_produced(const ModelHandle& h, const Options& o, train::LoopOptions l
 //   n = (seeded down-sampling of data), decontaminate = 8 (n-gram size; 0: off; against eval),
 //   template=, chat=, algo = "grpo" | "dr_grpo", norm=, agg=, kl=, clip_ratio = 0.2, clip_high=,
 //   prompts = 8, group_size = 8, max_response = 256, temperature = 1, top_k=, top_p=, stop=,
-//   stop_ids=, rollout_batch = 0, epochs = 1, mini_batches = 1, micro_batch = 16, chunk = 1024,
+//   stop_ids=, rollout_batch = 0, share_prefill=, drop_finished=, max_rows=, refill= (as
+//   lt.rl.rollout's), epochs = 1, mini_batches = 1, micro_batch = 16, chunk = 1024,
 //   copy_reference = false, rewards = {...}, accuracy = "math", iterations = 10 (batches of
 //   rollouts; steps = iterations * epochs * mini_batches), eval_n = all, eval_max_response=,
 //   seed = (stream "rl.grpo"), produce = (rows made by the caller instead of data, rewards,
@@ -444,7 +445,8 @@ List grpo_fn(const Args& a) {
                      option_keys({"data", "eval", "question_field", "answer_field", "n", "eval_n", "decontaminate",
                                   "template", "chat", "norm", "agg", "kl", "clip_ratio", "clip_high", "group_size",
                                   "max_response", "max_prompt_tokens", "temperature", "top_k", "top_p", "stop",
-                                  "stop_ids", "rollout_batch", "rewards", "iterations", "seed", "produce"},
+                                  "stop_ids", "rollout_batch", "share_prefill", "drop_finished", "max_rows", "refill",
+                                  "rewards", "iterations", "seed", "produce"},
                                  train::loop_option_keys())));
   const uint64_t seed = o.seed(a.run().stream("rl.grpo"));
   if (o.has("produce")) return {grpo_produced(h, o, lo, seed, a)};

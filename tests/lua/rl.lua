@@ -267,4 +267,19 @@ T.case("rollouts, log-probs and the shared-prefix reference on a tiny model", fu
   T.ok(n >= 1 and n < #qs, "some items right, some wrong")
 end)
 
+T.case("lt.rl.grpo takes the rollout's batching options (max_rows, refill, share_prefill, drop_finished)", function()
+  local m = lt.model.load(tmp .. "/m"):train_only(lt.layers.range(2, 2))
+  local items = {}
+  for i = 1, 4 do items[i] = { question = ("q %d"):format(i), answer = tostring(i) } end
+  local seen = 0
+  local r = lt.rl.grpo(m, { data = items, template = "Q: {question} =", prompts = 2, group_size = 3, max_response = 4,
+                            iterations = 1, micro_batch = 6, lr = 1e-4, progress = false, max_rows = 2, refill = true,
+                            share_prefill = false, drop_finished = true,
+                            rewards = { r = { weight = 1, fn = function() seen = seen + 1; return 0 end } } })
+  T.eq(r.steps, 1)
+  T.eq(seen, 6, "every row of 2 prompts x 3 samples was rolled out and rewarded")
+  T.raises(function() lt.rl.grpo(m, { data = items, refil = true }) end, "refil")
+  T.raises(function() lt.rl.grpo(m, { data = items, max_rows = -1, progress = false, iterations = 1 }) end, "max_rows")
+end)
+
 T.finish()
