@@ -284,12 +284,22 @@ HarnessResult evaluate(const model::Model& m, const text::Tokenizer& tok, const 
         return false;
       };
       const int samples = math ? std::max(1, opt.samples) : 1;
-      for (const auto& b : batches) {
+      // refill: items in their order, 16 batches' worth per call (progress and Ctrl-C between
+      // calls), at most batch_size rows decoding at once; item i draws from stream i
+      std::vector<std::vector<size_t>> refill_groups;
+      for (size_t i = 0; opt.refill && i < items.size(); i += size_t(opt.batch_size) * 16) {
+        refill_groups.emplace_back();
+        for (size_t j = i; j < std::min(items.size(), i + size_t(opt.batch_size) * 16); j++) refill_groups.back().push_back(j);
+      }
+      g.max_rows = opt.refill ? opt.batch_size : 0;
+      g.refill = opt.refill;
+      for (const auto& b : opt.refill ? refill_groups : batches) {
         check_interrupt();
         for (int s = 0; s < samples; s++) {
           std::vector<std::vector<int64_t>> prompts_b;
           for (size_t i : b) prompts_b.push_back(ids[i]);
-          g.seed = opt.seed + uint64_t(s) * 1000003u + uint64_t(b.front());
+          g.seed = opt.seed + uint64_t(s) * 1000003u + (opt.refill ? 0 : uint64_t(b.front()));
+          g.stream_offset = opt.refill ? int64_t(b.front()) : 0;
           auto gens = model::generate(m, prompts_b, g);
           for (size_t r = 0; r < b.size(); r++) {
             const Item& it = items[b[r]];
@@ -380,7 +390,8 @@ const Fields<HarnessOptions>& harness_option_fields() {
                                            {"max_new_tokens", &HarnessOptions::max_new_tokens, 0},
                                            {"samples", &HarnessOptions::samples, 1},
                                            {"top_p", &HarnessOptions::top_p},
-                                           {"template", &HarnessOptions::math_template}};
+                                           {"template", &HarnessOptions::math_template},
+                                           {"refill", &HarnessOptions::refill}};
   return f;
 }
 

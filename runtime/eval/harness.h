@@ -35,11 +35,16 @@ struct HarnessOptions {
   // math: the prompt with "{question}" replaced by the item's question ("": math_prompt's);
   // for models trained on their own prompt format (the embedded tiny math model)
   std::string math_template;
+  // generate: continuous batching (model::GenerateOptions::refill) with batch_size rows decoding
+  // at once, items taken in their order; each item samples from its own stream (its index), so
+  // results do not depend on batch_size. Off (the default): length buckets of batch_size, a seed
+  // per bucket (what every eval figure so far was measured with).
+  bool refill = false;
   std::function<void(size_t done, size_t total)> progress;  // called after each batch
 };
 
 // The options scripts set by key (runtime/core/fields.h): protocols, shots (>= 0),
-// batch_size (>= 1), max_new_tokens (>= 0), samples (>= 1), top_p, template (math_template).
+// batch_size (>= 1), max_new_tokens (>= 0), samples (>= 1), top_p, template (math_template), refill.
 // temperature, seed and progress are the caller's (temperature's default depends on samples).
 const Fields<HarnessOptions>& harness_option_fields();
 

@@ -79,6 +79,29 @@ T.case("batching and repetition do not change predictions", function()
   end
 end)
 
+T.case("generate with refill (continuous batching): the same greedy outputs, sampled streams per item", function()
+  lt.run.child("refill", function()  -- its eval items in a run of their own (the cases below count the run's)
+  local mc = "mc:" .. data .. "/mcq/sample.jsonl"
+  local a = lt.eval.run(m, mc, { protocols = { "generate" }, batch_size = 1 })
+  local r1 = lt.eval.run(m, mc, { protocols = { "generate" }, batch_size = 1, refill = true })
+  local r3 = lt.eval.run(m, mc, { protocols = { "generate" }, batch_size = 3, refill = true })
+  T.eq(#r1.items, #a.items); T.eq(#r3.items, #a.items)
+  for i = 1, #a.items do
+    -- batch 1 with refill is each item alone, as without: equal to the bit. Three rows at once,
+    -- joining as others finish: the argument of the case above (a flip needs a gap of ~4e-6,
+    -- the smallest on these prompts is 1.7e-4)
+    T.eq(r1.items[i].output, a.items[i].output, "refill at batch 1, item " .. a.items[i].id)
+    T.eq(r3.items[i].output, a.items[i].output, "refill at batch 3, item " .. a.items[i].id)
+  end
+  -- math samples with refill: every item x sample present, predictions read from the outputs
+  local gs = "gsm8k:" .. data .. "/gsm8k/test.jsonl"
+  local s = lt.eval.run(m, gs, { samples = 3, max_new_tokens = 12, seed = 1, temperature = 1.0, refill = true, batch_size = 2 })
+  T.eq(#s.items, 2 * 3)
+  for _, r in ipairs(s.items) do T.eq(r.prediction, lt.eval.extract_math(r.output) or "") end
+  T.raises(function() lt.eval.run(m, mc, { refil = true }) end, "refil")
+  end)
+end)
+
 T.case("generate protocol extracts the first option letter of greedy text", function()
   local s = lt.eval.run(m, "mmlu:" .. data .. "/mmlu", { protocols = { "generate" }, max_new_tokens = 8 })
   for _, r in ipairs(s.items) do
