@@ -10,11 +10,11 @@ if path == "" then
 end
 local m = lt.model.load(path)
 
-local function rate(protocol, batch)
+local function rate(protocol, batch, refill)
   local t0 = lt.clock()
-  local s = lt.run.child(("%s_b%d"):format(protocol, batch), function()
+  local s = lt.run.child(("%s_b%d%s"):format(protocol, batch, refill and "_refill" or ""), function()
     return lt.eval.run(m, cfg.bench, { protocols = { protocol }, limit = cfg.limit, batch_size = batch,
-                                       max_new_tokens = 16 })
+                                       max_new_tokens = 16, refill = refill })
   end)
   return s[protocol].n / (lt.clock() - t0)
 end
@@ -27,4 +27,10 @@ for _, protocol in ipairs{ "logit", "generate" } do
   lt.run.log(protocol .. "/batched_vs_batch1", many / one)
   print(("%-9s %12.1f %12.1f %8.2f"):format(protocol, one, many, many / one))
 end
+-- the generate protocol with continuous batching (refill) against length buckets, same batch size
+local buckets, refill = rate("generate", cfg.batch_size), rate("generate", cfg.batch_size, true)
+lt.run.log("generate/items_per_s_refill", refill)
+lt.run.log("generate/refill_vs_buckets", refill / buckets)
+print(("generate at b=%d: %.1f items/s with refill, %.1f in length buckets: %.2fx"):format(
+  cfg.batch_size, refill, buckets, refill / buckets))
 cleanup()

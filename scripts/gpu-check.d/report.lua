@@ -102,6 +102,8 @@ do
     fig("eval", "C-Eval-format " .. proto .. " protocol", metric(ev, proto .. "/items_per_s"), "items/s",
         "the same at batch 1", metric(ev, proto .. "/items_per_s_batch1"))
   end
+  fig("eval", "C-Eval-format generate protocol, refill (continuous batching)", metric(ev, "generate/items_per_s_refill"),
+      "items/s", "length buckets, same batch size", metric(ev, "generate/items_per_s"))
 end
 
 local env = {}
