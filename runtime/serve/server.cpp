@@ -9,6 +9,15 @@
 
 #include <arpa/inet.h>
 #include <httplib.h>
+
+// cpp-httplib's API as of 0.41 (Debian sid, scripts/check-torch2) beside 0.11 (bookworm, GPU
+// nodes via .device): TaskQueue::enqueue returns bool, Stream waits by wait_readable /
+// wait_writable, process_request takes the addresses. 0.11 defines no CPPHTTPLIB_VERSION_NUM.
+#ifdef CPPHTTPLIB_VERSION_NUM
+#define LTRUN_HTTPLIB_041 1
+#else
+#define LTRUN_HTTPLIB_041 0
+#endif
 #include <nlohmann/json.hpp>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -165,7 +174,15 @@ class Connections {
 class ConnectionThreads : public httplib::TaskQueue {
  public:
   explicit ConnectionThreads(Connections& conns) : conns_(conns) {}
-  void enqueue(std::function<void()> fn) override {
+#if LTRUN_HTTPLIB_041
+  bool enqueue(std::function<void()> fn) override {
+    add(std::move(fn));
+    return true;
+  }
+#else
+  void enqueue(std::function<void()> fn) override { add(std::move(fn)); }
+#endif
+  void add(std::function<void()> fn) {
     std::unique_lock<std::mutex> lock(mu_);
     if (running_ < kMaxConnections) {
       running_++;
@@ -229,8 +246,17 @@ class RequestStream : public httplib::Stream {
   void head_read() { head_read_ = true; }
   bool cut_off() const { return cut_off_; }  // a read hit the deadline or the head's size limit
 
-  bool is_readable() const override { return pos_ < len_ || wait_for(fd_, POLLIN, deadline_); }
-  bool is_writable() const override { return wait_for(fd_, POLLOUT, Clock::now() + kWriteWait); }
+#if LTRUN_HTTPLIB_041
+  bool is_readable() const override { return pos_ < len_; }
+  bool wait_readable() const override { return readable(); }
+  bool wait_writable() const override { return writable(); }
+  time_t duration() const override { return 0; }
+#else
+  bool is_readable() const override { return readable(); }
+  bool is_writable() const override { return writable(); }
+#endif
+  bool readable() const { return pos_ < len_ || wait_for(fd_, POLLIN, deadline_); }
+  bool writable() const { return wait_for(fd_, POLLOUT, Clock::now() + kWriteWait); }
   ssize_t read(char* ptr, size_t size) override {
     if (pos_ == len_) {
       if ((!head_read_ && head_bytes_ >= kMaxHeadBytes) || !wait_for(fd_, POLLIN, deadline_)) {
@@ -251,7 +277,7 @@ class RequestStream : public httplib::Stream {
     return ssize_t(n);
   }
   ssize_t write(const char* ptr, size_t size) override {
-    if (!is_writable()) return -1;
+    if (!writable()) return -1;
     ssize_t n;
     do n = ::send(fd_, ptr, size, MSG_NOSIGNAL);
     while (n < 0 && errno == EINTR);
@@ -289,10 +315,17 @@ class Server : public httplib::Server {
         conns_.set_waiting(*conn, true);
         if (conns_.closed(*conn) || !strm.next_request(kIdleWait)) break;
         bool closed = false;
-        ret = process_request(strm, left == 1, closed, [&](httplib::Request&) {
+        const auto setup = [&](httplib::Request&) {
           conns_.set_waiting(*conn, false);
           strm.head_read();
-        });
+        };
+#if LTRUN_HTTPLIB_041
+        int remote_port = 0, local_port = 0;
+        const std::string remote = address(sock, true, &remote_port), local = address(sock, false, &local_port);
+        ret = process_request(strm, remote, remote_port, local, local_port, left == 1, closed, setup);
+#else
+        ret = process_request(strm, left == 1, closed, setup);
+#endif
         if (!ret || closed || strm.cut_off()) break;  // after a 400 for a request cut off: no more
       }
       conns_.remove(conn);
