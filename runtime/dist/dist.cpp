@@ -234,7 +234,20 @@ std::unique_ptr<Group> Group::create(const Env& e, const std::string& backend_in
       so.numWorkers = size_t(e.world_size);
       so.waitWorkers = true;
       so.timeout = timeout;
-      auto tcp = c10::make_intrusive<c10d::TCPStore>(e.master_addr, so);
+      c10::intrusive_ptr<c10d::TCPStore> tcp;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+      // LibTorch 2.4+ asks for the libuv server by default; Debian's is built without libuv
+      // ("use_libuv was requested but PyTorch was built without libuv support"): the classic one
+      try {
+        tcp = c10::make_intrusive<c10d::TCPStore>(e.master_addr, so);
+      } catch (const std::exception& x) {
+        if (!so.useLibUV || std::string(x.what()).find("libuv") == std::string::npos) throw;
+        so.useLibUV = false;
+        tcp = c10::make_intrusive<c10d::TCPStore>(e.master_addr, so);
+      }
+#else
+      tcp = c10::make_intrusive<c10d::TCPStore>(e.master_addr, so);
+#endif
       impl->store = c10::make_intrusive<c10d::PrefixStore>("ltrun", tcp);
     }
   } catch (const std::exception& x) {
