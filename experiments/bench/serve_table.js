@@ -7,16 +7,11 @@
 // node serve_table.js CHROME URL HASH ROUNDS PROFILE_DIR
 "use strict";
 const [chrome, url, hash, rounds, profile] = process.argv.slice(2);
-const { proc, send } = require(require("path").join(__dirname, "../../tests/serve/chromium.js")).launch(chrome, profile);
+const { launch, newPage } = require(require("path").join(__dirname, "../../tests/serve/chromium.js"));
+const { proc, send } = launch(chrome, profile);
 
 (async () => {
-  const { targetId } = await send("Target.createTarget", { url: "about:blank" });
-  const { sessionId } = await send("Target.attachToTarget", { targetId, flatten: true });
-  const evaluate = async expr => {
-    const r = await send("Runtime.evaluate", { expression: expr, returnByValue: true, awaitPromise: true }, sessionId);
-    if (r.exceptionDetails) throw new Error(expr + ": " + JSON.stringify(r.exceptionDetails));
-    return r.result.value;
-  };
+  const { sessionId, evaluate } = await newPage(send);
   // runs `action` (JS) in the page and waits, in the page, until it is ready again: the time
   // from the click to the rows drawn, measured by the page's own clock
   const fetchMs = [];  // of each click, its /api/table request (resource timing: request to last byte)

@@ -18,7 +18,8 @@
 const fs = require("fs");
 const [chrome, url, studyId, childIds, liveId, profile, screenshot, sweepId, sweepKids, deadId, totalRuns] = process.argv.slice(2);
 
-const { proc, send } = require(require("path").join(__dirname, "./chromium.js")).launch(chrome, profile);
+const { launch, newPage } = require(require("path").join(__dirname, "./chromium.js"));
+const { proc, send } = launch(chrome, profile);
 const sleep = ms => new Promise(r => setTimeout(r, ms));
 
 let passed = 0, failed = 0;
@@ -28,13 +29,7 @@ function check(what, ok, detail) {
 }
 
 (async () => {
-  const { targetId } = await send("Target.createTarget", { url: "about:blank" });
-  const { sessionId } = await send("Target.attachToTarget", { targetId, flatten: true });
-  const evaluate = async expr => {
-    const r = await send("Runtime.evaluate", { expression: expr, returnByValue: true, awaitPromise: true }, sessionId);
-    if (r.exceptionDetails) throw new Error(expr + ": " + JSON.stringify(r.exceptionDetails));
-    return r.result.value;
-  };
+  const { sessionId, evaluate } = await newPage(send);
   // open(hash): navigates and waits until the page says it is ready (or failed)
   const waitReady = async what => {
     let ready = null;

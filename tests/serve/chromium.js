@@ -4,6 +4,7 @@
 // (experiments/bench/serve_table.js).
 //   const { proc, send } = require(".../chromium.js").launch(CHROME, PROFILE_DIR);
 //   await send("Target.createTarget", { url: "about:blank" });   // → result, or throws
+//   const { sessionId, evaluate } = await newPage(send);         // a blank page; evaluate(JS) → value
 "use strict";
 const { spawn } = require("child_process");
 
@@ -35,4 +36,17 @@ function launch(chrome, profile) {
   return { proc, send };
 }
 
-module.exports = { launch };
+// A blank page attached to `send`'s browser: its session and evaluate(expr), which awaits a
+// promise and returns the value, or throws with the expression and its exception.
+async function newPage(send) {
+  const { targetId } = await send("Target.createTarget", { url: "about:blank" });
+  const { sessionId } = await send("Target.attachToTarget", { targetId, flatten: true });
+  const evaluate = async expr => {
+    const r = await send("Runtime.evaluate", { expression: expr, returnByValue: true, awaitPromise: true }, sessionId);
+    if (r.exceptionDetails) throw new Error(expr + ": " + JSON.stringify(r.exceptionDetails));
+    return r.result.value;
+  };
+  return { sessionId, evaluate };
+}
+
+module.exports = { launch, newPage };
