@@ -116,6 +116,8 @@ at::Tensor resume_last(const model::Model& m, const std::vector<at::Tensor>& hid
 
 // Method::Prefix: each row's leading zeroed run (its context when the context comes first)
 // from the shared prefix's state, then only the row's later tokens through blocks r..N-1.
+// Batched across residuals as resume_last is: block l runs once, on the rows of every
+// resumption r <= l, each with its own shared prefix's state at block l (prefix_rows_at).
 // Same layout as resume_last; undefined when the model cannot share (see Method::Prefix).
 at::Tensor prefix_last(const model::Model& m, const std::vector<at::Tensor>& hidden,
                        const at::Tensor& z, const at::Tensor& attention_mask,
@@ -151,20 +153,26 @@ at::Tensor prefix_last(const model::Model& m, const std::vector<at::Tensor>& hid
     for (int64_t j = W + Q - rest[size_t(i)]; j < W + Q; ++j) mk[i][j] = 1;
   }
   mask = mask.to(m.device());
-  std::vector<at::Tensor> lasts;
-  for (int r = 0; r < N; ++r) {
+  std::vector<const model::DecodeState*> sources;  // resumption r's shared prefix
+  at::Tensor rows_h;
+  for (int l = 0; l < N; ++l) {
     check_interrupt();
-    std::optional<model::DecodeState> st = m.prefix_rows(shared->at(r), lead);
+    sources.push_back(&shared->at(l));
+    std::optional<model::DecodeState> st = m.prefix_rows_at(l, sources, lead);
     if (!st) return {};
+    // only the rows' own tokens
+    const at::Tensor fresh = zero_context(hidden[l].narrow(1, T - Q, Q), z.narrow(1, T - Q, Q));
+    rows_h = l == 0 ? fresh : at::cat({rows_h, fresh}, 0);
     model::ForwardOptions o;
-    o.from_layer = r;
-    o.hidden = zero_context(hidden[r].narrow(1, T - Q, Q), z.narrow(1, T - Q, Q));  // only the rows' own tokens
-    o.attention_mask = mask;
+    o.from_layer = l;
+    o.to_layer = l;
+    o.hidden = rows_h;
+    o.attention_mask = mask.repeat({l + 1, 1});
     o.state = &*st;
     o.logits = model::Logits::None;
-    lasts.push_back(m.forward({}, o).residual.narrow(1, Q - 1, 1));
+    rows_h = m.forward({}, o).residual;
   }
-  return at::cat(lasts, 0);
+  return rows_h.narrow(1, Q - 1, 1);
 }
 
 }  // namespace

@@ -36,10 +36,14 @@ enum class Method {
   // prompt (the task format: examples, then the query), every input to its positions at
   // block r is zero, so their states at and after block r depend on position only, whatever
   // the sample. They run once per residual for the whole trace (SharedPrefix); each row then
-  // runs only its tokens after the context, from its own prefix length. Falls back to Resume
-  // when a layer's decode state cannot be cut at a position (Mamba2) or nothing is left.
+  // runs only its tokens after the context, from its own prefix length. As in Resume, block
+  // l runs once on the rows of every resumption r <= l (N block calls per batch, not
+  // N(N+1)/2). Falls back to Resume when a layer's decode state cannot be cut at a position
+  // (Mamba2) or nothing is left.
   Prefix,
-  Resume,  // from the clean pass's residual: blocks r..N-1 only, for every residual r
+  // From the clean pass's residual: blocks r..N-1 only, for every residual r, batched across
+  // residuals (block l runs once on the (l+1)·batch rows of the resumptions that reached it).
+  Resume,
   Naive,   // the whole stack for every residual (the reference, and the bench's baseline)
 };
 

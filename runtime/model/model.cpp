@@ -75,6 +75,10 @@ void LayerState::append_rows(const LayerState&, int64_t, int64_t, int64_t) {
   fail("decode state: this layer kind cannot take new rows into a running batch");
 }
 
+void LayerState::cat_rows(const std::vector<const LayerState*>&) {
+  fail("decode state: this layer kind cannot join the rows of several states");
+}
+
 void DecodeState::append_rows(const DecodeState& other, int64_t width) {
   LT_CHECK(batch_ > 0 && other.batch_ > 0, "DecodeState::append_rows: both states must have run (batches {} and {})",
            batch_, other.batch_);
@@ -464,7 +468,13 @@ ForwardResult Model::forward(const at::Tensor& input_ids, const ForwardOptions& 
   DecodeState* state = o.state;
   int64_t past = 0;
   if (state) {
-    LT_CHECK(last == L - 1, "forward: a decode state runs to the last block (no to_layer)");
+    LT_CHECK(last == L - 1 || !state->layers_.empty(),
+             "forward: a new decode state runs to the last block (no to_layer)");
+    if (last < L - 1)  // a state for blocks up to to_layer only (prefix_rows_at)
+      for (int l = last + 1; l < int(state->layers_.size()); ++l)
+        LT_CHECK(!state->layers_[size_t(l)],
+                 "forward: the decode state holds block {}, after to_layer {}: it runs to the last block it holds",
+                 l, last);
     if (state->layers_.empty()) {
       state->layers_.resize(L);
       for (int l = o.from_layer; l < L; ++l) state->layers_[l] = m.layers[l]->new_state();
@@ -608,6 +618,39 @@ std::optional<DecodeState> Model::prefix_rows(const DecodeState& shared,
   out.length_ = width;
   out.batch_ = int64_t(lengths.size());
   out.from_layer_ = shared.from_layer_;
+  return out;
+}
+
+std::optional<DecodeState> Model::prefix_rows_at(int layer, const std::vector<const DecodeState*>& shared,
+                                                 const std::vector<int64_t>& lengths) const {
+  LT_CHECK(layer >= 0 && layer < n_layers(), "prefix_rows_at: block {} outside 0..{}", layer, n_layers() - 1);
+  LT_CHECK(!shared.empty() && !lengths.empty(), "prefix_rows_at: no shared states or no rows");
+  int64_t width = 0;
+  for (int64_t n : lengths) width = std::max(width, n);
+  DecodeState out;
+  out.layers_.resize(size_t(n_layers()));
+  std::vector<std::unique_ptr<LayerState>> parts;
+  for (const DecodeState* s : shared) {
+    LT_CHECK(s && s->batch_ == 1 && s->layers_.size() == size_t(n_layers()) && s->from_layer_ <= layer,
+             "prefix_rows_at: each shared state must hold one row that has run through block {}", layer);
+    LT_CHECK(s->length_ == shared[0]->length_, "prefix_rows_at: shared states of {} and {} positions",
+             shared[0]->length_, s->length_);
+    for (int64_t n : lengths)
+      LT_CHECK(n >= 0 && n <= s->length_, "prefix_rows_at: length {} outside the shared state's 0..{} positions",
+               n, s->length_);
+    if (!s->layers_[size_t(layer)]) continue;  // a block without state (MLP)
+    parts.push_back(s->layers_[size_t(layer)]->prefix_rows(lengths, width));
+    if (!parts.back()) return std::nullopt;
+  }
+  if (!parts.empty()) {
+    std::vector<const LayerState*> rest;
+    for (size_t k = 1; k < parts.size(); ++k) rest.push_back(parts[k].get());
+    if (!rest.empty()) parts[0]->cat_rows(rest);
+    out.layers_[size_t(layer)] = std::move(parts[0]);
+  }
+  out.length_ = width;
+  out.batch_ = int64_t(lengths.size() * shared.size());
+  out.from_layer_ = layer;
   return out;
 }
 

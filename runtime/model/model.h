@@ -88,6 +88,9 @@ struct LayerState {
   // width - past zero positions prepended (padding, masked by the caller). A recurrent state
   // (Mamba2, Gated DeltaNet) holds no positions: its rows are concatenated.
   virtual void append_rows(const LayerState& other, int64_t past, int64_t other_past, int64_t width);
+  // This state's rows, then those of each of `others` (the same kind, holding the same
+  // positions), in one new buffer: several prefix_rows results run side by side.
+  virtual void cat_rows(const std::vector<const LayerState*>& others);
 };
 
 // The decode state of every layer for incremental decoding (inference only: it is written in
@@ -142,7 +145,8 @@ struct ForwardOptions {
   // Logits::Positions: int64 [P] (same for every row) or [B, P]; negative counts from the end.
   at::Tensor logit_positions;
   // Read and extended. Runs to the last block; from_layer must be the one the state started
-  // with (a state for blocks from_layer.. only: e.g. prefix_rows of a resumed pass).
+  // with (a state for blocks from_layer.. only: e.g. prefix_rows of a resumed pass). With
+  // to_layer, the state must hold no block after it (e.g. prefix_rows_at's state of one block).
   DecodeState* state = nullptr;
 };
 
@@ -209,6 +213,14 @@ class Model {
   // when a layer's state cannot be cut at a position (LayerState::prefix_rows).
   std::optional<DecodeState> prefix_rows(const DecodeState& shared,
                                          const std::vector<int64_t>& lengths) const;
+  // Block `layer` alone, for several shared prefixes at once: the rows of
+  // prefix_rows(*shared[0], lengths) at that block, then those of shared[1], ... (each a state
+  // of one row that has run through `layer`, all of the same length). A forward from `layer`
+  // to `layer` then runs every source's rows through the block in one call (LayerTracer's
+  // prefix method: one call per block, not one per block and resumption). Empty as
+  // prefix_rows.
+  std::optional<DecodeState> prefix_rows_at(int layer, const std::vector<const DecodeState*>& shared,
+                                            const std::vector<int64_t>& lengths) const;
 
   std::vector<Param> parameters() const;           // all, in checkpoint order
   std::vector<Param> parameters(int layer) const;  // those of block `layer`

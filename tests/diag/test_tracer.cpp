@@ -155,6 +155,44 @@ TEST_CASE("Model::prefix_rows: a shared prefix's state continued per row = the w
     // the same sums in other blockings (one row vs two, cached keys vs one pass)
     CHECK(rel_err(got.narrow(0, i, 1), want) < 1e-5);
   }
+  // prefix_rows_at: block 1 alone, for two shared prefixes at once = each one's rows on their own
+  {
+    const at::Tensor prefix2 = at::randn({1, 4, H});
+    model::DecodeState shared2;
+    model::ForwardOptions p2 = p;
+    p2.hidden = prefix2;
+    p2.state = &shared2;
+    m.forward({}, p2);
+    std::optional<model::DecodeState> both = m.prefix_rows_at(1, {&shared, &shared2}, {4, 2});
+    REQUIRE(both);
+    CHECK(both->batch() == 4);
+    model::ForwardOptions ob;
+    ob.from_layer = ob.to_layer = 1;
+    ob.hidden = at::cat({rest, rest * 0.5}, 0);
+    ob.attention_mask = o.attention_mask.repeat({2, 1});
+    ob.state = &*both;
+    ob.logits = model::Logits::None;
+    const at::Tensor got_both = m.forward({}, ob).residual;
+    for (int k = 0; k < 2; ++k) {
+      INFO("shared prefix " << k);
+      std::optional<model::DecodeState> one = m.prefix_rows(k == 0 ? shared : shared2, {4, 2});
+      model::ForwardOptions oo = ob;
+      oo.to_layer = 2;  // one's state holds blocks 1 and 2: it runs to the last block
+      oo.hidden = ob.hidden.narrow(0, 2 * k, 2);
+      oo.attention_mask = o.attention_mask;
+      oo.state = &*one;
+      oo.capture = true;
+      const at::Tensor want = m.forward({}, oo).hidden[2];  // after block 1
+      CHECK(rel_err(got_both.narrow(0, 2 * k, 2), want) < 1e-5);
+    }
+    // a state holding a block after to_layer would leave that block's state behind
+    std::optional<model::DecodeState> full = m.prefix_rows(shared, {4, 2});
+    model::ForwardOptions bad = o;
+    bad.to_layer = 1;
+    bad.state = &*full;
+    diag_test::require_error([&] { m.forward({}, bad); }, {"holds block 2", "after to_layer 1"});
+    diag_test::require_error([&] { m.prefix_rows_at(1, {&shared, &*full}, {4, 2}); }, {"one row"});
+  }
   // a state that started at block 1 cannot run from block 0, nor from a state of two rows
   o.from_layer = 0;
   diag_test::require_error([&] { m.forward({}, o); }, {"blocks 1..", "from block 0"});
@@ -175,10 +213,14 @@ TEST_CASE("perturbed passes: the shared zeroed prefix = resume = naive, whatever
   at::NoGradGuard no_grad;
   ltrun::model::TinySpec ns = ltrun_test::tiny_spec("nemotron_h", 3);
   ns.pattern = "M*-";
-  for (const char* arch : {"qwen3", "qwen2", "nemotron_h"}) {
+  ltrun::model::TinySpec attn_mlp = ns;  // blocks without state (MLP) between attention blocks
+  attn_mlp.pattern = "*-*-";
+  for (const char* arch : {"qwen3", "qwen2", "nemotron_h", "attention_mlp"}) {
     INFO(arch);
-    const model::Model m = std::string(arch) == "nemotron_h" ? model::make_tiny(ns)
-                                                            : diag_test::sharp_tiny(arch, 5);
+    const std::string a = arch;
+    const model::Model m = a == "nemotron_h"      ? model::make_tiny(ns)
+                           : a == "attention_mlp" ? model::make_tiny(attn_mlp)
+                                                  : diag_test::sharp_tiny(arch, 5);
     // leading contexts of several lengths, one that does not lead, one with a second run
     // later, one with none, rows of several lengths (left padding)
     const std::vector<Sample> s = {

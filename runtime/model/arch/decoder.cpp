@@ -75,6 +75,20 @@ void KVState::append_rows(const LayerState& other_state, int64_t past, int64_t o
   v = join(v, other->v);
 }
 
+void KVState::cat_rows(const std::vector<const LayerState*>& others) {
+  LT_CHECK(k.defined(), "decode state: attention keys and values can join rows only after a run");
+  std::vector<at::Tensor> ks{k}, vs{v};
+  for (const LayerState* s : others) {
+    const auto* o = dynamic_cast<const KVState*>(s);
+    LT_CHECK(o && o->k.defined() && o->k.size(2) == k.size(2), "decode state: attention keys and values join "
+             "only the rows of another attention state of the same {} positions", k.size(2));
+    ks.push_back(o->k);
+    vs.push_back(o->v);
+  }
+  k = at::cat(ks, 0);
+  v = at::cat(vs, 0);
+}
+
 void AttentionWeights::slots(const Config& c, std::vector<Slot>& out, const std::string& p) {
   const int64_t H = c.hidden_size, q_out = c.n_heads * c.head_dim, kv_out = c.n_kv_heads * c.head_dim;
   auto linear = [&](const char* name, at::Tensor& w, at::Tensor& b, bool has_bias, int64_t o,

@@ -15,6 +15,7 @@ struct KVState : LayerState {
                                           int64_t width) const override;
   void select_rows(const at::Tensor& rows) override;
   void append_rows(const LayerState& other, int64_t past, int64_t other_past, int64_t width) override;
+  void cat_rows(const std::vector<const LayerState*>& others) override;
 };
 
 // q/k/v/o projections (biases and q/k norms as the config says) and grouped-query attention;

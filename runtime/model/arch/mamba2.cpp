@@ -132,13 +132,51 @@ at::Tensor ssd_step(const at::Tensor& x, const at::Tensor& dt, const at::Tensor&
 namespace {
 
 // The fused CPU path of mamba2_mixer (Mamba2Path::Fused): the causal conv, the scan and the
-// gated norm as plain loops over contiguous rows, the scan as its recurrence (ssd_step's sums)
-// head by head so that a head's state stays in cache for the whole sequence; silu and softplus
-// stay ATen's vectorised ops. At the tiny models' heads (head_dim x state = 8 x 8) the chunked
-// scan's quadratic in-chunk work and its dozens of small tensor ops cost far more than the
-// recurrence's ~4 x head_dim x state flops per token; for an 8B model's 64 x 128 heads the
-// recurrence is ~4 MFLOP per token beside in_proj's ~150. The same sums as the ops path in
-// another order: they agree to rounding (tests/model/test_nemotron_h.cpp).
+// gated norm as plain loops over contiguous rows, the scan as its recurrence (ssd_step's sums);
+// silu and softplus stay ATen's vectorised ops. At the tiny models' heads (head_dim x state =
+// 8 x 8) the chunked scan's quadratic in-chunk work and its dozens of small tensor ops cost far
+// more than the recurrence's ~4 x head_dim x state flops per token; for an 8B model's 64 x 128
+// heads the recurrence is ~4 MFLOP per token beside in_proj's ~150. The same sums as the ops
+// path in another order: they agree to rounding (tests/model/test_nemotron_h.cpp).
+//
+// Every inner loop is one of the row kernels below: contiguous, of a length set at run time,
+// with restrict-qualified parameters, so that the compiler vectorises them (pointers declared
+// restrict inside a loop body are not enough for GCC, which left these loops scalar).
+
+// o[i] += w[i] * in[i]
+template <typename T>
+void row_fma(T* __restrict__ o, const T* __restrict__ w, const T* __restrict__ in, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) o[i] += w[i] * in[i];
+}
+
+// the scan's step for one state row n over a run of heads' channels:
+// s[i] = s[i] a[i] + dx[i] bn; y[i] += s[i] cn
+template <typename T>
+void row_scan(T* __restrict__ s, const T* __restrict__ a, const T* __restrict__ dx, T bn, T cn,
+              T* __restrict__ y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    s[i] = s[i] * a[i] + dx[i] * bn;
+    y[i] += s[i] * cn;
+  }
+}
+
+// v[i] = w[i] * (v[i] rs)
+template <typename T>
+void row_scale(T* __restrict__ v, const T* __restrict__ w, T rs, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) v[i] = w[i] * (v[i] * rs);
+}
+
+template <typename T>
+void row_mul(T* __restrict__ v, const T* __restrict__ z, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) v[i] *= z[i];
+}
+
+template <typename T>
+T row_sumsq(const T* __restrict__ v, int64_t n) {
+  T ss = 0;
+  for (int64_t i = 0; i < n; ++i) ss += v[i] * v[i];
+  return ss;
+}
 
 // out [B, T, CD] = the conv's pre-activation: bias + taps over prev (or zeros) ++ the inputs
 // xbc (row stride `stride` in zx, offset already applied).
@@ -152,18 +190,17 @@ void fused_conv(const scalar_t* xbc, int64_t stride, const scalar_t* prev, const
     std::vector<scalar_t> pv(static_cast<size_t>(CD));
     for (int64_t r = begin; r < end; ++r) {
       const int64_t b = r / T, t = r % T;
-      scalar_t* __restrict__ o = out + r * CD;
+      scalar_t* o = out + r * CD;
       for (int64_t ch = 0; ch < CD; ++ch) o[ch] = bias ? bias[ch] : scalar_t(0);
       for (int64_t j = 0; j < K; ++j) {
         const int64_t tau = t + j - (K - 1);  // the input this tap reads
-        const scalar_t* __restrict__ wj = wT.data() + j * CD;
-        const scalar_t* __restrict__ in = xbc + (b * T + tau) * stride;
+        const scalar_t* in = xbc + (b * T + tau) * stride;
         if (tau < 0) {
           if (!prev) continue;
           for (int64_t ch = 0; ch < CD; ++ch) pv[size_t(ch)] = prev[(b * CD + ch) * (K - 1) + (K - 1 + tau)];
           in = pv.data();
         }
-        for (int64_t ch = 0; ch < CD; ++ch) o[ch] += wj[ch] * in[ch];
+        row_fma(o, wT.data() + j * CD, in, CD);
       }
     }
   });
@@ -171,44 +208,55 @@ void fused_conv(const scalar_t* xbc, int64_t stride, const scalar_t* prev, const
 
 // The recurrence s = exp(dt A) s + dt x B^T, y = s C + D x over conv's rows [B, T, CD]
 // (x | B | C), dt [B, T, H]; ssm [B, H, P, N] holds the initial state and receives the final
-// one; y [B, T, I]. The state is kept as [N, P] so that the loops over P carry no reduction.
+// one; y [B, T, I]. Heads of one group share B and C, and their channels are contiguous in x
+// and y: the work runs over tiles of a group's heads (as many as keep the tile's state near
+// 32 KiB, so that it stays in L1/L2 for the whole sequence), with the state held as
+// [N, heads x P] so that each state row's update is one contiguous run of heads x P channels.
 template <typename scalar_t>
 void fused_scan(const scalar_t* conv, const scalar_t* dt, const scalar_t* A_log, const scalar_t* D,
                 scalar_t* ssm, scalar_t* y, const Mamba2Config& m, int64_t Bsz, int64_t T) {
   const int64_t I = m.inner(), CD = m.conv_dim(), H = m.heads, P = m.head_dim, N = m.state,
                 G = m.groups, per_group = H / G;
-  at::parallel_for(0, Bsz * H, 1, [&](int64_t begin, int64_t end) {
-    std::vector<scalar_t> st(static_cast<size_t>(N * P)), dx(static_cast<size_t>(P));
-    for (int64_t bh = begin; bh < end; ++bh) {
-      const int64_t b = bh / H, h = bh % H, g = h / per_group;
-      scalar_t* s0 = ssm + bh * P * N;
-      scalar_t* __restrict__ s = st.data();
-      for (int64_t p = 0; p < P; ++p)
-        for (int64_t n = 0; n < N; ++n) s[n * P + p] = s0[p * N + n];
-      const scalar_t A = -std::exp(A_log[h]), Dh = D[h];
+  const int64_t tile = std::clamp<int64_t>(int64_t(32768 / sizeof(scalar_t)) / (N * P), 1, per_group);
+  const int64_t tiles_per_group = (per_group + tile - 1) / tile;
+  at::parallel_for(0, Bsz * G * tiles_per_group, 1, [&](int64_t begin, int64_t end) {
+    const int64_t most = tile * P;
+    std::vector<scalar_t> st(static_cast<size_t>(N * most)), a(static_cast<size_t>(most)),
+        dx(static_cast<size_t>(most)), dl(static_cast<size_t>(most)), neg_a(static_cast<size_t>(tile));
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t b = task / (G * tiles_per_group), g = task / tiles_per_group % G;
+      const int64_t h0 = g * per_group + task % tiles_per_group * tile;
+      const int64_t nh = std::min(tile, g * per_group + per_group - h0), L = nh * P;
+      scalar_t* s = st.data();
+      for (int64_t j = 0; j < nh; ++j) {
+        const scalar_t* s0 = ssm + ((b * H + h0 + j) * P) * N;
+        for (int64_t p = 0; p < P; ++p)
+          for (int64_t n = 0; n < N; ++n) s[n * L + j * P + p] = s0[p * N + n];
+        neg_a[size_t(j)] = -std::exp(A_log[h0 + j]);
+        for (int64_t p = 0; p < P; ++p) dl[size_t(j * P + p)] = D[h0 + j];
+      }
       for (int64_t t = 0; t < T; ++t) {
         const int64_t r = b * T + t;
-        const scalar_t d = dt[r * H + h], dA = std::exp(d * A);
         const scalar_t* row = conv + r * CD;
-        const scalar_t *__restrict__ x = row + h * P, *Bv = row + I + g * N, *Cv = row + I + G * N + g * N;
-        scalar_t* __restrict__ yo = y + r * I + h * P;
-        scalar_t* __restrict__ dxp = dx.data();
-        for (int64_t p = 0; p < P; ++p) {
-          dxp[p] = d * x[p];
-          yo[p] = 0;
-        }
-        for (int64_t n = 0; n < N; ++n) {
-          scalar_t* __restrict__ sn = s + n * P;
-          const scalar_t bn = Bv[n], cn = Cv[n];
+        const scalar_t* x = row + h0 * P;
+        const scalar_t *Bv = row + I + g * N, *Cv = row + I + G * N + g * N;
+        scalar_t* yo = y + r * I + h0 * P;
+        for (int64_t j = 0; j < nh; ++j) {
+          const scalar_t d = dt[r * H + h0 + j], dA = std::exp(d * neg_a[size_t(j)]);
           for (int64_t p = 0; p < P; ++p) {
-            sn[p] = sn[p] * dA + dxp[p] * bn;
-            yo[p] += sn[p] * cn;
+            a[size_t(j * P + p)] = dA;
+            dx[size_t(j * P + p)] = d * x[j * P + p];
           }
         }
-        for (int64_t p = 0; p < P; ++p) yo[p] += Dh * x[p];
+        std::fill(yo, yo + L, scalar_t(0));
+        for (int64_t n = 0; n < N; ++n) row_scan(s + n * L, a.data(), dx.data(), Bv[n], Cv[n], yo, L);
+        row_fma(yo, dl.data(), x, L);
       }
-      for (int64_t p = 0; p < P; ++p)
-        for (int64_t n = 0; n < N; ++n) s0[p * N + n] = s[n * P + p];
+      for (int64_t j = 0; j < nh; ++j) {
+        scalar_t* s0 = ssm + ((b * H + h0 + j) * P) * N;
+        for (int64_t p = 0; p < P; ++p)
+          for (int64_t n = 0; n < N; ++n) s0[p * N + n] = s[n * L + j * P + p];
+      }
     }
   });
 }
@@ -221,15 +269,13 @@ void fused_gated_norm(scalar_t* y, const scalar_t* silu_z, const scalar_t* w, in
   const int64_t gw = I / G;
   at::parallel_for(0, rows, 16, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
-      scalar_t* __restrict__ o = y + r * I;
-      const scalar_t* __restrict__ z = silu_z + r * I;
-      for (int64_t i = 0; i < I; ++i) o[i] *= z[i];
+      scalar_t* o = y + r * I;
+      row_mul(o, silu_z + r * I, I);
       for (int64_t g = 0; g < G; ++g) {
-        scalar_t* __restrict__ og = o + g * gw;
-        scalar_t ss = 0;
-        for (int64_t i = 0; i < gw; ++i) ss += og[i] * og[i];
+        scalar_t* og = o + g * gw;
+        const scalar_t ss = row_sumsq(og, gw);
         const scalar_t rs = scalar_t(1) / std::sqrt(ss / scalar_t(gw) + scalar_t(eps));
-        for (int64_t i = 0; i < gw; ++i) og[i] = w[g * gw + i] * (og[i] * rs);
+        row_scale(og, w + g * gw, rs, gw);
       }
     }
   });
