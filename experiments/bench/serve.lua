@@ -125,10 +125,19 @@ local measured, why = pcall(function()  -- the server is stopped whatever fails 
     local here = arg[0]:match("^(.*)/[^/]+$") or "."
     local profile = os.tmpname()
     os.remove(profile)
+    lt.fs.mkdir(profile)  -- marked as ltrun's, so lt.fs.remove may delete Chromium's profile below
     local out = exp.capture("node", { here .. "/serve_table.js", chrome, url .. "/",
                                       "#/table?parent=all&params=lr,width&metrics=loss,val_loss", tostring(cfg.table_rounds), profile })
     browser = assert(lt.json.decode(out:match("{.*}") or "null"), "experiments/bench/serve.lua: serve_table.js said: " .. out)
-    exp.capture("rm", { "-rf", profile })
+    -- Chromium's helper processes outlive the browser by a moment and still write into the
+    -- profile ("Directory not empty"): try again for up to 5 s
+    local removed, why
+    for _ = 1, 50 do
+      removed, why = pcall(lt.fs.remove, profile)
+      if removed then break end
+      lt.proc.sleep(0.1)
+    end
+    if not removed then io.stderr:write("serve bench: Chromium's profile stays behind: " .. tostring(why) .. "\n") end
   else
     io.stderr:write("serve bench: no Chromium (chromium-headless-shell or chromium): the table is not timed in a browser\n")
   end

@@ -92,7 +92,12 @@ bool remove_dir(const std::string& path) {
            "lt.fs.remove {}: refusing to delete a folder that ltrun did not create ({} entries, no {} "
            "marker in it); move it away or pick another path",
            path, names.size(), kOwnedMarker);
-  const std::string err = remove_tree(path);
+  // the marker goes last: a removal that fails part-way (something still writing there) leaves
+  // the folder marked, so that trying again is allowed
+  std::string err;
+  for (const auto& n : names)
+    if (n != kOwnedMarker && err.empty()) err = remove_tree((sfs::path(path) / n).string());
+  if (err.empty()) err = remove_tree(path);
   if (!err.empty()) fail("lt.fs.remove {}: {}", path, err);
   return true;
 }

@@ -597,17 +597,27 @@ ForwardResult Model::forward(const at::Tensor& input_ids, const ForwardOptions& 
   return r;
 }
 
-std::optional<DecodeState> Model::prefix_rows(const DecodeState& shared,
-                                              const std::vector<int64_t>& lengths) const {
-  LT_CHECK(shared.batch_ == 1 && !shared.layers_.empty(),
-           "prefix_rows: the shared state must hold one row that has run (batch {})", shared.batch_);
-  LT_CHECK(!lengths.empty(), "prefix_rows: no rows");
+namespace {
+
+// The rows' width for prefix_rows / prefix_rows_at: the longest of `lengths`, each checked to
+// lie within the shared state `s`, which must be one row that has run.
+int64_t prefix_width(const DecodeState& s, const std::vector<int64_t>& lengths, const char* fn) {
+  LT_CHECK(s.batch() == 1, "{}: the shared state must hold one row that has run (batch {})", fn, s.batch());
+  LT_CHECK(!lengths.empty(), "{}: no rows", fn);
   int64_t width = 0;
   for (int64_t n : lengths) {
-    LT_CHECK(n >= 0 && n <= shared.length_,
-             "prefix_rows: length {} outside the shared state's 0..{} positions", n, shared.length_);
+    LT_CHECK(n >= 0 && n <= s.length(), "{}: length {} outside the shared state's 0..{} positions", fn, n,
+             s.length());
     width = std::max(width, n);
   }
+  return width;
+}
+
+}  // namespace
+
+std::optional<DecodeState> Model::prefix_rows(const DecodeState& shared,
+                                              const std::vector<int64_t>& lengths) const {
+  const int64_t width = prefix_width(shared, lengths, "prefix_rows");
   DecodeState out;
   out.layers_.resize(shared.layers_.size());
   for (size_t l = 0; l < shared.layers_.size(); ++l) {
@@ -624,20 +634,20 @@ std::optional<DecodeState> Model::prefix_rows(const DecodeState& shared,
 std::optional<DecodeState> Model::prefix_rows_at(int layer, const std::vector<const DecodeState*>& shared,
                                                  const std::vector<int64_t>& lengths) const {
   LT_CHECK(layer >= 0 && layer < n_layers(), "prefix_rows_at: block {} outside 0..{}", layer, n_layers() - 1);
-  LT_CHECK(!shared.empty() && !lengths.empty(), "prefix_rows_at: no shared states or no rows");
+  LT_CHECK(!shared.empty(), "prefix_rows_at: no shared states");
   int64_t width = 0;
-  for (int64_t n : lengths) width = std::max(width, n);
+  for (const DecodeState* s : shared) {
+    LT_CHECK(s, "prefix_rows_at: a null shared state");
+    width = prefix_width(*s, lengths, "prefix_rows_at");
+    LT_CHECK(s->length_ == shared[0]->length_, "prefix_rows_at: shared states of {} and {} positions",
+             shared[0]->length_, s->length_);
+    LT_CHECK(s->layers_.size() == size_t(n_layers()) && s->from_layer_ <= layer,
+             "prefix_rows_at: a shared state has not run through block {}", layer);
+  }
   DecodeState out;
   out.layers_.resize(size_t(n_layers()));
   std::vector<std::unique_ptr<LayerState>> parts;
   for (const DecodeState* s : shared) {
-    LT_CHECK(s && s->batch_ == 1 && s->layers_.size() == size_t(n_layers()) && s->from_layer_ <= layer,
-             "prefix_rows_at: each shared state must hold one row that has run through block {}", layer);
-    LT_CHECK(s->length_ == shared[0]->length_, "prefix_rows_at: shared states of {} and {} positions",
-             shared[0]->length_, s->length_);
-    for (int64_t n : lengths)
-      LT_CHECK(n >= 0 && n <= s->length_, "prefix_rows_at: length {} outside the shared state's 0..{} positions",
-               n, s->length_);
     if (!s->layers_[size_t(layer)]) continue;  // a block without state (MLP)
     parts.push_back(s->layers_[size_t(layer)]->prefix_rows(lengths, width));
     if (!parts.back()) return std::nullopt;

@@ -28,6 +28,16 @@ check "a file is not a folder" contains "$err" "not a folder"
 err=$("$LTRUN" -e 'lt.fs.mkdir("users/keep/notes.txt/x")' 2>&1)
 check "mkdir through a file: named" contains "$err" "users/keep/notes.txt exists and is not a folder"
 
+# a removal that fails part-way (here: a busy mount point inside) keeps the folder's marker, so
+# that it may be tried again once whatever held it is gone (where mount namespaces work)
+if unshare -m true 2>/dev/null; then
+  "$LTRUN" -e 'lt.fs.mkdir("busy/m"); io.open("busy/file.txt", "w"):close()'
+  out=$(unshare -m sh -c "mount -t tmpfs none busy/m && '$LTRUN' -e 'print(pcall(lt.fs.remove, \"busy\"))'; ls -A busy")
+  check "a failed removal names the busy folder" contains "$out" "busy/m: Device or resource busy"
+  check "a failed removal keeps the marker" contains "$out" ".ltrun-owned"
+  check "it may be tried again" equals "$("$LTRUN" -e 'print(lt.fs.remove("busy"))'):$(ls -A . | grep -c '^busy$')" "true:0"
+fi
+
 # the studies and lib/lt use lt.fs, never a shell
 check "no os.execute / io.popen in experiments/ or lib/lt/ (sub-folders included)" \
   equals "$(grep -rl --include='*.lua' 'os\.execute\|io\.popen' "$SRC"/experiments "$SRC"/lib/lt)" ""
