@@ -175,8 +175,10 @@ do  -- issue 35's CPU proxies (experiments/bench/proxies.lua): counts, the same 
   local px = bench_run("proxies")
   fig("proxies", "ATen kernels per block per decode step", metric(px, "decode_kernels_per_block"), "kernels",
       "issue 35's target", 15)
-  fig("proxies", "training step peak tensor bytes, Qwen3 vocabulary", metric(px, "train_step_peak_bytes"), "bytes",
-      "the plain loss over [T, V] logits", metric(px, "train_step_peak_bytes/plain_loss"), param(px, "proxy_shape"))
+  local ps = param(px, "proxy_shape")
+  fig("proxies", "training step peak tensor bytes, Qwen3 vocabulary" .. (ps and " (" .. ps .. ")" or ""),
+      metric(px, "train_step_peak_bytes"), "bytes", "the plain loss over [T, V] logits",
+      metric(px, "train_step_peak_bytes/plain_loss"))
 end
 
 -- the profile (--profile: experiments/bench/profile.lua)
