@@ -127,6 +127,7 @@ if path == "" then
 end
 local m = lt.model.load(path, { dtype = cfg.dtype ~= "" and cfg.dtype or nil })
 print(tostring(m))
+lt.run.param("model_dtype", m.dtype)  -- scripts/gpu-check's report: bytes per weight of the floor
 -- what a decode step must read at least (the HBM-bandwidth floor of scripts/gpu-check's
 -- report): every weight once, and per row the keys and values of its positions so far
 do

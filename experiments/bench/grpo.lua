@@ -32,6 +32,7 @@ if path == "" then
 end
 local m = lt.model.load(path)
 print(tostring(m))
+lt.run.param("model_dtype", m.dtype)  -- scripts/gpu-check's report: bytes per weight of the floor
 local V = m.config.vocab_size
 local function ids_prompts(n, seed)
   lt.manual_seed(seed)

@@ -2,12 +2,16 @@
 // session without one can measure (and drive down) them: the ATen operators a model's blocks
 // dispatch (a RecordFunction observer; on a GPU each computing operator is a kernel launch,
 // and a decode step at batch 1 is launch-bound) and the peak of live tensor bytes while
-// something runs (c10's memory reporting, which the CPU allocator feeds).
+// something runs (c10's memory reporting, which the CPU allocator feeds); and a Chrome trace of
+// named sections (scripts/gpu-check --profile) with each section's kernels, launches and the
+// time between them.
 #pragma once
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace ltrun::model {
 
@@ -50,5 +54,41 @@ DecodeOps decode_ops(const Model& m, int64_t batch, int64_t prompt, int new_toke
 // The peak of CPU tensor bytes allocated while fn runs (on this thread; what was live before
 // is not counted). Exact byte counts, the same on every host: a proxy for a GPU's peak memory.
 MemoryPeak peak_memory(const std::function<void()>& fn);
+
+// One kernel name's share of a traced section.
+struct TraceKernel {
+  std::string name;
+  int64_t count = 0;
+  double seconds = 0;  // summed durations
+};
+// What ran where: host kernels (leaf operators that compute, as count_ops counts them) or the
+// device's own activity (CUDA kernels, copies and fills, from Kineto).
+struct TraceTimeline {
+  int64_t launches = 0;             // kernels started in the section
+  double kernel_s = 0;              // their summed durations
+  double gap_s = 0;                 // time between consecutive kernels (host: outside any kernel; device: idle)
+  std::vector<TraceKernel> kernels; // by name, the longest summed time first
+};
+struct TraceSection {
+  std::string name;
+  double wall_s = 0;  // the section's host time
+  TraceTimeline host;
+  bool has_device = false;  // device activity was recorded (CUDA with a Kineto-enabled LibTorch)
+  TraceTimeline device;
+};
+struct TraceResult {
+  std::vector<TraceSection> sections;
+  std::string source;  // "record_function", or "record_function+kineto" with CUDA activity
+  int64_t events = 0;  // events written to the trace file
+};
+
+// Runs each section's fn in order on this thread and writes a Chrome trace (the JSON that
+// chrome://tracing and Perfetto read) to `out`: every operator as a complete event on the host
+// timeline (a RecordFunction observer; LibTorch 1.13 as Debian builds it has no Kineto), each
+// section as an event around its operators. With `device` on CUDA and a LibTorch 2.x that has
+// Kineto, its CUDA activity is recorded too (a device timeline, aligned to each section's
+// start) and the device is synchronised at the end of each section.
+TraceResult trace(const std::vector<std::pair<std::string, std::function<void()>>>& sections,
+                  const std::string& out, bool device);
 
 }  // namespace ltrun::model

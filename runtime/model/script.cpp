@@ -483,12 +483,48 @@ List decode_ops_fn(const Args& a) {
               .set("outside", d.outside).set("by_name", by)};
 }
 
+// lt.model.trace({{"name", fn}, ...}, {out = "trace.json", device = false}) → {source =, events =,
+// sections = {{name =, wall_s =, host = {launches =, kernel_s =, gap_s =, kernels = {{name =,
+// count =, seconds =}, ...}}, device = (the same, with CUDA activity)}, ...}}: runs each
+// section's function and writes a Chrome trace of all of them (model/profile.h).
+List trace_fn(const Args& a) {
+  const Value& s = a[1];
+  if (!s.is_table() || s.size() == 0) fail("{}: argument 1: expected a list of {{name, function}}, got {}", a.fn(), s.type_name());
+  std::vector<std::pair<std::string, std::function<void()>>> sections;
+  for (size_t i = 1; i <= s.size(); ++i) {
+    const Value& e = s[double(i)];
+    if (!e.is_table() || !e[1.0].is_string() || !e[2.0].is_function())
+      fail("{}: section {}: expected {{name, function}}", a.fn(), i);
+    const std::string name = e[1.0].str();
+    const Value f = e[2.0];
+    sections.emplace_back(name, [f, name] { call(f, "section '" + name + "'", {}); });
+  }
+  const Options o = a.options(2).check({"out", "device"});
+  const auto out = o.string("out");
+  LT_CHECK(out && !out->empty(), "{}: option out (the trace file to write) is required", a.fn());
+  const TraceResult r = trace(sections, *out, o.boolean("device").value_or(false));
+  auto timeline = [](const TraceTimeline& t) {
+    Value ks = Value::table();
+    for (const TraceKernel& k : t.kernels)
+      ks.push(Value::table().set("name", k.name).set("count", k.count).set("seconds", k.seconds));
+    return Value::table().set("launches", t.launches).set("kernel_s", t.kernel_s).set("gap_s", t.gap_s)
+        .set("kernels", ks);
+  };
+  Value secs = Value::table();
+  for (const TraceSection& sec : r.sections) {
+    Value x = Value::table().set("name", sec.name).set("wall_s", sec.wall_s).set("host", timeline(sec.host));
+    if (sec.has_device) x.set("device", timeline(sec.device));
+    secs.push(x);
+  }
+  return {Value::table().set("source", r.source).set("events", r.events).set("sections", secs)};
+}
+
 }  // namespace
 
 const std::vector<ScriptFunction>& script_functions() {
   static const std::vector<ScriptFunction> fs = {
       {"lt.model.load", load}, {"lt.model.new", new_fn}, {"lt.model.hybrid", hybrid}, {"lt.model.info", info},
-      {"lt.model.decode_ops", decode_ops_fn}};
+      {"lt.model.decode_ops", decode_ops_fn}, {"lt.model.trace", trace_fn}};
   return fs;
 }
 

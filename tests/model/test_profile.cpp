@@ -1,8 +1,14 @@
 // tests/model/test_profile.cpp: the CPU proxies of model/profile.h (issue 35, item 5): operator
-// counts inside blocks and the peak of live tensor bytes, both exact counts.
+// counts inside blocks and the peak of live tensor bytes, both exact counts; the Chrome trace of
+// named sections (scripts/gpu-check --profile) and its kernel counts.
 #include <ATen/ATen.h>
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
 
 #include "runtime/model/profile.h"
 #include "tests/model/model_test_util.h"
@@ -73,4 +79,45 @@ TEST_CASE("decode_ops: a qwen3 block's decode step runs at most 15 kernels") {
       CHECK(decode_ops(m, batch, 6, 4).kernels <= 15);
     }
   }
+}
+
+TEST_CASE("trace writes each section's operators as a Chrome trace and counts its kernels") {
+  const std::string path = (std::filesystem::temp_directory_path() / "ltrun_test_profile_trace.json").string();
+  const at::Tensor a = at::ones({64}), b = at::full({64}, 2.0);
+  at::NoGradGuard ng;
+  const TraceResult r = trace({{"one add", [&] { at::Tensor c = a + b; }},
+                               {"three", [&] {
+                                  at::Tensor c = a * b;
+                                  c.add_(a);
+                                  at::Tensor v = c.view({8, 8}).transpose(0, 1);  // views launch nothing
+                                  at::Tensor d = v.neg();
+                                }}},
+                              path, /*device=*/false);
+  REQUIRE(r.sections.size() == 2);
+  CHECK(r.source == "record_function");
+  CHECK(r.sections[0].name == "one add");
+  CHECK(r.sections[0].host.launches == 1);
+  REQUIRE(r.sections[0].host.kernels.size() == 1);
+  CHECK(r.sections[0].host.kernels[0].name == "aten::add");
+  CHECK(r.sections[1].host.launches == 3);  // mul, add_, neg
+  CHECK(r.sections[1].host.kernels.size() == 3);
+  for (const TraceSection& s : r.sections) {
+    CHECK_FALSE(s.has_device);
+    CHECK(s.host.gap_s >= 0);
+    CHECK(s.wall_s >= s.host.kernel_s + s.host.gap_s);  // kernels and the gaps between them lie inside
+  }
+  // the file: JSON with one complete event per section and per operator
+  std::ifstream in(path);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  std::map<std::string, int> n;
+  for (const auto& e : j.at("traceEvents"))
+    if (e.at("ph") == "X") n[e.at("name").get<std::string>()]++;
+  CHECK(n["one add"] == 1);
+  CHECK(n["three"] == 1);
+  CHECK(n["aten::add"] == 1);
+  CHECK(n["aten::mul"] == 1);
+  CHECK(n["aten::add_"] == 1);
+  CHECK(n["aten::view"] == 1);
+  CHECK(int64_t(j.at("traceEvents").size()) == r.events + 1);  // + the process name
+  std::filesystem::remove(path);
 }
