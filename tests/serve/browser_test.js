@@ -417,17 +417,20 @@ function check(what, ok, detail) {
   });
 
   await part("issue 38: compare", async () => {
-  // two runs: each legend inside its card, the plot as wide as the card, labels naming the plan
-  await open(`#/compare/${childIds}`);
+  // two runs (the study's children; and one of them with a sweep child: long labels): each legend
+  // inside its card, the plot as wide as the card
+  const kidList = sweepKids.split(",").map(Number);
+  for (const two of [childIds, `${childIds.split(",")[0]},${kidList[0]}`]) {
+  await open(`#/compare/${two}`);
   const cards = JSON.parse(await evaluate(`JSON.stringify([...document.querySelectorAll('#compare-charts .chart')].filter(c => c.querySelector('.u-legend')).map(c => {
     const b = ${box}, st = getComputedStyle(c);
     return { metric: c.dataset.metric, card: b(c), legend: b(c.querySelector('.u-legend')), labels: [...c.querySelectorAll('.u-legend .u-label')].map(b),
              plot: c.querySelector('canvas').getBoundingClientRect().width, inner: c.clientWidth - parseFloat(st.paddingLeft) - parseFloat(st.paddingRight) }; }))`));
-  check("compare of two: legends inside their cards", cards.length >= 1 && cards.every(c => inside(c.legend, c.card) && c.labels.every(l => inside(l, c.card))),
+  check(`compare of ${two}: legends inside their cards`, cards.length >= 1 && cards.every(c => inside(c.legend, c.card) && c.labels.every(l => inside(l, c.card))),
         cards.filter(c => !inside(c.legend, c.card)).map(c => [c.metric, c.card, c.legend]));
-  check("compare of two: each plot as wide as its card", cards.length >= 1 && cards.every(c => c.plot >= 0.95 * c.inner), cards.map(c => [c.plot, c.inner]));
+  check(`compare of ${two}: each plot as wide as its card`, cards.length >= 1 && cards.every(c => c.plot >= 0.95 * c.inner), cards.map(c => [c.plot, c.inner]));
+  }
   // 210 runs by a range: a colour key, a metric logged once at step 60 on an axis around 60
-  const kidList = sweepKids.split(",").map(Number);
   await open(`#/compare/${kidList[0]}-${kidList[kidList.length - 1]}`);
   check("compare #/compare/A-B: the range's 210 runs", (await q('[data-metric="loss"] .uplot', "e[0] && e[0].dataset.series")) === "210");
   check("compare of 210: a colour key (by lr, the first param that differs)", (await q("#colour-key .key-bar")) === 1 &&

@@ -910,8 +910,8 @@ function scatter(pts, o) {
   return s;
 }
 
-// Parallel coordinates: an axis per param of the table's columns (numbers on a linear or, over
-// two decades or more, a log axis; text evenly spaced) and one for a chosen metric; a line per
+// Parallel coordinates: an axis per param of the table's columns (numbers on a linear or, from
+// 20 times the least, a log axis; text evenly spaced) and one for a chosen metric; a line per
 // child through its values, coloured by the metric
 async function parallelCoords(box, rows, cols) {
   const ms = el("select", { id: "pc-metric" }, metricChoices(cols));
@@ -925,7 +925,7 @@ async function parallelCoords(box, rows, cols) {
       const nums = vals.map(Number);
       if (vals.length && nums.every(isFinite)) {
         const lo = Math.min(...nums), hi = Math.max(...nums);
-        const a = numericAxis(nums, lo > 0 && hi / lo >= 100);
+        const a = numericAxis(nums, lo > 0 && hi / lo >= 20);
         return { key: k, ...a, pos: v => present(v) && isFinite(+v) ? a.at(+v) : null };
       }
       const cats = [...new Set(vals.map(String))].sort();

@@ -170,13 +170,13 @@ function viridis(t) {
 }
 
 // A colour per value of a param over runs: numbers on a viridis scale (log when all are > 0 and
-// span two decades or more), else one palette colour per distinct value (sorted). Returns
+// span more than a decade: 20 times), else one palette colour per distinct value (sorted). Returns
 // {kind: "numeric"|"category", colour(v), lo, hi, log, values}; values missing get grey.
 function colourScale(values) {
   const present = values.filter(v => v !== null && v !== undefined && v !== "");
   const nums = present.map(Number);
   if (present.length && nums.every(isFinite) && new Set(nums).size > PALETTE.length) {
-    const lo = Math.min(...nums), hi = Math.max(...nums), log = lo > 0 && hi / lo >= 100;
+    const lo = Math.min(...nums), hi = Math.max(...nums), log = lo > 0 && hi / lo >= 20;
     const f = v => log ? Math.log10(v) : v, a = f(lo), b = f(hi);
     return { kind: "numeric", lo, hi, log,
              colour: v => v === null || v === undefined || v === "" || !isFinite(+v) ? "#bbb" : viridis(b === a ? 0.5 : (f(+v) - a) / (b - a)) };
