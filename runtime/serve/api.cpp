@@ -457,13 +457,14 @@ class Handler {
     std::stable_sort(default_metrics.begin(), default_metrics.end(), [](const std::string& a, const std::string& b) {
       return (a.find("loss") != std::string::npos) > (b.find("loss") != std::string::npos);
     });
-    std::sort(sparse.begin(), sparse.end());
-    for (size_t i = 0; i < sparse.size() && default_metrics.size() < 3; i++) default_metrics.push_back(sparse[i].second);
+    std::sort(sparse.begin(), sparse.end());  // the commonest first; a metric most runs lack never
+    for (size_t i = 0; i < sparse.size() && default_metrics.size() < 3 && -4 * sparse[i].first >= name_runs; i++)
+      default_metrics.push_back(sparse[i].second);
 
     // the columns: ?params= and ?metrics= (comma-separated; given empty: none); not given: four
     // param keys (of those at least half the runs have, not paths; those whose values differ
     // first, then the commonest) and three metrics (of those at least half the runs logged, those
-    // named like a loss first; then the commonest others)
+    // named like a loss first; then the commonest others that a quarter of them logged)
     auto chosen = [&](const char* what, const std::vector<std::string>& dflt_cols, size_t dflt) {
       std::vector<std::string> out;
       if (p.count(what)) {

@@ -19,7 +19,8 @@
 //                                         param keys of the runs in scope and metric names of
 //                                         them (past 300 runs: of the page's and the newest 300);
 //                                         default columns: params most runs have, not paths,
-//                                         varying ones first, and metrics most runs logged; per
+//                                         varying ones first, and metrics half the runs logged
+//                                         (then others a quarter of them logged); per
 //                                         row `child_metrics`: the chosen metrics a child logged
 //   GET /api/runs/ID                      fields, args, script, command lines, params, metric
 //                                         and layer_metric summaries, eval summaries, artifacts,
