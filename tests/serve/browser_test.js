@@ -430,6 +430,11 @@ function check(what, ok, detail) {
         cards.filter(c => !inside(c.legend, c.card)).map(c => [c.metric, c.card, c.legend]));
   check(`compare of ${two}: each plot as wide as its card`, cards.length >= 1 && cards.every(c => c.plot >= 0.95 * c.inner), cards.map(c => [c.plot, c.inner]));
   }
+  // two children of the sweep differ in seed, lr, plan, wd and out (a path): the legend names the seed first
+  await open(`#/compare/${kidList[0]},${kidList[1]}`);
+  const seedLegend = JSON.parse(await q('[data-metric="loss"] .u-legend .u-series .u-label', "JSON.stringify([...e].map(x => x.textContent))"));
+  check("compare of two sweep children: legend labels name the seed first, no path", seedLegend.length === 3 &&
+        seedLegend.slice(1).every(t => /^\d+ seed=\d lr=/.test(t) && !t.includes("/")), seedLegend);
   // 210 runs by a range: a colour key, a metric logged once at step 60 on an axis around 60
   await open(`#/compare/${kidList[0]}-${kidList[kidList.length - 1]}`);
   check("compare #/compare/A-B: the range's 210 runs", (await q('[data-metric="loss"] .uplot', "e[0] && e[0].dataset.series")) === "210");

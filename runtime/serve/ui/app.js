@@ -45,6 +45,8 @@ async function api(path) {
   return body;
 }
 function fmt(v) { return typeof v === "number" ? fmtNum(v) : v === null || v === undefined ? "" : String(v); }
+// a start time in a table of runs: to the minute, on one line; the whole in the tooltip
+function dateCell(t) { return el("span", { class: "date", title: t || false }, t ? String(t).slice(0, 16) : ""); }
 // a param's value in a table of runs: 4 significant digits, cut to the column; the whole in its tooltip
 function paramCell(v) {
   const t = fmtParam(v), full = v === null || v === undefined ? "" : String(v);
@@ -234,7 +236,7 @@ async function runsPage(q) {
       el("a", { href: "#/run/" + r.id, style: depth ? `margin-left:${depth * 1.2}em` : false }, r.id),
       r.parent_id ? el("a", { href: "#/run/" + r.parent_id }, r.parent_id) : "",
       el("a", { href: "#/run/" + r.id }, r.name), statusBadge(r.status, r.alive, r.gone), paramsOf({ params: {}, ...r }, keys),
-      el("span", { class: "date" }, r.started_at), fmt(r.secs), r.device,
+      dateCell(r.started_at), fmt(r.secs), r.device,
       kids, r.error ? el("span", { class: "error1", title: r.error }, firstLine(r.error)) : ""].map(c => el("td", {}, c)));
     return [tr, ...(open.has(r.id) && childRows.has(r.id) ? childRows.get(r.id) : [])];
    });
@@ -423,7 +425,7 @@ async function runPage(id) {
       kids.rows.map(c => [el("a", { href: "#/run/" + c.id }, c.id), el("a", { href: "#/run/" + c.id }, c.name), statusBadge(c.status, c.alive, c.gone),
                           ...kids.params.map(k => paramCell(c.params[k])),
                           ...kids.metrics.flatMap(m => [fmt((c.metrics[m] || {}).last), fmt((c.metrics[m] || {}).min)]),
-                          el("span", { class: "date" }, c.started_at), c.secs]), { class: "children", id: "children" });
+                          dateCell(c.started_at), c.secs]), { class: "children", id: "children" });
     page.push(section("children", el("p", {},
       el("a", { id: "sweep-table", href: "#/table?" + new URLSearchParams({ parent: id }).toString() },
          `all ${kids.total} in the results table`), " (sort, filter, param against metric, parallel coordinates) · ",
@@ -735,7 +737,7 @@ async function tablePage(q) {
     const tr = el("tr", { class: depth ? "child" : "", "data-run": r.id }, [
       el("input", { type: "checkbox", class: "pick", value: r.id }),
       el("a", { href: "#/run/" + r.id, style: depth ? `margin-left:${depth * 1.2}em` : false }, r.id),
-      el("a", { href: "#/run/" + r.id }, r.name), statusBadge(r.status, r.alive, r.gone), el("span", { class: "date" }, r.started_at), kids,
+      el("a", { href: "#/run/" + r.id }, r.name), statusBadge(r.status, r.alive, r.gone), dateCell(r.started_at), kids,
       ...cols.params.map(k => paramCell(r.params[k])),
       ...cols.metrics.flatMap(m => ["last", "min", "max"].map(a => el("span", { class: "num" }, fmt((r.metrics[m] || {})[a]))))
     ].map(c => el("td", {}, c)));
