@@ -1,9 +1,10 @@
 // runtime/serve/ui/app.js: the single-page UI of `ltrun serve` (embedded in the binary).
-// Pages by URL hash: #/ runs, #/run/ID, #/compare/ID,ID,..., #/table (results), #/sql. Charts are uPlot; data
-// comes from the JSON API (runtime/serve/api.h). A page whose run is `running` polls every
-// POLL_MS and updates its curves in place. When a page has drawn everything it sets
-// document.body.dataset.ready (the browser test waits for it). Pure helpers (tick labels, run
-// colours, metric groups) are in util.js.
+// Pages by URL hash: #/ runs, #/run/ID, #/compare/ID,ID,A-B,..., #/table (results, with a sweep's
+// scatter and parallel coordinates), #/sql; docs/web.md describes them. Charts are uPlot, the
+// sweep views SVG; data comes from the JSON API (runtime/serve/api.h). A page whose run is
+// `running` polls every POLL_MS and updates its curves in place. When a page has drawn everything
+// it sets document.body.dataset.ready (the browser test waits for it). Pure helpers (ticks,
+// number formats, run colours and legend keys, colour scales, metric groups) are in util.js.
 "use strict";
 
 const POLL_MS = 2000;
