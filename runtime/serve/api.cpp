@@ -280,6 +280,21 @@ class Handler {
         "(SELECT count(*) FROM runs c WHERE c.parent_id = r.id) AS children "
         "FROM runs r WHERE " + where + " ORDER BY r.id DESC LIMIT ? OFFSET ?", binds));
     add_alive(list);
+    // each run's params (values cut at 60 characters): the list shows those in which runs of one
+    // name differ, so that 24 runs of one script are told apart
+    if (!list.empty()) {
+      std::vector<int64_t> ids;
+      for (const auto& r : list) ids.push_back(r["id"].get<int64_t>());
+      std::vector<Value> b;
+      const std::string in = in_ids(ids, b);
+      std::map<int64_t, json> ps;
+      for (const auto& row : q("SELECT run_id, key, substr(value, 1, 60) FROM params WHERE " + in + " ORDER BY run_id, key", b).rows)
+        ps[std::get<int64_t>(row[0])][std::get<std::string>(row[1])] = to_json(row[2]);
+      for (auto& r : list) {
+        auto it = ps.find(r["id"].get<int64_t>());
+        r["params"] = it == ps.end() ? json::object() : std::move(it->second);
+      }
+    }
     return {{"total", to_json(total.rows[0][0])}, {"runs", list}};
   }
 
@@ -367,9 +382,18 @@ class Handler {
     // the columns one may pick: param keys and metric names of the runs in scope (metric names by
     // an index skip-scan, one seek per run and name; over the page's runs past 5,000 runs)
     const std::string scope = "SELECT r.id FROM runs r WHERE " + where;
+    // with, per key, what picks the default columns: how many runs have it, whether its values
+    // differ, how many look like paths (no space, a '/')
     json avail_params = json::array(), avail_metrics = json::array();
-    for (const auto& row : q("SELECT key FROM params WHERE run_id IN (" + scope + ") GROUP BY key ORDER BY count(*) DESC, key LIMIT 500", binds).rows)
+    std::vector<std::string> default_params, varying_params;
+    for (const auto& row : q("SELECT key, count(*), count(DISTINCT value) > 1, sum(instr(value, '/') > 0 AND instr(value, ' ') = 0) "
+                             "FROM params WHERE run_id IN (" + scope + ") GROUP BY key ORDER BY count(*) DESC, key LIMIT 500", binds).rows) {
       avail_params.push_back(to_json(row[0]));
+      const int64_t n = std::get<int64_t>(row[1]), paths = std::get<int64_t>(row[3]);
+      if (2 * n < total || 2 * paths >= n) continue;  // mostly empty, or paths (out, model)
+      (std::get<int64_t>(row[2]) ? varying_params : default_params).push_back(std::get<std::string>(row[0]));
+    }
+    default_params.insert(default_params.begin(), varying_params.begin(), varying_params.end());  // a sweep's axes first
 
     // sort key
     const std::string sort = param(p, "sort", "id"), order = param(p, "order", sort == "id" || sort == "started" ? "desc" : "asc");
@@ -416,32 +440,44 @@ class Handler {
       mb = tmp;
       mb.insert(mb.end(), binds.begin(), binds.end());
     }
+    // (with the number of those runs that logged each: a metric most lack is no default column)
+    const int64_t name_runs = std::get<int64_t>(q("SELECT count(*) FROM (" + metric_scope + ")", mb).rows[0][0]);
+    std::vector<std::string> default_metrics;
+    std::vector<std::pair<int64_t, std::string>> sparse;  // logged by fewer: only to fill up to three
     for (const auto& row : q("WITH RECURSIVE n(run_id, name) AS ("
                              "SELECT s.id, (SELECT min(name) FROM metrics WHERE run_id = s.id) FROM (" + metric_scope + ") s "
                              "UNION ALL SELECT n.run_id, (SELECT min(m.name) FROM metrics m WHERE m.run_id = n.run_id AND m.name > n.name) "
                              "FROM n WHERE n.name IS NOT NULL) "
-                             "SELECT name FROM n WHERE name IS NOT NULL GROUP BY name ORDER BY name LIMIT 500", mb).rows)
+                             "SELECT name, count(*) FROM n WHERE name IS NOT NULL GROUP BY name ORDER BY name LIMIT 500", mb).rows) {
       avail_metrics.push_back(to_json(row[0]));
+      const int64_t n = std::get<int64_t>(row[1]);
+      if (2 * n >= name_runs) default_metrics.push_back(std::get<std::string>(row[0]));
+      else sparse.emplace_back(-n, std::get<std::string>(row[0]));
+    }
+    std::stable_sort(default_metrics.begin(), default_metrics.end(), [](const std::string& a, const std::string& b) {
+      return (a.find("loss") != std::string::npos) > (b.find("loss") != std::string::npos);
+    });
+    std::sort(sparse.begin(), sparse.end());  // the commonest first; a metric most runs lack never
+    for (size_t i = 0; i < sparse.size() && default_metrics.size() < 3 && -4 * sparse[i].first >= name_runs; i++)
+      default_metrics.push_back(sparse[i].second);
 
-    // the columns: ?params= and ?metrics= (comma-separated; given empty: none); not given: the
-    // four commonest param keys and three metrics, those named like a loss first
-    auto chosen = [&](const char* what, const json& avail, size_t dflt, bool lossy_first) {
+    // the columns: ?params= and ?metrics= (comma-separated; given empty: none); not given: four
+    // param keys (of those at least half the runs have, not paths; those whose values differ
+    // first, then the commonest) and three metrics (of those at least half the runs logged, those
+    // named like a loss first; then the commonest others that a quarter of them logged)
+    auto chosen = [&](const char* what, const std::vector<std::string>& dflt_cols, size_t dflt) {
       std::vector<std::string> out;
       if (p.count(what)) {
         out = split(param(p, what), ',');
       } else {
-        for (const auto& a : avail) out.push_back(a.get<std::string>());
-        if (lossy_first)
-          std::stable_sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) {
-            return (a.find("loss") != std::string::npos) > (b.find("loss") != std::string::npos);
-          });
+        out = dflt_cols;
         if (out.size() > dflt) out.resize(dflt);
       }
       if (out.size() > kMaxColumns) http_fail(400, "{}: at most {} columns, got {}", what, kMaxColumns, out.size());
       return out;
     };
-    const auto param_cols = chosen("params", avail_params, 4, false);
-    const auto metric_cols = chosen("metrics", avail_metrics, 3, true);
+    const auto param_cols = chosen("params", default_params, 4);
+    const auto metric_cols = chosen("metrics", default_metrics, 3);
 
     json rows = json::array();
     if (!ids.empty()) {
@@ -455,6 +491,10 @@ class Handler {
       for (size_t i = 0; i < param_cols.size(); i++) cols += fmt::format(", {} AS p{}", cell_sql("param", param_cols[i]), i);
       for (size_t i = 0; i < metric_cols.size(); i++)
         for (const char* k : {"last", "min", "max", "last_step"}) cols += fmt::format(", {} AS {}{}", cell_sql(k, metric_cols[i]), k, i);
+      // whether any child logged the metric (a "best M" link only where one did)
+      for (size_t i = 0; i < metric_cols.size(); i++)
+        cols += fmt::format(", EXISTS (SELECT 1 FROM runs c WHERE c.parent_id = r.id AND EXISTS (SELECT 1 FROM metrics "
+                            "WHERE run_id = c.id AND name = {})) AS cm{}", literal("metric", metric_cols[i]), i);
       const auto t = q("SELECT " + cols + " FROM runs r WHERE " + in, b);
       std::map<int64_t, json> by_id;
       for (const auto& row : t.rows) {
@@ -468,6 +508,10 @@ class Handler {
           for (const char* k : {"last", "min", "max", "last_step"}) m[k] = to_json(row[c++]);
           ms[metric_cols[i]] = std::move(m);
         }
+        json cm = json::array();
+        for (size_t i = 0; i < metric_cols.size(); i++)
+          if (std::get<int64_t>(row[c++])) cm.push_back(metric_cols[i]);
+        o["child_metrics"] = std::move(cm);
         o["params"] = std::move(ps);
         o["metrics"] = std::move(ms);
         by_id[std::get<int64_t>(row[0])] = std::move(o);

@@ -7,7 +7,8 @@
 //   GET /api/info                         db path, schema version, run count, latest run id
 //   GET /api/runs?name=&status=&parent=&limit=&offset=   newest first, `limit` (default 100,
 //                                         at most 1000) from `offset`; parent=none: top-level;
-//                                         `total` counts them all
+//                                         `total` counts them all; each run's `params` (values
+//                                         cut at 60 characters)
 //   GET /api/table?parent=&name=&status=&param=K=V&params=A,B&metrics=M,N&sort=&order=&limit=&offset=
 //                                         the results table: runs (default top-level) as rows
 //                                         with the params' values and each metric's last, min,
@@ -16,7 +17,11 @@
 //                                         (NULLs last); `limit` (default 50, at most 1000) from
 //                                         `offset`, sorted and paged in SQL; `total`; `available`
 //                                         param keys of the runs in scope and metric names of
-//                                         them (past 300 runs: of the page's and the newest 300)
+//                                         them (past 300 runs: of the page's and the newest 300);
+//                                         default columns: params most runs have, not paths,
+//                                         varying ones first, and metrics half the runs logged
+//                                         (then others a quarter of them logged); per
+//                                         row `child_metrics`: the chosen metrics a child logged
 //   GET /api/runs/ID                      fields, args, script, command lines, params, metric
 //                                         and layer_metric summaries, eval summaries, artifacts,
 //                                         children

@@ -2,7 +2,9 @@
 # (tests/serve/browser_test.js: DOM checks after each page's scripts ran, a live curve;
 # screenshots of a run page, the sweep and its compare kept as run_page.png, sweep_page.png and
 # compare_page.png in this test's scratch folder), on the stores of
-# tests/serve/study.lua and tests/serve/sweep.lua (a figure, eval scalars, 210 children). Skipped
+# tests/serve/study.lua, tests/serve/sweep.lua (a figure, eval scalars, 210 children) and
+# tests/serve/failing.lua (a failed run with one-value metrics); screenshots of the sweep's
+# table views kept as sweep_views.png. Skipped
 # (exit 77) only when no Chromium is installed (scripts/setup installs chromium-headless-shell).
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)  # tests/, before common.bash changes folder
 source "$here/cli/common.bash"
@@ -18,6 +20,9 @@ kids=$(sql1 "select group_concat(id) from (select id from runs where parent_id =
 "$LTRUN" "$here/serve/sweep.lua" --out="$SCRATCH/sweep" --children=210 2>sweep.err || { cat sweep.err >&2; exit 1; }
 sweep=$(sql1 "select id from runs where name = 'sweep' and parent_id is null order by id desc limit 1")
 sweep_kids=$(sql1 "select group_concat(id) from (select id from runs where parent_id = $sweep order by id)" | tr -d '"')
+# a run that fails with a traceback after logging one-value metrics only
+if "$LTRUN" "$here/serve/failing.lua" 2>failing.err; then echo "tests/serve/failing.lua did not fail" >&2; exit 1; fi
+failing=$(sql1 "select id from runs where name = 'failing' order by id desc limit 1")
 "$LTRUN" "$here/serve/live.lua" --ready="$SCRATCH/live_ready" --seconds=120 2>live.err & writer=$!
 "$LTRUN" serve --port 0 >serve.out 2>serve.err & pid=$!
 trap 'kill $pid $writer 2>/dev/null' EXIT
@@ -37,7 +42,7 @@ for _ in $(seq 1 100); do url=$(grep -o 'http://[^ ]*' serve.out | head -1); [ -
 [ -n "$url" ] || { cat serve.out serve.err >&2; exit 1; }
 
 check "the UI in $(basename "$chrome")" timeout 300 node "$here/serve/browser_test.js" "$chrome" "$url" "$id" "$kids" "$live" \
-  "$SCRATCH/profile" "$SCRATCH/run_page.png" "$sweep" "$sweep_kids" "$dead" "$total"
+  "$SCRATCH/profile" "$SCRATCH/run_page.png" "$sweep" "$sweep_kids" "$dead" "$total" "$failing"
 kill -INT $writer; wait $writer
 check "the live run ends interrupted, its points kept" test "$(sql1 "select count(*) from metrics where run_id = $live")" -gt 5
 finish

@@ -11,12 +11,20 @@
 // ignored, no empty "layer metrics", a run whose process is gone not counting on. And the
 // results table (#/table): sorted by a column's click (both ways, runs lacking a metric last),
 // paged by the server, filtered by param and name, a sweep's children opened in place and its
-// best run by a metric's min in one click.
+// best run by a metric's min in one click. And the web defects of issue 38, each measured on the
+// rendered page: the sweep's scatter (tick labels short and inside the plot, the y title clear
+// of them, log ticks on decades, colour and mean ± sd by a param), parallel coordinates with an
+// axis per param, params to 4 digits, dates on one line, default columns (no paths, no mostly
+// empty metric), "best" links only where a child has the metric, the first metric column on a
+// 1,280 px screen, compare legends inside their cards, 210 runs with a colour key and a params
+// table of what differs, a metric logged once on a fitted axis, ranges in #/compare/A-B, a
+// sweep parent's children with params and metrics, a failed run's error in one line, a params
+// column in the runs list, no chart controls without a chart and no one-series legends.
 // node browser_test.js CHROME URL STUDY_ID CHILD_IDS LIVE_ID PROFILE_DIR SCREENSHOT.png
-//   SWEEP_ID SWEEP_CHILD_IDS DEAD_ID TOTAL_RUNS   (run by tests/cli/serve_browser.sh)
+//   SWEEP_ID SWEEP_CHILD_IDS DEAD_ID TOTAL_RUNS FAILING_ID   (run by tests/cli/serve_browser.sh)
 "use strict";
 const fs = require("fs");
-const [chrome, url, studyId, childIds, liveId, profile, screenshot, sweepId, sweepKids, deadId, totalRuns] = process.argv.slice(2);
+const [chrome, url, studyId, childIds, liveId, profile, screenshot, sweepId, sweepKids, deadId, totalRuns, failingId] = process.argv.slice(2);
 
 const { launch, newPage } = require(require("path").join(__dirname, "./chromium.js"));
 const { proc, send } = launch(chrome, profile);
@@ -70,7 +78,7 @@ function check(what, ok, detail) {
   await part("runs page", async () => {
   await open("#/");
   const rows = await q("input.pick");
-  check("runs page: top-level runs by default (the study, the sweep, the live and the dead run)", rows === 4, rows);
+  check("runs page: top-level runs by default (the study, the sweep, the failing, the live and the dead run)", rows === 5, rows);
   check("runs page: links to the study", (await q(`a[href="#/run/${studyId}"]`)) >= 1);
   await evaluate(`(() => { const b = document.querySelector('button.kids[data-run="${studyId}"]'); if (b) b.click(); return new Promise(r => setTimeout(r, 1000)); })()`);
   check("runs page: the study's 2 children shown under it on a click", (await q("tr.child input.pick")) === 2, await q("tr.child input.pick"));
@@ -214,11 +222,16 @@ function check(what, ok, detail) {
   const cshot = await send("Page.captureScreenshot", { format: "png" }, sessionId);
   fs.writeFileSync(screenshot.replace(/run_page\.png$/, "compare_page.png"), Buffer.from(cshot.data, "base64"));
   check("compare: no empty 'layer metrics' section", (await q("h2", "[...e].filter(h => h.textContent === 'layer metrics').length")) === 0);
-  // cells: headers and ids unbroken; the 211-column params table scrolls in its box, the page does not
-  const heads = await q("table.params-diff th", "[...e].map(th => { const r = document.createRange(); r.selectNodeContents(th); return r.getClientRects().length; })");
-  check("compare: no header broken over lines", heads.length === kidList.length + 1 && heads.every(n => n === 1), heads.filter(n => n !== 1).length);
-  const scroll = await q("#params-wide", "e[0] ? [e[0].scrollWidth > e[0].clientWidth, document.documentElement.scrollWidth <= window.innerWidth + 1] : null");
-  check("compare: the wide params table scrolls in its box", JSON.stringify(scroll) === "[true,true]", scroll);
+  // params of 210 runs: a row per run with only the params that differ (it was 211 columns), in
+  // a box that scrolls; headers unbroken; the page does not scroll sideways
+  const heads = await q("table.params-runs th", "[...e].map(th => { const r = document.createRange(); r.selectNodeContents(th); return r.getClientRects().length; })");
+  const prow = await q("table.params-runs tbody tr");
+  const pheads = await q("table.params-runs th", "[...e].map(th => th.textContent)");
+  check("compare: params of 210 runs: a row each, a column per differing param only", prow === kidList.length &&
+        JSON.stringify(pheads) === JSON.stringify(["id", "name", "seed", "lr", "plan", "wd", "out"]), [prow, pheads]);
+  check("compare: no header broken over lines", heads.length > 0 && heads.every(n => n === 1), heads);
+  const scroll = await q("#params-wide", "e[0] ? [e[0].scrollHeight > e[0].clientHeight, document.documentElement.scrollWidth <= window.innerWidth + 1] : null");
+  check("compare: the long params table scrolls in its box", JSON.stringify(scroll) === "[true,true]", scroll);
 
   });
 
@@ -276,14 +289,159 @@ function check(what, ok, detail) {
   await open(`#/table?parent=${sweepId}&${cols}&name=lr_20&sort=name&order=asc`);
   check("table: filtered by name", JSON.stringify(await names()) === JSON.stringify(["lr_20", ...Array.from({ length: 10 }, (_, k) => "lr_20" + k)]), await names());
   // the top-level runs: the sweep's children open under it, and its best run in one click
-  await open("#/table");
-  check("table: top-level runs by default", (await names()).length === 4, await names());
+  await open("#/table?metrics=loss");
+  check("table: top-level runs by default", (await names()).length === 5, await names());
   await follow(`table.results button.kids[data-run="${sweepId}"]`);
   check("table: the sweep's children shown under it (first 50 of 210)", (await q("table.results tr.child input.pick")) === 50 &&
         /50 of 210 children/.test(await q("table.results tr.child td.muted", "e[0] ? e[0].textContent : ''")));
   await follow(`#best-${sweepId}`);
   check("table: 'best loss' of the sweep: its children by min loss, lr_1 first", (await names())[0] === "lr_1" &&
         (await q("th.sorted", "e[0] && e[0].dataset.sort")) === "min:loss" && (await count()) === "runs 1–50 of 210", [await names(), await count()]);
+  });
+
+  // --- issue 38: the web view of a sweep ----------------------------------------------------
+  // boxes on the page: {l, r, t, b} of an element (or of a text node's range)
+  const inside = (a, b, slack = 0.5) => a.l >= b.l - slack && a.r <= b.r + slack && a.t >= b.t - slack && a.b <= b.b + slack;
+  const overlap = (a, b) => a.l < b.r && b.l < a.r && a.t < b.b && b.t < a.b;
+  // the lines a cell's text takes: the distinct tops of its text's boxes
+  const lines = `(x => { const tops = new Set(), w = document.createTreeWalker(x, NodeFilter.SHOW_TEXT);
+    for (let n = w.nextNode(); n; n = w.nextNode()) { const r = document.createRange(); r.selectNodeContents(n);
+      for (const b of r.getClientRects()) if (b.width > 0) tops.add(Math.round(b.top / 4)); }
+    return tops.size; })`;
+  const box = "(x => { const r = x.getBoundingClientRect(); return { l: r.left, r: r.right, t: r.top, b: r.bottom, text: x.textContent }; })";
+  const waitDrawn = async id => { for (let i = 0; i < 100; i++) { if ((await q("#" + id, "e[0] && e[0].dataset.drawn")) === "1") return true; await sleep(100); } return false; };
+  const pick = (id, value) => evaluate(`(() => { const s = document.getElementById(${JSON.stringify(id)});
+    if (s.type === 'checkbox') s.checked = ${JSON.stringify(value)}; else s.value = ${JSON.stringify(value)};
+    s.dispatchEvent(new Event('change')); return true; })()`);
+  // readable: short, at most 3 significant digits, a plain or exponent number (no 1.013911e-5)
+  const readable = t => t.length <= 7 && /^-?(\d+(\.\d+)?|\.\d+)(e-?\d+)?$/.test(t) && t.replace(/e.*$/, "").replace(/[-.]/g, "").replace(/^0+/, "").replace(/0+$/, "").length <= 3;
+
+  await part("issue 38: sweep table, default columns and numbers", async () => {
+  await open(`#/table?parent=${sweepId}`);
+  const heads = await q("table.results th[data-sort]", "[...e].map(th => th.dataset.sort)");
+  // children have lr, plan, wd, seed and out (a path); loss, val_loss, acc (half) and best_loss (a tenth)
+  check("table, default columns: the sweep's params, not the path `out`", ["param:lr", "param:plan", "param:wd", "param:seed"].every(k => heads.includes(k)) &&
+        !heads.includes("param:out"), heads);
+  check("table, default columns: no mostly empty metric (best_loss)", heads.includes("min:loss") && !heads.some(h => /best_loss/.test(h)), heads);
+  // lr is stored as 0.00010232929922807543 and so on: 4 significant digits, the whole in the tooltip
+  const lr = await q("table.results tbody td:nth-child(7) .pv", "[...e].map(s => [s.textContent, s.title])");
+  check("table: params to 4 significant digits, the full value in the tooltip", lr.length === 50 && lr.every(([t, full]) =>
+        t.replace(/e.*$/, "").replace(/[-.]/g, "").replace(/^0+/, "").length <= 4 && (full === "" ? t.length < 8 : full.length > t.length && Math.abs(+t - +full) <= 5e-4 * Math.abs(+full))), lr.slice(0, 3));
+  const dateLines = await q("table.results tbody td:nth-child(5)", `[...e].map(${lines})`);
+  check("table: dates on one line", dateLines.length === 50 && dateLines.every(n => n === 1), dateLines.filter(n => n !== 1).length);
+  const firstMetric = await q('table.results th[data-sort^="last:"]', "e[0] ? e[0].getBoundingClientRect().right : Infinity");
+  check(`table: the first metric column inside a 1,280 px window (its right edge at ${firstMetric})`, firstMetric <= 1280, firstMetric);
+  // the top-level table: the same rules, and the first metric column on screen
+  await open("#/table");
+  const topMetric = await q('table.results th[data-sort^="last:"]', "e[0] ? e[0].getBoundingClientRect().right : Infinity");
+  check(`table, top level: the first metric column inside 1,280 px (${topMetric})`, topMetric <= 1280, topMetric);
+  // "best M" only where a child logged M: the sweep's and the study's children logged loss, none train/loss
+  await open("#/table?metrics=train/loss");
+  check("table: no 'best train/loss' link where no child has train/loss", (await q("a.best")) === 0, await q("a.best", "[...e].map(a => a.id)"));
+  await open("#/table?metrics=loss");
+  check("table: 'best loss' links where children have loss", (await q(`#best-${sweepId}`)) === 1 && (await q(`#best-${studyId}`)) === 1);
+  });
+
+  await part("issue 38: scatter", async () => {
+  await open(`#/table?parent=${sweepId}`);
+  await evaluate("document.getElementById('scatter-open').open = true; true");
+  check("scatter: drawn", await waitDrawn("scatter"));
+  const labels = async () => JSON.parse(await evaluate(`JSON.stringify((() => { const s = document.querySelector('svg.scatter'); const b = ${box};
+    return { svg: b(s), x: [...s.querySelectorAll('text.tick.x')].map(b), y: [...s.querySelectorAll('text.tick.y')].map(b), ytitle: b(s.querySelector('text.title.y')) }; })())`));
+  for (const log of [false, true]) {
+    await pick("sc-logx", log);
+    await waitDrawn("scatter");
+    const L = await labels(), all = [...L.x, ...L.y], w = log ? "log x" : "linear x";
+    check(`scatter, ${w}: tick labels short and readable`, all.length >= 6 && all.every(t => readable(t.text)), all.map(t => t.text));
+    check(`scatter, ${w}: every tick label inside the plot (the last x label whole)`, all.every(t => inside(t, L.svg)), all.filter(t => !inside(t, L.svg)));
+    check(`scatter, ${w}: the y title clear of the y tick labels`, L.y.every(t => !overlap(t, L.ytitle)), [L.ytitle, L.y[0]]);
+    if (log) check("scatter, log x: ticks on the decades", L.x.length >= 2 && L.x.every(t => Number.isInteger(+Math.log10(+t.text).toFixed(9))), L.x.map(t => t.text));
+  }
+  // colour by a second param: plan's 3 values, each its colour, a key of 3
+  await pick("sc-colour", "plan");
+  await waitDrawn("scatter");
+  const fills = await q("svg.scatter circle", "[...new Set([...e].map(c => c.getAttribute('fill')))]");
+  check("scatter: coloured by plan: 3 colours and a key of 3", fills.length === 3 && (await q("#sc-key .swatch")) === 3, fills);
+  // mean ± sd over seeds: wd (4 values) × plan (3): 12 means, each with a spread bar, a line per plan
+  await pick("sc-logx", false);
+  await pick("sc-x", "wd");
+  await pick("sc-mean", true);
+  await waitDrawn("scatter");
+  const means = await q("svg.scatter circle", "[...e].map(c => c.querySelector('title').textContent)");
+  check("scatter: mean ± sd: 12 points (wd × plan), each over its runs", means.length === 12 && means.every(t => /mean .* over \d+ runs/.test(t)), means.slice(0, 2));
+  check("scatter: mean ± sd: a spread bar per point and a line per plan", (await q("svg.scatter line.spread")) === 12 && (await q("svg.scatter polyline.group-line")) === 3);
+  // parallel coordinates: an axis per param column and one for the metric, a line per child
+  await evaluate("document.getElementById('parcoords-open').open = true; true");
+  check("parallel coordinates: drawn", await waitDrawn("parcoords"));
+  const params = await q('table.results th[data-sort^="param:"]', "[...e].map(th => th.dataset.sort.slice(6))");
+  const axes = await q("svg.parcoords g.pc-axis", "[...e].map(g => g.dataset.key)");
+  check("parallel coordinates: one axis per param and one for the metric", params.length >= 4 &&
+        JSON.stringify(axes) === JSON.stringify([...params, "loss min"]), [axes, params]);
+  check("parallel coordinates: a line per child", (await q("svg.parcoords polyline.pc-line")) === 210, await q("svg.parcoords polyline.pc-line"));
+  const pc = JSON.parse(await evaluate(`JSON.stringify((() => { const s = document.querySelector('svg.parcoords'); const b = ${box};
+    return { svg: b(s), t: [...s.querySelectorAll('text')].map(b) }; })())`));
+  check("parallel coordinates: every label inside the plot", pc.t.length > 10 && pc.t.every(t => inside(t, pc.svg)), pc.t.filter(t => !inside(t, pc.svg)));
+  await pick("pc-metric", "max:acc");
+  check("parallel coordinates: another metric: the 105 children that logged acc", (await q("svg.parcoords polyline.pc-line")) === 105 &&
+        (await q("svg.parcoords g.pc-axis.metric", "e[0].dataset.key")) === "acc max");
+  await evaluate("document.getElementById('scatter').scrollIntoView(); true");
+  const vshot = await send("Page.captureScreenshot", { format: "png" }, sessionId);
+  fs.writeFileSync(screenshot.replace(/run_page\.png$/, "sweep_views.png"), Buffer.from(vshot.data, "base64"));
+  });
+
+  await part("issue 38: pages", async () => {
+  // a sweep parent: its children with their params and metrics, and a link to its table
+  await open(`#/run/${sweepId}`);
+  const kh = await q("table.children th", "[...e].map(th => th.textContent)");
+  check("sweep page: children listed with params and metrics", ["lr", "plan", "wd", "seed", "loss min"].every(h => kh.includes(h)) &&
+        (await q("table.children tbody tr")) === 50, kh);
+  check("sweep page: a link to its results table", (await q("#sweep-table", "e[0] && e[0].getAttribute('href')")) === `#/table?parent=${sweepId}`);
+  // a run page: a chart of one series has no legend (each carried an empty one)
+  await open(`#/run/${studyId}`);
+  check("run page: no legend under a one-series chart", (await q(".chart .uplot")) >= 2 && (await q(".chart .u-legend")) === 0, await q(".chart .u-legend"));
+  // a failed run of one-value metrics: no chart controls, no chart; the traceback in full
+  await open(`#/run/${failingId}`);
+  check("failed run: its one-value metrics in the table", (await q("table.scalars td", "[...e].map(td => td.textContent)")).includes("final_acc"));
+  check("failed run: no chart controls without a chart", (await q("#xaxis, #smooth, #logscale")) === 0 && (await q(".uplot")) === 0, await q("#xaxis, #smooth, #logscale"));
+  check("failed run: its page shows the whole traceback", /the data ran out at batch 7[\s\S]*stack traceback/.test(await q("pre.error", "e[0] ? e[0].textContent : ''")));
+  // the runs list: the failed run's error in one line; a params column telling runs apart
+  await open("#/");
+  const err = await q(`input.pick[value="${failingId}"]`, `(() => { const td = e[0].closest('tr').lastElementChild;
+    return { text: td.textContent, lines: (${lines})(td), title: td.querySelector('[title]') ? td.querySelector('[title]').title : '' }; })()`);
+  check("runs list: a failed run's error in one line, the traceback in its tooltip", err.lines === 1 && /ran out at batch 7$/.test(err.text) &&
+        !/traceback/.test(err.text) && /stack traceback/.test(err.title), err);
+  await open(`#/?parent=${sweepId}`);
+  const cells = await q("table.runs tbody tr", "[...e].map(tr => tr.children[[...tr.closest('table').tHead.rows[0].cells].findIndex(th => th.textContent === 'params')].textContent)");
+  check("runs list: a params column that tells a sweep's children apart", cells.length === 100 && new Set(cells).size === 100 &&
+        cells.every(t => /lr=/.test(t)), cells.slice(0, 3));
+  });
+
+  await part("issue 38: compare", async () => {
+  // two runs (the study's children; and one of them with a sweep child: long labels): each legend
+  // inside its card, the plot as wide as the card
+  const kidList = sweepKids.split(",").map(Number);
+  for (const two of [childIds, `${childIds.split(",")[0]},${kidList[0]}`]) {
+  await open(`#/compare/${two}`);
+  const cards = JSON.parse(await evaluate(`JSON.stringify([...document.querySelectorAll('#compare-charts .chart')].filter(c => c.querySelector('.u-legend')).map(c => {
+    const b = ${box}, st = getComputedStyle(c);
+    return { metric: c.dataset.metric, card: b(c), legend: b(c.querySelector('.u-legend')), labels: [...c.querySelectorAll('.u-legend .u-label')].map(b),
+             plot: c.querySelector('canvas').getBoundingClientRect().width, inner: c.clientWidth - parseFloat(st.paddingLeft) - parseFloat(st.paddingRight) }; }))`));
+  check(`compare of ${two}: legends inside their cards`, cards.length >= 1 && cards.every(c => inside(c.legend, c.card) && c.labels.every(l => inside(l, c.card))),
+        cards.filter(c => !inside(c.legend, c.card)).map(c => [c.metric, c.card, c.legend]));
+  check(`compare of ${two}: each plot as wide as its card`, cards.length >= 1 && cards.every(c => c.plot >= 0.95 * c.inner), cards.map(c => [c.plot, c.inner]));
+  }
+  // two children of the sweep differ in seed, lr, plan, wd and out (a path): the legend names the seed first
+  await open(`#/compare/${kidList[0]},${kidList[1]}`);
+  const seedLegend = JSON.parse(await q('[data-metric="loss"] .u-legend .u-series .u-label', "JSON.stringify([...e].map(x => x.textContent))"));
+  check("compare of two sweep children: legend labels name the seed first, no path", seedLegend.length === 3 &&
+        seedLegend.slice(1).every(t => /^\d+ seed=\d lr=/.test(t) && !t.includes("/")), seedLegend);
+  // 210 runs by a range: a colour key, a metric logged once at step 60 on an axis around 60
+  await open(`#/compare/${kidList[0]}-${kidList[kidList.length - 1]}`);
+  check("compare #/compare/A-B: the range's 210 runs", (await q('[data-metric="loss"] .uplot', "e[0] && e[0].dataset.series")) === "210");
+  check("compare of 210: a colour key (by lr, the first param that differs)", (await q("#colour-key .key-bar")) === 1 &&
+        /^lr\b/.test(await q("#colour-key", "e[0].textContent")), await q("#colour-key", "e[0] && e[0].textContent"));
+  const vx = await evaluate("(() => { const c = charts.find(c => document.contains(c.root) && c.root.parentNode.dataset.metric === 'val_loss'); return c ? [c.scales.x.min, c.scales.x.max] : null; })()");
+  check("compare of 210: val_loss (logged once, at step 60) on an axis fitted to it", vx && vx[0] >= 50 && vx[0] < 60 && vx[1] > 60 && vx[1] <= 70, vx);
   });
 
   await part("a dead run", async () => {

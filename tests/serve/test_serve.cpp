@@ -544,6 +544,8 @@ TEST_CASE("api: /api/table sorts and pages runs by params and by a metric's last
       ids[size_t(i)] = st->begin_run(c);
       st->param(ids[size_t(i)], "width", std::to_string(width(i)));
       st->param(ids[size_t(i)], "plan", "p" + std::to_string(i % 3));
+      st->param(ids[size_t(i)], "out", "/runs/child_" + std::to_string(i));  // a path: no default column
+      if (i <= 2) st->metric(ids[size_t(i)], "best", 1.0, 1);                 // most lack it: no default column
       st->metric(ids[size_t(i)], "loss", last(i), 100);  // the last step, logged first
       st->metric(ids[size_t(i)], "loss", lo(i), 3);
       st->metric(ids[size_t(i)], "loss", 50 + i, 7);  // the max
@@ -611,8 +613,22 @@ TEST_CASE("api: /api/table sorts and pages runs by params and by a metric's last
   CHECK(c1["metrics"]["loss"]["min"] == lo(1));
   CHECK(c1["metrics"]["loss"]["max"] == 51.0);
   CHECK(c1["metrics"]["acc"]["last"].is_null());
-  CHECK(one["available"]["params"] == json::array({"plan", "width"}));
-  CHECK(one["available"]["metrics"] == json::array({"acc", "loss"}));
+  CHECK(one["available"]["params"] == json::array({"out", "plan", "width"}));
+  CHECK(one["available"]["metrics"] == json::array({"acc", "best", "loss"}));
+  // default columns (issue 38): no path params, no metric most runs lack; loss before acc
+  const auto dflt = body(api.get("/api/table", {{"parent", parent}, {"limit", "1"}}));
+  CHECK(dflt["params"] == json::array({"plan", "width"}));
+  CHECK(dflt["metrics"] == json::array({"loss", "acc"}));
+  // "best M" only for a metric a child logged: the sweep's children logged loss, none "nothere"
+  const auto top1 = body(api.get("/api/table", {{"metrics", "nothere,loss"}}));
+  CHECK(top1["rows"][0]["child_metrics"] == json::array({"loss"}));
+  // the runs list: each run's params (the list shows those that tell runs apart)
+  const auto kids = body(api.get("/api/runs", {{"parent", parent}, {"limit", "3"}}));
+  REQUIRE(kids["runs"].size() == 3);
+  for (const auto& k : kids["runs"]) {
+    const std::string plan = k["params"].value("plan", "");
+    CHECK(plan.size() == 2);
+  }
 
   // filters: a param's value, the name, the status; the default scope is the top-level runs
   CHECK(order_of({{"param", "plan=p1"}, {"sort", "id"}, {"order", "asc"}}) ==

@@ -1,9 +1,12 @@
 // tests/serve/util_test.js: the pure helpers of the `ltrun serve` UI (runtime/serve/ui/util.js)
 // under node: tick labels (the cases of issue 27: an lr axis read "0 / 0.001 / 0.001", a
 // profile up to 3.6e-4 read "0, 0, 0", a log axis cut "10,000" to "0,000"), the axis width,
-// run colours, scalars apart from curves. node util_test.js UTIL_JS
+// run colours, scalars apart from curves; and issue 38's: numbers to 4 digits, a traceback's
+// first line, round and decade ticks, legend keys, colour scales, mean ± sd, fitted ranges,
+// id ranges. node util_test.js UTIL_JS
 "use strict";
-const { tickLabels, axisWidth, runColour, runLabel, splitMetrics } = require(require("path").resolve(process.argv[2]));
+const { tickLabels, axisWidth, runColour, runLabel, splitMetrics, fmtNum, fmtParam, firstLine, niceTicks, logTicks,
+        legendKeys, colourScale, meanSpread, fittedRange, parseIds } = require(require("path").resolve(process.argv[2]));
 
 let passed = 0, failed = 0;
 function check(what, ok, detail) {
@@ -71,6 +74,39 @@ check("curves grouped by prefix, loss first", same(s.groups.map(g => [g.name, g.
       [["train", ["train/loss", "train/lr"]], ["val", ["val.loss", "val.acc"]], ["", ["grad_norm"]]]), s.groups);
 const s2 = splitMetrics([m("acc", 5), m("loss", 5), m("lr", 5)]);
 check("loss first among unprefixed curves", same(s2.groups[0].metrics.map(x => x.name), ["loss", "acc", "lr"]), s2);
+
+// issue 38: numbers to 4 significant digits (params were printed in full double precision)
+check("fmtNum: 4 significant digits", same(["0.0006309573444801685", 12.3456, 1200.5, 1200, 0.001, 0.1, 2.5, 123456.7, -0.25, 0].map(v => fmtNum(typeof v === "string" ? +v : v)),
+      ["6.31e-4", "12.35", "1201", "1200", "0.001", "0.1", "2.5", "1.235e5", "-0.25", "0"]), null);
+check("fmtParam: a long number as 4 digits; integers and text as they are",
+      same(["0.0006309573444801685", "0.00030000000000000003", "42", "tiny", "1e-4", "/data/x", null].map(fmtParam), ["6.31e-4", "3e-4", "42", "tiny", "1e-4", "/data/x", ""]),
+      ["0.0006309573444801685", "0.00030000000000000003", "42", "tiny", "1e-4", "/data/x", null].map(fmtParam));
+check("firstLine: a traceback's first line", firstLine("x.lua:3: boom\nstack traceback:\n\t[C]: in ?") === "x.lua:3: boom" &&
+      firstLine("\n  oops  \n") === "oops" && firstLine(null) === "" && firstLine("a".repeat(300)).length === 140);
+// scatter ticks: round steps (0.0025, never 1.013911e-5), covering the data; log: on the decades
+check("niceTicks: round steps covering the data", same(niceTicks(1.013911e-5, 0.0094623, 5, true), [0, 0.0025, 0.005, 0.0075, 0.01]) &&
+      same(niceTicks(0.2, 0.42, 5, true), [0.2, 0.3, 0.4, 0.5]) && same(niceTicks(1, 9), [2, 4, 6, 8]), niceTicks(1.013911e-5, 0.0094623, 5, true));
+check("niceTicks labels read short", tickLabels(niceTicks(1.013911e-5, 0.0094623, 5, true)).every(t => t.length <= 6));
+check("logTicks: the decades", same(logTicks(1e-4, 0.021), [1e-4, 1e-3, 1e-2]) && same(logTicks(1, 1e4), [1, 10, 100, 1000, 10000]), logTicks(1e-4, 0.021));
+check("logTicks: under two decades, 1-2-5", same(logTicks(0.15, 3), [0.2, 0.5, 1, 2]), logTicks(0.15, 3));
+// legends name what differs, the seed first, outputs and paths last
+check("legendKeys: seed first, then params, paths, outputs last", same(legendKeys([
+  { params: { data: "/d/shard_1", final_val_loss: "1.25", lr: "0.1", steps: "5" }, seed: 1 },
+  { params: { data: "/d/shard_2", final_val_loss: "1.5", lr: "0.1", steps: "5" }, seed: 2 }]), ["seed", "data", "final_val_loss"]));
+check("legendKeys: a param that differs before one that does not", same(legendKeys([{ params: { a: 1, b: 2 } }, { params: { a: 1, b: 3 } }]), ["b"]));
+// colour keys
+const num = colourScale([...Array(30).keys()].map(i => 1e-4 * 10 ** (i / 10)));
+check("colourScale: many numbers: viridis, log over decades", num.kind === "numeric" && num.log && num.colour(1e-4) !== num.colour(0.05) && num.colour(null) === "#bbb");
+const cat = colourScale(["plan_2", "plan_0", "plan_1", "plan_0"]);
+check("colourScale: a few values: a palette colour each, sorted", cat.kind === "category" && same(cat.values, ["plan_0", "plan_1", "plan_2"]) &&
+      cat.colour("plan_0") === runColour(0) && cat.colour("plan_2") === runColour(2));
+// mean ± sd over seeds
+const ms = meanSpread([{ x: 1, g: "a", y: 1 }, { x: 1, g: "a", y: 3 }, { x: 1, g: "b", y: 5 }, { x: 2, g: "a", y: 2 }]);
+check("meanSpread: by x and group, mean and sample sd", ms.length === 3 && ms[0].y === 2 && Math.abs(ms[0].hi - 2 - Math.SQRT2) < 1e-12 &&
+      ms[0].n === 2 && ms[1].lo === 5 && ms[1].hi === 5, ms);
+check("fittedRange: one x: around it; several: uPlot's", same(fittedRange(60, 60), [57, 63]) && fittedRange(0, 4) === null && same(fittedRange(0, 0), [-1, 1]));
+check("parseIds: ranges as the API takes them", same(parseIds("2-5,9,3"), ["2", "3", "4", "5", "9"]) && parseIds("2-201").length === 200 &&
+      same(parseIds("x,7,"), ["7"]) && parseIds("1-100000", 5000).length === 5000);
 
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);

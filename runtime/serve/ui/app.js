@@ -1,13 +1,15 @@
 // runtime/serve/ui/app.js: the single-page UI of `ltrun serve` (embedded in the binary).
-// Pages by URL hash: #/ runs, #/run/ID, #/compare/ID,ID,..., #/table (results), #/sql. Charts are uPlot; data
-// comes from the JSON API (runtime/serve/api.h). A page whose run is `running` polls every
-// POLL_MS and updates its curves in place. When a page has drawn everything it sets
-// document.body.dataset.ready (the browser test waits for it). Pure helpers (tick labels, run
-// colours, metric groups) are in util.js.
+// Pages by URL hash: #/ runs, #/run/ID, #/compare/ID,ID,A-B,..., #/table (results, with a sweep's
+// scatter and parallel coordinates), #/sql; docs/web.md describes them. Charts are uPlot, the
+// sweep views SVG; data comes from the JSON API (runtime/serve/api.h). A page whose run is
+// `running` polls every POLL_MS and updates its curves in place. When a page has drawn everything
+// it sets document.body.dataset.ready (the browser test waits for it). Pure helpers (ticks,
+// number formats, run colours and legend keys, colour scales, metric groups) are in util.js.
 "use strict";
 
 const POLL_MS = 2000;
 const PAGE = 100;     // runs per page of the runs list
+const CHILDREN_SHOWN = 50;  // children listed on a run's page (the rest: the results table)
 const main = document.getElementById("main");
 let timers = [];      // polling of the current page, cleared on navigation
 let charts = [];      // uPlot instances of the current page
@@ -43,10 +45,13 @@ async function api(path) {
   if (!r.ok) throw new Error(body.error || `${path}: HTTP ${r.status}`);
   return body;
 }
-function fmt(v) {
-  if (v === null || v === undefined) return "";
-  if (typeof v === "number" && !Number.isInteger(v)) return Math.abs(v) >= 1e4 || Math.abs(v) < 1e-3 && v !== 0 ? v.toExponential(3) : v.toPrecision(4).replace(/\.?0+$/, "");
-  return String(v);
+function fmt(v) { return typeof v === "number" ? fmtNum(v) : v === null || v === undefined ? "" : String(v); }
+// a start time in a table of runs: to the minute, on one line; the whole in the tooltip
+function dateCell(t) { return el("span", { class: "date", title: t || false }, t ? String(t).slice(0, 16) : ""); }
+// a param's value in a table of runs: 4 significant digits, cut to the column; the whole in its tooltip
+function paramCell(v) {
+  const t = fmtParam(v), full = v === null || v === undefined ? "" : String(v);
+  return el("span", { class: "pv", title: full !== t || full.length > 16 ? full : false }, t);
 }
 function statusBadge(status, alive, gone) {
   const dead = status === "running" && alive === false;
@@ -105,18 +110,25 @@ const AXIS_FONT = '12px system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica
 const INTEGER_STEPS = [1, 2, 5].flatMap(m => [1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8].map(p => m * p)).sort((a, b) => a - b);
 // series: [{label, x, y, colour (the run's index on the page)}]
 function lineChart(holder, title, series, opts = {}) {
-  const width = Math.max(320, Math.min(holder.clientWidth || 560, 560));
+  const width = opts.width || 560;
+  holder.style.width = width + "px";  // the card as wide as the plot: a legend wraps inside it
   const log = prefs.log && !opts.linear;
   const ticks = (u, splits) => tickLabels(splits, false);
+  const allX = series.flatMap(s => s.x), allY = series.flatMap(s => s.y).filter(v => v !== null && isFinite(v));
+  const xr = fittedRange(Math.min(...allX), Math.max(...allX), opts.time ? 60 : undefined);
+  const yr = allY.length ? fittedRange(Math.min(...allY), Math.max(...allY)) : null;
   const u = new uPlot({
     title, width, height: opts.height || 220,
-    scales: { x: { time: opts.time || false }, y: { distr: log ? 3 : 1 } },
+    // a metric logged once (all its points at step 60) on 57..63, not uPlot's 0..120; one value on
+    // a range around it, not 0..100
+    scales: { x: { time: opts.time || false, ...(xr ? { auto: false, range: xr } : {}) },
+              y: { distr: log ? 3 : 1, ...(yr && !log ? { auto: false, range: yr } : {}) } },
     axes: [{ label: opts.xlabel || "", font: AXIS_FONT, ...(opts.time ? {} : { values: ticks }),
              ...(opts.xlabel === "step" || opts.xlabel === "layer" ? { incrs: INTEGER_STEPS } : {}) },
            { font: AXIS_FONT, values: (u, splits) => tickLabels(splits, log), size: (u, values) => axisWidth(values, measure) }],
-    legend: { show: series.length <= 12 },
+    legend: { show: series.length > 1 && series.length <= 12 },  // one series: its name is the title
     series: [{ label: opts.xlabel || "x" },
-             ...series.map((s, i) => ({ label: s.label, stroke: runColour(s.colour ?? i), width: 1.5, spanGaps: true,
+             ...series.map((s, i) => ({ label: s.label, stroke: s.stroke || runColour(s.colour ?? i), width: 1.5, spanGaps: true,
                                         points: { show: s.x.length < 60 } }))],
     hooks: { draw: [u => { u.root.dataset.drawn = String(+(u.root.dataset.drawn || 0) + 1); }] },
   }, opts.linear ? alignSeries(series) : chartData(series), holder);
@@ -152,12 +164,6 @@ function heatmap(lm, opts = {}) {
   });
   s.append(svgEl("text", { x: left + cols * cell / 2, y: h - 2, "text-anchor": "middle" }, "layer"));
   return s;
-}
-function viridis(t) {  // a few stops of matplotlib's viridis, linearly interpolated
-  const stops = [[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]];
-  const p = Math.max(0, Math.min(1, t)) * (stops.length - 1), i = Math.min(Math.floor(p), stops.length - 2), f = p - i;
-  const c = stops[i].map((a, k) => Math.round(a + (stops[i + 1][k] - a) * f));
-  return `rgb(${c[0]},${c[1]},${c[2]})`;
 }
 // per-layer profile: the mean over groups at each layer
 function profile(lm) {
@@ -211,8 +217,18 @@ async function runsPage(q) {
   status.addEventListener("change", apply);
   main.replaceChildren(el("h1", {}, "runs"), el("div", { class: "filters" }, name, status, parent, el("button", { onclick: apply }, "filter"), cmp), list);
   const open = new Set();  // runs whose children are shown
-  const COLS = ["", "id", "parent", "name", "status", "started", "secs", "device", "children", "error"];
-  const rowsOf = (runs, depth) => runs.flatMap(r => {
+  const COLS = ["", "id", "parent", "name", "status", "params", "started", "secs", "device", "children", "error"];
+  // params: those in which the runs listed together differ (the seed among them; outputs and
+  // paths last), three at most, every param in the tooltip; an error: its first line
+  const paramsOf = (r, keys) => {
+    const shown = keys.filter(k => k === "seed" && !(k in r.params) ? r.seed !== null : k in r.params).slice(0, 3);
+    const all = Object.entries(r.params).map(([k, v]) => `${k}=${v}`).join("\n");
+    return el("span", { class: "run-params", title: all || false },
+              shown.map(k => { const v = fmtParam(k in r.params ? r.params[k] : r.seed); return `${k}=${v.length > 16 ? v.slice(0, 15) + "…" : v}`; }).join(" "));
+  };
+  const rowsOf = (runs, depth) => {
+   const keys = legendKeys(runs.map(r => ({ params: r.params || {}, seed: r.seed })));
+   return runs.flatMap(r => {
     const kids = r.children ? el("button", { class: "kids", "data-run": r.id, title: "show the children",
                                               onclick: () => { open.has(r.id) ? open.delete(r.id) : open.add(r.id); load().catch(showError); } },
                                   (open.has(r.id) ? "▾ " : "▸ ") + r.children) : "";
@@ -220,10 +236,12 @@ async function runsPage(q) {
       el("input", { type: "checkbox", class: "pick", value: r.id, checked: checked.has(String(r.id)) }),
       el("a", { href: "#/run/" + r.id, style: depth ? `margin-left:${depth * 1.2}em` : false }, r.id),
       r.parent_id ? el("a", { href: "#/run/" + r.parent_id }, r.parent_id) : "",
-      el("a", { href: "#/run/" + r.id }, r.name), statusBadge(r.status, r.alive, r.gone), r.started_at, fmt(r.secs), r.device,
-      kids, r.error || ""].map(c => el("td", {}, c)));
+      el("a", { href: "#/run/" + r.id }, r.name), statusBadge(r.status, r.alive, r.gone), paramsOf({ params: {}, ...r }, keys),
+      dateCell(r.started_at), fmt(r.secs), r.device,
+      kids, r.error ? el("span", { class: "error1", title: r.error }, firstLine(r.error)) : ""].map(c => el("td", {}, c)));
     return [tr, ...(open.has(r.id) && childRows.has(r.id) ? childRows.get(r.id) : [])];
-  });
+   });
+  };
   let checked = new Set(), childRows = new Map();
   const load = async () => {
     const p = new URLSearchParams({ limit: PAGE, offset: f.offset });
@@ -381,8 +399,10 @@ async function runPage(id) {
       d.metrics.map(m => [m.name, m.points, m.first_step, m.last_step, m.last, m.min, m.max])) : el("p", { class: "muted" }, "no metrics"));
   };
   renderSummary(d);
+  // chart controls only above charts (a run of one-value metrics has none; a running one may get curves)
+  const hasCurves = splitMetrics(d.metrics).groups.length > 0 || r.status === "running";
   page.push(section("metrics", scalars, el("details", {}, el("summary", {}, "summary of every metric"), el("div", { class: "wide" }, summary)),
-                    el("div", { class: "controls" }, chartControls(refetch => drawCurves(refetch).catch(showError)), search), curves));
+                    hasCurves ? el("div", { class: "controls" }, chartControls(refetch => drawCurves(refetch).catch(showError)), search) : "", curves));
 
   // layer metrics: a heatmap and a profile per name
   const layerBox = el("div", { id: "layer-metrics" });
@@ -397,10 +417,23 @@ async function runPage(id) {
       return el("figure", {}, el("img", { src: a.url, alt: a.path, class: "svg-artifact" }), el("figcaption", {}, `${a.kind}: `, link));
     return el("div", {}, `${a.kind}: `, a.exists ? link : el("span", { class: "muted" }, a.path + " (missing)"));
   }))));
-  // children
-  if (d.children.length) page.push(section("children", el("div", { class: "wide" }, table(["id", "name", "status", "started", "secs"],
-    d.children.map(c => [el("a", { href: "#/run/" + c.id }, c.id), el("a", { href: "#/run/" + c.id }, c.name), statusBadge(c.status), c.started_at, c.secs]))),
-    el("p", {}, el("a", { href: "#/compare/" + d.children.map(c => c.id).join(",") }, "compare the children"))));
+  // children: the first CHILDREN_SHOWN with the params in which they differ and their key metrics
+  // (the results table's default columns), and links to all of them in the table and compare
+  if (d.children.length) {
+    const kids = await api("/api/table?" + new URLSearchParams({ parent: id, sort: "id", order: "asc", limit: CHILDREN_SHOWN }).toString());
+    const metricHead = kids.metrics.flatMap(m => [`${m} last`, `${m} min`]);
+    const t = table(["id", "name", "status", ...kids.params, ...metricHead, "started", "secs"],
+      kids.rows.map(c => [el("a", { href: "#/run/" + c.id }, c.id), el("a", { href: "#/run/" + c.id }, c.name), statusBadge(c.status, c.alive, c.gone),
+                          ...kids.params.map(k => paramCell(c.params[k])),
+                          ...kids.metrics.flatMap(m => [fmt((c.metrics[m] || {}).last), fmt((c.metrics[m] || {}).min)]),
+                          dateCell(c.started_at), c.secs]), { class: "children", id: "children" });
+    page.push(section("children", el("p", {},
+      el("a", { id: "sweep-table", href: "#/table?" + new URLSearchParams({ parent: id }).toString() },
+         `all ${kids.total} in the results table`), " (sort, filter, param against metric, parallel coordinates) · ",
+      el("a", { href: "#/compare/" + d.children.map(c => c.id).join(",") }, "compare the children")),
+      el("div", { class: "wide" }, t),
+      kids.total > kids.rows.length ? el("p", { class: "muted" }, `the first ${kids.rows.length} of ${kids.total}`) : ""));
+  }
 
   main.replaceChildren(...page);
   await drawCurves(true);
@@ -513,38 +546,84 @@ function evalDiff(c, runs) {
   return el("div", { id: "eval-diff" }, out);
 }
 
+// the key of a colour scale (util.js colourScale) of param `k`: a viridis bar from its least to
+// its greatest value, or a swatch per value
+function colourLegend(k, sc) {
+  if (sc.kind === "numeric") {
+    const stops = [0, 0.25, 0.5, 0.75, 1].map(t => `${viridis(t)} ${t * 100}%`).join(", ");
+    return el("div", { class: "key-numeric" }, el("b", {}, k), " ", el("span", { class: "key-lo" }, fmtNum(sc.lo)), " ",
+              el("span", { class: "key-bar", style: `background: linear-gradient(to right, ${stops})` }), " ",
+              el("span", { class: "key-hi" }, fmtNum(sc.hi)), sc.log ? el("span", { class: "muted" }, " (log)") : "");
+  }
+  return el("div", { class: "key-category" }, el("b", {}, k), " ", sc.values.slice(0, 40).map(v =>
+    el("span", { class: "key-item" }, el("span", { class: "swatch", style: `background:${sc.colour(v)}` }), fmtParam(v))),
+    sc.values.length > 40 ? el("span", { class: "muted" }, ` (+${sc.values.length - 40} more)`) : "");
+}
+
 // --- compare ----------------------------------------------------------------------------
 // Any number of runs (a sweep's 2,000 children): one request for the runs, one per batch of
 // metric names for the curves, one per layer metric; each run keeps its colour in every chart.
 const HEATMAPS = 12;  // per layer metric, the heatmaps of the first runs only
+const LEGEND_RUNS = 12;  // past this many runs: no legends, a colour key by a param
 async function comparePage(idsText) {
-  const ids = [...new Set((idsText || "").split(",").filter(s => /^\d+$/.test(s)))];
+  const ids = parseIds(idsText);  // ids and ranges A-B, as the API takes them
   if (!ids.length) {
-    main.replaceChildren(el("h1", {}, "compare"), el("p", {}, "Pick runs on the ", el("a", { href: "#/" }, "runs page"), ", or open #/compare/ID,ID,..."));
+    main.replaceChildren(el("h1", {}, "compare"), el("p", {}, "Pick runs on the ", el("a", { href: "#/" }, "runs page"), ", or open #/compare/ID,ID,... (ranges A-B too)"));
     return ready();
   }
   const runs = (await api("/api/compare?ids=" + idRanges(ids))).runs;
-  runs.forEach((d, i) => { d.colour = i; });
   const label = d => `${d.run.id} ${d.run.name}`;
   const head = ids.length <= 20 ? ids.map(i => el("a", { href: "#/run/" + i }, i + " ")) : `${ids.length} runs`;
   const page = [el("h1", {}, "compare ", head)];
-  // params: every key, the differing ones first and marked
+  // what tells the runs apart: the params that differ and the seed, those that set a run up
+  // first (outputs logged as params and paths last); the legends name runs by them
   const keys = [...new Set(runs.flatMap(d => Object.keys(d.params)))].sort();
-  const diff = k => new Set(runs.map(d => JSON.stringify(d.params[k] ?? null))).size > 1;
-  const sorted = [...keys.filter(diff), ...keys.filter(k => !diff(k))];
-  const pt = table(["param", ...runs.map(label)], sorted.map(k => [k, ...runs.map(d => d.params[k] ?? "")]), { class: "params-diff" });
-  [...pt.tBodies[0].rows].forEach((tr, i) => { if (diff(sorted[i])) tr.className = "differs"; });
-  page.push(section("params", el("p", { class: "muted" }, `${keys.filter(diff).length} of ${keys.length} differ (first)`), el("div", { class: "wide", id: "params-wide" }, pt)));
-  // chart legends: each run by the params that differ (one compact legend per chart)
-  const differing = keys.filter(diff);
-  const legend = d => runLabel(d.run, d.params, differing);
+  const differing = legendKeys(runs.map(d => ({ params: d.params, seed: d.run.seed })));
+  const valueOf = (d, k) => k in d.params ? d.params[k] : k === "seed" ? d.run.seed : null;
+  const same = keys.filter(k => !differing.includes(k));
+  if (runs.length <= LEGEND_RUNS) {
+    // a few runs: a column per run, the differing params first and marked
+    const sorted = [...differing, ...same];
+    const pt = table(["param", ...runs.map(label)], sorted.map(k => [k, ...runs.map(d => paramCell(valueOf(d, k)))]), { class: "params-diff" });
+    [...pt.tBodies[0].rows].forEach((tr, i) => { if (differing.includes(sorted[i])) tr.className = "differs"; });
+    page.push(section("params", el("p", { class: "muted" }, `${differing.length} of ${keys.length} differ (first)`), el("div", { class: "wide", id: "params-wide" }, pt)));
+  } else {
+    // many runs (a sweep): a row per run with only what differs; what all share, once
+    const pt = table(["id", "name", ...differing], runs.map(d => [el("a", { href: "#/run/" + d.run.id }, d.run.id), d.run.name,
+                                                                  ...differing.map(k => paramCell(valueOf(d, k)))]), { class: "params-runs", id: "params-runs" });
+    page.push(section("params", el("p", { class: "muted" }, `${differing.length} differ between the ${runs.length} runs; ${same.length} are the same in all`),
+      el("div", { class: "wide tall", id: "params-wide" }, pt),
+      same.length ? el("details", {}, el("summary", {}, `the same in all ${runs.length} runs`),
+                       table(["param", "value"], same.map(k => [k, paramCell(runs[0].params[k])]), { class: "params-same" })) : ""));
+  }
+  // colours: a few runs one palette colour each (and a legend per chart); many runs coloured by
+  // a param (the first that differs, or one picked) with a colour key above the charts
+  const legend = d => runLabel(d.run, { ...d.params, seed: d.run.seed }, differing, 2);
+  const colourKey = el("div", { id: "colour-key", class: "colour-key" });
+  const colourBy = el("select", { id: "colour-by" }, el("option", { value: "" }, "run"), differing.map(k => el("option", { value: k }, k)));
+  // many runs: coloured by the first param that differs (not the seed: means are over seeds)
+  colourBy.value = runs.length > LEGEND_RUNS ? differing.find(k => k !== "seed") || differing[0] || "" : "";
+  const recolour = () => {
+    const k = colourBy.value;
+    if (!k) {
+      runs.forEach((d, i) => { d.stroke = runColour(i); });
+      colourKey.replaceChildren(runs.length > LEGEND_RUNS ? el("span", { class: "muted" }, "colour: one per run (run order)") : "");
+      return;
+    }
+    const sc = colourScale(runs.map(d => valueOf(d, k)));
+    runs.forEach(d => { d.stroke = sc.colour(valueOf(d, k)); });
+    colourKey.replaceChildren(colourLegend(k, sc));
+  };
+  recolour();
   if (ids.length === 2) {  // what `ltrun compare A B` prints: sources (diffs), inputs, metrics aligned
     const c = await api(`/api/compare?a=${ids[0]}&b=${ids[1]}`);
     page.push(section("reproduction", el("p", { id: "reproduced" }, c.reproduced), el("pre", { id: "compare-report" }, c.report)));
     if (c.eval.length) page.push(section("evaluation, item by item", evalDiff(c, runs)));
   }
   const curves = el("div", { class: "charts", id: "compare-charts" });
-  page.push(section("metrics", chartControls(() => draw().catch(showError)), curves));
+  colourBy.addEventListener("change", () => { recolour(); draw().catch(showError); });
+  page.push(section("metrics", el("div", { class: "controls" }, chartControls(() => draw().catch(showError)),
+                                  el("label", {}, "colour by ", colourBy)), colourKey, curves));
   const lnames = [...new Set(runs.flatMap(d => d.layer_metrics))];
   const layerBox = el("div");
   if (lnames.length) page.push(section("layer metrics", layerBox));
@@ -561,13 +640,20 @@ async function comparePage(idsText) {
     forget(mine.splice(0));
     curves.replaceChildren();
     const ordered = splitMetrics(names.map(n => ({ name: n, points: Math.max(...runs.map(d => (d.metrics.find(m => m.name === n) || {}).points || 0)) })));
-    for (const n of [...ordered.groups.flatMap(g => g.metrics.map(m => m.name)), ...ordered.scalars.map(m => m.name)]) {
-      const ss = all.filter(s => s.name === n).map(s => ({ label: legend(byId.get(s.run)), colour: byId.get(s.run).colour, x: s.x, y: s.y }));
+    // one-value metrics of a few runs: a table (metric × run); of many, charts fitted to their data
+    const fewScalars = runs.length <= LEGEND_RUNS ? ordered.scalars.map(m => m.name) : [];
+    if (fewScalars.length) {
+      const cell = (d, n) => { const s = all.find(s => s.run === d.run.id && s.name === n); return s && s.y.length ? fmt(s.y[s.y.length - 1]) : ""; };
+      curves.append(el("div", { class: "wide", style: "flex-basis: 100%" }, table(["metric", ...runs.map(legend)],
+        fewScalars.map(n => [n, ...runs.map(d => cell(d, n))]), { class: "scalars compare-scalars" })));
+    }
+    for (const n of [...ordered.groups.flatMap(g => g.metrics.map(m => m.name)), ...ordered.scalars.map(m => m.name).filter(n => !fewScalars.includes(n))]) {
+      const ss = all.filter(s => s.name === n).map(s => ({ label: legend(byId.get(s.run)), stroke: byId.get(s.run).stroke, x: s.x, y: s.y }));
       const box = el("div", { class: "chart", "data-metric": n });
       curves.append(box);
       const c = lineChart(box, n, ss, { time: x === "time", xlabel: x === "elapsed" ? "seconds" : x });
       c.root.dataset.x = x;
-      c.root.dataset.colours = JSON.stringify(ss.map(s => [String(s.label.split(" ")[0]), runColour(s.colour)]));
+      c.root.dataset.colours = JSON.stringify(ss.map(s => [String(s.label.split(" ")[0]), s.stroke]));
       mine.push(c);
     }
   };
@@ -579,7 +665,7 @@ async function comparePage(idsText) {
     const lab = lm => legend(byId.get(lm.run));
     layerBox.append(el("h3", {}, n), prof, el("div", { class: "row" }, data.slice(0, HEATMAPS).map(lm => el("div", { class: "hm" }, el("div", {}, lab(lm)), heatmap(lm, { cell: 14 })))),
                     data.length > HEATMAPS ? el("p", { class: "muted" }, `heatmaps of the first ${HEATMAPS} of ${data.length} runs`) : "");
-    lineChart(prof, `${n} by layer`, data.map(lm => ({ label: lab(lm), colour: byId.get(lm.run).colour, ...profile(lm) })), { xlabel: "layer", linear: true });
+    lineChart(prof, `${n} by layer`, data.map(lm => ({ label: lab(lm), stroke: byId.get(lm.run).stroke, ...profile(lm) })), { xlabel: "layer", linear: true });
   }
   ready();
 }
@@ -624,8 +710,9 @@ async function tablePage(q) {
     " " + n)));
   const chooser = el("details", { id: "t-columns" }, el("summary", {}, `columns (${cols.params.length} params, ${cols.metrics.length} metrics)`),
                      pick("params", d.available.params), pick("metrics", d.available.metrics));
-  // the metric a sweep's best run is picked by (its min): the first chosen one named like a loss
-  const bestBy = cols.metrics.find(m => /loss/i.test(m)) || cols.metrics[0];
+  // the metric a sweep's best run is picked by (its min): of the chosen ones that a child of the
+  // row logged (none: no link), the first named like a loss
+  const bestOf = r => { const ms = r.child_metrics || []; return ms.find(m => /loss/i.test(m)) || ms[0]; };
 
   // header: a click sorts by that column (again: the other way)
   const heads = [["", null], ["id", "id"], ["name", "name"], ["status", "status"], ["started", "started"], ["children", "children"],
@@ -634,13 +721,14 @@ async function tablePage(q) {
   const thead = el("tr", {}, heads.map(([label, key]) => {
     if (!key) return el("th", {}, label);
     const on = d.sort === key;
-    return el("th", { class: "sortable" + (on ? " sorted" : ""), "data-sort": key, title: "sort by " + label,
+    return el("th", { class: "sortable" + (on ? " sorted" : "") + (key.startsWith("param:") ? " param" : ""), "data-sort": key, title: "sort by " + label,
                       onclick: () => go({ ...colArgs, sort: key, order: on && d.order === "asc" ? "desc" : on ? "asc" : (key === "id" || key === "started" ? "desc" : "asc"), offset: undefined }) },
               label, on ? (d.order === "asc" ? " ▲" : " ▼") : "");
   }));
   const t = el("table", { class: "results", id: "results" }, el("thead", {}, thead), el("tbody"));
   const open = new Set();
   const rowOf = (r, depth) => {
+    const bestBy = bestOf(r);
     const kids = r.children ? [
       el("button", { class: "kids", "data-run": r.id, title: "show the children here", onclick: () => toggle(r).catch(showError) },
          (open.has(r.id) ? "▾ " : "▸ ") + r.children),
@@ -650,8 +738,8 @@ async function tablePage(q) {
     const tr = el("tr", { class: depth ? "child" : "", "data-run": r.id }, [
       el("input", { type: "checkbox", class: "pick", value: r.id }),
       el("a", { href: "#/run/" + r.id, style: depth ? `margin-left:${depth * 1.2}em` : false }, r.id),
-      el("a", { href: "#/run/" + r.id }, r.name), statusBadge(r.status, r.alive, r.gone), r.started_at, kids,
-      ...cols.params.map(k => fmt(r.params[k])),
+      el("a", { href: "#/run/" + r.id }, r.name), statusBadge(r.status, r.alive, r.gone), dateCell(r.started_at), kids,
+      ...cols.params.map(k => paramCell(r.params[k])),
       ...cols.metrics.flatMap(m => ["last", "min", "max"].map(a => el("span", { class: "num" }, fmt((r.metrics[m] || {})[a]))))
     ].map(c => el("td", {}, c)));
     return tr;
@@ -690,76 +778,193 @@ async function tablePage(q) {
   } }, "compare selected");
   const sweep = st.parent && /^\d+$/.test(st.parent);
   const title = sweep ? ["results: children of ", el("a", { href: "#/run/" + st.parent }, "run " + st.parent)] : ["results"];
-  // a sweep's param against a metric: every child, so drawn only when opened (a click on the
-  // table stays one request of 50 rows)
-  const scatterBox = el("div", { id: "scatter" });
-  const scatterOpen = el("details", { id: "scatter-open" }, el("summary", {}, "param against metric (every child as a point)"), scatterBox);
-  scatterOpen.addEventListener("toggle", () => {
-    if (!scatterOpen.open || scatterBox.dataset.drawn) return;
-    scatterBox.dataset.drawn = "0";
-    sweepScatter(scatterBox, st, cols).then(() => { scatterBox.dataset.drawn = "1"; }).catch(showError);
-  });
+  // a sweep's views over every child (a param against a metric; parallel coordinates), drawn
+  // only when opened (a click on the table stays one request of 50 rows); the children fetched
+  // once for both
+  let allRows = null;
+  const rowsOnce = () => allRows || (allRows = sweepRows(st, cols));
+  const view = (id, summary, draw) => {
+    const box = el("div", { id });
+    const det = el("details", { id: id + "-open" }, el("summary", {}, summary), box);
+    det.addEventListener("toggle", () => {
+      if (!det.open || box.dataset.drawn) return;
+      box.dataset.drawn = "0";
+      rowsOnce().then(rows => draw(box, rows, cols)).then(() => { box.dataset.drawn = "1"; }).catch(showError);
+    });
+    return det;
+  };
+  const views = sweep && d.total && cols.params.length && cols.metrics.length
+    ? [view("scatter", "param against metric (every child a point; colour, mean over seeds)", sweepScatter),
+       view("parcoords", "parallel coordinates (every child a line through its params and a metric)", parallelCoords)] : [];
   main.replaceChildren(el("h1", {}, ...title),
     el("div", { class: "filters" }, name, status, parent, pf, el("button", { onclick: apply }, "filter"), cmp), chooser, pager,
-    el("div", { class: "wide" }, t), sweep && d.total && cols.params.length && cols.metrics.length ? scatterOpen : "");
+    el("div", { class: "wide" }, t), ...views);
   ready();
 }
 
-// A sweep's children as points: a param (x) against a metric's min, last or max (y), every run
-// that has both (the table's filters apply; /api/table 1,000 rows a request, at most 5,000).
-async function sweepScatter(box, st, cols) {
-  const xs = el("select", { id: "sc-x" }, cols.params.map(k => el("option", { value: k }, k)));
-  const ys = el("select", { id: "sc-y" }, cols.metrics.flatMap(m => ["min", "last", "max"].map(a => el("option", { value: a + ":" + m }, `${m} ${a}`))));
-  const logx = el("input", { type: "checkbox", id: "sc-logx" });
-  const plot = el("div", { class: "chart" });
-  box.replaceChildren(el("div", { class: "controls" }, el("label", {}, "x ", xs), el("label", {}, "y ", ys), el("label", {}, logx, " log x")), plot);
-  let rows = null;
-  const fetchAll = async () => {
-    rows = [];
-    for (let offset = 0; offset < 5000; offset += 1000) {
-      const p = new URLSearchParams({ parent: st.parent, params: cols.params.join(","), metrics: cols.metrics.join(","), limit: 1000, offset });
-      for (const k of ["name", "status", "param"]) if (st[k]) p.set(k, st[k]);
-      const d = await api("/api/table?" + p.toString());
-      rows.push(...d.rows);
-      if (offset + d.rows.length >= d.total) break;
-    }
-  };
-  const draw = async () => {
-    if (!rows) await fetchAll();
-    const [agg, ...rest] = ys.value.split(":"), m = rest.join(":");
-    const pts = rows.map(r => ({ r, x: Number(r.params[xs.value]), y: (r.metrics[m] || {})[agg] }))
-                    .filter(p => p.r.params[xs.value] !== null && p.r.params[xs.value] !== undefined && p.r.params[xs.value] !== "" &&
-                                 isFinite(p.x) && p.y !== null && p.y !== undefined && isFinite(p.y) && (!logx.checked || p.x > 0));
-    plot.replaceChildren(scatter(pts, { xlabel: xs.value, ylabel: `${m} ${agg}`, logx: logx.checked }));
-  };
-  for (const c of [xs, ys, logx]) c.addEventListener("change", () => { box.dataset.drawn = "0"; draw().then(() => { box.dataset.drawn = "1"; }).catch(showError); });
-  await draw();
+// Every child of a sweep in the table's columns (its filters apply; /api/table 1,000 rows a
+// request, at most 5,000)
+async function sweepRows(st, cols) {
+  const rows = [];
+  for (let offset = 0; offset < 5000; offset += 1000) {
+    const p = new URLSearchParams({ parent: st.parent, params: cols.params.join(","), metrics: cols.metrics.join(","), limit: 1000, offset });
+    for (const k of ["name", "status", "param"]) if (st[k]) p.set(k, st[k]);
+    const d = await api("/api/table?" + p.toString());
+    rows.push(...d.rows);
+    if (offset + d.rows.length >= d.total) break;
+  }
+  return rows;
+}
+const present = v => v !== null && v !== undefined && v !== "";
+// a metric column's choices: "min:loss" for each metric and aggregate, a loss's min first
+function metricChoices(cols) {
+  const ms = [...cols.metrics].sort((a, b) => (/loss/i.test(a) ? 0 : 1) - (/loss/i.test(b) ? 0 : 1));
+  return ms.flatMap(m => ["min", "last", "max"].map(a => el("option", { value: a + ":" + m }, `${m} ${a}`)));
+}
+const metricOf = (r, key) => { const [agg, ...rest] = key.split(":"); return (r.metrics[rest.join(":")] || {})[agg]; };
+
+// SVG text widths in the views' font (11px)
+const VIEW_FONT = "11px system-ui, sans-serif";
+let viewCtx = null;
+function textWidth(t) {
+  if (!viewCtx) { viewCtx = document.createElement("canvas").getContext("2d"); viewCtx.font = VIEW_FONT; }
+  return viewCtx.measureText(String(t)).width;
+}
+// a numeric axis over values: {ticks, labels, lo, hi, at(v) → 0..1}; log (decades) when asked
+function numericAxis(vals, log) {
+  let lo = Math.min(...vals), hi = Math.max(...vals);
+  if (log) {
+    let a = Math.floor(Math.log10(lo) + 1e-9), b = Math.ceil(Math.log10(hi) - 1e-9);
+    if (b === a) b = a + 1;
+    lo = 10 ** a; hi = 10 ** b;
+    const ticks = logTicks(lo, hi);
+    return { ticks, labels: tickLabels(ticks, true), lo, hi, at: v => (Math.log10(v) - a) / (b - a) };
+  }
+  if (lo === hi) { const pad = Math.abs(lo) * 0.1 || 1; lo -= pad; hi += pad; }
+  const ticks = niceTicks(lo, hi, 5, true);
+  lo = ticks[0]; hi = ticks[ticks.length - 1];
+  return { ticks, labels: tickLabels(ticks, false), lo, hi, at: v => (v - lo) / (hi - lo) };
 }
 
-// points [{r (a run), x, y}] as SVG circles on linear axes (x optionally log10); a tooltip per run
+// A sweep's children as points: a param (x) against a metric's min, last or max (y); coloured by
+// another param (its key below); or, with "mean", one point per x and colour (the runs that
+// share them: seeds) at their mean, a bar over mean ± sd and a line through each colour's means
+async function sweepScatter(box, rows, cols) {
+  const xs = el("select", { id: "sc-x" }, cols.params.map(k => el("option", { value: k }, k)));
+  const ys = el("select", { id: "sc-y" }, metricChoices(cols));
+  const cs = el("select", { id: "sc-colour" }, el("option", { value: "" }, "none"), cols.params.map(k => el("option", { value: k }, k)));
+  const logx = el("input", { type: "checkbox", id: "sc-logx" });
+  const mean = el("input", { type: "checkbox", id: "sc-mean" });
+  const plot = el("div", { class: "chart" }), key = el("div", { class: "colour-key", id: "sc-key" });
+  box.replaceChildren(el("div", { class: "controls" }, el("label", {}, "x ", xs), el("label", {}, "y ", ys), el("label", {}, "colour ", cs),
+                         el("label", {}, logx, " log x"), el("label", { title: "one point per x and colour: the mean over the runs sharing them (seeds), a bar over ± one sd" }, mean, " mean ± sd")),
+                      plot, key);
+  const draw = () => {
+    const px = r => r.params[xs.value];
+    let pts = rows.map(r => ({ r, x: Number(px(r)), y: metricOf(r, ys.value), g: cs.value ? r.params[cs.value] : null }))
+                  .filter(p => present(px(p.r)) && isFinite(p.x) && present(p.y) && isFinite(p.y) && (!logx.checked || p.x > 0));
+    const sc = cs.value ? colourScale(rows.map(r => r.params[cs.value])) : null;
+    const colour = g => sc ? sc.colour(g) : runColour(0);
+    const agg = mean.checked ? meanSpread(pts) : null;
+    plot.replaceChildren(scatter(agg || pts, { xlabel: xs.value, ylabel: ys.value.replace(/^(\w+):(.*)$/, "$2 $1"), logx: logx.checked, colour, mean: !!agg }));
+    key.replaceChildren(sc ? colourLegend(cs.value, sc) : "");
+  };
+  for (const c of [xs, ys, cs, logx, mean]) c.addEventListener("change", () => { box.dataset.drawn = "0"; draw(); box.dataset.drawn = "1"; });
+  draw();
+}
+
+// points [{r (a run) | n (runs averaged), x, y, g, lo?, hi?}] as SVG circles: round ticks (on the
+// decades when x is log), every label inside the box, the y title clear of the tick labels
 function scatter(pts, o) {
-  const W = 520, H = 300, L = 64, R = 12, T = 12, B = 40;
+  const W = 600, H = 320, T = 12, B = 40;
   const s = svgEl("svg", { class: "scatter", width: W, height: H, viewBox: `0 0 ${W} ${H}`, "data-points": String(pts.length) });
-  if (!pts.length) { s.append(svgEl("text", { x: L, y: H / 2 }, "no run has both")); return s; }
-  const fx = v => o.logx ? Math.log10(v) : v;
-  const xv = pts.map(p => fx(p.x)), yv = pts.map(p => p.y);
-  const span = (a) => { let lo = Math.min(...a), hi = Math.max(...a); if (lo === hi) { lo -= 0.5; hi += 0.5; } return [lo, hi]; };
-  const [x0, x1] = span(xv), [y0, y1] = span(yv);
-  const px = v => L + (v - x0) / (x1 - x0) * (W - L - R), py = v => H - B - (v - y0) / (y1 - y0) * (H - T - B);
+  if (!pts.length) { s.append(svgEl("text", { x: 60, y: H / 2 }, "no run has both")); return s; }
+  const xa = numericAxis(pts.map(p => p.x), o.logx);
+  const ya = numericAxis(pts.flatMap(p => o.mean ? [p.lo, p.hi] : [p.y]), false);
+  const yw = Math.max(...ya.labels.map(textWidth));
+  const L = 16 + 8 + Math.ceil(yw) + 6;  // the y title (rotated, 16 px), a gap, the widest tick label, the tick gap
+  const R = Math.max(12, Math.ceil(textWidth(xa.labels[xa.labels.length - 1]) / 2) + 4);  // the last x label whole
+  const X = v => L + xa.at(v) * (W - L - R), Y = v => H - B - ya.at(v) * (H - T - B);
   s.append(svgEl("line", { x1: L, y1: H - B, x2: W - R, y2: H - B, stroke: "#999" }), svgEl("line", { x1: L, y1: T, x2: L, y2: H - B, stroke: "#999" }));
-  const ticks = (lo, hi) => [0, 0.25, 0.5, 0.75, 1].map(f => lo + f * (hi - lo));
-  const xt = ticks(x0, x1), yt = ticks(y0, y1);
-  const xl = tickLabels(o.logx ? xt.map(v => 10 ** v) : xt, o.logx), yl = tickLabels(yt, false);
-  xt.forEach((v, i) => s.append(svgEl("text", { x: px(v), y: H - B + 14, "text-anchor": "middle" }, xl[i])));
-  yt.forEach((v, i) => s.append(svgEl("text", { x: L - 4, y: py(v) + 4, "text-anchor": "end" }, yl[i])));
-  s.append(svgEl("text", { x: (L + W - R) / 2, y: H - 4, "text-anchor": "middle" }, o.xlabel + (o.logx ? " (log)" : "")),
-           svgEl("text", { x: 12, y: (T + H - B) / 2, "text-anchor": "middle", transform: `rotate(-90 12 ${(T + H - B) / 2})` }, o.ylabel));
-  pts.forEach((p, i) => {
-    const c = svgEl("circle", { cx: px(xv[i]).toFixed(2), cy: py(yv[i]).toFixed(2), r: 3, fill: runColour(0), "fill-opacity": 0.7, "data-run": p.r.id });
-    c.append(svgEl("title", {}, `run ${p.r.id} ${p.r.name}: ${o.xlabel} = ${p.x}, ${o.ylabel} = ${p.y}`));
+  xa.ticks.forEach((v, i) => s.append(svgEl("line", { x1: X(v), y1: H - B, x2: X(v), y2: H - B + 4, stroke: "#999" }),
+                                      svgEl("text", { x: X(v), y: H - B + 16, "text-anchor": "middle", class: "tick x" }, xa.labels[i])));
+  ya.ticks.forEach((v, i) => s.append(svgEl("line", { x1: L - 4, y1: Y(v), x2: L, y2: Y(v), stroke: "#999" }),
+                                      svgEl("text", { x: L - 6, y: Y(v) + 4, "text-anchor": "end", class: "tick y" }, ya.labels[i])));
+  s.append(svgEl("text", { x: (L + W - R) / 2, y: H - 6, "text-anchor": "middle", class: "title x" }, o.xlabel + (o.logx ? " (log)" : "")),
+           svgEl("text", { x: 12, y: (T + H - B) / 2, "text-anchor": "middle", class: "title y", transform: `rotate(-90 12 ${(T + H - B) / 2})` }, o.ylabel));
+  if (o.mean) {  // a line through each colour's means, in x order
+    const byG = new Map();
+    for (const p of pts) { const k = JSON.stringify(p.g); if (!byG.has(k)) byG.set(k, []); byG.get(k).push(p); }
+    for (const g of byG.values())
+      if (g.length > 1) s.append(svgEl("polyline", { class: "group-line", fill: "none", stroke: o.colour(g[0].g), "stroke-width": 1.5,
+        points: [...g].sort((a, b) => a.x - b.x).map(p => `${X(p.x).toFixed(1)},${Y(p.y).toFixed(1)}`).join(" ") }));
+  }
+  // means of several colours at one x side by side, 6 px apart
+  const gs = [...new Set(pts.map(p => JSON.stringify(p.g)))].sort();
+  const dx = p => o.mean ? (gs.indexOf(JSON.stringify(p.g)) - (gs.length - 1) / 2) * 6 : 0;
+  pts.forEach(p => {
+    if (o.mean) s.append(svgEl("line", { class: "spread", x1: X(p.x) + dx(p), x2: X(p.x) + dx(p), y1: Y(p.lo), y2: Y(p.hi), stroke: o.colour(p.g), "stroke-width": 1.5 }));
+    const c = svgEl("circle", { cx: (X(p.x) + dx(p)).toFixed(2), cy: Y(p.y).toFixed(2), r: o.mean ? 4 : 3, fill: o.colour(p.g), "fill-opacity": 0.75,
+                                "data-run": p.r ? p.r.id : null });
+    c.append(svgEl("title", {}, p.r ? `run ${p.r.id} ${p.r.name}: ${o.xlabel} = ${p.x}, ${o.ylabel} = ${p.y}`
+                                    : `${o.xlabel} = ${p.x}${p.g !== null ? ", " + p.g : ""}: mean ${fmtNum(p.y)} ± ${fmtNum(p.hi - p.y)} over ${p.n} runs`));
     s.append(c);
   });
   return s;
+}
+
+// Parallel coordinates: an axis per param of the table's columns (numbers on a linear or, from
+// 20 times the least, a log axis; text evenly spaced) and one for a chosen metric; a line per
+// child through its values, coloured by the metric
+async function parallelCoords(box, rows, cols) {
+  const ms = el("select", { id: "pc-metric" }, metricChoices(cols));
+  const plot = el("div", { class: "chart" }), key = el("div", { class: "colour-key" });
+  box.replaceChildren(el("div", { class: "controls" }, el("label", {}, "metric ", ms)), plot, key);
+  const draw = () => {
+    const mkey = ms.value, mlabel = mkey.replace(/^(\w+):(.*)$/, "$2 $1");
+    const runs = rows.filter(r => present(metricOf(r, mkey)) && isFinite(metricOf(r, mkey)));
+    const axes = cols.params.map(k => {
+      const vals = runs.map(r => r.params[k]).filter(present);
+      const nums = vals.map(Number);
+      if (vals.length && nums.every(isFinite)) {
+        const lo = Math.min(...nums), hi = Math.max(...nums);
+        const a = numericAxis(nums, lo > 0 && hi / lo >= 20);
+        return { key: k, ...a, pos: v => present(v) && isFinite(+v) ? a.at(+v) : null };
+      }
+      const cats = [...new Set(vals.map(String))].sort();
+      const at = v => cats.length > 1 ? cats.indexOf(String(v)) / (cats.length - 1) : 0.5;
+      const shown = cats.length <= 12 ? cats : cats.filter((_, i) => i % Math.ceil(cats.length / 12) === 0);
+      return { key: k, ticks: shown, labels: shown.map(c => c.length > 14 ? c.slice(0, 13) + "…" : c), at, pos: v => present(v) ? at(v) : null };
+    });
+    const mvals = runs.map(r => metricOf(r, mkey));
+    const ma = numericAxis(mvals.length ? mvals : [0], false);
+    axes.push({ key: mlabel, metric: true, ...ma, pos: v => ma.at(v) });
+    const gap = 130, L = 70, R = 90, T = 34, B = 24, H = 320, W = L + R + gap * (axes.length - 1);
+    const s = svgEl("svg", { class: "parcoords", width: W, height: H, viewBox: `0 0 ${W} ${H}`, "data-lines": String(runs.length) });
+    const Y = t => H - B - t * (H - T - B);
+    const lo = Math.min(...mvals), hi = Math.max(...mvals);
+    const colour = v => viridis(hi === lo ? 0.5 : (v - lo) / (hi - lo));
+    for (const r of runs) {
+      const ys = axes.map(a => a.metric ? a.pos(metricOf(r, mkey)) : a.pos(r.params[a.key]));
+      if (ys.some(y => y === null || !isFinite(y))) continue;
+      const line = svgEl("polyline", { class: "pc-line", fill: "none", stroke: colour(metricOf(r, mkey)), "stroke-opacity": 0.6, "stroke-width": 1.2,
+                                       "data-run": r.id, points: ys.map((y, i) => `${L + i * gap},${Y(y).toFixed(1)}`).join(" ") });
+      line.append(svgEl("title", {}, `run ${r.id} ${r.name}: ${cols.params.map(k => `${k}=${r.params[k]}`).join(" ")} → ${mlabel} ${fmtNum(metricOf(r, mkey))}`));
+      s.append(line);
+    }
+    axes.forEach((a, i) => {
+      const x = L + i * gap, g = svgEl("g", { class: "pc-axis" + (a.metric ? " metric" : ""), "data-key": a.key });
+      g.append(svgEl("line", { x1: x, y1: T, x2: x, y2: H - B, stroke: "#555" }),
+               svgEl("text", { x, y: T - 14, "text-anchor": "middle", class: "title" }, a.key.length > 20 ? a.key.slice(0, 19) + "…" : a.key));
+      a.ticks.forEach((v, k) => g.append(svgEl("line", { x1: x - 3, y1: Y(a.at(v)), x2: x, y2: Y(a.at(v)), stroke: "#555" }),
+                                         svgEl("text", { x: x - 5, y: Y(a.at(v)) + 4, "text-anchor": "end", class: "tick" }, a.labels[k])));
+      s.append(g);
+    });
+    plot.replaceChildren(s);
+    key.replaceChildren(runs.length ? colourLegend(mlabel, { kind: "numeric", lo, hi, log: false }) : "no child has " + mlabel);
+  };
+  ms.addEventListener("change", () => { box.dataset.drawn = "0"; draw(); box.dataset.drawn = "1"; });
+  draw();
 }
 
 // --- SQL --------------------------------------------------------------------------------
