@@ -9,6 +9,7 @@
 #include "bindings/lt.h"
 #include "bindings/luat.h"
 #include "runtime/core/env.h"
+#include "runtime/core/inputs.h"
 #include "runtime/core/interrupt.h"
 #include "runtime/store/capture.h"
 
@@ -53,6 +54,19 @@ int l_search(lua_State* L) {
   return 1;
 }
 
+// io.open, io.lines, io.input, loadfile, dofile: the file a script reads is an input of its
+// run, and in a replay may be read from its restored copy (runtime/core/inputs.h: note_read)
+int l_read(lua_State* L) {
+  if (lua_type(L, 1) == LUA_TSTRING) {
+    push(L, note_read(lua_tostring(L, 1), lua_toboolean(L, lua_upvalueindex(2)) ? luaL_optstring(L, 2, "r") : "r"));
+    lua_replace(L, 1);
+  }
+  lua_pushvalue(L, lua_upvalueindex(1));  // the library's own function, with the arguments
+  lua_insert(L, 1);
+  lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
 }  // namespace
 
 std::string lib_dir() {
@@ -87,6 +101,14 @@ Interp::Interp() : impl_(std::make_unique<Impl>()) {
   LT_CHECK(L, "cannot create a Lua state (out of memory)");
   impl_->L = L;
   luaL_openlibs(L);
+  for (const char* f : {"io.open", "io.lines", "io.input", "_G.loadfile", "_G.dofile"}) {
+    lua_getglobal(L, std::string(f, std::strchr(f, '.')).c_str());
+    lua_getfield(L, -1, std::strchr(f, '.') + 1);
+    lua_pushboolean(L, std::strcmp(f, "io.open") == 0);  // only io.open's second argument is a mode
+    lua_pushcclosure(L, LT_FN(l_read), 2);
+    lua_setfield(L, -2, std::strchr(f, '.') + 1);
+    lua_pop(L, 1);
+  }
   set_run_context(L, &impl_->ctx);
   open_lt(L);
   const std::string lib = lib_dir();

@@ -34,8 +34,11 @@ usage:
                                        --sandbox: inside bubblewrap, no network, read-only FS but
                                        for the store's folder);
                                        ends with "reproduced: N of M metrics equal"
-  ltrun export RUN [--children] [--artifacts] -o FILE.ltrun   one run (and the runs under it) as one file
-  ltrun import FILE.ltrun              merge an exported file into the store, checked, all or nothing
+  ltrun export RUN [--children] [--artifacts] [--with-inputs] -o FILE.ltrun   one run (and the runs
+                                       under it) as one file; --with-inputs: with the data files it read
+                                       (--max-input-mb N, default 256)
+  ltrun import FILE.ltrun [--max-input-mb N]   merge an exported file into the store, checked, all or
+                                       nothing; carried input files go to STORE.inputs/
   ltrun compare A B [--tolerance X] [--no-diff]   params, sources (diffs), inputs, metrics of two runs
   ltrun model new [options] OUT        make a tiny random model in the HF layout (+ tokenizer)
   ltrun model info PATH                describe a checkpoint folder

@@ -123,7 +123,7 @@ void add_own_files(std::vector<Mount>& m) {
 // what the run recorded (nothing the author did not already have), or with
 // --allow-changed-inputs changed ones below the models or data folder the user named; never
 // the root, a system or host-state folder, or a folder that holds the home, the store or this
-// working folder.
+// working folder; nor a file in the home named by its absolute path (protect[0]: the home).
 std::string not_mountable(const ReplayInput& in, const std::string& src, bool allow_changed,
                           const std::vector<std::string>& protect) {
   if (in.found_at.empty()) return "missing here";
@@ -138,6 +138,10 @@ std::string not_mountable(const ReplayInput& in, const std::string& src, bool al
     if (inside(src, d)) return fmt::format("under {}", d);
   for (const auto& p : protect)
     if (!p.empty() && inside(p, src)) return fmt::format("holds {}", p);
+  // a file named by its absolute path (read through Lua's io, say) in the home: the author's
+  // dotfiles and keys are no data of a study; inputs below the models, data or working folder
+  // are mounted wherever those lie
+  if (in.root.empty() && !protect.empty() && !protect[0].empty() && inside(src, protect[0])) return "in the home";
   return "";
 }
 
@@ -275,7 +279,7 @@ int rerun_sandboxed(const ReplayPlan& p) {
   std::vector<Mount> inputs;
   const std::vector<std::string> protect{home ? real_path(home) : "", real_path(dir_name(db)), cwd, work, store_dir};
   for (const auto& in : p.inputs) {
-    const std::string src = in.found_at.empty() ? "" : real_path(in.found_at);
+    const std::string src = in.found_at.empty() ? "" : real_path(in.read_from.empty() ? in.found_at : in.read_from);
     const std::string why = not_mountable(in, src, p.allow_changed, protect);
     // where the replay looks for it: the same path, relative ones below its working folder
     const std::string dst = in.found_at.empty() ? ""
@@ -405,13 +409,9 @@ int rerun_sandboxed(const ReplayPlan& p) {
           "(a.path = ? OR substr(a.path, 1, ?) = ?)",
           {store::Value(u), store::Value(priv), store::Value(int64_t(priv.size() + 1)), store::Value(priv + "/")})
                                                     .rows.at(0).at(0));
-    const store::Comparison c = store::compare_runs(*us, p.run, new_run, p.tolerance, false);
     std::fprintf(stderr, "ltrun rerun: merged the replay's run as run %lld (%lld run(s), %lld rows) into %s\n"
-                 "ltrun rerun: run %lld against run %lld: %s%s\n", (long long)new_run, (long long)merged.added,
-                 (long long)merged.rows, db.c_str(), (long long)new_run, (long long)p.run,
-                 store::reproduced_line(c, p.tolerance).c_str(),
-                 c.sources_changed ? fmt::format(" ({} sources differ: ltrun compare {} {})", c.sources_changed, p.run,
-                                                 new_run).c_str() : "");
+                 "ltrun rerun: %s\n", (long long)new_run, (long long)merged.added, (long long)merged.rows, db.c_str(),
+                 replay_line(*us, p.run, new_run, p.tolerance).c_str());
   }
   for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::remove((priv_db + suffix).c_str());
   if (artifacts_here) {  // its artifacts name files there: kept, and said so

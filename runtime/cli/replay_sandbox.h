@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/store/store.h"
+
 namespace ltrun::cli {
 
 // One input the run read, as the rerun's checks found it here.
@@ -20,6 +22,7 @@ struct ReplayInput {
   std::string root;     // models | data | workdir | "" (the recorded absolute path)
   std::string found_at;  // where it lies here, as rerun looked for it ("" when missing)
   bool same = false;     // its content hashes as recorded
+  std::string read_from;  // its restored copy (STORE.inputs/...) when it is not at found_at
 };
 
 struct ReplayPlan {
@@ -33,6 +36,10 @@ struct ReplayPlan {
   bool allow_changed = false;  // --allow-changed-inputs: changed inputs below models/data are mounted too
   double tolerance = 0;
 };
+
+// The line a rerun ends with: how the new run compares with the original, or, when the replay
+// did not end ok, that it failed (its metrics stop midway: no "reproduced: 0 of N").
+std::string replay_line(store::Store& st, int64_t orig, int64_t new_run, double tol);
 
 // Prints the mounts, runs the replay in bubblewrap, merges its new run into plan.db and
 // prints how it compares with the original. Returns the replay's exit code.

@@ -10,12 +10,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <map>
 
 #include "runtime/cli/cli.h"
 #include "runtime/cli/replay_sandbox.h"
 #include "runtime/core/fs.h"
 #include "runtime/core/env.h"
 #include "runtime/core/error.h"
+#include "runtime/core/inputs.h"
 #include "runtime/core/process.h"
 #include "runtime/core/sha256.h"
 #include "runtime/store/capture.h"
@@ -175,6 +177,18 @@ int show_sources(store::Store& st, int64_t run) {
   return kExitOk;
 }
 
+std::string replay_line(store::Store& st, int64_t orig, int64_t new_run, double tol) {
+  const store::Status status = st.run_status(new_run);
+  if (status != store::Status::ok)  // its metrics stop midway: "0 of 46 equal" would say the wrong thing
+    return fmt::format("run {} (the replay of run {}) {}: the replay failed, so it is not compared "
+                       "(ltrun show {}; ltrun compare {} {} shows what it logged)",
+                       new_run, orig, store::status_name(status), new_run, orig, new_run);
+  const store::Comparison c = store::compare_runs(st, orig, new_run, tol, false);
+  return fmt::format("run {} against run {}: {}{}", new_run, orig, escape_controls(store::reproduced_line(c, tol), false),
+                     c.sources_changed ? fmt::format(" ({} sources differ: ltrun compare {} {})", c.sources_changed,
+                                                     orig, new_run) : "");
+}
+
 int cmd_rerun(const Globals& g, const std::vector<std::string>& args_in) {
   const char* usage =
       "usage: ltrun rerun [--models DIR] [--data DIR] RUN|FILE.ltrun[:RUN] [--yes] [--sources=stored|current] "
@@ -213,6 +227,7 @@ int cmd_rerun(const Globals& g, const std::vector<std::string>& args_in) {
   ScriptRun r;
   std::vector<std::string> changed;  // inputs that differ, when allowed
   std::vector<ReplayInput> replay_inputs;
+  std::map<std::string, std::string> redirects;  // inputs read from their restored copies
   size_t n_sources = 0;
   {
     auto st = store::Store::open(g.db);  // writable: the input-hash cache (input_hashes)
@@ -260,7 +275,7 @@ int cmd_rerun(const Globals& g, const std::vector<std::string>& args_in) {
       }
     }
     // the inputs it read, where this replay will find them, before anything runs
-    std::vector<std::string> problems;
+    std::vector<std::string> problems, restored;
     for (const auto& in_row : st->query("SELECT kind, path, coalesce(root, ''), coalesce(rel, ''), sha256 FROM "
                                         "run_inputs WHERE run_id = ? AND made = 0 ORDER BY rowid", {store::Value(id)}).rows) {
       const InputRow in{store::to_text(in_row[0]), store::to_text(in_row[1]), store::to_text(in_row[2]),
@@ -281,6 +296,23 @@ int cmd_rerun(const Globals& g, const std::vector<std::string>& args_in) {
         escaped_errors([&] { found_hash = store::hash_input(in.kind, c, st.get()).sha256; });
         break;
       }
+      // not where it lay: a copy restored from a bundle (ltrun import of an export --with-inputs),
+      // by its recorded hash, checked again here; the script reads it there (set_input_redirects)
+      if (found_at.empty() && !cands.empty()) {
+        const std::string copy = store::input_copy_path(g.db, in.kind, in.sha256);
+        bool same = false;
+        escaped_errors([&] {
+          same = !copy.empty() && (in.kind == "model" ? fs::is_directory(copy) : file_exists(copy)) &&
+                 store::hash_input(in.kind, copy, st.get()).sha256 == in.sha256;
+        });
+        if (same) {
+          found_at = cands.front();
+          found_hash = in.sha256;
+          ri.read_from = copy;
+          redirects[absolute_path(found_at)] = copy;
+          restored.push_back(escape_controls(in.kind, false) + " " + name);
+        }
+      }
       if (found_at.empty()) {
         const std::string hint = find_by_hash(in.kind == "model" ? models : data, in);
         problems.push_back(fmt::format("{} {} is missing (expected sha256 {}; looked at {}){}",
@@ -296,11 +328,13 @@ int cmd_rerun(const Globals& g, const std::vector<std::string>& args_in) {
       ri.same = !found_at.empty() && found_hash == in.sha256;
       replay_inputs.push_back(ri);
     }
-    if (!problems.empty() && !allow_changed)
-      fail("rerun: run {} read inputs that are not the same here, so it did not start:\n  {}\n(--models DIR / "
-           "--data DIR: where they lie; --allow-changed-inputs: run anyway, recorded with the new run)",
-           id, fmt::join(problems, "\n  "));
-    changed = problems;
+    // one line: what differs, for each input (none of it ran, nothing of it is stored). Inside
+    // `rerun --sandbox` the outer rerun has checked them where they lie and listed those the
+    // sandbox does not mount (/etc/passwd, a file in the home): reading one fails there, as meant
+    if (!problems.empty() && !allow_changed && !sandboxed)
+      fail("rerun: run {} did not start: {} (--models DIR / --data DIR: where inputs lie; --allow-changed-inputs: "
+           "run anyway, recorded with the new run)", id, fmt::join(problems, "; "));
+    if (allow_changed) changed = problems;
 
     std::vector<std::string> all_args = stored_arguments;
     all_args.insert(all_args.end(), extra.begin(), extra.end());
@@ -324,6 +358,9 @@ int cmd_rerun(const Globals& g, const std::vector<std::string>& args_in) {
                    field(row[7]).c_str(), field(row[8]).c_str(), field(row[9]).c_str(),
                    escape_controls(nlohmann::json(all_args).dump(), false).c_str(), (long long)id, (long long)id);
       for (const auto& p : changed) std::fprintf(stderr, "  CHANGED    %s\n", p.c_str());
+      for (const auto& n : restored)
+        std::fprintf(stderr, "  input      %s: not here; read from its copy restored from a bundle (verified) in %s\n",
+                     n.c_str(), store::input_store_dir(g.db).c_str());
     }
     if (sandbox && !sandboxed) {
       // again inside bubblewrap; what it runs has been shown, and the sandbox stands for asking
@@ -364,17 +401,17 @@ int cmd_rerun(const Globals& g, const std::vector<std::string>& args_in) {
     r.name = store::to_text(row[0]);
     r.script_path = store::to_text(row[1]);
     r.code = text;
-    // today's modules beside the script: its folder, or (another machine) the same place below
-    // this folder as below the folder the run started in
+    // today's modules beside the script: the same place below the folder this rerun runs in as
+    // below the folder the run started in (never the recorded folder, which may still hold the
+    // author's older or newer files)
     const std::string workdir = store::to_text(row[10]);
-    if (sources == "current" && !r.script_path.empty() && !fs::exists(dir_name(r.script_path)) && !workdir.empty() &&
+    if (sources == "current" && !r.script_path.empty() && !workdir.empty() &&
         r.script_path.rfind(workdir + "/", 0) == 0) {
       const std::string here = absolute_path(r.script_path.substr(workdir.size() + 1));
-      if (fs::exists(dir_name(here))) {
-        std::fprintf(stderr, "ltrun rerun: %s is not here: today's modules beside the script come from %s\n",
-                     escape_controls(dir_name(r.script_path), false).c_str(), dir_name(here).c_str());
-        r.script_path = here;
-      }
+      if (here != r.script_path)
+        std::fprintf(stderr, "ltrun rerun: --sources=current: today's modules beside the script come from %s%s\n",
+                     dir_name(here).c_str(), fs::exists(dir_name(here)) ? "" : " (not here: only lib/lt's are found)");
+      r.script_path = here;
     }
     r.chunk_name = r.script_path.empty() ? "=(rerun " + std::to_string(id) + ")" : "@" + r.script_path;
     r.args = stored_arguments;
@@ -392,20 +429,19 @@ int cmd_rerun(const Globals& g, const std::vector<std::string>& args_in) {
   if (!data.empty()) setenv("LTRUN_DATA", data.c_str(), 1);
   int64_t new_run = 0;
   r.new_run = &new_run;
+  set_input_redirects(redirects);
   const int rc = run_script(g, r);
+  set_input_redirects({});
   if (new_run > 0 && !sandboxed) {
     auto st = store::Store::open_readonly(g.db);
-    const store::Comparison c = store::compare_runs(*st, id, new_run, tol, false);
-    std::fprintf(stderr, "ltrun rerun: run %lld against run %lld: %s%s\n", (long long)new_run, (long long)id,
-                 escape_controls(store::reproduced_line(c, tol), false).c_str(),
-                 c.sources_changed ? fmt::format(" ({} sources differ: ltrun compare {} {})", c.sources_changed, id,
-                                                 new_run).c_str() : "");
+    std::fprintf(stderr, "ltrun rerun: %s\n", replay_line(*st, id, new_run, tol).c_str());
   }
   return rc;
 }
 
 int cmd_export(const Globals& g, const std::vector<std::string>& args) {
-  const char* usage = "usage: ltrun export RUN [--children] [--artifacts] [--max-artifact-mb N] -o FILE.ltrun";
+  const char* usage = "usage: ltrun export RUN [--children] [--artifacts] [--max-artifact-mb N] [--with-inputs] "
+                      "[--max-input-mb N] -o FILE.ltrun";
   std::optional<int64_t> run;
   std::string out;
   store::ExportOptions o;
@@ -414,6 +450,8 @@ int cmd_export(const Globals& g, const std::vector<std::string>& args) {
     if (a.key() == "--children") o.children = true;
     else if (a.key() == "--artifacts") o.artifacts = true;
     else if (a.key() == "--max-artifact-mb") o.max_artifact_bytes = a.integer() << 20;
+    else if (a.key() == "--with-inputs") o.with_inputs = true;
+    else if (a.key() == "--max-input-mb") o.max_input_bytes = a.integer() << 20;
     else if (a.key() == "-o" || a.key() == "--out") out = a.value();
     else if (!a.is_option() && !run) run = run_id_arg(a.key(), "export");
     else fail("export: unexpected argument '{}' ({})", a.key(), usage);
@@ -424,15 +462,27 @@ int cmd_export(const Globals& g, const std::vector<std::string>& args) {
               "%lld bytes\n", (long long)*run, o.children ? " with the runs under it" : "", out.c_str(),
               (long long)r.runs, (long long)r.sources, (long long)r.inputs, (long long)r.artifact_files,
               (long long)r.artifact_bytes, (long long)r.bytes);
+  if (o.with_inputs)
+    std::printf("  with the bytes of %lld input file(s) (%lld bytes)\n", (long long)r.input_files,
+                (long long)r.input_bytes);
   for (const auto& n : r.notes) std::printf("  note: %s\n", escape_controls(n, false).c_str());
   return kExitOk;
 }
 
 int cmd_import(const Globals& g, const std::vector<std::string>& args) {
-  LT_CHECK(args.size() == 1, "usage: ltrun import FILE.ltrun");
+  const char* usage = "usage: ltrun import FILE.ltrun [--max-input-mb N]";
+  std::string file;
+  int64_t max_input = store::kMaxInputBytes;
+  ArgReader a(args, 0, "import");
+  while (a.next()) {
+    if (a.key() == "--max-input-mb") max_input = a.integer() << 20;
+    else if (!a.is_option() && file.empty()) file = a.key();
+    else fail("import: unexpected argument '{}' ({})", a.key(), usage);
+  }
+  LT_CHECK(!file.empty(), "{}", usage);
   store::MergeInput m;
-  escaped_errors([&] { m = store::import_file(g.db, args[0]); });
-  std::printf("imported %s into %s: %lld run(s) added%s, %lld already there, %lld rows\n", args[0].c_str(), g.db.c_str(),
+  escaped_errors([&] { m = store::import_file(g.db, file, max_input); });
+  std::printf("imported %s into %s: %lld run(s) added%s, %lld already there, %lld rows\n", file.c_str(), g.db.c_str(),
               (long long)m.added,
               m.added ? fmt::format(" (ids {}..{})", m.first_id, m.last_id).c_str() : "", (long long)m.already,
               (long long)m.rows);

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "runtime/core/device.h"
+#include "runtime/core/inputs.h"
 #include "runtime/core/json_value.h"
 #include "runtime/core/run_context.h"
 #include "runtime/core/tensor_ops.h"
@@ -354,13 +355,13 @@ List tostring(const Args& a) {
 // ---- lt.model ---------------------------------------------------------------------------
 
 List load(const Args& a) {
-  const std::string path = a.string(1);
+  const std::string path = input_source(a.string(1));  // a replay's restored copy (runtime/core/inputs.h)
   const Options o = a.options(2).check({"device", "dtype"});
   std::optional<c10::ScalarType> dtype;
   if (auto d = o.string("dtype")) dtype = parse_dtype(*d);
   ModelHandle h;
   h.m = std::make_shared<Model>(Model::load(path, parse_device(o.string("device").value_or(a.run().device)), dtype));
-  h.path = path;
+  h.path = a.string(1);
   const fs::path dir = fs::is_directory(path) ? fs::path(path) : fs::path(path).parent_path();
   if (fs::exists(dir / "tokenizer.json"))
     h.tok = std::make_shared<text::Tokenizer>(text::Tokenizer::load((dir / "tokenizer.json").string()));

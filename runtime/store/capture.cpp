@@ -11,6 +11,7 @@
 
 #include "runtime/core/env.h"
 #include "runtime/core/error.h"
+#include "runtime/core/inputs.h"
 #include "runtime/core/sha256.h"
 
 namespace ltrun::store {
@@ -95,6 +96,15 @@ InputHash hash_input(const std::string& kind, const std::string& path_in, Store*
     return h;
   }
   LT_CHECK(s->dir, "{}: neither a regular file nor a folder", path_in);
+  const std::string manifest = folder_manifest(path, cache, &h);
+  LT_CHECK(!manifest.empty(), "{}: a {} folder without files", path_in, kind);
+  h.sha256 = sha256_hex(manifest);
+  return h;
+}
+
+std::string folder_manifest(const std::string& path, Store* cache, InputHash* h) {
+  InputHash local;
+  if (!h) h = &local;
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(path)) {
     const std::string n = e.path().filename().string();
@@ -107,13 +117,11 @@ InputHash hash_input(const std::string& kind, const std::string& path_in, Store*
     const std::string f = path + "/" + n;
     const auto fst = file_stat(f);
     if (!fst || !fst->regular) continue;  // sub-folders (checkpoints) are not the model
-    manifest += n + "\t" + std::to_string(fst->size) + "\t" + file_hash(f, *fst, cache, h.files_hashed) + "\n";
-    h.size += fst->size;
-    h.newest_mtime_ns = std::max(h.newest_mtime_ns, fst->mtime_ns);
+    manifest += n + "\t" + std::to_string(fst->size) + "\t" + file_hash(f, *fst, cache, h->files_hashed) + "\n";
+    h->size += fst->size;
+    h->newest_mtime_ns = std::max(h->newest_mtime_ns, fst->mtime_ns);
   }
-  LT_CHECK(!manifest.empty(), "{}: a {} folder without files", path_in, kind);
-  h.sha256 = sha256_hex(manifest);
-  return h;
+  return manifest;
 }
 
 RootedPath rooted(const std::string& abs) {
@@ -201,12 +209,22 @@ std::optional<SourceFile> Capture::module(const std::string& name, const std::st
 
 void Capture::input(const std::string& kind, const std::string& path_in) {
   Timed timed{ns_};
-  const std::string path = canonical_or(path_in);
+  // a replay reads a restored input from its copy: recorded under the path it stands for
+  const std::string origin = input_origin(path_in);
+  const std::string path = canonical_or(origin.empty() ? path_in : origin);
+  // the run's store and what lies beside it (its journal, artifact and input copies) are the
+  // run's record, not its inputs
+  const std::string db = canonical_or(store_->path());
+  for (const char* side : {"", "-wal", "-shm", "-journal"})
+    if (path == db + side) return;
+  for (const char* folder : {".artifacts/", ".inputs/"})
+    if (path.rfind(db + folder, 0) == 0) return;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!inputs_seen_.insert(kind + "\t" + path).second) return;
   }
-  const InputHash h = hash_input(kind, path, store_.get());
+  // in a replay, an input restored from a bundle is read from its copy (inputs.h)
+  const InputHash h = hash_input(kind, input_source(path), store_.get());
   const RootedPath r = rooted(path);
   std::lock_guard<std::mutex> lock(mu_);
   files_hashed_ += h.files_hashed;

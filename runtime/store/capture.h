@@ -33,6 +33,9 @@ struct InputHash {
   int64_t files_hashed = 0;  // files actually read (not from the cache)
 };
 InputHash hash_input(const std::string& kind, const std::string& path, Store* cache);
+// What a folder's hash is the sha256 of: a line "NAME\tSIZE\tSHA256\n" per regular file, by
+// name (export --with-inputs carries a model folder as this text and its files' bytes).
+std::string folder_manifest(const std::string& path, Store* cache, InputHash* h = nullptr);
 
 // The folders paths are recorded relative to: $LTRUN_MODELS (default ./models), $LTRUN_DATA,
 // the folder the run started in. root and rel are empty when the path is under none of them.

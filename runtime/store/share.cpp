@@ -5,9 +5,13 @@
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -16,11 +20,14 @@
 #include "runtime/core/error.h"
 #include "runtime/core/sha256.h"
 #include "runtime/store/artifact.h"
+#include "runtime/store/capture.h"
 #include "runtime/store/embedded.h"
 #include "runtime/store/store.h"
 
 namespace ltrun::store {
 namespace {
+
+namespace fs = std::filesystem;
 
 int latest_schema() {
   int latest = 0;
@@ -154,7 +161,208 @@ void remove_db(const std::string& f) {
   for (const char* s : {"", "-wal", "-shm", "-journal"}) std::remove((f + s).c_str());
 }
 
+// mkdir -p for the few levels of the input folder; the error names the folder
+void make_folder(const std::string& dir) {
+  for (size_t at = 1; at != std::string::npos;) {
+    at = dir.find('/', at + 1);
+    const std::string part = dir.substr(0, at);
+    if (::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST)
+      fail("import: cannot make the store's input folder {}: {}", part, std::strerror(errno));
+  }
+}
+
+// `data` (whose sha256 was checked) as the read-only file `dest`: written under a temporary
+// name beside it and renamed, so the name always matches the bytes
+void write_copy(const std::string& dest, const std::string& data) {
+  make_folder(dir_name(dest));
+  std::string tmp = dir_name(dest) + "/.incoming-XXXXXX";
+  const int fd = ::mkstemp(tmp.data());
+  if (fd < 0) fail("import: cannot write into {}: {}", dir_name(dest), std::strerror(errno));
+  size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t w = ::write(fd, data.data() + done, data.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) {
+      const int e = errno;
+      ::close(fd);
+      std::remove(tmp.c_str());
+      fail("import: cannot write {}: {}", dest, std::strerror(e));
+    }
+    done += size_t(w);
+  }
+  ::fchmod(fd, 0444);  // restored inputs are data to read, never to change
+  ::close(fd);
+  if (std::rename(tmp.c_str(), dest.c_str()) != 0) {
+    const int e = errno;
+    std::remove(tmp.c_str());
+    fail("import: cannot rename {} to {}: {}", tmp, dest, std::strerror(e));
+  }
+}
+
+// One file of a model folder as its manifest names it (folder_manifest, runtime/store/capture.h).
+struct ManifestEntry {
+  std::string name, sha;
+  int64_t size = 0;
+};
+// A carried model folder's manifest: each name a plain file name (no '/', not hidden, no
+// control character), each sha256 64 hex digits; an error names `what` and the line.
+std::vector<ManifestEntry> parse_manifest(const std::string& text, const std::string& what) {
+  std::vector<ManifestEntry> out;
+  size_t at = 0;
+  while (at < text.size()) {
+    const size_t nl = text.find('\n', at);
+    const std::string line = text.substr(at, nl == std::string::npos ? std::string::npos : nl - at);
+    at = nl == std::string::npos ? text.size() : nl + 1;
+    const size_t t1 = line.find('\t'), t2 = t1 == std::string::npos ? t1 : line.find('\t', t1 + 1);
+    ManifestEntry e;
+    if (t2 != std::string::npos) {
+      e.name = line.substr(0, t1);
+      e.sha = line.substr(t2 + 1);
+      const std::string size = line.substr(t1 + 1, t2 - t1 - 1);
+      if (!size.empty() && size.size() < 16 && size.find_first_not_of("0123456789") == std::string::npos)
+        e.size = std::stoll(size);
+      else e.sha.clear();
+    }
+    const bool name_ok = !e.name.empty() && e.name.size() < 256 && e.name[0] != '.' &&
+                         std::none_of(e.name.begin(), e.name.end(), [](char ch) { return ch == '/' || (unsigned char)ch < 32; });
+    LT_CHECK(name_ok && is_sha256(e.sha), "{}: the manifest line '{}' is not NAME<tab>SIZE<tab>SHA256 of a plain file "
+             "name; nothing imported", what, line.size() > 80 ? line.substr(0, 80) + "..." : line);
+    out.push_back(e);
+  }
+  LT_CHECK(!out.empty(), "{}: an empty manifest; nothing imported", what);
+  return out;
+}
+
+// Puts the bytes of the data files and model folders the runs in `c` read into its input_files
+// table (a folder as its manifest and each file), within o.max_input_bytes; an input that
+// cannot be carried stops the export (a bundle that claims to carry its inputs and lacks one
+// would not replay on its own).
+void carry_inputs(Conn& c, const std::string& db, int64_t run, const ExportOptions& o, ExportResult& r) {
+  c.exec("CREATE TABLE input_files (sha256 TEXT PRIMARY KEY, size INTEGER NOT NULL, data BLOB NOT NULL)");
+  struct In {
+    std::string kind, path, sha, machine, host;
+    int64_t size = 0;
+  };
+  std::vector<In> todo;
+  std::set<std::string> seen;
+  for (const auto& row : c.rows("SELECT i.kind, i.path, i.sha256, coalesce(i.size, 0), coalesce(r.machine_id, ''), "
+                                "coalesce(r.host, '') FROM run_inputs i JOIN runs r ON r.id = i.run_id WHERE "
+                                "i.made = 0 ORDER BY i.rowid")) {
+    if (!seen.insert(row[2].value_or("")).second) continue;
+    todo.push_back({row[0].value_or(""), row[1].value_or(""), row[2].value_or(""), row[4].value_or(""),
+                    row[5].value_or(""), std::stoll(row[3].value_or("0"))});
+  }
+  int64_t total = 0;
+  for (const auto& in : todo) total += in.size;
+  if (total > o.max_input_bytes) {
+    auto big = todo;
+    std::sort(big.begin(), big.end(), [](const In& a, const In& b) { return a.size > b.size; });
+    std::string names;
+    for (size_t i = 0; i < big.size() && i < 3; i++)
+      names += fmt::format("{}{} {} ({})", i ? ", " : "", big[i].kind, big[i].path, human_bytes(double(big[i].size)));
+    fail("export --with-inputs: the {} inputs of run {} hold {} ({} bytes), past the cap of {} (--max-input-mb {}); "
+         "the biggest: {}; raise --max-input-mb or export without --with-inputs",
+         todo.size(), run, human_bytes(double(total)), total, human_bytes(double(o.max_input_bytes)),
+         o.max_input_bytes >> 20, names);
+  }
+  sqlite3_stmt* ins = nullptr;
+  sqlite3_prepare_v2(c.db, "INSERT OR IGNORE INTO input_files(sha256, size, data) VALUES (?,?,?)", -1, &ins, nullptr);
+  struct Finalize {
+    sqlite3_stmt* s;
+    ~Finalize() { sqlite3_finalize(s); }
+  } finalize{ins};
+  auto put = [&](const std::string& sha, const std::string& data, const std::string& path) {
+    sqlite3_bind_text(ins, 1, sha.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(ins, 2, int64_t(data.size()));
+    sqlite3_bind_blob64(ins, 3, data.data(), data.size(), SQLITE_TRANSIENT);
+    const int rc = sqlite3_step(ins);
+    sqlite3_reset(ins);
+    if (rc != SQLITE_DONE) fail("export: storing input {}: {}", path, sqlite3_errmsg(c.db));
+  };
+  // a file's bytes, checked against its recorded hash, within the cap
+  auto bytes = [&](const std::string& from, const std::string& sha, const std::string& what) {
+    std::string data;
+    try {
+      data = read_file(from, uint64_t(o.max_input_bytes));
+    } catch (const Error& e) {
+      fail("export --with-inputs: {} of run {} cannot be carried: {}; export without --with-inputs", what, run,
+           e.what());
+    }
+    const std::string h = sha256_hex(data);
+    if (h != sha)
+      fail("export --with-inputs: {} of run {} changed since the run read it (recorded sha256 {}, {} hashes to {}); "
+           "export without --with-inputs", what, run, sha, from, h);
+    r.input_bytes += int64_t(data.size());
+    if (r.input_bytes > o.max_input_bytes)
+      fail("export --with-inputs: {} grew past the cap of {} bytes (--max-input-mb)", what, o.max_input_bytes);
+    return data;
+  };
+  for (const auto& in : todo) {
+    // the store's restored copy by content; else the recorded path, only for a run made on this
+    // machine: a run imported from elsewhere names paths of another machine (or whatever its
+    // bundle said: /etc/shadow), and no file of this one goes into the bundle for it
+    const std::string copy = input_copy_path(db, in.kind, in.sha);
+    const std::string from = !copy.empty() && fs::exists(copy) ? copy
+                             : made_here(in.machine, in.host) ? in.path
+                                                              : "";
+    const std::string what = fmt::format("{} {}", in.kind, in.path);
+    if (from.empty())
+      fail("export --with-inputs: {} of run {} is not in {} and the run was made on another machine; export "
+           "without --with-inputs", what, run, input_store_dir(db));
+    if (in.kind == "data") {
+      put(in.sha, bytes(from, in.sha, what), in.path);
+      r.input_files++;
+      continue;
+    }
+    LT_CHECK(fs::is_directory(from), "export --with-inputs: {} of run {} is not a folder here ({})", what, run, from);
+    const std::string manifest = folder_manifest(from, nullptr);
+    if (sha256_hex(manifest) != in.sha)
+      fail("export --with-inputs: {} of run {} changed since the run read it (its files hash to {}, recorded {}); "
+           "export without --with-inputs", what, run, sha256_hex(manifest), in.sha);
+    for (const auto& e : parse_manifest(manifest, what)) {
+      put(e.sha, bytes(from + "/" + e.name, e.sha, what + "/" + e.name), from + "/" + e.name);
+      r.input_files++;
+    }
+    put(in.sha, manifest, in.path);
+  }
+}
+
+// A carried model folder into `dest` (absent or damaged): written into a fresh folder beside it,
+// every file checked, then renamed into place, so `dest` is complete or absent.
+void restore_folder(Conn& c, const std::string& file, const std::string& dest, const std::string& manifest) {
+  const auto entries = parse_manifest(manifest, "import: " + file + ": model " + sha256_hex(manifest));
+  make_folder(dir_name(dest));
+  std::string tmp = dir_name(dest) + "/.incoming-XXXXXX";
+  LT_CHECK(::mkdtemp(tmp.data()), "import: cannot make a folder in {}: {}", dir_name(dest), std::strerror(errno));
+  try {
+    for (const auto& e : entries) {
+      const auto rows = c.rows("SELECT data FROM input_files WHERE sha256 = ?", {Value(e.sha)});
+      LT_CHECK(!rows.empty(), "import: {}: file {} of a carried model folder is missing", file, e.name);
+      const std::string data = rows[0][0].value_or("");
+      LT_CHECK(sha256_hex(data) == e.sha && int64_t(data.size()) == e.size,
+               "import: {}: file {} of a carried model folder does not match its manifest", file, e.name);
+      write_copy(tmp + "/" + e.name, data);
+    }
+    std::error_code ec;
+    fs::remove_all(dest, ec);  // a damaged copy (checked by the caller)
+    if (std::rename(tmp.c_str(), dest.c_str()) != 0)
+      fail("import: cannot rename {} to {}: {}", tmp, dest, std::strerror(errno));
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+}
+
 }  // namespace
+
+std::string input_store_dir(const std::string& db) { return absolute_path(db) + ".inputs"; }
+
+std::string input_copy_path(const std::string& db, const std::string& kind, const std::string& sha256) {
+  if (!is_sha256(sha256)) return "";
+  if (kind == "model") return input_store_dir(db) + "/models/" + sha256;
+  return input_store_dir(db) + "/sha256/" + sha256.substr(0, 2) + "/" + sha256;
+}
 
 ExportResult export_run(const std::string& db, int64_t run, const std::string& out, const ExportOptions& o) {
   LT_CHECK(!out.empty(), "export: no output file (-o FILE.ltrun)");
@@ -231,6 +439,7 @@ ExportResult export_run(const std::string& db, int64_t run, const std::string& o
       }
       sqlite3_finalize(ins);
     }
+    if (o.with_inputs) carry_inputs(c, db, run, o, r);
     r.sources = std::stoll(c.rows("SELECT count(*) FROM sources")[0][0].value_or("0"));
     r.inputs = std::stoll(c.rows("SELECT count(*) FROM run_inputs")[0][0].value_or("0"));
     c.exec("PRAGMA journal_mode=DELETE");  // one file, nothing beside it
@@ -245,7 +454,7 @@ ExportResult export_run(const std::string& db, int64_t run, const std::string& o
   return r;
 }
 
-void check_export(const std::string& file) {
+void check_export(const std::string& file, int64_t max_input_bytes) {
   LT_CHECK(file_exists(file), "import: {} does not exist", file);
   check_regular_file(file, ~0ull);
   unsigned char h[100] = {};
@@ -283,6 +492,33 @@ void check_export(const std::string& file) {
   LT_CHECK(v >= 3, "import: {}: schema version {} has no run uuids (db/migrations/0003): not an export (an export "
            "is always written with the schema of the ltrun that wrote it)", file, v);
   check_fields(c, file);
+  if (c.has_table("input_files")) {
+    int64_t total = 0;
+    for (const auto& row : c.rows("SELECT sha256, size, length(data), typeof(data) FROM input_files")) {
+      LT_CHECK(is_sha256(row[0]) && row[1] == row[2] && (row[3] == "blob" || row[3] == "text"),
+               "import: {}: a carried input file is malformed (sha256 {}, size {}, {} bytes); nothing imported",
+               file, excerpt(row[0]), excerpt(row[1]), row[2].value_or("?"));
+      total += std::stoll(*row[2]);
+    }
+    LT_CHECK(total <= max_input_bytes,
+             "import: {}: carries {} of input files ({} bytes), past the cap of {} bytes; nothing imported", file,
+             human_bytes(double(total)), total, max_input_bytes);
+    // a carried model folder: its manifest names plain files, each carried with its size
+    for (const auto& row : c.rows("SELECT DISTINCT f.sha256 FROM input_files f JOIN run_inputs i ON i.sha256 = "
+                                  "f.sha256 AND i.kind = 'model'")) {
+      const std::string what = fmt::format("import: {}: carried model {}", file, *row[0]);
+      for (const auto& e : parse_manifest(c.rows("SELECT data FROM input_files WHERE sha256 = ?",
+                                                 {Value(*row[0])})[0][0].value_or(""), what))
+        LT_CHECK(!c.rows("SELECT 1 FROM input_files WHERE sha256 = ? AND size = ?", {Value(e.sha), Value(e.size)})
+                      .empty(), "{}: its file {} is not carried; nothing imported", what, e.name);
+    }
+    for (const auto& row : c.rows("SELECT sha256 FROM input_files")) {  // one file in memory at a time
+      const std::string hash = sha256_hex(c.rows("SELECT data FROM input_files WHERE sha256 = ?",
+                                                 {Value(*row[0])})[0][0].value_or(""));
+      LT_CHECK(hash == *row[0], "import: {}: a carried input file does not match its hash (stored sha256 {}, its "
+               "bytes hash to {}); nothing imported", file, *row[0], hash);
+    }
+  }
   for (const auto& row : c.rows("SELECT id, script_sha256, script_text FROM runs WHERE script_text IS NOT NULL")) {
     const std::string hash = sha256_hex(row[2].value_or(""));
     LT_CHECK(hash == row[1].value_or(""),
@@ -324,9 +560,29 @@ bool is_clean_relative_path(const std::string& rel) {
   return true;
 }
 
-MergeInput import_file(const std::string& db, const std::string& file) {
-  check_export(file);
-  return merge_stores(db, {file}).at(0);
+MergeInput import_file(const std::string& db, const std::string& file, int64_t max_input_bytes) {
+  check_export(file, max_input_bytes);
+  MergeInput m = merge_stores(db, {file}).at(0);
+  Conn c(file, false);
+  if (!c.has_table("input_files")) return m;
+  // only files a data input names, each checked again as it is written: the name of a copy is
+  // its hash and nothing else of the file (paths in a bundle never decide where bytes go)
+  int64_t n = 0;
+  for (const auto& row : c.rows("SELECT DISTINCT i.kind, f.sha256 FROM input_files f JOIN run_inputs i ON "
+                                "i.sha256 = f.sha256 ORDER BY f.sha256")) {
+    const std::string kind = *row[0], sha = *row[1], dest = input_copy_path(db, kind, sha);
+    if (dest.empty()) continue;
+    if (kind == "model" ? fs::is_directory(dest) && hash_input("model", dest, nullptr).sha256 == sha
+                        : file_exists(dest) && sha256_file(dest) == sha)
+      continue;
+    const std::string data = c.rows("SELECT data FROM input_files WHERE sha256 = ?", {Value(sha)})[0][0].value_or("");
+    LT_CHECK(sha256_hex(data) == sha, "import: {}: the carried input file {} changed while it was read", file, sha);
+    if (kind == "model") restore_folder(c, file, dest, data);
+    else write_copy(dest, data);
+    n++;
+  }
+  if (n) m.notes.push_back(fmt::format("restored {} input(s) into {}", n, input_store_dir(db)));
+  return m;
 }
 
 std::string export_run_uuid(const std::string& file, int64_t run_in_file) {
