@@ -227,9 +227,12 @@ TEST_CASE("static cache: ATen operators per block per decode step (CPU proxy)", 
   const Model m = model_test::sharp_tiny(model_test::spec("qwen3"));
   for (int64_t batch : {int64_t(1), int64_t(4)}) {
     const DecodeOps d = decode_ops(m, batch, 6, 4, "dynamic"), s = decode_ops(m, batch, 6, 4, "static");
+    std::string names;
+    for (const auto& [name, k] : s.by_name) names += " " + name + " " + std::to_string(k);
     WARN("qwen3 tiny, batch " << batch << ": kernels per block per decode step: dynamic " << d.kernels << ", static "
-                              << s.kernels << "; outside blocks per step: dynamic " << d.outside << ", static "
-                              << s.outside);
+                              << s.kernels << " (" << names << " ); dispatched: dynamic " << d.dispatched
+                              << ", static " << s.dispatched << "; outside blocks per step: dynamic " << d.outside
+                              << ", static " << s.outside);
     CHECK(s.kernels <= d.kernels + 2);
   }
 }
