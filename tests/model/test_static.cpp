@@ -236,3 +236,35 @@ TEST_CASE("static cache: ATen operators per block per decode step (CPU proxy)", 
     CHECK(s.kernels <= d.kernels + 2);
   }
 }
+
+TEST_CASE("static cache: no host synchronisation per token", "[model][generate][static][profile]") {
+  // On a GPU the host waits for the device when it reads a value: item() (_local_scalar_dense)
+  // or nonzero(). The operators called over 12 new tokens minus those over 4, with one stop
+  // check for both (sync_every 100): none of them in the static path's 8 extra steps, while
+  // the dynamic path reads the new ids' range in every step (Model::forward's check).
+  const Model m = model_test::sharp_tiny(model_test::spec("qwen3"));
+  const std::vector<std::vector<int64_t>> rows = {{5, 17, 3}, {12}, {7, 7, 21, 2}};
+  auto reads = [&](const std::string& cache, double temperature) {
+    GenerateOptions o;
+    o.cache = cache;
+    o.temperature = temperature;
+    o.seed = 3;
+    o.logprobs = true;
+    o.sync_every = 100;
+    o.stop_ids = std::vector<int64_t>{};
+    auto count = [&](int n) {
+      o.max_new_tokens = n;
+      const OpCount c = count_ops([&] { generate(m, rows, o); });
+      int64_t k = 0;
+      for (const char* name : {"aten::item", "aten::_local_scalar_dense", "aten::nonzero"})
+        if (auto it = c.calls.find(name); it != c.calls.end()) k += it->second;
+      return k;
+    };
+    return count(12) - count(4);
+  };
+  for (double t : {0.0, 1.3}) {
+    INFO("temperature " << t);
+    CHECK(reads("static", t) == 0);
+    CHECK(reads("dynamic", t) > 0);
+  }
+}
