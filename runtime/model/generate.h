@@ -2,7 +2,9 @@
 // prompts, greedy / temperature / top-k / top-p sampling with one seeded random stream per
 // row, stop ids and a stop callback; optionally the log-prob of each sampled token (for RL
 // rollouts). Identical prompts are prefilled once, finished rows leave the batch and waiting
-// rows take their places (continuous batching under a cap on the batch's rows).
+// rows take their places (continuous batching under a cap on the batch's rows). Two decode
+// paths, the same tokens: a decode state that grows (the default) or one static cache and a
+// step without host synchronisation (GenerateOptions::cache, static_decode.h).
 #pragma once
 #include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
