@@ -6,6 +6,8 @@
 #include <ATen/core/grad_mode.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 #include "runtime/core/error.h"
 #include "runtime/model/arch/decoder.h"
@@ -35,6 +37,15 @@ std::vector<std::pair<at::Tensor*, bool>> state_tensors(LayerState* s, std::uniq
   }
   fail("static cache: block {} keeps a decode state of a kind the static cache does not know "
        "(keys and values, Mamba2, Gated DeltaNet); use cache = \"dynamic\"", layer);
+}
+
+// LTRUN_STATIC_GRAPHS=0 runs the static path's steps eagerly on a CUDA build too (to compare
+// the graphs' tokens and speed against the same step without them); unset or 1: graphs.
+bool graphs_enabled() {
+  const char* e = std::getenv("LTRUN_STATIC_GRAPHS");
+  const std::string v = e ? e : "";
+  LT_CHECK(v.empty() || v == "0" || v == "1", "LTRUN_STATIC_GRAPHS must be \"0\" or \"1\", found \"{}\"", v);
+  return v != "0";
 }
 
 }  // namespace
@@ -202,7 +213,7 @@ std::vector<Generation> generate_static(const Model& model, const std::vector<st
     counts.narrow(0, 0, nb).add_(1);
   };
 
-  StepGraphs graphs(dev, true);
+  StepGraphs graphs(dev, graphs_enabled());
   std::vector<Generation> out(static_cast<size_t>(B));
   admit(R);
   while (n > 0) {

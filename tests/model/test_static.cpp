@@ -2,6 +2,7 @@
 // dynamic one: the same tokens for every layer kind, greedy and seeded, with rows finishing at
 // different steps (dropped between stop checks) and more prompts than places (refill).
 #include <cmath>
+#include <cstdlib>
 
 #include "model_test_util.h"
 #include "runtime/model/generate.h"
@@ -210,6 +211,13 @@ TEST_CASE("static cache: options are checked", "[model][generate][static]") {
   o.sync_every = 4;
   o.drop_finished = false;
   model_test::require_error([&] { generate(m, {{1, 2}}, o); }, {"always drops finished rows"});
+  o.drop_finished = true;
+  ::setenv("LTRUN_STATIC_GRAPHS", "yes", 1);
+  model_test::require_error([&] { generate(m, {{1, 2}}, o); }, {"LTRUN_STATIC_GRAPHS must be \"0\" or \"1\"", "yes"});
+  ::setenv("LTRUN_STATIC_GRAPHS", "0", 1);  // a CPU model runs eagerly either way
+  const auto eager = generate(m, {{1, 2}}, o);
+  ::unsetenv("LTRUN_STATIC_GRAPHS");
+  CHECK(generate(m, {{1, 2}}, o)[0].tokens == eager[0].tokens);
 }
 
 TEST_CASE("static cache: buckets of places", "[model][generate][static]") {
