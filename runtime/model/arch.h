@@ -104,7 +104,7 @@ struct LayerInput {
   // every field below but config.
   LayerInput(const Config& c, const LayerInput& o)
       : config(c), rope(o.rope), positions(o.positions), visible(o.visible),
-        token_mask(o.token_mask), past(o.past), capacity_hint(o.capacity_hint) {}
+        token_mask(o.token_mask), past(o.past), capacity_hint(o.capacity_hint), write_at(o.write_at) {}
   const Config& config;
   const RopeTables* rope = nullptr;  // for attention with RoPE
   at::Tensor positions;   // [B, T] int64 positions of the new tokens (RoPE tables of a layer's own)
@@ -112,6 +112,10 @@ struct LayerInput {
   at::Tensor token_mask;  // [B, T] bool of the new tokens (false: padding); undefined: none
   int64_t past = 0;       // positions the decode state already holds
   int64_t capacity_hint = 0;
+  // A static cache's step (Model::decode_step, T = 1): int64 [B] on the device, the position
+  // each row's new keys and values are written at (its own length; rows differ); `visible`
+  // then covers all of the cache's positions and `past` is unused. Undefined otherwise.
+  at::Tensor write_at;
 };
 
 // Where a layer reports its sites: at(site, x) captures and intervenes, returning x as

@@ -12,6 +12,7 @@
 #include "runtime/core/error.h"
 #include "runtime/core/run_context.h"
 #include "runtime/model/generate_check.h"
+#include "runtime/model/static_decode.h"
 #include "runtime/text/tokenizer.h"
 
 namespace ltrun::model {
@@ -27,9 +28,38 @@ at::Tensor next_tokens(const at::Tensor& logits, const GenerateOptions& o, at::G
   return next_tokens(logits, o, at::rand({logits.size(0)}, gen, at::kDouble));
 }
 
+at::Tensor row_draws(uint64_t seed, const at::Tensor& rows, const at::Tensor& steps) {
+  // uint64 arithmetic in int64 tensors: + and * wrap alike in two's complement; ATen's >> is
+  // arithmetic, so a logical shift masks off the copies of the sign bit
+  auto lsr = [](const at::Tensor& x, int s) { return x.__rshift__(s).bitwise_and(int64_t(~0ULL >> s)); };
+  auto mix = [&](at::Tensor x) {  // splitmix64
+    x = x + int64_t(0x9e3779b97f4a7c15ULL);
+    x = at::bitwise_xor(x, lsr(x, 30)) * int64_t(0xbf58476d1ce4e5b9ULL);
+    x = at::bitwise_xor(x, lsr(x, 27)) * int64_t(0x94d049bb133111ebULL);
+    return at::bitwise_xor(x, lsr(x, 31));
+  };
+  const at::Tensor h = mix(at::bitwise_xor(mix(at::bitwise_xor(rows.to(at::kLong), int64_t(splitmix64(seed)))),
+                                           steps.to(at::kLong)));
+  return lsr(h, 11).to(at::kDouble) * 0x1p-53;  // < 2^53: exact in fp64, as row_draw
+}
+
 at::Tensor next_tokens(const at::Tensor& logits, const GenerateOptions& o, const at::Tensor& draws) {
   LT_CHECK(logits.dim() == 2, "next_tokens: logits must be [batch, vocab]");
   if (o.temperature <= 0) return logits.argmax(-1).to(at::kCPU);
+  at::Tensor total;
+  const at::Tensor tok = sample_tokens(logits, o, draws, &total);
+  // a NaN or infinite logit (a diverged model) leaves no distribution to sample from
+  const at::Tensor bad = total.squeeze(1).isnan().nonzero();
+  if (bad.numel() > 0)
+    fail("generate: row {} has NaN or infinite logits: nothing to sample from (did training diverge?)",
+         bad[0].item<int64_t>());
+  return tok.to(at::kCPU);
+}
+
+at::Tensor sample_tokens(const at::Tensor& logits, const GenerateOptions& o, const at::Tensor& draws,
+                         at::Tensor* total) {
+  LT_CHECK(logits.dim() == 2, "next_tokens: logits must be [batch, vocab]");
+  if (o.temperature <= 0) return logits.argmax(-1);
   LT_CHECK(draws.dim() == 1 && draws.size(0) == logits.size(0),
            "next_tokens: {} draws for {} rows", draws.numel(), logits.size(0));
   LT_CHECK(o.top_k >= 0, "generate: top_k must be >= 0, found {}", o.top_k);
@@ -59,11 +89,7 @@ at::Tensor next_tokens(const at::Tensor& logits, const GenerateOptions& o, const
   if (nb * kBlock != V) s = at::constant_pad_nd(s, {0, nb * kBlock - V}, -inf);
   const at::Tensor p = s.softmax(-1).view({B, nb, kBlock});
   const at::Tensor bcdf = p.sum(-1).to(at::kDouble).cumsum(-1);  // [B, nb]
-  // a NaN or infinite logit (a diverged model) leaves no distribution to sample from
-  const at::Tensor bad = bcdf.narrow(1, nb - 1, 1).squeeze(1).isnan().nonzero();
-  if (bad.numel() > 0)
-    fail("generate: row {} has NaN or infinite logits: nothing to sample from (did training diverge?)",
-         bad[0].item<int64_t>());
+  if (total) *total = bcdf.narrow(1, nb - 1, 1);
   const at::Tensor u = draws.to(at::kDouble).view({B, 1}).to(bcdf.device()) * bcdf.narrow(1, nb - 1, 1);
   // right = true: the first i with cdf[i] > u, so p[i] > 0 (a flat stretch of a CDF, masked
   // tokens or padding, is never chosen); u can round up to the total: then the last i with mass
@@ -78,7 +104,7 @@ at::Tensor next_tokens(const at::Tensor& logits, const GenerateOptions& o, const
   const at::Tensor inner = p.gather(1, blk.unsqueeze(-1).expand({B, 1, kBlock})).squeeze(1)
                                .to(at::kDouble).cumsum(-1);  // [B, kBlock]
   const at::Tensor tok = blk * kBlock + first_above(inner, u - below);
-  return tok.squeeze(-1).to(at::kCPU);
+  return tok.squeeze(-1);
 }
 
 Padded left_pad(const std::vector<std::vector<int64_t>>& rows, int64_t pad) {
@@ -97,6 +123,40 @@ Padded left_pad(const std::vector<std::vector<int64_t>>& rows, int64_t pad) {
 int64_t pad_token(const Config& c) {
   if (c.pad_token_id) return *c.pad_token_id;
   return c.eos_token_ids.empty() ? 0 : c.eos_token_ids.front();
+}
+
+Prefill prefill_rows(const Model& model, const std::vector<std::vector<int64_t>>& part,
+                     const GenerateOptions& o, int64_t pad) {
+  const int64_t k = int64_t(part.size());
+  // share_prefill: the distinct prompts (in order of first appearance) run as the prefill
+  // batch; source[b] is row b's prompt among them. Their longest is the longest of all, so
+  // the padding is the same as for all of them.
+  std::vector<std::vector<int64_t>> distinct;
+  std::vector<int64_t> source(static_cast<size_t>(k));
+  if (o.share_prefill) {
+    std::map<std::vector<int64_t>, int64_t> seen;
+    for (int64_t b = 0; b < k; ++b) {
+      const auto [it, fresh] = seen.emplace(part[size_t(b)], int64_t(distinct.size()));
+      if (fresh) distinct.push_back(part[size_t(b)]);
+      source[size_t(b)] = it->second;
+    }
+  }
+  const bool shared = o.share_prefill && int64_t(distinct.size()) < k;
+  const Padded batch = left_pad(shared ? distinct : part, pad);
+  const int64_t T = batch.ids.size(1);
+  Prefill out{DecodeState(T + o.max_new_tokens), {}, batch.mask};
+  ForwardOptions f;
+  f.logits = Logits::Last;
+  f.state = &out.state;
+  f.attention_mask = batch.mask;
+  out.logits = model.forward(batch.ids, f).logits.select(1, 0);
+  if (shared) {
+    const at::Tensor idx = at::tensor(source, at::kLong);
+    out.state.select_rows(idx);
+    out.logits = out.logits.index_select(0, idx.to(out.logits.device()));
+    out.mask = out.mask.index_select(0, idx);
+  }
+  return out;
 }
 
 std::vector<Generation> generate(const Model& model,
@@ -121,6 +181,7 @@ std::vector<Generation> generate(const Model& model,
     return out;
   }
   const int64_t cap = o.max_rows > 0 ? std::min(o.max_rows, B) : B;
+  if (o.cache == "static") return generate_static(model, prompts, o, pad, stop_ids, cap, st);
 
   at::NoGradGuard no_grad;
   // The decode batch: its state, mask [n, width] (grows by one column per decoded token), the
@@ -134,35 +195,11 @@ std::vector<Generation> generate(const Model& model,
   // appended to the running one, both right-aligned to a common width.
   auto admit = [&](int64_t k) {
     std::vector<std::vector<int64_t>> part(prompts.begin() + next, prompts.begin() + next + k);
-    // share_prefill: the distinct prompts (in order of first appearance) run as the prefill
-    // batch; source[b] is row b's prompt among them. Their longest is the longest of all, so
-    // the padding is the same as for all of them.
-    std::vector<std::vector<int64_t>> distinct;
-    std::vector<int64_t> source(static_cast<size_t>(k));
-    if (o.share_prefill) {
-      std::map<std::vector<int64_t>, int64_t> seen;
-      for (int64_t b = 0; b < k; ++b) {
-        const auto [it, fresh] = seen.emplace(part[size_t(b)], int64_t(distinct.size()));
-        if (fresh) distinct.push_back(part[size_t(b)]);
-        source[size_t(b)] = it->second;
-      }
-    }
-    const bool shared = o.share_prefill && int64_t(distinct.size()) < k;
-    const Padded batch = left_pad(shared ? distinct : part, pad);
-    const int64_t T = batch.ids.size(1);
-    DecodeState fresh(T + o.max_new_tokens);
-    ForwardOptions f;
-    f.logits = Logits::Last;
-    f.state = &fresh;
-    f.attention_mask = batch.mask;
-    at::Tensor lg = model.forward(batch.ids, f).logits.select(1, 0);
-    at::Tensor m = batch.mask;
-    if (shared) {
-      const at::Tensor idx = at::tensor(source, at::kLong);
-      fresh.select_rows(idx);
-      lg = lg.index_select(0, idx.to(lg.device()));
-      m = m.index_select(0, idx);
-    }
+    Prefill pre = prefill_rows(model, part, o, pad);
+    DecodeState& fresh = pre.state;
+    const at::Tensor& lg = pre.logits;
+    const at::Tensor& m = pre.mask;
+    const int64_t T = m.size(1);
     ++st.prefills;
     if (rows.empty()) {
       state = std::move(fresh);

@@ -2,7 +2,9 @@
 // prompts, greedy / temperature / top-k / top-p sampling with one seeded random stream per
 // row, stop ids and a stop callback; optionally the log-prob of each sampled token (for RL
 // rollouts). Identical prompts are prefilled once, finished rows leave the batch and waiting
-// rows take their places (continuous batching under a cap on the batch's rows).
+// rows take their places (continuous batching under a cap on the batch's rows). Two decode
+// paths, the same tokens: a decode state that grows (the default) or one static cache and a
+// step without host synchronisation (GenerateOptions::cache, static_decode.h).
 #pragma once
 #include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
@@ -61,6 +63,16 @@ struct GenerateOptions {
   bool logprobs = false;
   // Keep a sampled stop id as the row's last token (an RL policy must learn to emit EOS).
   bool keep_stop_id = false;
+  // Which decode path: "dynamic" (the decode state grows and is re-laid out as rows leave and
+  // join) or "static" (static_decode.h: one preallocated cache of max_rows x (longest prompt +
+  // max_new_tokens) positions, one step function over all blocks, the head and sampling with
+  // no host synchronisation per token; a CUDA graph per batch-size bucket on a CUDA build).
+  // The same tokens either way, up to the rounding of other batch shapes (as max_rows).
+  std::string cache = "dynamic";
+  // cache = "static": stop ids, the stop callback and the length limit are read every
+  // sync_every steps (one host synchronisation); a finished row decodes on until then,
+  // its extra tokens discarded.
+  int64_t sync_every = 8;
 };
 
 struct Generation {
@@ -98,12 +110,21 @@ std::vector<Generation> generate(const Model& model,
 // Greedy ignores u.
 at::Tensor next_tokens(const at::Tensor& logits, const GenerateOptions& options,
                        const at::Tensor& u);
+// next_tokens without its checks and copies: the tokens [B] stay on the logits' device and
+// nothing waits for the device (a CUDA graph can hold it). *total (if given) receives each
+// row's total probability mass [B, 1] (fp64; NaN for a row with NaN or infinite logits);
+// greedy leaves it undefined. next_tokens is this plus the NaN check and the copy.
+at::Tensor sample_tokens(const at::Tensor& logits, const GenerateOptions& options,
+                         const at::Tensor& u, at::Tensor* total = nullptr);
 // The same with u = B draws from `gen` (a CPU generator).
 at::Tensor next_tokens(const at::Tensor& logits, const GenerateOptions& options,
                        at::Generator& gen);
 // The uniform draw in [0, 1) of stream `row` at its step `step` under `seed` (a counter-based
 // hash, splitmix64: any row's draw without drawing the others').
 double row_draw(uint64_t seed, int64_t row, int64_t step);
+// row_draw for int64 tensors of rows and steps (the same shape, any device) in tensor ops:
+// the same bits, computed where the rows run, so a decode step draws without the host.
+at::Tensor row_draws(uint64_t seed, const at::Tensor& rows, const at::Tensor& steps);
 
 // Stop strings for text generation: a GenerateOptions::stop that ends a row once its decoded
 // new tokens contain one of `stops`, and the decoded text of a row cut before the first stop

@@ -18,6 +18,13 @@ void check_generate_options(const Config& c, const std::vector<std::vector<int64
   LT_CHECK(o.top_k >= 0, "{}: option top_k must be >= 0 (0: off), got {}", fn, o.top_k);
   LT_CHECK(o.max_new_tokens >= 0, "{}: option {} must be >= 0, got {}", fn, n.max_new_tokens, o.max_new_tokens);
   LT_CHECK(o.max_rows >= 0, "{}: option max_rows must be >= 0 (0: all rows at once), got {}", fn, o.max_rows);
+  LT_CHECK(o.cache == "dynamic" || o.cache == "static",
+           "{}: option cache must be \"dynamic\" or \"static\", got \"{}\"", fn, o.cache);
+  LT_CHECK(o.sync_every >= 1, "{}: option sync_every must be >= 1 (decode steps between stop checks), got {}", fn,
+           o.sync_every);
+  // a static cache holds no finished row past a stop check (its places refill)
+  LT_CHECK(o.cache != "static" || o.drop_finished,
+           "{}: cache = \"static\" always drops finished rows: drop_finished = false is for cache = \"dynamic\"", fn);
   LT_CHECK(!prompts.empty(), "{}: no prompts", fn);
   const int64_t ctx = c.max_position_embeddings;
   for (size_t b = 0; b < prompts.size(); ++b) {

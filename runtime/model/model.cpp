@@ -673,6 +673,37 @@ std::optional<DecodeState> Model::prefix_rows_at(int layer, const std::vector<co
   return out;
 }
 
+at::Tensor Model::decode_step(const at::Tensor& ids, const at::Tensor& lengths, int64_t width,
+                              DecodeState& state) const {
+  const Impl& m = *impl_;
+  const Config& c = m.config;
+  const int64_t B = ids.size(0);
+  LT_CHECK(ids.dim() == 1 && lengths.dim() == 1 && lengths.size(0) == B,
+           "decode_step: ids and lengths must be int64 [rows], found {} and {}", shape(ids.sizes()),
+           shape(lengths.sizes()));
+  LT_CHECK(state.from_layer_ == 0 && state.layers_.size() == size_t(n_layers()),
+           "decode_step: the state must hold all {} blocks", n_layers());
+  const at::Tensor pos = lengths.view({B, 1});
+  at::Tensor h = at::embedding(m.embed, ids.view({B, 1}));
+  RopeTables rope;
+  if (c.rope) rope = rope_tables(m.rope, pos, m.dtype);
+  LayerInput in(c);
+  in.rope = &rope;
+  in.positions = pos;
+  // row b sees positions 0..lengths[b]: its own, the new one included; the rest of the
+  // buffer (an earlier row's or never written) is masked
+  in.visible = at::arange(width, lengths.options()).view({1, width}).le(pos).view({B, 1, 1, width});
+  in.write_at = lengths;
+  struct NoHooks final : Hooks {
+    at::Tensor at(Site, at::Tensor x) override { return x; }
+  } hooks;
+  for (int l = 0; l < n_layers(); ++l) {
+    RECORD_USER_SCOPE(kBlockScope);
+    h = m.layers[l]->forward(h, in, state.layers_[size_t(l)].get(), hooks);
+  }
+  return lens(h).select(1, 0);
+}
+
 at::Tensor Model::lens(const at::Tensor& h) const { return at::linear(lens_norm(h), head()); }
 
 at::Tensor Model::lens_norm(const at::Tensor& h) const {

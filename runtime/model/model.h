@@ -116,6 +116,7 @@ class DecodeState {
 
  private:
   friend class Model;
+  friend class StaticCache;  // static_decode.h: its layers' tensors are views of fixed buffers
   std::vector<std::unique_ptr<LayerState>> layers_;  // null for layers without state (MLP)
   int64_t length_ = 0, capacity_hint_ = 0, batch_ = -1;
   int from_layer_ = 0;  // layers below it hold nothing
@@ -200,6 +201,14 @@ class Model {
 
   // input_ids int64 [B, T].
   ForwardResult forward(const at::Tensor& input_ids, const ForwardOptions& options = {}) const;
+  // One decode step over a static cache (static_decode.h; inference): ids int64 [B] (one new
+  // token per row), row b's token at position lengths[b] (int64 [B]: the positions it holds),
+  // attending over its positions 0..lengths[b] of the state's `width`; every layer's state
+  // (all blocks) holds exactly B rows and is written in place or reassigned. Returns the
+  // logits [B, vocab]. No host synchronisation (no id range check: the ids are sampled), so
+  // a CUDA graph can hold it.
+  at::Tensor decode_step(const at::Tensor& ids, const at::Tensor& lengths, int64_t width,
+                         DecodeState& state) const;
   // The logit lens: lm_head(final_norm(h)) for h [..., hidden].
   at::Tensor lens(const at::Tensor& h) const;
   // The lens in two steps, for callers that read logits in pieces of the vocabulary (never

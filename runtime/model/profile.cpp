@@ -246,7 +246,7 @@ OpCount count_ops(const std::function<void()>& fn) {
   return c.count;
 }
 
-DecodeOps decode_ops(const Model& m, int64_t batch, int64_t prompt, int new_tokens) {
+DecodeOps decode_ops(const Model& m, int64_t batch, int64_t prompt, int new_tokens, const std::string& cache) {
   LT_CHECK(batch >= 1 && prompt >= 1 && new_tokens >= 2,
            "decode_ops: expected batch >= 1, prompt >= 1, new_tokens >= 2, got {}, {}, {}", batch, prompt,
            new_tokens);
@@ -256,6 +256,7 @@ DecodeOps decode_ops(const Model& m, int64_t batch, int64_t prompt, int new_toke
     for (int64_t t = 0; t < prompt; ++t) rows[size_t(b)][size_t(t)] = (7 * b + 13 * t + 1) % V;
   GenerateOptions g;
   g.stop_ids = std::vector<int64_t>{};  // every row runs to new_tokens
+  g.cache = cache;
   auto run = [&](int n) {
     g.max_new_tokens = n;
     return count_ops([&] { generate(m, rows, g); });

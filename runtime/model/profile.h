@@ -49,7 +49,10 @@ struct DecodeOps {
   double outside = 0;  // kernels per decode step outside blocks (head, sampling, bookkeeping)
   std::map<std::string, double> by_name;  // kernels per block per step, by operator
 };
-DecodeOps decode_ops(const Model& m, int64_t batch, int64_t prompt, int new_tokens);
+// cache: GenerateOptions::cache ("static": the step of static_decode.h, its stop checks
+// every 8 steps included in `outside`).
+DecodeOps decode_ops(const Model& m, int64_t batch, int64_t prompt, int new_tokens,
+                     const std::string& cache = "dynamic");
 
 // The peak of CPU tensor bytes allocated while fn runs (on this thread; what was live before
 // is not counted). Exact byte counts, the same on every host: a proxy for a GPU's peak memory.

@@ -246,7 +246,7 @@ GenerateOptions generate_options(const Options& o, const RunContext& run) {
   LT_CHECK(!o.has("intervene"), "{}: option intervene is not supported by generate (it would not reach the decode "
            "steps); intervene with m:forward and pick tokens from its logits", o.fn());
   o.check({"special", "max_new_tokens", "temperature", "top_k", "top_p", "seed", "stop", "stop_ids", "share_prefill",
-           "drop_finished", "max_rows", "refill"});
+           "drop_finished", "max_rows", "refill", "cache", "sync_every"});
   GenerateOptions g;
   g.max_new_tokens = int(o.integer("max_new_tokens", 0, INT32_MAX).value_or(g.max_new_tokens));
   g.temperature = o.number("temperature").value_or(g.temperature);
@@ -256,6 +256,8 @@ GenerateOptions generate_options(const Options& o, const RunContext& run) {
   g.drop_finished = o.boolean("drop_finished").value_or(g.drop_finished);
   g.max_rows = o.integer("max_rows", 0).value_or(g.max_rows);
   g.refill = o.boolean("refill").value_or(g.refill);
+  g.cache = o.string("cache").value_or(g.cache);
+  g.sync_every = o.integer("sync_every", 1).value_or(g.sync_every);
   g.seed = o.seed(run.stream("generate"));
   if (o.has("stop_ids")) g.stop_ids = integers_of(o["stop_ids"], o.fn(), "stop_ids", 0, INT32_MAX);
   return g;
@@ -263,7 +265,9 @@ GenerateOptions generate_options(const Options& o, const RunContext& run) {
 
 // m:generate(prompts, {max_new_tokens=, temperature=, top_k=, top_p=, seed = (stream
 // "generate"), stop=, stop_ids=, special=, share_prefill = true, drop_finished = true,
-// max_rows = 0 (all rows at once), refill = true: continuous batching, model/generate.h}). Prompts: a string, a list of strings, a list of
+// max_rows = 0 (all rows at once), refill = true: continuous batching, cache = "dynamic" | "static" (one
+// preallocated cache and a step without host synchronisation, model/static_decode.h), sync_every = 8 (static:
+// steps between stop checks), model/generate.h}). Prompts: a string, a list of strings, a list of
 // ids, or a list of id lists. Strings give strings back (cut before a stop string), ids give
 // ids; the second result holds per prompt {ids=, finish="stop_id"|"stop"|"length"}.
 List generate_fn(const Args& a) {
@@ -470,14 +474,15 @@ List tok_tostring(const Args& a) {
   return {fmt::format("tokenizer({}, vocab {})", t.path(), t.vocab_size())};
 }
 
-// lt.model.decode_ops(m, {batch = 1, prompt = 16, new_tokens = 8}) → {kernels =, dispatched =,
+// lt.model.decode_ops(m, {batch = 1, prompt = 16, new_tokens = 8, cache = "dynamic" | "static"}) → {kernels =, dispatched =,
 // top =, outside =, by_name = {["aten::mm"] = ...}}: operators per block per decode step of
 // greedy generate (model/profile.h), a CPU proxy for a GPU decode step's kernel launches.
 List decode_ops_fn(const Args& a) {
   const ModelHandle& h = model_arg(a, 1);
-  const Options o = a.options(2).check({"batch", "prompt", "new_tokens"});
+  const Options o = a.options(2).check({"batch", "prompt", "new_tokens", "cache"});
   const DecodeOps d = decode_ops(*h.m, o.integer("batch", 1).value_or(1), o.integer("prompt", 1).value_or(16),
-                                 int(o.integer("new_tokens", 2, INT32_MAX).value_or(8)));
+                                 int(o.integer("new_tokens", 2, INT32_MAX).value_or(8)),
+                                 o.string("cache").value_or("dynamic"));
   Value by = Value::table();
   for (const auto& [name, n] : d.by_name) by.set(name, n);
   return {Value::table().set("kernels", d.kernels).set("dispatched", d.dispatched).set("top", d.top)

@@ -17,6 +17,8 @@ Rollouts rollout(const model::Model& m, const std::vector<std::vector<int64_t>>&
   LT_CHECK(o.max_response >= 1, "rl.rollout: max_response must be >= 1, got {}", o.max_response);
   LT_CHECK(o.temperature > 0, "rl.rollout: temperature must be > 0 (sampling), got {}", o.temperature);
   LT_CHECK(o.max_rows >= 0, "rl.rollout: max_rows must be >= 0 (0: all rows at once), got {}", o.max_rows);
+  LT_CHECK(o.cache == "dynamic" || o.cache == "static",
+           "rl.rollout: cache must be \"dynamic\" or \"static\", got \"{}\"", o.cache);
   LT_CHECK(o.stop.empty() || o.decode, "rl.rollout: stop strings need a tokenizer (decode)");
   const int64_t G = o.group_size, N = int64_t(prompts.size()) * G;
   std::vector<std::vector<int64_t>> rows;
@@ -42,6 +44,8 @@ Rollouts rollout(const model::Model& m, const std::vector<std::vector<int64_t>>&
   go.drop_finished = o.drop_finished;
   go.max_rows = o.max_rows;
   go.refill = o.refill;
+  go.cache = o.cache;
+  go.sync_every = o.sync_every;
   if (!o.stop.empty()) {
     go.stop = [&o](int, const std::vector<int64_t>& toks) {
       const std::string text = o.decode(toks);
@@ -124,6 +128,8 @@ const Fields<RolloutOptions>& rollout_option_fields() {
                                            {"drop_finished", &RolloutOptions::drop_finished},
                                            {"max_rows", &RolloutOptions::max_rows},
                                            {"refill", &RolloutOptions::refill},
+                                           {"cache", &RolloutOptions::cache},
+                                           {"sync_every", &RolloutOptions::sync_every},
                                            {"stop", &RolloutOptions::stop}};
   return f;
 }

@@ -35,6 +35,10 @@ struct RolloutOptions {
   // decode batch. Off or on, the same rollouts (the bench measures what they save).
   bool share_prefill = true;
   bool drop_finished = true;
+  // model::GenerateOptions: the decode path ("dynamic" or "static": a preallocated cache and
+  // one step per token without host synchronisation; stop checks every sync_every steps).
+  std::string cache = "dynamic";
+  int64_t sync_every = 8;
   // model::GenerateOptions: at most max_rows rows decode at once (0: all of a call's rows);
   // with refill, waiting rows take the places of finished ones (continuous batching), else
   // they start once the batch has ended. Either way the same rollouts.

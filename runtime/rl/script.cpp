@@ -183,13 +183,14 @@ SequenceBatch sequences(const Args& a, int i) {
 //   top_p=1, seed = (stream "rl.rollout"), stop=, stop_ids=, batch=0, share_prefill = true (each
 //   prompt prefilled once for its group), drop_finished = true (finished rows leave the decode
 //   batch), max_rows = 0 (rows decoded at once at most; 0: all), refill = true (waiting rows take
-//   the places of finished ones)}) -> rollouts table (decode_steps, refilled_rows: what the
+//   the places of finished ones), cache = "dynamic" | "static" (model/static_decode.h), sync_every = 8 (static:
+//   decode steps between stop checks)}) -> rollouts table (decode_steps, refilled_rows: what the
 //   batching did)
 List rollout_fn(const Args& a) {
   const ModelHandle& h = model::model_arg(a, 1);
   const Options o = a.options(3).check({"group_size", "max_response", "temperature", "top_k", "top_p", "seed", "stop",
                                         "stop_ids", "batch", "max_prompt_tokens", "share_prefill", "drop_finished",
-                                        "max_rows", "refill"});
+                                        "max_rows", "refill", "cache", "sync_every"});
   RolloutOptions r = rollout_options(o, a.run());
   const auto prompts = prompt_ids(a[2], h, limit(o, h, r.max_response), a.fn());
   r.decode = decoder(h);
@@ -428,7 +429,7 @@ Value grpo_produced(const ModelHandle& h, const Options& o, train::LoopOptions l
 //   n = (seeded down-sampling of data), decontaminate = 8 (n-gram size; 0: off; against eval),
 //   template=, chat=, algo = "grpo" | "dr_grpo", norm=, agg=, kl=, clip_ratio = 0.2, clip_high=,
 //   prompts = 8, group_size = 8, max_response = 256, temperature = 1, top_k=, top_p=, stop=,
-//   stop_ids=, rollout_batch = 0, share_prefill=, drop_finished=, max_rows=, refill= (as
+//   stop_ids=, rollout_batch = 0, share_prefill=, drop_finished=, max_rows=, refill=, cache=, sync_every= (as
 //   lt.rl.rollout's), epochs = 1, mini_batches = 1, micro_batch = 16, chunk = 1024,
 //   copy_reference = false, rewards = {...}, accuracy = "math", iterations = 10 (batches of
 //   rollouts; steps = iterations * epochs * mini_batches), eval_n = all, eval_max_response=,
@@ -451,7 +452,7 @@ List grpo_fn(const Args& a) {
                                   "template", "chat", "norm", "agg", "kl", "clip_ratio", "clip_high", "group_size",
                                   "max_response", "max_prompt_tokens", "temperature", "top_k", "top_p", "stop",
                                   "stop_ids", "rollout_batch", "share_prefill", "drop_finished", "max_rows", "refill",
-                                  "rewards", "iterations", "seed", "produce"},
+                                  "cache", "sync_every", "rewards", "iterations", "seed", "produce"},
                                  train::loop_option_keys())));
   const uint64_t seed = o.seed(a.run().stream("rl.grpo"));
   if (o.has("produce")) return {grpo_produced(h, o, lo, seed, a)};

@@ -132,9 +132,11 @@ T.case("option tables: a misspelled key is an error naming it", function()
   local data = lt.randint(0, 50, { 4, 9 })
   local mcq_items = lt.eval.load("mcq", mcq)
   local calls = {
-    { function() m:generate(ids, { max_new_token = 2 }) end, "model:generate: unknown option 'max_new_token' %(known: drop_finished, max_new_tokens, max_rows, refill, seed, share_prefill, special, stop, stop_ids, temperature, top_k, top_p%)" },
+    { function() m:generate(ids, { max_new_token = 2 }) end, "model:generate: unknown option 'max_new_token' %(known: cache, drop_finished, max_new_tokens, max_rows, refill, seed, share_prefill, special, stop, stop_ids, sync_every, temperature, top_k, top_p%)" },
     { function() m:generate("the cat", { max_new_tokens = 2, temprature = 0 }) end, "model:generate: unknown option 'temprature'" },
     { function() m:generate(ids, 3) end, "model:generate: argument 3 %(options%): expected a table, got number" },
+    { function() m:generate(ids, { max_new_tokens = 2, cache = "paged" }) end,
+      "model:generate: option cache must be \"dynamic\" or \"static\", got \"paged\"" },
     { function() m:forward(ids, { captur = true }) end, "model:forward: unknown option 'captur'" },
     { function() m:forward(ids, { [1] = true }) end, "model:forward: options: keys must be option names, found the key 1" },
     { function() lt.model.load(m23, { dtyp = "float64" }) end, "lt%.model%.load: unknown option 'dtyp'" },

@@ -90,16 +90,17 @@ T.case("generate: strings and ids, deterministic, stop strings", function()
   T.greedy(m, pa, rows[1], 1e-4, "row 1 of a batch"); T.greedy(m, pb, rows[2], 1e-4, "row 2 of a batch")
 end)
 
-T.case("generate: continuous batching options (max_rows, refill, share_prefill, drop_finished)", function()
+T.case("generate: continuous batching options (max_rows, refill, share_prefill, drop_finished, cache)", function()
   -- rows of several lengths and a repeated prompt, at most 1 or 2 decoding at once, waiting rows
   -- joining a running batch or not, the repeat prefilled apart, finished rows kept: each row
   -- is still a greedy continuation of its own prompt (within fp32's 1e-4, as above)
   local pa, pb, pc = tok:encode("a"), tok:encode("bb bb"), tok:encode("the cat sat on")
   local prompts = { pa, pb, pc, pa }
   for _, o in ipairs{ { max_rows = 1 }, { max_rows = 2, refill = true }, { max_rows = 2, refill = false },
-                      { share_prefill = false, drop_finished = false } } do
-    local label = ("max_rows %s refill %s share_prefill %s drop_finished %s"):format(
-      tostring(o.max_rows), tostring(o.refill), tostring(o.share_prefill), tostring(o.drop_finished))
+                      { share_prefill = false, drop_finished = false },
+                      { max_rows = 2, cache = "static", sync_every = 2 } } do
+    local label = ("max_rows %s refill %s share_prefill %s drop_finished %s cache %s"):format(
+      tostring(o.max_rows), tostring(o.refill), tostring(o.share_prefill), tostring(o.drop_finished), tostring(o.cache))
     o.max_new_tokens, o.stop_ids = 5, {}
     local rows = m:generate(prompts, o)
     T.eq(#rows, 4, label)
@@ -111,6 +112,7 @@ T.case("generate: continuous batching options (max_rows, refill, share_prefill, 
   T.raises(function() m:generate("a", { max_rows = -1 }) end, "max_rows")
   T.raises(function() m:generate("a", { refil = true }) end, "refil")
   T.raises(function() m:generate("a", { refill = 1 }) end, "refill")
+  T.raises(function() m:generate("a", { cache = "static", sync_every = 0 }) end, "sync_every")
 end)
 
 T.case("clone, parameters, save/load round trip", function()

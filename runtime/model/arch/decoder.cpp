@@ -41,6 +41,18 @@ std::pair<at::Tensor, at::Tensor> KVState::append(const at::Tensor& k_new, const
   return {k.narrow(2, 0, past + T), v.narrow(2, 0, past + T)};
 }
 
+std::pair<at::Tensor, at::Tensor> KVState::put(const at::Tensor& k_new, const at::Tensor& v_new,
+                                               const LayerInput& in) {
+  if (!in.write_at.defined()) return append(k_new, v_new, in.past, in.capacity_hint);
+  LT_CHECK(k.defined() && k_new.size(2) == 1 && k.size(0) == k_new.size(0),
+           "static cache: one new position per row into keys of {} rows, found keys {} for {} rows",
+           k.defined() ? k.size(0) : 0, c10::str(k_new.sizes()), k_new.size(0));
+  const at::Tensor at = in.write_at.view({-1, 1, 1, 1}).expand(k_new.sizes());
+  k.scatter_(2, at, k_new);
+  v.scatter_(2, at, v_new);
+  return {k, v};
+}
+
 std::unique_ptr<LayerState> KVState::prefix_rows(const std::vector<int64_t>& lengths,
                                                  int64_t width) const {
   auto out = std::make_unique<KVState>();
@@ -185,14 +197,16 @@ at::Tensor AttentionWeights::forward(const at::Tensor& x, const LayerInput& in,
     const at::Tensor vt = vh.transpose(1, 2);  // back to [B, T, KV, D]: the projection's layout
     auto* kv = static_cast<KVState*>(state);
     at::Tensor kd, vd;
-    if (kv) {
+    if (kv && !in.write_at.defined()) {
       std::tie(kd, vd) = kv->reserve(B, c.n_kv_heads, T, c.head_dim, x.options(), in.past, in.capacity_hint);
     } else {
       kd = at::empty({B, c.n_kv_heads, T, c.head_dim}, x.options());
       vd = at::empty({B, c.n_kv_heads, T, c.head_dim}, x.options());
     }
     qh = qkv_heads(qh, kh, vt, qn, kn, c.rms_norm_eps, rope, kd, vd);
-    if (kv) {
+    if (kv && in.write_at.defined()) {
+      std::tie(kh, vh) = kv->put(kd, vd, in);
+    } else if (kv) {
       kh = kv->k.narrow(2, 0, in.past + T);
       vh = kv->v.narrow(2, 0, in.past + T);
     } else {
@@ -213,8 +227,7 @@ at::Tensor AttentionWeights::forward(const at::Tensor& x, const LayerInput& in,
     qh = apply_rope(qh, *in.rope);
     kh = apply_rope(kh, *in.rope);
   }
-  if (state)
-    std::tie(kh, vh) = static_cast<KVState*>(state)->append(kh, vh, in.past, in.capacity_hint);
+  if (state) std::tie(kh, vh) = static_cast<KVState*>(state)->put(kh, vh, in);
   const at::Tensor a =
       attention(qh, kh, vh, in.visible).transpose(1, 2).reshape({B, T, c.n_heads * c.head_dim});
   return at::linear(a, o, o_bias);

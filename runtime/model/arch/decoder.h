@@ -16,6 +16,11 @@ struct KVState : LayerState {
   // past + T positions are the keys and values so far.
   std::pair<at::Tensor, at::Tensor> reserve(int64_t B, int64_t heads, int64_t T, int64_t dim,
                                             const at::TensorOptions& o, int64_t past, int64_t capacity_hint);
+  // A forward's keys and values [B, kv_heads, T, head_dim] into the state: at `past` (append),
+  // or for a static cache (in.write_at) row b's at position write_at[b] of the preallocated
+  // buffers, in place (a scatter: no reallocation, no host synchronisation). Returns the keys
+  // and values to attend over: the first past + T positions, or all of a static cache's.
+  std::pair<at::Tensor, at::Tensor> put(const at::Tensor& k_new, const at::Tensor& v_new, const LayerInput& in);
   std::unique_ptr<LayerState> prefix_rows(const std::vector<int64_t>& lengths,
                                           int64_t width) const override;
   void select_rows(const at::Tensor& rows) override;

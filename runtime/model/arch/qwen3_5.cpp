@@ -76,7 +76,7 @@ class Qwen35Layer final : public Layer {
     };
     qh = rope(qh);
     kh = rope(kh);
-    if (state) std::tie(kh, vh) = static_cast<KVState*>(state)->append(kh, vh, in.past, in.capacity_hint);
+    if (state) std::tie(kh, vh) = static_cast<KVState*>(state)->put(kh, vh, in);
     const at::Tensor a = attention(qh, kh, vh, in.visible).transpose(1, 2).reshape({B, T, nh * hd});
     return at::linear(a * at::sigmoid(gate), o_, o_bias_);
   }
