@@ -2,7 +2,7 @@
 -- scripts/gpu-check left in DIR: steps.tsv (each step's status, seconds, log) and the
 -- benches' runs in the store this script runs on (--db DIR/bench.db). Every figure is
 -- given with its baseline, measured in the same bench run, its unit and the ratio.
-local exp = require "lt.experiment"
+local exp = require "lt.study"
 -- hbm_gbps: the device's memory bandwidth (GB/s), for decode's fraction of its floor (0: none)
 local cfg = exp.args{ out = "", on = "", quick = 0, hbm_gbps = 0 }  -- on: the device checked (cuda, cpu)
 assert(cfg.out ~= "", "report.lua: --out=DIR is required")

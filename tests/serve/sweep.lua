@@ -4,7 +4,7 @@
 -- tokens up to 20,000 for a log axis) and a sweep of N children, each logging `loss`, the
 -- even ones also `acc` (so that a run's colour must not depend on which others have a metric).
 -- ltrun --db DB tests/serve/sweep.lua --out=DIR [--children=N]
-local exp = require "lt.experiment"
+local exp = require "lt.study"
 local cfg = exp.args{ out = "sweep", children = 210 }
 os.execute("mkdir -p '" .. cfg.out .. "'")
 local fig = cfg.out .. "/accuracy.svg"
