@@ -5,7 +5,7 @@
 -- new_loss (held-out, new domain: the gain), old_loss (the base's domain: the cost), task_acc (the
 -- antonym task), each benchmark under each protocol (the first: the headline). Prints the table
 -- (results.csv, `ltrun sql @freeze_deep`), draws the loss curves and the scores by plan and
--- category. --preset=paper: Table 6 (lr 3e-5, 4096 tokens, bf16; README).
+-- category. --preset=paper: Table 6 (lr 3e-5, 4096 tokens, bf16; docs/freeze_deep.md).
 local exp = require "lt.study"
 local cpt = require "experiments.freeze_deep.cpt"
 

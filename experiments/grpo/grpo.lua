@@ -4,7 +4,7 @@
 -- and down, sign test: lt.report.paired). Defaults: the embedded policy (lt.models tiny-math)
 -- on its arithmetic problems, 100 batches of 16 prompts x 8 samples, lr 1e-4: GRPO removes the
 -- wrong operation pre-training slipped into 40% of its solutions, which sampled answers show
--- (README: RL post-training). --train_only: "" (all), a block, "middle:K" (the middle K blocks).
+-- (this folder's README). --train_only: "" (all), a block, "middle:K" (the middle K blocks).
 local exp = require "lt.study"
 local report = require "lt.report"
 local math_task = require "lt.tasks.math"

@@ -26,7 +26,7 @@ usage:
                                        --script: the stored script text; --sources: the Lua sources
                                        it executed and the model and data files it read (hashes)
   ltrun sql "SELECT ..." [--csv|--json]   SQL over the run store, read-only (--write to change it)
-  ltrun sql @NAME [--queries DIR]      a named query: ltrun's db/queries/NAME.sql, else DIR/NAME.sql
+  ltrun sql @NAME [--queries DIR]      a named query: ltrun's (db/queries/, experiments/STUDY/), else DIR/NAME.sql
   ltrun rerun [--models DIR] [--data DIR] RUN|FILE.ltrun[:RUN] [--yes] [--sources=stored|current]
         [--allow-changed-inputs] [--sandbox] [--tolerance X] [--key=value ...]
                                        replay a run (imported first from FILE) as a new run: its stored
