@@ -114,7 +114,8 @@ Interp::Interp() : impl_(std::make_unique<Impl>()) {
   const std::string lib = lib_dir();
   lua_getglobal(L, "package");
   lua_getfield(L, -1, "path");
-  impl_->base_path = lib + "/?.lua;" + lib + "/?/init.lua;" + lua_tostring(L, -1);
+  // lib/, then the project's folder: `require "experiments.STUDY.MODULE"` finds a study's module
+  impl_->base_path = lib + "/?.lua;" + lib + "/?/init.lua;" + dir_name(lib) + "/?.lua;" + lua_tostring(L, -1);
   push(L, impl_->base_path);
   lua_setfield(L, -3, "path");
   lua_pop(L, 2);

@@ -23,7 +23,7 @@ class Interp : public cli::ScriptHost {
   // The run the bindings work for (seed, device, sink, session), kept for this state;
   // lt.device is set from it and Lua's math.random is seeded from its seed.
   void set_run(const RunContext& ctx) override;
-  // arg[0] = script, arg[1..] = args; package.path gains the script's folder
+  // arg[0] = script, arg[1..] = args; package.path: the script's folder, lib/, the project's
   void set_script(const std::string& script_path, const std::vector<std::string>& args) override;
   Outcome run(const std::string& code, const std::string& chunk_name) override;
   // One REPL entry: `=expr` and bare expressions print their values; a chunk that ends

@@ -1,4 +1,4 @@
-# ltrun_embed_sql(OUT DIR...): turns every *.sql under DIRs into one C++ source with a
+# ltrun_embed_sql(OUT DIR...): turns every *.sql under DIRs (a DIR may hold wildcards) into one C++ source with a
 # table {relative name, text}; regenerated when a file changes.
 function(ltrun_embed_sql out)
   set(files)

@@ -5,11 +5,11 @@
 -- logged: the median wall time of each, their ratio, and the time capture itself took inside
 -- the process (LTRUN_CAPTURE_STATS), as a share of the study's wall time, with the model's
 -- hashes cached (every run after the first) and cold (a fresh store each time).
-local exp = require "lt.experiment"
+local exp = require "lt.study"
 local cfg = exp.args{ role = "bench", model = "", trials = 7, layers = 4, hidden = 256, passes = 20 }
 
 if cfg.role == "study" then  -- the short study that is measured
-  require "lt.report"; require "lt.svg"; require "lt.eval"; require "lt.tasks"
+  require "lt.report"; require "lt.report.svg"; require "lt.tasks.eval"; require "lt.tasks"
   local m = lt.model.load(cfg.model)
   local ids = lt.randint(0, m.config.vocab_size, { 64 }):totable()
   for i = 1, cfg.passes do

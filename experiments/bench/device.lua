@@ -5,7 +5,7 @@
 --   * compute peak: the best fp32 GEMM rate of --gemm x --gemm products (2 n^3 FLOPs each),
 --     the dtype the CPU benches run in.
 -- Logs copy_bytes_per_s and gemm_flops_per_s.
-local exp = require "lt.experiment"
+local exp = require "lt.study"
 local cfg = exp.args{ mb = 256, gemm = 512, repeats = 5 }
 
 local n = math.floor(cfg.mb * 1e6 / 4)

@@ -6,7 +6,7 @@
 -- replicated data parallel's, and the all-reduce overlapped with backward (overlap_all_reduce),
 -- its tokens/s against the plain 2-rank run (both with buckets of --bucket_kb).
 -- Run as `ltrun experiments/bench/dist.lua`; it launches its own 2-rank half.
-local exp = require "lt.experiment"
+local exp = require "lt.study"
 local cfg = exp.args{ layers = 4, hidden = 256, heads = 8, kv_heads = 4, seq_len = 128,
                       global_batch = 8, steps = 6, plan = "", model = "", mode = "plain",
                       bucket_kb = 1024 }

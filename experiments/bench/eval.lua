@@ -1,7 +1,7 @@
 -- experiments/bench/eval.lua: evaluation speed, items/s per protocol on one benchmark, with
 -- the batched harness against batch size 1 (the baseline) in the same run.
 -- `ltrun experiments/bench/eval.lua --model=PATH --bench=ceval:DIR --limit=200`
-local exp = require "lt.experiment"
+local exp = require "lt.study"
 local cfg = exp.args{ model = "", bench = "antonyms", limit = 64, batch_size = 16 }
 
 local path, cleanup = cfg.model, function() end

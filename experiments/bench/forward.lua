@@ -19,7 +19,7 @@
 -- --clock=cpu times this process's CPU time (os.clock; HF: time.process_time) instead of
 -- wall time: on a shared machine, with OMP_NUM_THREADS=1 on both sides, that is the work
 -- done, where wall time is whatever the other processes leave. The kinds' default is cpu.
-local exp = require "lt.experiment"
+local exp = require "lt.study"
 local cfg = exp.args{ model = "", layers = 8, hidden = 256, heads = 8, kv_heads = 4,
                       prompt = 128, new_tokens = 32, batches = "1,16,64", repeats = 2,
                       dtype = "", hf = "", hf_attn = "sdpa", kinds = "", lengths = "64,128,256,512,1024,2048",

@@ -19,7 +19,7 @@
 --     reference log-probs and the memory each holds;
 --   * peak memory (VmHWM, reset through /proc/self/clear_refs) of chunked log-probs against
 --     log_softmax over the full [B, T, vocab] logits.
-local exp = require "lt.experiment"
+local exp = require "lt.study"
 local cfg = exp.args{ model = "", layers = 8, hidden = 256, heads = 8, kv_heads = 4, vocab = 32000,
                       prompts = 8, group_size = 8, prompt_len = 32, max_response = 64,
                       iterations = 3, repeats = 3, chunk = 1024, stop_frac = 1 / 48, max_rows = 16,

@@ -15,7 +15,7 @@
 -- command (words split by the shell), e.g. --hf="scripts/check-torch2 --python" for the
 -- torch 2.x and transformers of the Debian sid chroot.
 -- The issue's setting: --layers=12 --hidden=512 --tokenizer=qwen3 --samples=64 --hf=python3
-local exp = require "lt.experiment"
+local exp = require "lt.study"
 local tasks = require "lt.tasks"
 local cfg = exp.args{ model = "", layers = 8, hidden = 128, tokenizer = "", samples = 64, batch = 8,
                       topk = 10, repeats = 2, hf = "", naive = true }

@@ -6,7 +6,7 @@
 --   tensor_add_ns     t + 1 on a 1-element tensor: a real ATen op, for scale
 --   lua_fn_ns         an empty Lua function, which the JIT inlines (the floor)
 -- and each one's ratio to the baseline. `ltrun experiments/bench/lua_call.lua --n=1000000`
-local exp = require "lt.experiment"
+local exp = require "lt.study"
 local cfg = exp.args{ n = 2000000, repeats = 5 }
 
 local function best_of(fn)  -- the fastest of several repeats: least disturbed by the machine

@@ -6,7 +6,7 @@
 -- per decode step are that difference. On CUDA with a Kineto-enabled LibTorch the device's own
 -- kernels are traced too (--device_activity, default on CUDA); elsewhere the kernels are the
 -- host's leaf operators (one launch each on a GPU). scripts/gpu-check --profile runs it.
-local exp = require "lt.experiment"
+local exp = require "lt.study"
 local cfg = exp.args{ model = "", layers = 2, hidden = 64, heads = 4, kv_heads = 2, out = "", batch = 1,
                       prompt = 16, seq_len = 32, micro_batch = 2, dtype = "", top = 10, device_activity = "auto" }
 if cfg.out == "" then error("profile bench: --out=FILE (the trace to write) is required", 0) end

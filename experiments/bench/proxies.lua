@@ -11,7 +11,7 @@
 --     its own LM head (untied): the trainer's loss (in vocabulary chunks) against the plain
 --     loss over [T, V] fp32 logits, and the two losses.
 -- scripts/gpu-check runs it (step bench_proxies, on the CPU on every node).
-local exp = require "lt.experiment"
+local exp = require "lt.study"
 local cfg = exp.args{ model = "", layers = 8, hidden = 256, heads = 8, kv_heads = 4, dtype = "",
                       proxy_seq = 512, proxy_hidden = 256, proxy_vocab = 151936 }
 

@@ -3,8 +3,8 @@
 -- and with 2 (or --workers=K) worker processes sharing the CPUs, jobs per second as a ratio
 -- to 1 worker measured in the same run. With --devices=0,1 on a GPU node the second pass
 -- runs one job per GPU instead (--device cuda). Each job is a child run of its pass.
-local exp = require "lt.experiment"
-local scan = require "lt.scan"
+local exp = require "lt.study"
+local scan = require "lt.scan.workers"
 local cfg = exp.args{ jobs = 4, workers = 2, devices = "", layers = 8, hidden = 128, steps = 8, seq_len = 64,
                       micro_batch = 8, job = "", model = "" }
 

@@ -14,7 +14,7 @@
 -- table_page_p95_ms and table_p95_ms (both kinds together). Skipped when there is no Chromium.
 -- The server, curl, node and Chromium run from argv arrays (lt.proc), never through a shell.
 -- ltrun experiments/bench/serve.lua [--rows=1000000] [--requests=15] [--children=2000] [--child_points=1000] [--table_rounds=20]
-local exp = require "lt.experiment"
+local exp = require "lt.study"
 local cfg = exp.args{ rows = 1000000, requests = 15, children = 2000, child_points = 1000, table_rounds = 20 }
 
 local ok_curl, _, curl_ok = pcall(exp.capture, "curl", { "--version" })

@@ -1,7 +1,7 @@
 -- experiments/bench/store.lua: metric insert rate into the run store, rows/s, with the
 -- store's batching (rows buffered, one transaction per flush) against the baseline of one
 -- transaction per row (a flush after every log), in the same run and the same DB.
-local exp = require "lt.experiment"
+local exp = require "lt.study"
 local cfg = exp.args{ rows = 200000, baseline_rows = 2000 }
 
 local function rate(n, flush_each)

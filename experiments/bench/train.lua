@@ -5,7 +5,7 @@
 -- saving of skipping is the ratio between those two. `full_checkpointed` trains everything
 -- with activation checkpointing (one extra forward per step, for memory). On a GPU node add
 -- --device=cuda.
-local exp = require "lt.experiment"
+local exp = require "lt.study"
 local cfg = exp.args{ model = "", layers = 8, hidden = 256, heads = 8, kv_heads = 4, seq_len = 128,
                       micro_batch = 8, steps = 6, warmup_steps = 2, repeats = 2,
                       peak_tflops = 989 }  -- dense bf16 peak of the GPU for MFU (H100 SXM: 989)

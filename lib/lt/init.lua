@@ -40,7 +40,7 @@ function lt.check_options(opts, fn, known)
   error(("%s: unknown option '%s' (known: %s)"):format(fn, unknown[1], table.concat(names, ", ")), 3)
 end
 
-require "lt.eval"  -- lt.eval.run
+require "lt.tasks.eval"  -- lt.eval.run
 lt.models = require "lt.models"  -- lt.models.get("tiny-qwen3"): the embedded default models
 lt.envs = require "lt.envs"  -- lt.envs.get("sokoban"), lt.envs.rollout: text environments for agentic RL
 

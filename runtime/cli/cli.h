@@ -29,7 +29,8 @@ constexpr uint64_t kDefaultSeed = 1;
 // Exit codes: 0 ok, 1 the script failed, 2 bad usage or input, 130 interrupted.
 constexpr int kExitOk = 0, kExitFailed = 1, kExitUsage = 2, kExitInterrupted = 130;
 // A script's error that starts with this, on one line, is a mistake in its args (raised by
-// lt.args.usage_error, lib/lt/args.lua): printed as it is, exit 2, and no run kept (script.cpp).
+// lt.study.args.usage_error, lib/lt/study/args.lua): printed as it is, exit 2, and no run kept
+// (script.cpp).
 constexpr char kUsageErrorPrefix[] = "usage error: ";
 
 struct ScriptRun {

@@ -18,6 +18,7 @@ const char kUsage[] = R"(ltrun: layer-wise experiments on LLMs, scripted in Lua,
 
 usage:
   ltrun SCRIPT.lua [--key=value ...]   run a study; the run, its script, args and metrics go to the DB
+                                       (a study folder DIR/ or DIR.lua runs DIR/NAME.lua, NAME its name)
   ltrun -e CODE [--key=value ...]      run one Lua chunk as a run
   ltrun                                interactive Lua (REPL); `=expr` prints a value
   ltrun runs [--limit N]               the latest runs
@@ -25,7 +26,7 @@ usage:
                                        --script: the stored script text; --sources: the Lua sources
                                        it executed and the model and data files it read (hashes)
   ltrun sql "SELECT ..." [--csv|--json]   SQL over the run store, read-only (--write to change it)
-  ltrun sql @NAME [--queries DIR]      a named query: ltrun's db/queries/NAME.sql, else DIR/NAME.sql
+  ltrun sql @NAME [--queries DIR]      a named query: ltrun's (db/queries/, experiments/STUDY/), else DIR/NAME.sql
   ltrun rerun [--models DIR] [--data DIR] RUN|FILE.ltrun[:RUN] [--yes] [--sources=stored|current]
         [--allow-changed-inputs] [--sandbox] [--tolerance X] [--key=value ...]
                                        replay a run (imported first from FILE) as a new run: its stored
@@ -95,12 +96,33 @@ std::string command_usage(const std::string& cmd) {
   return "usage:\n" + out + "(global options such as --db PATH go anywhere on the line: ltrun --help)\n";
 }
 
+// A study is a folder experiments/NAME/ whose script is NAME/NAME.lua: `ltrun DIR` (the
+// folder's path) and `ltrun DIR.lua` (the path the study had as one file, still on the study
+// cards) both run DIR/NAME.lua. Any other path is the script itself; the run records the
+// resolved file, so rerun, share and the workers a scan starts (arg[0]) name it directly.
+std::string study_script(const std::string& cmd) {
+  std::string dir = cmd;
+  if (!ltrun::fs::is_dir(dir)) {
+    const bool lua = cmd.size() > 4 && cmd.substr(cmd.size() - 4) == ".lua";
+    if (ltrun::file_exists(cmd) || !lua) return cmd;
+    dir = cmd.substr(0, cmd.size() - 4);
+    if (!ltrun::fs::is_dir(dir)) return cmd;
+  }
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  const std::string file = dir + "/" + ltrun::base_name(dir) + ".lua";
+  LT_CHECK(ltrun::file_exists(file),
+           "{}: a folder without its study script {} (a study folder NAME/ holds NAME/NAME.lua)", cmd, file);
+  return file;
+}
+
 // whether a subcommand's args ask for its usage: -h or --help among them (for launch, only
 // before its script, whose own args follow)
 bool wants_help(const std::string& cmd, const std::vector<std::string>& args) {
   for (const auto& a : args) {
     if (a == "-h" || a == "--help") return true;
-    if (cmd == "launch" && a.rfind("-", 0) != 0 && a.size() > 4 && a.substr(a.size() - 4) == ".lua") return false;
+    if (cmd == "launch" && a.rfind("-", 0) != 0 &&
+        ((a.size() > 4 && a.substr(a.size() - 4) == ".lua") || ltrun::fs::is_dir(a)))
+      return false;
   }
   return false;
 }
@@ -192,14 +214,15 @@ int main(int argc, char** argv, const HostFactory& make_host) {
     if (cmd == "import") return cmd_import(g, args);
     if (cmd == "compare") return cmd_compare(g, args);
     if (cmd.rfind("--", 0) == 0) fail("unknown option {} (see ltrun --help)", cmd);
-    if (!file_exists(cmd))
+    const std::string file = study_script(cmd);
+    if (!file_exists(file))
       fail("{}: no such script (and not a command: runs, show, sql, rerun, export, import, compare, model, data, serve, db, launch; see ltrun --help)", cmd);
     ScriptRun r;
-    r.script_path = absolute_path(cmd);
-    r.code = read_file(cmd);
-    r.name = base_name(cmd);
+    r.script_path = absolute_path(file);
+    r.code = read_file(file);
+    r.name = base_name(file);
     if (r.name.size() > 4 && r.name.substr(r.name.size() - 4) == ".lua") r.name.resize(r.name.size() - 4);
-    r.chunk_name = "@" + cmd;
+    r.chunk_name = "@" + file;
     r.args = args;
     return run_script(g, r);
   } catch (const std::exception& e) {

@@ -22,10 +22,10 @@ namespace ltrun::cli {
 
 namespace {
 
-// A mistake in the script's args (lt.args.usage_error, lib/lt/args.lua): its error object
-// prints as one line that starts with kUsageErrorPrefix, without a traceback (the interpreter
-// shows an error object by its __tostring, bindings/interp.cpp). A string error always carries
-// a traceback, so one line with the prefix comes from such an object only.
+// A mistake in the script's args (lt.study.args.usage_error, lib/lt/study/args.lua): its error
+// object prints as one line that starts with kUsageErrorPrefix, without a traceback (the
+// interpreter shows an error object by its __tostring, bindings/interp.cpp). A string error always
+// carries a traceback, so one line with the prefix comes from such an object only.
 bool is_usage_error(const Outcome& o) {
   return o.kind == Outcome::error && o.message.rfind(kUsageErrorPrefix, 0) == 0 &&
          o.message.find('\n') == std::string::npos;

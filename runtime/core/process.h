@@ -1,7 +1,7 @@
 // runtime/core/process.h: child processes from an argv array (posix_spawn, or fork + execve
 // with a parent-death signal; never a shell, so no argument is ever parsed as shell syntax):
 // start, poll or wait, signal. Used by the
-// layer-scan scheduler (lib/lt/scan.lua) to run one worker process per job.
+// layer-scan scheduler (lib/lt/scan/workers.lua) to run one worker process per job.
 #pragma once
 #include <map>
 #include <optional>

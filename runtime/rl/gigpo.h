@@ -33,7 +33,7 @@
 //   subtracted from that step's row only: from the row's episode score and from its already
 //   discounted return, never from earlier steps' returns or the episode return R. A penalty
 //   that is part of the environment's reward instead (rewards carry it, penalties empty) enters
-//   R and every earlier R_t: the caller chooses (lt.agent.rows' penalty option).
+//   R and every earlier R_t: the caller chooses (lt.envs.agent.rows' penalty option).
 // Defaults: gamma 0.95 and omega 1 (the paper's settings).
 #pragma once
 #include <cstdint>

@@ -178,7 +178,7 @@ std::optional<SourceFile> Capture::module(const std::string& name, const std::st
   if (auto it = stored_.find(name); it != stored_.end()) {
     SourceFile f = it->second;
     f.stored = true;
-    // the chunk name: where it would be here (lt.experiment finds the project's folder by it)
+    // the chunk name: where it would be here (lt.study finds the project's folder by it)
     f.path = f.origin == "lib" && !f.rel.empty()          ? lib_dir_ + "/" + f.rel
              : f.origin == "script_dir" && !f.rel.empty() ? script_dir_ + "/" + f.rel
                                                           : f.path;

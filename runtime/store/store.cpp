@@ -773,6 +773,15 @@ Table Store::query(const std::string& sql, const std::vector<Value>& binds) {
   return t;
 }
 
+// The name of an embedded named query: NAME of db/queries/NAME.sql (the store's own) or of
+// experiments/STUDY/NAME.sql (a study's, kept in its folder); "" for a migration.
+static std::string embedded_query_name(const std::string& path) {
+  const bool shared = path.rfind("db/queries/", 0) == 0, study = path.rfind("experiments/", 0) == 0;
+  if (!(shared || study) || path.size() < 4 || path.substr(path.size() - 4) != ".sql") return "";
+  const size_t slash = path.rfind('/');
+  return path.substr(slash + 1, path.size() - 4 - slash - 1);
+}
+
 std::string named_query(const std::string& name, const std::vector<std::string>& dirs) {
   // a file name of db/queries: letters, digits, '_', '-', '.' (never a path), and short
   LT_CHECK(!name.empty() && name.size() <= 100 && name != "." && name != ".." &&
@@ -781,13 +790,14 @@ std::string named_query(const std::string& name, const std::vector<std::string>&
            "bad query name '{}{}' (a name of db/queries: letters, digits, _ - . and at most 100 characters)",
            name.substr(0, 100), name.size() > 100 ? "..." : "");
   for (const auto& f : embedded_sql())
-    if (std::string(f.path) == "db/queries/" + name + ".sql") return f.text;
+    if (embedded_query_name(f.path) == name) return f.text;
   for (const auto& dir : dirs) {
     const std::string p = dir + "/" + name + ".sql";
     if (file_exists(p)) return read_file(p);
   }
-  fail("no named query @{} (known: {}); add db/queries/{}.sql to ltrun, or name a folder with "
-       "--queries DIR", name, fmt::join(named_query_names(dirs), ", "), name);
+  fail("no named query @{} (known: {}); add db/queries/{}.sql (or a study's experiments/STUDY/{}.sql) "
+       "to ltrun, or name a folder with --queries DIR",
+       name, fmt::join(named_query_names(dirs), ", "), name, name);
 }
 
 std::vector<std::string> named_query_names(const std::vector<std::string>& dirs) {
@@ -803,8 +813,8 @@ std::vector<std::string> named_query_names(const std::vector<std::string>& dirs)
     for (const auto& e : std::filesystem::directory_iterator(dir, ec)) add(e.path().filename().string());
   }
   for (const auto& f : embedded_sql()) {
-    std::string p = f.path;
-    if (p.rfind("db/queries/", 0) == 0) add(p.substr(11));
+    const std::string n = embedded_query_name(f.path);
+    if (!n.empty()) add(n + ".sql");
   }
   std::sort(names.begin(), names.end());
   return names;

@@ -5,7 +5,7 @@
 -- its fraction of the device's limit (experiments/bench/limits.lua: decode and rollouts of the
 -- memory-bandwidth floor, prefill and training of the dense peak); then the limits, the
 -- profile (--profile) and what the paper's layer scan would cost at the measured rates.
-local exp = require "lt.experiment"
+local exp = require "lt.study"
 -- on: the device checked (cuda, cpu); gpu: its name as nvidia-smi gives it; model: the measured
 -- model's folder (its config.json is the shape)
 local cfg = exp.args{ out = "", on = "", quick = 0, gpu = "", model = "" }

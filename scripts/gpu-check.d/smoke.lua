@@ -4,7 +4,7 @@
 -- session it compares the CPU with itself, which checks the script. Exits non-zero on a
 -- failure and logs each measured distance as a metric.
 local T = require "lt.test"
-local exp = require "lt.experiment"
+local exp = require "lt.study"
 local dev = lt.device
 local path, cleanup = exp.temp_model{ layers = 4, hidden = 128, heads = 4, kv_heads = 2, vocab = 1024, seed = 1 }
 local m = lt.model.load(path)                       -- the session device

@@ -8,7 +8,7 @@ out=$("$LTRUN" -e 'print(1 + 1)'); check "-e runs a chunk" equals "$out" "2"
 check "the -e run is ok" equals "$(sql1 "select name, status from runs")" "-e,ok"
 
 cat > hello.lua <<'L'
-local exp = require "lt.experiment"
+local exp = require "lt.study"
 local cfg = exp.args{ steps = 3, who = "world" }
 print(("hello %s %d %s %s"):format(cfg.who, cfg.steps, arg[0]:match("[^/]+$"), select("#", ...)))
 for i = 1, cfg.steps do lt.run.log("loss", 1 / i) end

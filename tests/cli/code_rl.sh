@@ -1,4 +1,4 @@
-# tests/cli/code_rl.sh: experiments/code_rl.lua at a toy size on a tiny random stand-in for
+# tests/cli/code_rl.sh: experiments/code_rl/code_rl.lua at a toy size on a tiny random stand-in for
 # the embedded tiny-code model (LTRUN_MODELS) with tasks of the tiny_code recipe: it finishes,
 # prints before -> after, logs its metrics (held-out pass@1 / pass@k, the paired comparisons,
 # GRPO's steps); the same seed repeats every metric and another seed changes the rollouts.
@@ -10,9 +10,9 @@ command -v sqlite3 >/dev/null || { echo "sqlite3 missing"; exit 77; }
 export LTRUN_MODELS=$SCRATCH/models
 
 # the refusal first: it needs no sandbox
-"$LTRUN" -e 'require "lt.experiment"
+"$LTRUN" -e 'require "lt.study"
   lt.sandbox.available = function() return false, "test: namespaces are off" end
-  require("experiments.code_rl").run{ steps = 1 }' >/dev/null 2>err.txt
+  require("experiments.code_rl.code_rl").run{ steps = 1 }' >/dev/null 2>err.txt
 check "no sandbox: the study fails" test $? -ne 0
 check "... saying why" contains "$(cat err.txt)" "code_rl: no sandbox on this machine, refusing to run model code: test: namespaces are off"
 check "... before it makes the model" test ! -e models/tiny-code
@@ -38,7 +38,7 @@ mkdir -p models
   write("models/tiny-code/train.jsonl", 1, 40); write("models/tiny-code/test.jsonl", 200, 203)' >/dev/null
 args=(--steps=2 --prompts=2 --group_size=2 --samples=2 --k=2 --max_response=6 --micro_batch=4)
 
-"$LTRUN" "$root/experiments/code_rl.lua" "${args[@]}" --k=3 >/dev/null 2>err.txt
+"$LTRUN" "$root/experiments/code_rl/code_rl.lua" "${args[@]}" --k=3 >/dev/null 2>err.txt
 check "--k above --samples is an error" contains "$(cat err.txt)" "code_rl: --k=3 is more than --samples=2"
 
 dump() {  # every metric of run $1 (timings left out)
@@ -47,7 +47,7 @@ dump() {  # every metric of run $1 (timings left out)
 }
 ids=()
 for seed in 11 11 12; do
-  "$LTRUN" --seed "$seed" "$root/experiments/code_rl.lua" "${args[@]}" >"out.$seed" 2>"err.$seed"
+  "$LTRUN" --seed "$seed" "$root/experiments/code_rl/code_rl.lua" "${args[@]}" >"out.$seed" 2>"err.$seed"
   rc=$?
   check "code_rl --seed $seed exits 0" equals "$rc" "0"
   [ "$rc" = 0 ] || tail -20 "err.$seed" >&2

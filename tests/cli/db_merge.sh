@@ -7,7 +7,7 @@
 source "$(dirname "$0")/common.bash"
 
 cat > shard.lua <<'L'
-local exp = require "lt.experiment"
+local exp = require "lt.study"
 local cfg = exp.args{ shard = "x" }
 lt.run.log("loss", 1.5)
 lt.run.child("layer_" .. cfg.shard, function()
@@ -94,7 +94,7 @@ chmod 755 rodir
 
 # a writer killed after writing 300 rows to its -wal (never checkpointed into the file)
 cat > hold.lua <<'L'
-local exp = require "lt.experiment"
+local exp = require "lt.study"
 local cfg = exp.args{ n = 300, more = 0 }
 for i = 1, cfg.n do lt.run.log("loss", i) end
 lt.run.child("early", function() lt.run.log("x", 1) end)

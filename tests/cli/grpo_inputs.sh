@@ -8,7 +8,7 @@ export LTRUN_MODELS=$SCRATCH/models  # an embedded default made by mistake would
 mkdir -p data empty
 printf '{"question": "What is 1+1?", "answer": "#### 2"}\n' > data/train.jsonl
 for key in data eval; do
-  err=$("$LTRUN" "$root/experiments/grpo.lua" --$key=data 2>&1); rc=$?
+  err=$("$LTRUN" "$root/experiments/grpo/grpo.lua" --$key=data 2>&1); rc=$?
   check "--$key=FOLDER fails" equals "$rc" "1"
   check "--$key=FOLDER is named a folder, with a file to give instead" contains "$err" \
     "--$key=data is a folder: expected a prompt JSONL file, one {\"question\", \"answer\"} object a line (GSM8K's layout; the answer ending \"#### N\"): name one of its files, e.g. --$key=data/train.jsonl"

@@ -1,4 +1,4 @@
-# tests/cli/layer_scan_agent.sh: experiments/layer_scan.lua --task=agent end to end at a toy size
+# tests/cli/layer_scan_agent.sh: experiments/layer_scan/layer_scan.lua --task=agent end to end at a toy size
 # (*Is One Layer Enough?* Figure 5 in miniature): a 2-block random policy on 5x5 Sokoban, one
 # batch of episodes per job, with GiGPO (the task's default algorithm) and with GRPO on episodes.
 # What a random policy plays decides the scores, so the checks are structural and identities in
@@ -18,7 +18,7 @@ export LTRUN_MODELS=$SCRATCH/models
   >/dev/null 2>&1
 refuse() {  # refuse DESCRIPTION EXPECTED ARGS...: the scan fails naming the input and runs no job
   local what=$1 want=$2; shift 2
-  "$LTRUN" "$root/experiments/layer_scan.lua" --task=agent --model=agent "$@" >/dev/null 2>err.txt
+  "$LTRUN" "$root/experiments/layer_scan/layer_scan.lua" --task=agent --model=agent "$@" >/dev/null 2>err.txt
   check "$what: fails" test $? -ne 0
   check "$what: says why" contains "$(cat err.txt)" "$want"
 }
@@ -29,10 +29,10 @@ refuse "--algo=causal_lm" "--task=agent --algo=causal_lm: the agent task trains 
 check "no job ran" equals "$(sql1 "select count(*) from runs where name in ('base','full') or name glob 'layer_[0-9]*'")" "0"
 
 common=(--task=agent --model=agent --steps=1 --prompts=2 --group_size=2 --bench_limit=3 --score_samples=1 --workers=2)
-out=$("$LTRUN" "$root/experiments/layer_scan.lua" "${common[@]}" --min_gap=0.3 2>err.txt); rc=$?
+out=$("$LTRUN" "$root/experiments/layer_scan/layer_scan.lua" "${common[@]}" --min_gap=0.3 2>err.txt); rc=$?
 check "GiGPO scan exits 0" equals "$rc" "0"
 [ "$rc" = 0 ] || { cat err.txt >&2; echo "$out" >&2; }
-out2=$("$LTRUN" "$root/experiments/layer_scan.lua" "${common[@]}" --algo=grpo --layers=1 --min_gap=0 2>err2.txt); rc=$?
+out2=$("$LTRUN" "$root/experiments/layer_scan/layer_scan.lua" "${common[@]}" --algo=grpo --layers=1 --min_gap=0 2>err2.txt); rc=$?
 check "GRPO scan exits 0" equals "$rc" "0"
 [ "$rc" = 0 ] || { cat err2.txt >&2; echo "$out2" >&2; }
 g=$(sql1 "select min(id) from runs where name='layer_scan' and status='ok'")
@@ -77,7 +77,7 @@ for x in "$g 0.3 2" "$r 0 1"; do
   check "scan $scan: S_l logged per block" equals "$(sql1 "select count(*) from layer_metrics where run_id=$scan and name='score'")" "$n"
 done
 # --lr_sweep (A.2): the full job at each rate, scored as S; the best reported S is the scan's --lr
-out=$("$LTRUN" --seed 7 "$root/experiments/layer_scan.lua" "${common[@]}" --layers=0 --min_gap=0 --lr_sweep=1e-4,1e-3 2>err5.txt); rc=$?
+out=$("$LTRUN" --seed 7 "$root/experiments/layer_scan/layer_scan.lua" "${common[@]}" --layers=0 --min_gap=0 --lr_sweep=1e-4,1e-3 2>err5.txt); rc=$?
 check "agent lr sweep exits 0" equals "$rc" "0"
 [ "$rc" = 0 ] || { cat err5.txt >&2; echo "$out" >&2; }
 sw=$(sql1 "select max(id) from runs where name='layer_scan'")
@@ -88,7 +88,7 @@ check "agent sweep: two rates scored, the best chosen" equals "$(sql1 "
   select count(*) from runs where parent_id=$sw and name like 'sweep_%' and status='ok'")|$(sql1 "
   select cast(value as real) from params where run_id=$sw and key='lr_chosen'")" "2|$best"
 # the household environment (the ALFWorld stand-in): a scan of one block on it
-out=$("$LTRUN" "$root/experiments/layer_scan.lua" "${common[@]}" --data=household --bench=household --layers=0 --min_gap=0 \
+out=$("$LTRUN" "$root/experiments/layer_scan/layer_scan.lua" "${common[@]}" --data=household --bench=household --layers=0 --min_gap=0 \
   2>err6.txt); rc=$?
 check "household scan exits 0" equals "$rc" "0"
 [ "$rc" = 0 ] || { cat err6.txt >&2; echo "$out" >&2; }

@@ -1,4 +1,4 @@
-# tests/cli/layer_scan_code.sh: experiments/layer_scan.lua --task=code end to end at a toy size
+# tests/cli/layer_scan_code.sh: experiments/layer_scan/layer_scan.lua --task=code end to end at a toy size
 # (a 2-block random policy with tasks of the tiny_code recipe, one GRPO step per job), and the
 # combinations of --task and --algo the scan refuses. What a random policy writes decides the
 # scores, so the checks are structural and identities in the store: the 4 jobs ran ok as
@@ -14,7 +14,7 @@ export LTRUN_MODELS=$SCRATCH/models  # an embedded default made by mistake would
 
 refuse() {  # refuse DESCRIPTION EXPECTED ARGS...: the scan fails naming the input, makes no model, runs no job
   local what=$1 want=$2; shift 2
-  "$LTRUN" "$root/experiments/layer_scan.lua" "$@" >/dev/null 2>err.txt
+  "$LTRUN" "$root/experiments/layer_scan/layer_scan.lua" "$@" >/dev/null 2>err.txt
   check "$what: fails" test $? -ne 0
   check "$what: says why" contains "$(cat err.txt)" "$want"
 }
@@ -52,7 +52,7 @@ refuse "training tasks that are all held-out ones" "--data=dup.jsonl: every task
 
 opts=(--task=code --model=code --steps=1 --prompts=2 --group_size=2 --max_response=6 --score_samples=2
       --micro_batch=4 --workers=2 --min_gap=0.2)
-out=$("$LTRUN" "$root/experiments/layer_scan.lua" "${opts[@]}" 2>err.txt); rc=$?
+out=$("$LTRUN" "$root/experiments/layer_scan/layer_scan.lua" "${opts[@]}" 2>err.txt); rc=$?
 check "code scan exits 0" equals "$rc" "0"
 [ "$rc" = 0 ] || { cat err.txt >&2; echo "$out" >&2; }
 scan=$(sql1 "select max(id) from runs where name='layer_scan'")
@@ -96,7 +96,7 @@ else
 fi
 check "S_l logged per block" equals "$(sql1 "select count(*) from layer_metrics where run_id=$scan and name='score'")" "2"
 # --lr_sweep (A.2): the full job at each rate, scored as S; the best reported S is the scan's --lr
-out=$("$LTRUN" --seed 7 "$root/experiments/layer_scan.lua" "${opts[@]}" --layers=0 --min_gap=0 --lr_sweep=1e-4,1e-3 2>err5.txt); rc=$?
+out=$("$LTRUN" --seed 7 "$root/experiments/layer_scan/layer_scan.lua" "${opts[@]}" --layers=0 --min_gap=0 --lr_sweep=1e-4,1e-3 2>err5.txt); rc=$?
 check "code lr sweep exits 0" equals "$rc" "0"
 [ "$rc" = 0 ] || { cat err5.txt >&2; echo "$out" >&2; }
 sw=$(sql1 "select max(id) from runs where name='layer_scan'")

@@ -1,5 +1,5 @@
-# tests/cli/layer_scan_grpo.sh: experiments/layer_scan.lua with --algo=grpo end to end, in
-# seconds: a 2-block math model made by experiments/pretrain_math.lua at a toy size, then the
+# tests/cli/layer_scan_grpo.sh: experiments/layer_scan/layer_scan.lua with --algo=grpo end to end, in
+# seconds: a 2-block math model made by experiments/pretrain_math/pretrain_math.lua at a toy size, then the
 # scan's 4 jobs (base, full, layer_0, layer_1) trained by lt.rl.grpo in worker processes.
 # Checked against the store, independently of the script's arithmetic: every training ran
 # GRPO (its metrics, param algo), S = the share of correct sampled held-out eval_items (avg@k;
@@ -10,7 +10,7 @@ root=$(realpath "$(dirname "$0")/../..")
 source "$(dirname "$0")/common.bash"
 command -v sqlite3 >/dev/null || { echo "sqlite3 missing"; exit 77; }
 
-"$LTRUN" "$root/experiments/pretrain_math.lua" --out=models/math --layers=2 --hidden=64 --heads=2 --kv_heads=1 \
+"$LTRUN" "$root/experiments/pretrain_math/pretrain_math.lua" --out=models/math --layers=2 --hidden=64 --heads=2 --kv_heads=1 \
   --vocab=300 --steps=150 --docs=2000 --rl_prompts=40 --test=12 --eval_every=0 --micro_batch=8 >pre.out 2>pre.err
 check "pretrain_math at a toy size" equals "$?" "0"
 check "it writes the prompt sets" equals "$(cat models/math/train.jsonl | wc -l),$(cat models/math/test.jsonl | wc -l)" "40,12"
@@ -34,7 +34,7 @@ k=5
 opts=(--algo=grpo --model=models/math --layers=0,1 --steps=2 --prompts=2 --group_size=4 --max_response=20
       --bench_limit=12 --sc=$k --sc_temperature=1 --score_samples=3 --workers=2 --min_gap=0
       --preset=qwen3-grpo --epochs=2)
-out=$("$LTRUN" --seed 3 "$root/experiments/layer_scan.lua" "${opts[@]}" 2>err.txt); rc=$?
+out=$("$LTRUN" --seed 3 "$root/experiments/layer_scan/layer_scan.lua" "${opts[@]}" 2>err.txt); rc=$?
 check "GRPO scan exits 0" equals "$rc" "0"
 [ "$rc" = 0 ] || { cat err.txt >&2; echo "$out" >&2; }
 check "4 job runs, ok, children of the scan" equals \
@@ -116,7 +116,7 @@ check "self-consistency = majority vote of the samples" equals "$(sql1 "
                        where r.name='full')), 9) as diff")" "0"
 # --lr_sweep (§3.1, A.2): the full job at each rate, each scored as S is (avg@3 on the benchmark);
 # the best reported score chooses the scan's --lr, and every job trains on all the prompts
-out=$("$LTRUN" --seed 3 "$root/experiments/layer_scan.lua" --algo=grpo --model=models/math --layers=0 --steps=2 --prompts=2 \
+out=$("$LTRUN" --seed 3 "$root/experiments/layer_scan/layer_scan.lua" --algo=grpo --model=models/math --layers=0 --steps=2 --prompts=2 \
   --group_size=4 --max_response=20 --bench_limit=12 --sc=0 --score_samples=3 --workers=2 --min_gap=0 \
   --lr_sweep=1e-5,3e-3 2>err4.txt); rc=$?
 check "lr sweep scan exits 0" equals "$rc" "0"
@@ -142,5 +142,5 @@ check "the best rate is chosen and the jobs train at it" equals "$(sql1 "
 check "every job trains on all 40 prompts (nothing held out)" equals "$(sql1 "
   select count(*) from runs r join params a on a.run_id=r.id and a.key='rl_prompts'
    where r.parent_id=$scan3 and r.name in ('full','layer_0','sweep_1','sweep_2') and cast(a.value as int) = 40")" "4"
-check "--val_prompts is gone" contains "$("$LTRUN" "$root/experiments/layer_scan.lua" --val_prompts=8 2>&1)" "unknown arg --val_prompts"
+check "--val_prompts is gone" contains "$("$LTRUN" "$root/experiments/layer_scan/layer_scan.lua" --val_prompts=8 2>&1)" "unknown arg --val_prompts"
 finish

@@ -1,4 +1,4 @@
-# tests/cli/layer_scan_kill.sh: experiments/layer_scan.lua when processes die.
+# tests/cli/layer_scan_kill.sh: experiments/layer_scan/layer_scan.lua when processes die.
 # 1. kill -9 of the scheduler: its workers end with it (none keeps training, adopted by PID 1);
 #    --resume=true right after waits for a worker that is still alive (one stopped with
 #    SIGSTOP) instead of starting its job beside it, and runs each job that has no ok run
@@ -31,7 +31,7 @@ cleanup() { local p; for p in "${leftovers[@]}"; do alive "$p" && kill -9 "$p" 2
 trap cleanup EXIT
 
 # ---- 1. the scheduler killed -------------------------------------------------------------------
-"$LTRUN" --seed 5 "$root/experiments/layer_scan.lua" "${opts[@]}" --steps=1000000 --scan_key=kill1 \
+"$LTRUN" --seed 5 "$root/experiments/layer_scan/layer_scan.lua" "${opts[@]}" --steps=1000000 --scan_key=kill1 \
   >scan1.out 2>scan1.err &
 scan=$!
 check "two jobs training" wait_for 300 two_running "$scan"
@@ -46,7 +46,7 @@ kill -9 "$scan"
 wait "$scan" 2>/dev/null
 check "the running worker ended with its scheduler (pid $other)" wait_for 120 none_alive "$other"
 
-"$LTRUN" --seed 5 "$root/experiments/layer_scan.lua" "${opts[@]}" --steps=3 --scan_key=kill1 --resume=true \
+"$LTRUN" --seed 5 "$root/experiments/layer_scan/layer_scan.lua" "${opts[@]}" --steps=3 --scan_key=kill1 --resume=true \
   >resume.out 2>resume.err &
 resume=$!
 held() { grep -qF "full is held by process $stopped" resume.err; }
@@ -67,7 +67,7 @@ check "the killed workers' runs ended interrupted or crashed" equals \
 check "the analysis found every job's ok run" contains "$(cat resume.out)" "S_base = "
 
 # ---- 2. a worker killed: the scan fails naming it, the ok jobs are kept ------------------------
-"$LTRUN" --seed 5 "$root/experiments/layer_scan.lua" "${opts[@]}" --steps=1000000 --scan_key=kill2 \
+"$LTRUN" --seed 5 "$root/experiments/layer_scan/layer_scan.lua" "${opts[@]}" --steps=1000000 --scan_key=kill2 \
   >scan2.out 2>scan2.err &
 scan=$!
 check "two jobs training (2)" wait_for 300 two_running "$scan"

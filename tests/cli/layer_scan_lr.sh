@@ -1,4 +1,4 @@
-# tests/cli/layer_scan_lr.sh: experiments/layer_lr.lua (A.7, Table 12) on a finished scan of a
+# tests/cli/layer_scan_lr.sh: experiments/layer_lr/layer_lr.lua (A.7, Table 12) on a finished scan of a
 # random 3-block model: the top and bottom block retrained alone at 3 x the scan's rate in worker
 # processes with the scan's seed; Table 12 printed with each block's C at both rates, the higher
 # rate's C = (S_l - S_base)/(S_full - S_base) on the scan's own S_base and S_full.
@@ -6,13 +6,13 @@ root=$(realpath "$(dirname "$0")/../..")
 source "$(dirname "$0")/common.bash"
 "$LTRUN" model new --layers 3 --hidden 32 --heads 2 --kv-heads 1 --vocab 400 m >/dev/null 2>&1
 opts=(--algo=causal_lm --model=m --steps=8 --lr=0.01 --seq_len=32 --micro_batch=4 --bench_limit=24 --workers=2 --min_gap=0)
-"$LTRUN" --seed 5 "$root/experiments/layer_scan.lua" "${opts[@]}" >scan.out 2>scan.err
+"$LTRUN" --seed 5 "$root/experiments/layer_scan/layer_scan.lua" "${opts[@]}" >scan.out 2>scan.err
 check "the scan exits 0" equals "$?" "0"
 scan=$(sql1 "select max(id) from runs where name='layer_scan'")
 top=$(sql1 "select substr(value, 1, 1) from params where run_id=$scan and key='ranking'")
 bottom=$(sql1 "select substr(value, -1, 1) from params where run_id=$scan and key='ranking'")
 
-out=$("$LTRUN" --seed 9 "$root/experiments/layer_lr.lua" --k=1 --factor=3 --workers=2 2>err.txt); rc=$?
+out=$("$LTRUN" --seed 9 "$root/experiments/layer_lr/layer_lr.lua" --k=1 --factor=3 --workers=2 2>err.txt); rc=$?
 check "layer_lr exits 0" equals "$rc" "0"
 [ "$rc" = 0 ] || { cat err.txt >&2; echo "$out" >&2; }
 t12=$(sql1 "select max(id) from runs where name='layer_lr'")

@@ -17,6 +17,10 @@ export LTRUN_MODELS=$SCRATCH/stand-in
 awk '/^## A short tour/ { on = 1 } on && /^```sh$/ { code = 1; next } code && /^```$/ { exit } code { print }' \
   "$root/README.md" | grep -v '^ *#' >tour.txt
 check "the tour has its commands ($(wc -l <tour.txt))" test "$(wc -l <tour.txt)" -ge 10
+# README.md is a guide (issue 37): at most 300 lines, the reference in docs/ pages it lists
+check "README.md has at most 300 lines ($(wc -l <"$root/README.md"))" test "$(wc -l <"$root/README.md")" -le 300
+check "README.md's documentation table lists docs/ pages" \
+  test "$(grep -c '^| \[[a-z_/-]*\.md\](docs/' "$root/README.md")" -ge 15
 n=0
 while IFS= read -r line; do
   n=$((n + 1))

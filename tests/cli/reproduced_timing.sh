@@ -6,7 +6,7 @@
 source "$(dirname "$0")/common.bash"
 
 cat > study.lua <<'L'
-local exp = require "lt.experiment"
+local exp = require "lt.study"
 return exp.study{
   name = "timed", help = "a loss and how fast it came",
   args = { steps = { 4, "steps", int = true, min = 1 }, shift = { 0, "added to the loss" } },

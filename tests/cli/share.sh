@@ -20,7 +20,7 @@ return M
 LUA
 cat > A/proj/study.lua <<'LUA'
 local h = require "helper"
-local exp = require "lt.experiment"
+local exp = require "lt.study"
 local cfg = exp.args{ model = "models/tiny", text = "hot cold big small" }
 local m = lt.model.load(cfg.model)
 local out = m:forward(m.tokenizer:encode(cfg.text), { capture = true })
@@ -38,7 +38,7 @@ export LTRUN_LIB=$PWD/lib LTRUN_DB=$PWD/runs.db
 check "A: the study runs" equals "$rc" "0"
 out=$("$LTRUN" show 1 --sources)
 check "show --sources lists the user module" contains "$out" "helper"
-check "show --sources lists lib/lt's modules (origin lib)" contains "$out" "lt/experiment.lua"
+check "show --sources lists lib/lt's modules (origin lib)" contains "$out" "lt/study/init.lua"
 check "show --sources lists the model with its hash" contains "$out" "$(sqlite3 runs.db "select substr(sha256,1,16) from run_inputs where kind='model'")"
 check "the model lies below the models folder: recorded relative" equals "$(sqlite3 runs.db "select root||':'||rel from run_inputs")" "models:tiny"
 n_src=$(sqlite3 runs.db "select count(*) from sources")

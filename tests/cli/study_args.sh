@@ -7,7 +7,7 @@ root=$(realpath "$(dirname "$0")/../..")
 source "$(dirname "$0")/common.bash"
 
 cat > toy.lua <<'L'
-local exp = require "lt.experiment"
+local exp = require "lt.study"
 return exp.study{
   name = "toy", help = "a study with a number, a choice and a data file",
   args = { steps = { 3, "steps", int = true, min = 1 }, mode = { "a", "mode", choices = { "a", "b" } },
@@ -47,17 +47,17 @@ mistake "missing file" "usage error: toy: --data=no_such.txt: no such file or fo
 mistake "a positional" "toy: unexpected argument 'extra'" toy.lua extra
 # a study of the project: its model arg names the missing folder (before anything is made)
 mistake "missing model" "usage error: freeze_deep: --model=models/nope: no such file or folder" \
-  "$root/experiments/freeze_deep.lua" --model=models/nope
+  "$root/experiments/freeze_deep/freeze_deep.lua" --model=models/nope
 check "... nothing made for it" test ! -e models
 mistake "missing data" "usage error: grpo: --data=nope.jsonl: no such file or folder" \
-  "$root/experiments/grpo.lua" --data=nope.jsonl
-out=$("$LTRUN" "$root/experiments/freeze_deep.lua" --help 2>&1)
+  "$root/experiments/grpo/grpo.lua" --data=nope.jsonl
+out=$("$LTRUN" "$root/experiments/freeze_deep/freeze_deep.lua" --help 2>&1)
 check "--help marks a path arg" contains "$out" "the embedded default, lt.models tiny-qwen3) (a file or folder)"
 
 # a mistake after a run began work (a metric) is that run's failure, kept with its traceback
 cat > late.lua <<'L'
 lt.run.log("loss", 1)
-require("lt.args").usage_error("late: --x: too late to be a usage error")
+require("lt.study.args").usage_error("late: --x: too late to be a usage error")
 L
 "$LTRUN" late.lua >/dev/null 2>err.txt; rc=$?
 check "late usage error: a failure" equals "$rc" "1"

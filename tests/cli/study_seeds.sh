@@ -102,32 +102,42 @@ study layer_rank_corr - --scans="$scans" --out=figs
 # args listed as "  --NAME=DEFAULT" each followed by its help text, indented further
 arg_lines() { grep -qE '^  --[a-z_0-9]+=' <<<"$1" &&
   awk '/^  --/ { if ((getline n) <= 0 || n !~ /^      [^ ]/) bad = 1 } END { exit bad }' <<<"$1"; }
-for f in "$root"/experiments/*.lua; do
-  name=$(basename "$f" .lua)
+# the studies: each folder of experiments/ but the benchmarks (bench/) and a template (_NAME/)
+studies=()
+for d in "$root"/experiments/*/; do
+  name=$(basename "$d")
+  [ "$name" = bench ] || [ "${name#_}" != "$name" ] || studies+=("$name")
+done
+check "the studies are folders (${#studies[@]})" test "${#studies[@]}" -ge 10
+for name in "${studies[@]}"; do
+  f=$root/experiments/$name/$name.lua
   help=$("$LTRUN" "$f" --help 2>&1)
   check "$name --help names the study" contains "$help" "$name: "
   check "$name --help lists args with defaults and help" arg_lines "$help"
   "$LTRUN" "$f" --no_such=1 >/dev/null 2>err.txt
   check "$name --no_such=1 is an error naming it" contains "$(cat err.txt)" "unknown arg --no_such"
 done
-# a study is a short script over lib/lt: at most 80 lines, the paper studies at most 60; no
-# study loads another's file
-for f in "$root"/experiments/*.lua; do
-  name=$(basename "$f" .lua); lines=$(wc -l <"$f"); most=80
-  case $name in freeze_deep|layer_tracer|grpo|layer_scan|layer_strategies|hybrid) most=60 ;; esac
-  check "$name is a short study ($lines lines, at most $most)" test "$lines" -le "$most"
+# a study is a folder whose main file is a short script over lib/lt, wrapped at 100 columns: at
+# most 100 lines, the paper studies at most 80 (the folder, its own modules and test included, is
+# what the study measures: said in the check); no study loads another's file
+for name in "${studies[@]}"; do
+  f=$root/experiments/$name/$name.lua; lines=$(wc -l <"$f"); most=100
+  folder=$(cat "$root/experiments/$name"/*.lua | wc -l)
+  case $name in freeze_deep|layer_tracer|grpo|layer_scan|layer_strategies|hybrid) most=80 ;; esac
+  check "$name is a short study ($lines lines, at most $most; its folder $folder)" test "$lines" -le "$most"
+  check "$name.lua is wrapped at 100 columns" equals "$(LC_ALL=C.UTF-8 grep -n '.\{101\}' "$f")" ""
 done
 check "no loadfile / dofile in lib/ or experiments/" equals \
   "$(grep -rlE --include='*.lua' '(^|[^.[:alnum:]_])(loadfile|dofile)[[:space:]]*\(' "$root/lib" "$root/experiments")" ""
-help=$("$LTRUN" "$root/experiments/freeze_deep.lua" --help 2>&1)
+help=$("$LTRUN" "$root/experiments/freeze_deep/freeze_deep.lua" --help 2>&1)
 check "freeze_deep --help: an arg, its default, its help" contains "$help" "  --steps=300
       optimizer steps (>= 1)"
 check "freeze_deep --help: the preset" contains "$help" "preset --preset=paper: "
-"$LTRUN" "$root/experiments/freeze_deep.lua" --steps=abc >/dev/null 2>err.txt
+"$LTRUN" "$root/experiments/freeze_deep/freeze_deep.lua" --steps=abc >/dev/null 2>err.txt
 check "--steps=abc is an error naming the arg" contains "$(cat err.txt)" "freeze_deep: --steps=abc: expected a number"
-"$LTRUN" "$root/experiments/hybrid.lua" --freeze_deep="nosuch=1" --models=hy_bad >/dev/null 2>err.txt
+"$LTRUN" "$root/experiments/hybrid/hybrid.lua" --freeze_deep="nosuch=1" --models=hy_bad >/dev/null 2>err.txt
 check "hybrid: a wrong key in --freeze_deep is an error naming it" contains "$(cat err.txt)" "freeze_deep: unknown arg --nosuch"
 check "hybrid: ... found before anything is assembled" test ! -e hy_bad
-"$LTRUN" "$root/experiments/grpo.lua" --algo=ppo >/dev/null 2>err.txt
+"$LTRUN" "$root/experiments/grpo/grpo.lua" --algo=ppo >/dev/null 2>err.txt
 check "a choice outside the list is an error naming the arg" contains "$(cat err.txt)" "grpo: --algo=ppo: 'ppo' is not one of grpo, dr_grpo"
 finish

@@ -1,11 +1,10 @@
 -- tests/lua/agent.lua: agentic RL end to end at a toy size: lt.rl.gigpo against a hand-computed
--- group, lt.rl.grpo on rows a script produces (its errors), lt.agent's rows against the
--- episodes they came from, and experiments/agent.lua on a tiny random policy (child runs,
+-- group, lt.rl.grpo on rows a script produces (its errors), lt.envs.agent's rows against the
+-- episodes they came from, and experiments/agent/agent.lua on a tiny random policy (child runs,
 -- metrics). Nothing here depends on what is sampled: the checks are identities between what
 -- was played and what was trained on.
 local T = require "lt.test"
-local agent = require "lt.agent"
-require "lt.experiment"  -- puts the repository root on package.path: require "experiments.agent"
+local agent = require "lt.envs.agent"
 local tmp = os.getenv("LTRUN_TEST_TMP") .. "/lua_agent"
 lt.fs.remove(tmp)
 lt.fs.mkdir(tmp)
@@ -65,7 +64,7 @@ T.case("lt.rl.grpo with produce: rows from the script, their errors", function()
   end, "metrics.bad: expected a number")
 end)
 
-T.case("lt.agent: every step of every episode is a row with its GiGPO advantage", function()
+T.case("lt.envs.agent: every step of every episode is a row with its GiGPO advantage", function()
   local m = lt.model.load(tmp .. "/m")
   local eps = agent.episodes(m, "sokoban", { size = 5, max_steps = 4 }, { 11, 12 }, { group = 3, temperature = 1, seed = 5 })
   T.eq(#eps, 6)
@@ -116,8 +115,8 @@ T.case("lt.agent: every step of every episode is a row with its GiGPO advantage"
   T.raises(function() agent.episodes(m, "sokoban", {}, { 1 }, { group = 2, temprature = 1 }) end, "temprature")
 end)
 
-T.case("experiments/agent.lua at a toy size: a child run per algorithm, batches logged", function()
-  require("experiments.agent").run{ model = tmp .. "/m", steps = 2, tasks = 2, group = 2, heldout = 3, eval_episodes = 1 }
+T.case("experiments/agent/agent.lua at a toy size: a child run per algorithm, batches logged", function()
+  require("experiments.agent.agent").run{ model = tmp .. "/m", steps = 2, tasks = 2, group = 2, heldout = 3, eval_episodes = 1 }
   lt.run.flush()
   local me = lt.run.id()
   for _, algo in ipairs{ "gigpo", "grpo" } do
@@ -151,8 +150,8 @@ T.case("the household environment (the ALFWorld stand-in): its whole observation
   end
 end)
 
-T.case("experiments/agent.lua in both environments: a child run each, the algorithms under it", function()
-  require("experiments.agent").run{ model = tmp .. "/m", env = "sokoban,household", steps = 1, tasks = 1, group = 2,
+T.case("experiments/agent/agent.lua in both environments: a child run each, the algorithms under it", function()
+  require("experiments.agent.agent").run{ model = tmp .. "/m", env = "sokoban,household", steps = 1, tasks = 1, group = 2,
                                     heldout = 2, eval_episodes = 1, max_turns = 3 }
   lt.run.flush()
   local me = lt.run.query("SELECT max(id) AS id FROM runs WHERE parent_id IS NULL")[1].id

@@ -1,7 +1,7 @@
--- tests/lua/args.lua: --key=value parsing and merging into defaults (lt.args, lt.experiment).
+-- tests/lua/args.lua: --key=value parsing and merging into defaults (lt.study.args, lt.study).
 local T = require "lt.test"
-local args = require "lt.args"
-local exp = require "lt.experiment"
+local args = require "lt.study.args"
+local exp = require "lt.study"
 
 T.case("parse", function()
   local o, pos = args.parse{"--steps=10", "--lr=3e-5", "--name=abc", "--fast", "--no-cuda", "--max-len=7", "file.txt"}

@@ -4,8 +4,8 @@
 -- traced, the split ratios and the sign-aware recommendation's text. Geometry is checked
 -- against the SVG's own numbers with a conservative width per character (0.7 em bold).
 local T = require "lt.test"
-local svg = require "lt.svg"
-local report = require "lt.layer_tracer"
+local svg = require "lt.report.svg"
+local report = require "experiments.layer_tracer.figures"
 local tmp = os.getenv("LTRUN_TEST_TMP") .. "/lua_diag_figures"
 os.execute("rm -rf '" .. tmp .. "' && mkdir -p '" .. tmp .. "'")
 

@@ -1,8 +1,8 @@
 -- tests/lua/diag_tasks.lua: lt.tasks (WordNet / TSV / JSONL sources, prompts, span → token
--- positions on tricky text, groups) and lt.svg, on the fixtures in tests/data/diag.
+-- positions on tricky text, groups) and lt.report.svg, on the fixtures in tests/data/diag.
 local T = require "lt.test"
 local tasks = require "lt.tasks"
-local svg = require "lt.svg"
+local svg = require "lt.report.svg"
 local data = debug.getinfo(1, "S").source:match("^@(.*)/lua/[^/]*$") .. "/data/diag"
 local tmp = os.getenv("LTRUN_TEST_TMP") .. "/lua_diag_tasks"
 os.execute("rm -rf '" .. tmp .. "' && mkdir -p '" .. tmp .. "'")

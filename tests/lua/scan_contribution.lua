@@ -2,7 +2,7 @@
 -- ranking, the Table-7-like summary and --layers parsing against hand-computed values; the
 -- scan's runs gathered from the store (latest ok run per job); the charts and config hash.
 local T = require "lt.test"
-local ls = require "lt.layer_scan"
+local ls = require "lt.scan.contributions"
 
 T.case("contributions by hand; undefined when full training does not move the score", function()
   -- S_base 0.40, S_full 0.60: gap 0.2
@@ -81,9 +81,9 @@ T.case("gather: the latest ok run of each job with this scan key", function()
 end)
 
 T.case("charts: one mark per value, titles carry the values; the config hash is FNV-1a", function()
-  local charts = require "lt.scan_charts"
+  local charts = require "lt.scan.charts"
   local dir = (os.getenv("LTRUN_TEST_TMP") or "/tmp") .. "/scan_charts_" .. lt.proc.pid()
-  require("lt.scan").mkdir(dir)
+  require("lt.scan.workers").mkdir(dir)
   local svg = T.read(charts.bars(dir .. "/b.svg", { title = "t", groups = { "full", "only_best" },
     series = { { name = "score", values = { 0.5, 0.25 }, errors = { 0.1, 0 } } }, ref = { value = 0.5, label = "full" } }))
   T.ok(svg:find("^<svg") and svg:find("</svg>%s*$"), "a whole SVG document")
@@ -98,7 +98,7 @@ T.case("charts: one mark per value, titles carry the values; the config hash is 
   w, h = tonumber(w), tonumber(h)
   local n_labels = 0
   for x, y, label in long:gmatch('<text x="([%d.]+)" y="([%d.]+)" text%-anchor="end" transform="rotate%(%-35[^"]*">([^<]*)<') do
-    local tw = require("lt.svg").text_width(label, 11)
+    local tw = require("lt.report.svg").text_width(label, 11)
     T.ok(tonumber(x) - tw * math.cos(math.rad(35)) >= 0, "label reaches past the left edge: " .. label)
     T.ok(tonumber(y) + tw * math.sin(math.rad(35)) <= h, "label reaches past the bottom: " .. label)
     n_labels = n_labels + 1
@@ -110,7 +110,7 @@ T.case("charts: one mark per value, titles carry the values; the config hash is 
   local _, pts = sc:gsub("<circle", "")
   T.eq(pts, 3)
   T.ok(sc:find("stroke-dasharray", 1, true), "the fitted line")
-  local scan = require "lt.scan"
+  local scan = require "lt.scan.workers"
   T.eq(scan.hash(""), "811c9dc5")        -- FNV-1a offset basis
   T.eq(scan.hash("a"), "e40c292c")       -- published FNV-1a test vectors
   T.eq(scan.hash("foobar"), "bf9cf968")
@@ -157,7 +157,7 @@ local function table2_scores(row)
 end
 
 T.case("overall score = mean of the category means; Table 2's layer-10 arithmetic", function()
-  local st = require "lt.scan_task"
+  local st = require "lt.scan.task"
   local s, overall, means, cats = st.category_scores(table2_scores("base"), "math")
   T.near(s, 44.15, 1e-9)                         -- Table 2's Avg 44.1 (the paper rounds)
   T.near(overall, (44.15 + 34.9 + 20.7 + 41.7) / 4, 1e-9)
@@ -194,7 +194,7 @@ T.case("a scan's summary: in-domain C, overall C and the Pearson r, from the sto
       local row = table2[job:match("%d+$") and tonumber(job:match("%d+$")) or job]
       local acc = {}
       for i, b in ipairs(table2_benches) do acc[b] = row[i]; lt.run.log("score/" .. b, row[i]) end
-      require("lt.scan_task").log_scores(acc, "math")
+      require("lt.scan.task").log_scores(acc, "math")
     end)
   end
   lt.run.flush()
@@ -233,7 +233,7 @@ T.case("a scan's summary: in-domain C, overall C and the Pearson r, from the sto
 end)
 
 T.case("GRPO options of a scan: resolved by algorithm, bad values named", function()
-  local st = require "lt.scan_task"
+  local st = require "lt.scan.task"
   local g = st.grpo_options{ algo = "grpo", kl = -1, agg = "paper", clip_ratio = 0.1, clip_high = 0 }
   T.same_table({ g.kl, g.agg, g.clip_high }, { 0.001, "seq-mean-token-mean", 0.1 })
   local d = st.grpo_options{ algo = "dr_grpo", kl = -1, agg = "paper" }
@@ -248,7 +248,7 @@ T.case("GRPO options of a scan: resolved by algorithm, bad values named", functi
 end)
 
 T.case("scan defaults by algorithm", function()
-  local st = require "lt.scan_task"
+  local st = require "lt.scan.task"
   -- the default model is lt.models' tiny-math-8l: a stand-in in a models folder of this test
   local models = os.getenv("LTRUN_TEST_TMP") .. "/lua_scan_contribution_models"
   lt.fs.remove(models)

@@ -4,8 +4,8 @@
 -- jobs without an ok run; a job leased to a live process waits for it; workers die with the
 -- process that started them; shards pick disjoint, covering, fixed subsets.
 local T = require "lt.test"
-local scan = require "lt.scan"
-local exp = require "lt.experiment"
+local scan = require "lt.scan.workers"
+local exp = require "lt.study"
 local worker = exp.root .. "/tests/data/scan/worker.lua"
 local tmp = (os.getenv("LTRUN_TEST_TMP") or "/tmp") .. "/scan_sched_" .. lt.proc.pid()
 local me = lt.run.id()

@@ -1,10 +1,11 @@
--- tests/lua/scan_tasks.lua: the tasks of a layer scan (lt.scan_task.resolve, defaults, scan keys)
+-- tests/lua/scan_tasks.lua: the tasks of a layer scan (lt.scan.task.resolve, defaults, scan keys)
 -- and the analysis of a code / agent scan from the store, on job runs written here with chosen
 -- scores (dyadic values, so that C_l is exact): C_l per block, the ranking, Figures 2 and 9, no
 -- ensembles (those tasks log no answers to vote on); C undefined below --min_gap.
 local T = require "lt.test"
-local st = require "lt.scan_task"
-local ls = require "lt.layer_scan"
+local st = require "lt.scan.task"
+local ls = require "lt.scan.contributions"
+local analysis = require "experiments.layer_scan.analysis"
 local tmp = os.getenv("LTRUN_TEST_TMP") .. "/lua_scan_tasks"
 lt.fs.remove(tmp)
 lt.fs.mkdir(tmp)
@@ -65,7 +66,7 @@ T.case("analysis of a code scan: C_l per block, ranking, Figures 2 and 9, no ens
   jobs(key, { { "base", 0.25, { 0, 0, 0 } }, { "full", 0.75, { 1, 1, 1 } }, { "layer_0", 0.5, { 2, 0, 0 } },
               { "layer_1", 0.25, { 0, 3, 0 } }, { "layer_2", 1.0, { 0, 0, 4 } } })
   local cfg = { task = "code", algo = "grpo", model = tmp .. "/m", bench = "code_heldout", min_gap = 0.02, top_k = 3, work = tmp }
-  ls.analyze(cfg, key, { "base", "full", "layer_0", "layer_1", "layer_2" }, { 0, 1, 2 }, 3, { 3, 5 })
+  analysis.analyze(cfg, key, { "base", "full", "layer_0", "layer_1", "layer_2" }, { 0, 1, 2 }, 3, { 3, 5 })
   local c = {}
   for _, r in ipairs(lt.run.query("SELECT layer, value FROM layer_metrics WHERE run_id = ? AND name = 'contribution' AND grp = ''",
                                   lt.run.id())) do
@@ -85,7 +86,7 @@ T.case("analysis of an agent scan below --min_gap: C undefined, none logged", fu
   local key = "layer_scan:test_agent"
   jobs(key, { { "base", 0.5, { 0, 0 } }, { "full", 0.5, { 1, 1 } }, { "layer_0", 0.75, { 1, 0 } } })
   local n0 = #lt.run.query("SELECT 1 FROM layer_metrics WHERE run_id = ? AND name = 'contribution'", lt.run.id())
-  ls.analyze({ task = "agent", algo = "gigpo", model = tmp .. "/m", bench = "sokoban", min_gap = 0.02, top_k = 3, work = tmp },
+  analysis.analyze({ task = "agent", algo = "gigpo", model = tmp .. "/m", bench = "sokoban", min_gap = 0.02, top_k = 3, work = tmp },
              key, { "base", "full", "layer_0" }, { 0 }, 2, { 3, 5 })
   T.eq(#lt.run.query("SELECT 1 FROM layer_metrics WHERE run_id = ? AND name = 'contribution'", lt.run.id()), n0)
   local p = lt.run.query("SELECT value FROM params WHERE run_id = ? AND key = 'contribution'", lt.run.id())[1]

@@ -28,7 +28,7 @@ lt.data.pack{ tokenizer = tmp .. "/m", inputs = { tmp .. "/corpus.txt" }, out = 
 local script = tmp .. "/study.lua"
 f = assert(io.open(script, "w"))
 f:write([[
-local exp = require "lt.experiment"
+local exp = require "lt.study"
 local cfg = exp.args{ dir = "", kill = 0, resume = false }
 local m = lt.model.load(cfg.dir .. "/m"):train_only("all")
 local function pid()

@@ -6,8 +6,8 @@
 -- the model predicts, both solve q1, only plan_a q2, only plan_b q3 and neither q4 (the
 -- item-level comparison of two runs).
 -- ltrun --db DB tests/serve/study.lua --out=DIR [--steps=N]
-local exp = require "lt.experiment"
-local svg = require "lt.svg"
+local exp = require "lt.study"
+local svg = require "lt.report.svg"
 local cfg = exp.args{ out = "serve_study", steps = 50 }
 local data = arg[0]:match("^(.*)/serve/[^/]+$") .. "/data/eval"
 

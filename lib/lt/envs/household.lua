@@ -7,15 +7,15 @@
 -- and the microwave are closed until opened. Commands are ALFWorld's: go to R, open R, close R,
 -- take O from R, put O in/on R, clean/heat/cool O with R, look, inventory.
 --
--- Observation: the feedback, the task, and "Admissible actions: a, b, ..." (every command that
--- does something here; ALFWorld lists them the same way). Rewards: solve_reward (1) when the
--- goal holds (done); 0 for any other admissible command; -invalid_penalty (0.1) for a command
--- that is not admissible (nothing changes, the feedback says "Nothing happens" and why). Ends
--- after max_steps (50, ALFWorld's) actions, invalid ones included. info = { anchor = a key of
--- the whole state (place, hand, open receptacles, objects with their place and treatment),
--- solved, valid, goal = { kind, type, target }, penalty = invalid_penalty on an invalid command, else 0 }.
--- Options: max_steps, invalid_penalty, step_penalty (0), solve_reward, objects (4..12, default
--- 7), kinds (the goal kinds drawn from, default "place,clean,heat,cool").
+-- Observation: the feedback, the task, and "Admissible actions: a, b, ..." (every command that does
+-- something here; ALFWorld lists them the same way). Rewards: solve_reward (1) when the goal holds
+-- (done); 0 for any other admissible command; -invalid_penalty (0.1) for a command that is not
+-- admissible (nothing changes, the feedback says "Nothing happens" and why). Ends after max_steps
+-- (50, ALFWorld's) actions, invalid ones included. info = { anchor = a key of the whole state
+-- (place, hand, open receptacles, objects with their place and treatment), solved, valid, goal = {
+-- kind, type, target }, penalty = invalid_penalty on an invalid command, else 0 }. Options:
+-- max_steps, invalid_penalty, step_penalty (0), solve_reward, objects (4..12, default 7), kinds
+-- (the goal kinds drawn from, default "place,clean,heat,cool").
 local envs = require "lt.envs"
 local M = {}
 

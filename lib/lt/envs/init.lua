@@ -40,10 +40,10 @@ local CHECKED = {}  -- the key that marks a checker's wrapper
 local function finite(x) return type(x) == "number" and x == x and x ~= math.huge and x ~= -math.huge end
 
 -- lt.envs.check(env, name): env wrapped so that whatever breaks the interface is an error naming
--- the environment, the method and the field: a non-string observation, a non-number reward, a
--- done that is not a boolean, an info that is not a table, a non-string anchor; step before
--- reset or after done; a seed that is not an integer in [0, 2^53], an action that is not a string. An
--- error raised inside the environment is passed on with the environment's name before it.
+-- the environment, the method and the field: a non-string observation, a non-number reward, a done
+-- that is not a boolean, an info that is not a table, a non-string anchor; step before reset or
+-- after done; a seed that is not an integer in [0, 2^53], an action that is not a string. An error
+-- raised inside the environment is passed on with the environment's name before it.
 function M.check(env, name)
   name = name or (type(env) == "table" and env.name) or "?"
   local function err(fmt, ...) error(("lt.envs: env '%s': " .. fmt):format(name, ...), 3) end

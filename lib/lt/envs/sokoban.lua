@@ -154,7 +154,7 @@ function Env:step(action)
   local done = solved or self.steps >= o.max_steps
   if done and not solved then feedback = feedback .. (" Out of steps (%d)."):format(o.max_steps) end
   local obs, grid = self:observe(feedback)
-  -- penalty: the part of reward that is the invalid-action penalty (lt.agent.rows may move it
+  -- penalty: the part of reward that is the invalid-action penalty (lt.envs.agent.rows may move it
   -- to the step's row alone, as verl-agent applies it)
   return obs, reward, done, { anchor = grid, solved = solved, valid = valid, penalty = valid and 0 or o.invalid_penalty }
 end

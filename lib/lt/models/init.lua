@@ -1,11 +1,11 @@
 -- lt/models: the embedded default models of the studies, by name, made on first use.
 --   local path = lt.models.get("tiny-qwen3")
--- A name is a recipe (lt.models.tiny_lm, lt.models.tiny_math or lt.models.tiny_code) with fixed arguments and the
--- fixed seed 1, so that it is the same model wherever it is made. The folder is
--- $LTRUN_MODELS/NAME (default ./models/NAME). A missing model is made in a child run
--- `model:NAME` under an exclusive lock on $LTRUN_MODELS/.NAME.lock: a second process asking
--- for it meanwhile waits and then finds it made (never makes it twice); the lock goes with
--- the process however it ends, so a killed maker leaves no stale lock.
+-- A name is a recipe (lt.models.tiny_lm, lt.models.tiny_math or lt.models.tiny_code) with fixed
+-- arguments and the fixed seed 1, so that it is the same model wherever it is made. The folder is
+-- $LTRUN_MODELS/NAME (default ./models/NAME). A missing model is made in a child run `model:NAME`
+-- under an exclusive lock on $LTRUN_MODELS/.NAME.lock: a second process asking for it meanwhile
+-- waits and then finds it made (never makes it twice); the lock goes with the process however it
+-- ends, so a killed maker leaves no stale lock.
 local ffi = require "ffi"
 local M = {}
 
@@ -92,7 +92,7 @@ end
 -- lt.model.new fields (arch, pattern, chunk, tokenizer; tokenizer_corpus: the BPE's own sample
 -- instead of `corpus`). → the model, the training result, the packing
 function M.pretrain(cfg, corpus, checkpoints, new)
-  local exp = require "lt.experiment"
+  local exp = require "lt.study"
   local work = corpus:match("^(.*)/[^/]*$")
   local init = work .. "/init"
   local spec = { out = init, arch = "qwen3", layers = cfg.layers, hidden = cfg.hidden, heads = cfg.heads,

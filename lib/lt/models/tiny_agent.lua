@@ -1,14 +1,14 @@
 -- lt/models/tiny_agent.lua: the recipe of the embedded default policy of the agent study
--- (experiments/agent.lua): a tiny Qwen3 with its own BPE tokenizer, pre-trained on CPU in a
+-- (experiments/agent/agent.lua): a tiny Qwen3 with its own BPE tokenizer, pre-trained on CPU in a
 -- few minutes on Sokoban turns (lt.envs.sokoban) played by a noisy expert: at each turn the
 -- first move of a shortest solution (breadth-first search over player and box positions)
 -- with probability 1 - noise, else one of the four moves at random. Each turn is a document
--- "GRID\nAction: MOVE" in the prompt format of lt.agent. The model learns the moves and, in
+-- "GRID\nAction: MOVE" in the prompt format of lt.envs.agent. The model learns the moves and, in
 -- part, which one solves; what is left for RL is to prefer the solving move more often.
 -- Episodes are played from seeds >= --seed_base, so the agent study's held-out seeds (below
 -- it) are never seen in pre-training. lt.models.get("tiny-agent") makes it with seed 1.
-local exp = require "lt.experiment"
-local agent = require "lt.agent"
+local exp = require "lt.study"
+local agent = require "lt.envs.agent"
 local M = {}
 
 M.args = exp.merge_args(

@@ -13,7 +13,7 @@
 -- train.jsonl (the RL tasks) and test.jsonl (held-out tasks) next to it in HumanEval's JSONL
 -- (task_id, prompt, canonical_solution, test, entry_point; lt.tasks.code reads them): no
 -- held-out prompt is among the pre-training documents or train.jsonl.
-local exp = require "lt.experiment"
+local exp = require "lt.study"
 local M = {}
 
 M.args = exp.merge_args(

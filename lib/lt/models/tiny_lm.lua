@@ -1,12 +1,11 @@
--- lt/models/tiny_lm.lua: the recipe of the default base model of the studies (and of its
--- Nemotron-H donor): a tiny Qwen3 (8 decoder blocks) with its own byte-level BPE tokenizer,
--- pre-trained on CPU in a few minutes on Debian data. lt.models.get("tiny-qwen3") makes it
--- with the fixed seed 1 (the same model wherever it is made); experiments/pretrain_tiny.lua
--- runs it with other sizes, architectures or the run's seed streams.
--- --arch=nemotron_h --pattern=M*M- [--chunk=16] makes another architecture on the same corpus
--- (--chunk: the Mamba2 scan's chunk_size, HF's 128 by default, which pads 64-token windows
--- to 128 and is several times slower on CPU); --tokenizer=FILE copies that tokenizer.json
--- instead of training one.
+-- lt/models/tiny_lm.lua: the recipe of the default base model of the studies (and of its Nemotron-H
+-- donor): a tiny Qwen3 (8 decoder blocks) with its own byte-level BPE tokenizer, pre-trained on CPU
+-- in a few minutes on Debian data. lt.models.get("tiny-qwen3") makes it with the fixed seed 1 (the
+-- same model wherever it is made); experiments/pretrain_tiny/pretrain_tiny.lua runs it with other
+-- sizes, architectures or the run's seed streams. --arch=nemotron_h --pattern=M*M- [--chunk=16]
+-- makes another architecture on the same corpus (--chunk: the Mamba2 scan's chunk_size, HF's 128 by
+-- default, which pads 64-token windows to 128 and is several times slower on CPU); --tokenizer=FILE
+-- copies that tokenizer.json instead of training one.
 --
 -- The corpus (deterministic: fixed composition seeds, files read in sorted order):
 --   * English: Debian's fortunes (fortunes-min/fortunes) and WordNet glosses (wordnet-base);
@@ -25,7 +24,7 @@
 -- (what the studies trace by default) and of the test pairs (whether the model carries what it
 -- only read as statements into the task format: at the defaults it does not), and both
 -- built-in benchmarks.
-local exp = require "lt.experiment"
+local exp = require "lt.study"
 local tasks = require "lt.tasks"
 local M = {}
 

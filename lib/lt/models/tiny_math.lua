@@ -11,7 +11,7 @@
 -- Writes OUT (the model) with train.jsonl and test.jsonl next to it: prompt sets in the GSM8K
 -- layout ({"question", "answer": "... #### N"}, always the right answer) for the RL study
 -- (lt.tasks.math); no test question is among the pre-training documents or train.jsonl.
-local exp = require "lt.experiment"
+local exp = require "lt.study"
 local M = {}
 
 M.args = exp.merge_args(

@@ -27,8 +27,8 @@ local function strings(v)
   return true
 end
 
--- the function a test list calls (MBPP's asserts are "assert NAME(...) == ..."): the first
--- called name, not a builtin, that the code defines; else the first called; else the code's first def
+-- the function a test list calls (MBPP's asserts are "assert NAME(...) == ..."): the first called
+-- name, not a builtin, that the code defines; else the first called; else the code's first def
 local builtin = { set = true, sorted = true, abs = true, round = true, len = true, list = true, tuple = true,
                   str = true, int = true, float = true, isclose = true, math = true }
 local function called(tests, code)
@@ -264,11 +264,11 @@ function M.sandbox_program(it, response, tests)
   return { code = M.driver, stdin = lt.json.encode(spec) .. "\n" .. (it.raw or "null") .. "\n" }, mark, total
 end
 
--- What a sandbox result says: passed and failed tests (the last mark line), whether the
--- driver finished; total: the tests there are (nil for HumanEval's check(): the asserts it ran,
--- plus one for a run that ended before the driver's last mark; counts that do not add up to a known total count as none
--- passed). reward = passed / total ("share"), all = 1 when every test passed and the run
--- finished.
+-- What a sandbox result says: passed and failed tests (the last mark line), whether the driver
+-- finished; total: the tests there are (nil for HumanEval's check(): the asserts it ran, plus one
+-- for a run that ended before the driver's last mark; counts that do not add up to a known total
+-- count as none passed). reward = passed / total ("share"), all = 1 when every test passed and the
+-- run finished.
 function M.outcome(res, mark, total)
   local passed, failed, ended = 0, 0, false
   for p, f, e in res.stdout:gmatch(mark .. " (%d+) (%d+) ?(%a*)") do
@@ -339,7 +339,8 @@ function M.pass_at_k(n, c, k)
 end
 
 -- ---- rewards and scores -------------------------------------------------------------------------
--- The prompts of items for lt.rl.grpo (data =, with template = "{question}"): {id, question = prompt}
+-- The prompts of items for lt.rl.grpo (data =, with template = "{question}"): {id, question =
+-- prompt}
 function M.prompts(items)
   local out = {}
   for i, it in ipairs(items) do out[i] = { id = it.id, question = it.prompt, answer = "" } end

@@ -39,7 +39,8 @@ local function fail(fmt, ...) error(fmt:format(...), 0) end
 
 -- ---- text: UTF-8 code points, word characters, case -------------------------------------
 
--- the code point of s at byte i → cp, the byte after it; a malformed byte is a code point of its own
+-- the code point of s at byte i → cp, the byte after it; a malformed byte is a code point of its
+-- own
 local function decode(s, i)
   local c = s:byte(i)
   local len, cp = 1, c
@@ -364,13 +365,13 @@ M.word_tokens = word_tokens
 -- ---- language identification: libexttextcat's profiles ---------------------------------
 
 -- The reference asks langdetect. This file asks the n-gram profiles of libexttextcat (Debian
--- package libexttextcat-data, scripts/setup), read here as its library reads them: a profile is
--- the 400 most frequent 1- to 5-grams of a language's text, words padded with '_', in rank
--- order; a text's profile is made the same way (whitespace and ASCII digits separate words)
--- and the language whose ranks are nearest (Cavnar and Trenkle's out-of-place distance, 400
--- for an n-gram the language lacks) wins. The candidates are langdetect's 55 languages (its
--- codes: no for Norwegian, zh-cn, zh-tw); Telugu, which has no profile, is named by its script.
--- (under LTRUN_SHARE_DIR where Debian's /usr/share is unpacked elsewhere: a GPU node, scripts/gpu-check)
+-- package libexttextcat-data, scripts/setup), read here as its library reads them: a profile is the
+-- 400 most frequent 1- to 5-grams of a language's text, words padded with '_', in rank order; a
+-- text's profile is made the same way (whitespace and ASCII digits separate words) and the language
+-- whose ranks are nearest (Cavnar and Trenkle's out-of-place distance, 400 for an n-gram the
+-- language lacks) wins. The candidates are langdetect's 55 languages (its codes: no for Norwegian,
+-- zh-cn, zh-tw); Telugu, which has no profile, is named by its script. (under LTRUN_SHARE_DIR where
+-- Debian's /usr/share is unpacked elsewhere: a GPU node, scripts/gpu-check)
 M.textcat_dir = os.getenv("LTRUN_TEXTCAT_DIR")
   or (os.getenv("LTRUN_SHARE_DIR") or "/usr/share") .. "/libexttextcat"
 M.languages = { af = "af", ar = "ar", bg = "bg", bn = "bn", ca = "ca", cs = "cs", cy = "cy", da = "da", de = "de",
@@ -775,7 +776,8 @@ checkers["detectable_format:title"] = {
   args = {},
   check = function(v)
     for line in (v .. "\n"):gmatch("(.-)\n") do
-      -- <<[^\n]+>> takes the first << and the last >> of the line (greedy), one character apart at least
+      -- <<[^\n]+>> takes the first << and the last >> of the line (greedy), one character apart at
+      -- least
       local a = line:find("<<", 1, true)
       local b
       for p = #line - 1, 1, -1 do

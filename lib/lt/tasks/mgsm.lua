@@ -43,7 +43,7 @@ M.languages = {
 
 local function language_info(lang)
   return M.languages[lang] or error(("mgsm: language '%s' has no prompt and answer phrase (known: %s)"):format(
-    tostring(lang), table.concat(require("lt.args").sorted_keys(M.languages), ", ")), 0)
+    tostring(lang), table.concat(require("lt.study.args").sorted_keys(M.languages), ", ")), 0)
 end
 
 -- The prompt template of a language ("{question}" is replaced): its question label, the
@@ -231,13 +231,13 @@ local function read_file(path, lang_opt, items, counters, ids)
   end
 end
 
--- The items of an MGSM file or folder, in file order (a folder: its mgsm_*.tsv and
--- mgsm_*.jsonl files by name). A .tsv line is "question<TAB>answer_number" (MGSM's files, no
--- header, no quoting: a quote is text), its language from the file name mgsm_XX.tsv or opts.language; a .jsonl line is
--- {"question", "answer_number", "language"} (language falls back likewise). Items are lt.eval
--- math items {id = "mgsm/LANG/N" (N: the item's number in that language), bench = "gsm8k",
--- question, answer, language, category = subject = LANG, source = "file:line"}.
--- opts: language, languages (a list: keep only these).
+-- The items of an MGSM file or folder, in file order (a folder: its mgsm_*.tsv and mgsm_*.jsonl
+-- files by name). A .tsv line is "question<TAB>answer_number" (MGSM's files, no header, no quoting:
+-- a quote is text), its language from the file name mgsm_XX.tsv or opts.language; a .jsonl line is
+-- {"question", "answer_number", "language"} (language falls back likewise). Items are lt.eval math
+-- items {id = "mgsm/LANG/N" (N: the item's number in that language), bench = "gsm8k", question,
+-- answer, language, category = subject = LANG, source = "file:line"}. opts: language, languages (a
+-- list: keep only these).
 function M.read(path, opts)
   lt.check_options(opts, "mgsm.read", { "language", "languages" })
   opts = opts or {}

@@ -1,0 +1,96 @@
+-- experiments/agent/agent.lua: agentic RL (*Is One Layer Enough?* §3.4, Figure 5 in miniature): a
+-- tiny policy acting in a text environment (lt.envs: Sokoban by default; household, the ALFWorld
+-- stand-in; --env=sokoban,household runs both, a child run each), trained from the same model with
+-- GiGPO (episode advantages plus step advantages of steps taken in the same state,
+-- runtime/rl/gigpo.h) and with GRPO on episodes (omega = 0), one child run each; each batch is
+-- --tasks seeds x --group episodes played in lockstep (lt.envs.agent), every step a row whose
+-- action tokens are trained. Scored on held-out seeds (below the pre-training ones): the success
+-- rate of --eval_episodes sampled episodes per seed before and after, compared per seed (up/down,
+-- sign test). --layer=L trains block L alone (the single-layer setting; -1: every block). Default
+-- policy: lt.models tiny-agent (a noisy Sokoban expert imitated).
+local exp = require "lt.study"
+local agent = require "lt.envs.agent"
+local report = require "lt.report"
+
+return exp.study{
+  name = "agent", help = "GiGPO against GRPO on episodes for a tiny agent in a text environment",
+  args = {
+    model = { "", "policy folder (\"\": the embedded default, lt.models tiny-agent)", path = true },
+    env = { "sokoban",
+            "environments (lt.envs; household: the ALFWorld stand-in), a comparison in each",
+            list = true, choices = { "sokoban", "household" } },
+    max_turns = { 0, "turns per episode at most (0: the environment's max_steps)", int = true,
+                  min = 0 },
+    size = { 5, "Sokoban grid size", int = true, min = 5, max = 10 },
+    algos = { "gigpo,grpo", "advantages, each trained from the same model", list = true,
+              choices = { "gigpo", "grpo" } },
+    steps = { 20, "batches of episodes (each one optimizer step per mini-batch)", int = true,
+              min = 1 },
+    tasks = { 8, "seeds per batch, a group of episodes each", int = true, min = 1 },
+    group = { 8, "episodes per seed", int = true, min = 2 },
+    lr = { 1e-4, "learning rate", min = 0 },
+    mini_batches = { 2, "optimizer steps per batch", int = true, min = 1 },
+    gamma = { 0.95, "discount of the step returns", min = 0, max = 1 },
+    omega = { 1.0, "GiGPO's weight of the step advantages", min = 0 },
+    -- GiGPO as verl-agent computes it by default; each difference from the paper's Eq. 3 an option
+    norm = { "std", "advantage normalisation (verl-agent's mean_std_norm; none: mean_norm)",
+             choices = { "std", "none" } },
+    scope = { "steps",
+              "episode advantage's mean and std over step rows (verl-agent) or episodes (Eq. 3)",
+              choices = { "steps", "episodes" } },
+    lone = { "pass", "a lone episode's return: passed through (verl-agent) or zero",
+             choices = { "pass", "zero" } },
+    penalty = { "row",
+                "invalid-action penalty on its step's row only (verl-agent) or in the reward",
+                choices = { "row", "reward" } },
+    layer = { -1, "train block L alone (-1: every block)", int = true, min = -1 },
+    heldout = { 100, "held-out seeds 1..N scored before and after", int = true, min = 1 },
+    eval_episodes = { 4, "sampled episodes per held-out seed", int = true, min = 1 } },
+  run = function(cfg)
+    local base, seeds = lt.model.load(lt.models.resolve(cfg.model, "tiny-agent")), {}
+    for s = 1, cfg.heldout do seeds[s] = s end
+    local turns = cfg.max_turns > 0 and cfg.max_turns or nil
+    local function compare(env)
+      local env_opts = env == "sokoban" and { size = cfg.size } or {}
+      local function score(m)  -- the same episodes' draws for every model (stream "eval")
+        return agent.success(m, env, env_opts, seeds, { temperature = 1,
+          episodes = cfg.eval_episodes, seed = lt.run.seed("eval"), max_turns = turns })
+      end
+      local s0, per0 = score(base)
+      lt.run.log("heldout_success_base", s0)
+      print(("%s: base success %.3f on %d held-out seeds x %d sampled episodes"):format(
+        env, s0, cfg.heldout, cfg.eval_episodes))
+      local after = {}
+      for _, algo in ipairs(exp.list(cfg.algos)) do
+        lt.run.child(algo, function()
+          local m = base:clone():train_only(cfg.layer >= 0 and cfg.layer or "all")
+          local o = { group = cfg.group, gamma = cfg.gamma,
+                      omega = algo == "gigpo" and cfg.omega or 0, norm = cfg.norm,
+                      scope = cfg.scope, lone = cfg.lone, penalty = cfg.penalty }
+          lt.rl.grpo(m, { iterations = cfg.steps, lr = cfg.lr, mini_batches = cfg.mini_batches,
+                          kl = 0, micro_batch = 64,
+            produce = function(b)  -- training seeds after the held-out ones, new ones every batch
+              local train = {}
+              for i = 1, cfg.tasks do train[i] = cfg.heldout + (b - 1) * cfg.tasks + i end
+              return agent.rows(agent.episodes(m, env, env_opts, train, {
+                group = cfg.group, temperature = 1, seed = lt.run.seed("rl.rollout") + b * 1009,
+                max_turns = turns }), o)
+            end })
+          local s, per = score(m)
+          lt.run.log("heldout_success", s)
+          print(("%-6s success %.3f -> %.3f: %s"):format(algo, s0, s,
+            select(4, report.paired("success", per0, per))))
+          after[algo] = per
+        end)
+      end
+      if after.gigpo and after.grpo then
+        print("gigpo against grpo, per held-out seed: "
+              .. select(4, report.paired("gigpo_vs_grpo", after.grpo, after.gigpo)))
+      end
+    end
+    local envs = exp.list(cfg.env)
+    -- several environments: a child run each, the algorithms under it
+    for _, env in ipairs(envs) do
+      if #envs > 1 then lt.run.child(env, function() compare(env) end) else compare(env) end
+    end
+  end }

@@ -1,0 +1,220 @@
+-- lt/study/define.lua: a study as a module (exp.study, re-exported by lt.study).
+--
+--   return exp.study{
+--     name = "my_study", help = "what it measures",
+--     args = { steps = { 100, "training steps", int = true, min = 1 },
+--              plan = { "full", "which blocks train", choices = { "full", "shallow" } } },
+--     presets = { paper = { steps = 1000 } },
+--     run = function(cfg) ... end }
+--
+-- Each arg: { default, help text, int = true, min =, max =, choices = {...}, list = true, path =
+-- true }. The default's type is the arg's type (number, string, boolean); `list = true`: a
+-- comma-separated string whose every element is one of `choices`; `path = true`: a file or folder
+-- that must exist when the value is not "" (a model, a data file). A value of the wrong type, out
+-- of range, not among the choices or naming no file, and a key the study does not declare, are
+-- errors naming the arg; on the command line each is one line, exit 2, no run kept
+-- (lt.study.args.usage_error), with "did you mean --steps?" for a near miss. `presets` adds the arg
+-- `preset`: its values are applied over the defaults, and explicit values win over the preset. A
+-- preset's value may carry its source, { value, "where it comes from" } (a paper's table, or why a
+-- cell is blank): study.run then prints every value of the chosen preset with its source
+-- (study.preset_lines).
+--
+-- The file returns the study. When the file is the script ltrun runs, the study runs at once
+-- on the command line (`--help` prints the args); another study calls it as a function:
+--   local freeze_deep = require "experiments.freeze_deep.freeze_deep"
+--   lt.run.child("train", freeze_deep.run, { plans = "train_shallow", steps = 10 })
+-- study.run(cfg) completes cfg (defaults, preset, checks), logs it as the run's params and
+-- returns what the study's run returns; study.config(cfg) only completes it.
+local args = require "lt.study.args"
+local M = {}
+
+local sorted_keys = args.sorted_keys
+
+-- a preset's entry → its value, its source (nil when none is given)
+local function preset_value(v)
+  if type(v) == "table" then return v[1], v[2] end
+  return v
+end
+
+local function show(v) return type(v) == "string" and ("%q"):format(v):gsub("\\\n", "\\n") or tostring(v) end
+
+-- checks one value of arg `key` against its spec; returns the value in the arg's type
+local function check(name, key, spec, v)
+  local d, given = spec[1], v
+  local function bad(what) error(("%s: --%s=%s: %s"):format(name, key, tostring(given), what), 0) end
+  if type(d) == "number" then
+    if type(v) == "string" then v = tonumber(v) or bad("expected a number") end
+    if type(v) ~= "number" or v ~= v then bad("expected a number") end
+    if v == math.huge or v == -math.huge then bad("expected a finite number") end
+    if spec.int and v ~= math.floor(v) then bad("expected a whole number") end
+    if spec.min and v < spec.min then bad(("below the least allowed, %s"):format(spec.min)) end
+    if spec.max and v > spec.max then bad(("above the most allowed, %s"):format(spec.max)) end
+  elseif type(d) == "boolean" then
+    if v == "true" then v = true elseif v == "false" then v = false end
+    if type(v) ~= "boolean" then bad("expected true or false") end
+  else
+    if type(v) == "number" then v = (v == math.floor(v) and math.abs(v) < 2^53) and ("%d"):format(v) or tostring(v) end
+    if type(v) ~= "string" then bad("expected text") end
+    if spec.choices then
+      local ok = {}
+      for _, c in ipairs(spec.choices) do ok[c] = true end
+      local parts = {}
+      if spec.list then for p in v:gmatch("[^,]+") do parts[#parts + 1] = p end else parts[1] = v end
+      for _, p in ipairs(parts) do
+        if not ok[p] then bad(("'%s' is not one of %s"):format(p, table.concat(spec.choices, ", "))) end
+      end
+      if spec.list and #parts == 0 then bad("expected one or more of " .. table.concat(spec.choices, ", ")) end
+    end
+  end
+  return v
+end
+
+-- a path arg's value names a file or folder that exists ("" stands for the study's default);
+-- checked on the completed config, not on a preset's declaration (its files may be elsewhere)
+local function check_path(name, key, v)
+  if v == "" or lt.fs.exists(v) then return end
+  error(("%s: --%s=%s: no such file or folder"):format(name, key, v), 0)
+end
+
+-- the study's usage text: every arg with its default and help, then the presets
+local function help_text(s)
+  local lines = { ("%s: %s"):format(s.name, s.description or ""),
+                  ("usage: ltrun %s [--ARG=VALUE ...] [--seed=N]"):format(s.source or (s.name .. ".lua")), "args:" }
+  for _, k in ipairs(sorted_keys(s.args)) do
+    local spec = s.args[k]
+    if not spec.internal then
+      local extra = {}
+      if spec.min then extra[#extra + 1] = ">= " .. spec.min end
+      if spec.max then extra[#extra + 1] = "<= " .. spec.max end
+      if spec.path then extra[#extra + 1] = "a file or folder" end
+      if spec.choices then
+        local shown = {}
+        for i, c in ipairs(spec.choices) do shown[i] = c == "" and '""' or c end
+        extra[#extra + 1] = (spec.list and "any of " or "one of ") .. table.concat(shown, ", ")
+      end
+      lines[#lines + 1] = ("  --%s=%s\n      %s%s"):format(k, show(spec[1]), spec[2],
+                                                    #extra > 0 and (" (" .. table.concat(extra, "; ") .. ")") or "")
+    end
+  end
+  for _, p in ipairs(sorted_keys(s.presets or {})) do
+    local kv = {}
+    for _, k in ipairs(sorted_keys(s.presets[p])) do kv[#kv + 1] = k .. "=" .. tostring((preset_value(s.presets[p][k]))) end
+    lines[#lines + 1] = ("preset --preset=%s: %s"):format(p, table.concat(kv, " "))
+  end
+  return table.concat(lines, "\n")
+end
+
+function M.study(s)
+  assert(type(s) == "table", "exp.study: expected a table {name =, args =, run =}")
+  lt.check_options(s, "exp.study", { "name", "help", "args", "presets", "run" })
+  assert(type(s.name) == "string", "exp.study: name = \"...\" is required")
+  assert(type(s.run) == "function", ("exp.study %s: run = function(cfg) ... end is required"):format(s.name))
+  local specs = {}
+  for k, spec in pairs(s.args or {}) do
+    if type(spec) ~= "table" or spec[1] == nil or type(spec[2]) ~= "string" then
+      error(("exp.study %s: arg %s: expected { default, \"help text\", ... }"):format(s.name, tostring(k)), 2)
+    end
+    if spec.path and type(spec[1]) ~= "string" then
+      error(("exp.study %s: arg %s: path = true wants a text default (\"\" for none)"):format(s.name, tostring(k)), 2)
+    end
+    specs[k] = spec
+  end
+  local sourced = {}  -- presets with a source on some value
+  if s.presets then
+    local names = sorted_keys(s.presets)
+    table.insert(names, 1, "")
+    specs.preset = { "", "a named set of defaults (listed below)", choices = names }
+    for p, values in pairs(s.presets) do
+      for k, v in pairs(values) do
+        if not specs[k] then error(("exp.study %s: preset %s sets %s, which is not an arg"):format(s.name, p, k), 2) end
+        local value, source = preset_value(v)
+        if type(v) == "table" and (value == nil or type(source) ~= "string") then
+          error(("exp.study %s: preset %s: %s: expected a value or { value, \"source\" }"):format(s.name, p, k), 2)
+        end
+        check(s.name, k, specs[k], value)
+        if source then sourced[p] = true end
+      end
+    end
+  end
+  local study = { name = s.name, description = s.help, args = specs, presets = s.presets }
+  local body = s.run
+
+  -- cfg (a table of values, or nil) completed: defaults, the preset, the given values checked
+  function study.config(given)
+    given = given or {}
+    for _, k in ipairs(sorted_keys(given)) do
+      if specs[k] == nil then
+        local known = sorted_keys(specs)
+        error(("%s: unknown arg --%s (known: %s)%s"):format(s.name, tostring(k), table.concat(known, ", "),
+                                                            args.suggest(k, known)), 0)
+      end
+    end
+    local cfg = {}
+    for k, spec in pairs(specs) do cfg[k] = spec[1] end
+    if given.preset and given.preset ~= "" then
+      check(s.name, "preset", specs.preset, given.preset)
+      for k, v in pairs(s.presets[given.preset]) do cfg[k] = (preset_value(v)) end
+    end
+    for k, v in pairs(given) do cfg[k] = check(s.name, k, specs[k], v) end
+    for _, k in ipairs(sorted_keys(specs)) do
+      if specs[k].path then check_path(s.name, k, cfg[k]) end
+    end
+    return cfg
+  end
+
+  -- the chosen preset's values, one line each with its source, and where an explicit value
+  -- replaced it; {} without a preset
+  function study.preset_lines(given)
+    given = given or {}
+    local name = given.preset
+    if not name or name == "" then return {} end
+    check(s.name, "preset", specs.preset, name)
+    local lines = { ("preset %s:"):format(name) }
+    for _, k in ipairs(sorted_keys(s.presets[name])) do
+      local value, source = preset_value(s.presets[name][k])
+      local line = ("  --%s=%s"):format(k, tostring(value))
+      if source then line = line .. "  (" .. source .. ")" end
+      if given[k] ~= nil and tostring(given[k]) ~= tostring(value) then
+        line = line .. (" — replaced by the given --%s=%s"):format(k, tostring(given[k]))
+      end
+      lines[#lines + 1] = line
+    end
+    return lines
+  end
+
+  function study.run(given)
+    local cfg = study.config(given)
+    if given and given.preset and sourced[given.preset] then  -- (a preset without sources stays silent)
+      for _, line in ipairs(study.preset_lines(given)) do print(line) end
+    end
+    if lt.run and lt.run.param then
+      for _, k in ipairs(sorted_keys(cfg)) do lt.run.param(k, cfg[k]) end
+    end
+    return body(cfg)
+  end
+
+  function study.help() return help_text(study) end
+
+  -- the file that called exp.study is the script ltrun runs when nothing called that file's
+  -- chunk from Lua (a `require` from another study has `require` and its caller above it)
+  local caller = debug.getinfo(2, "S")
+  study.source = caller and caller.source:match("^@(.*)$")
+  if debug.getinfo(3, "f") == nil and arg then
+    study.source = arg[0] or study.source
+    local opts, positional = args.parse(arg)
+    if #positional > 0 then
+      args.usage_error(("%s: unexpected argument '%s' (args are --key=value; --help lists them)"):format(s.name, positional[1]))
+    end
+    if opts.help then
+      print(study.help())
+      return study
+    end
+    -- the args are checked before the study starts: a mistake is one line and keeps no run
+    local ok, err = pcall(study.config, opts)
+    if not ok then args.usage_error(err) end
+    study.result = study.run(opts)
+  end
+  return study
+end
+
+return M
