@@ -82,6 +82,10 @@ const Options& Options::check(const std::vector<const char*>& known) const {
   return *this;
 }
 
+const Options& Options::check(const ApiDoc& api) const {
+  return check(api.keys());
+}
+
 void Options::refuse_renamed(const char* old, const std::string& hint) const {
   if (has(old)) fail("{}: option '{}' was renamed: {}", fn_, old, hint);
 }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/core/api.h"
 #include "runtime/core/error.h"
 #include "runtime/core/fields.h"
 #include "runtime/core/value.h"
@@ -43,6 +44,9 @@ class Options {
   bool has(const std::string& key) const { return !t_[key].is_nil(); }
   // every key is among `known`: else "fn: unknown option 'KEY' (known: ...)" (sorted)
   const Options& check(const std::vector<const char*>& known) const;
+  // every key is among the options `api` declares (runtime/core/api.h): the keys accepted are
+  // the keys documented
+  const Options& check(const ApiDoc& api) const;
   // t[old] present: "fn: option 'old' was renamed: hint"
   void refuse_renamed(const char* old, const std::string& hint) const;
   std::optional<double> number(const std::string& key) const;
@@ -127,6 +131,10 @@ struct ScriptClass {
   std::vector<ScriptFunction> methods;
   ScriptFunction index, tostring;
 };
+
+// lt.api(name) → the declaration of name (runtime/core/api.h) as {name=, signature=, summary=,
+// options = {{key=, kind=, doc=}, ...}}, or nil; lt.api() → every declared name, sorted.
+const std::vector<ScriptFunction>& api_functions();
 
 // The known keys of a function: its own, then a shared set.
 std::vector<const char*> option_keys(std::initializer_list<const char*> own, const std::vector<const char*>& shared);

@@ -1,0 +1,63 @@
+# tests/cli/repl_pty.py LTRUN MODEL: drives the REPL under a pseudo-terminal (as a user types,
+# Tab included) and prints what it showed between markers, for tests/cli/repl_pty.sh to check.
+# Waits are generous and only wait for the prompt; nothing here measures time.
+import os, pty, re, select, sys, time
+
+ltrun, model = sys.argv[1], sys.argv[2]
+pid, fd = pty.fork()
+if pid == 0:
+    os.environ["TERM"] = "xterm"
+    os.execv(ltrun, [ltrun])
+
+buf = b""
+
+
+def wait_for(pattern, timeout=300):
+    """Reads until `pattern` (bytes regex) shows; returns the text up to and including it."""
+    global buf
+    end = time.time() + timeout
+    while True:
+        m = re.search(pattern, buf)
+        if m:
+            out, buf = buf[: m.end()], buf[m.end():]
+            return out.decode("utf-8", "replace")
+        if time.time() > end:
+            sys.exit("repl_pty: no %r within %d s; the REPL showed: %r" % (pattern, timeout, buf[-2000:]))
+        ready, _, _ = select.select([fd], [], [], 1)
+        if ready:
+            try:
+                data = os.read(fd, 65536)
+            except OSError:
+                data = b""
+            if not data:
+                sys.exit("repl_pty: the REPL ended early; it showed: %r" % buf[-2000:])
+            buf += data
+
+
+PROMPT = rb"(^|\n)> $"
+
+
+def step(name, keys, until=PROMPT):
+    os.write(fd, keys.encode())
+    print("=== " + name)
+    print(wait_for(until))
+
+
+wait_for(PROMPT)
+step("table", 't = {name = "x", list = {1, 2, 3}, deep = {a = {b = {c = {d = 1}}}}, w = lt.zeros(2, 3)}\n')
+step("table", "t\n")
+step("help", "?lt.model.load\n")
+step("load", 'm = lt.model.load("%s")\n' % model)
+# Tab Tab lists the completions; the line keeps "m." and the test finishes it
+step("fields", "m.\t\t", rb"m\.$")
+step("fields", "n_layers\n")
+step("nested", "m.tokenizer:\t\t", rb"m\.tokenizer:$")
+step("nested", "encode('hi')\n")
+step("time", "%time 1 + 2\n")
+step("error", "error('oops')\n")
+step("nested_error", "function inner() error('deep') end; function outer() inner() end; outer()\n")
+os.write(fd, b"\x04")  # Ctrl-D
+print("=== end")
+wait_for(rb"$", 5)
+_, status = os.waitpid(pid, 0)
+print("exit", os.waitstatus_to_exitcode(status))
