@@ -10,16 +10,16 @@ command -v python3 >/dev/null || { echo "no python3: skipped"; exit 77; }
 export LTRUN_HISTORY=$SCRATCH/history
 out=$(python3 "$here/repl_pty.py" "$LTRUN" "$SCRATCH/m" 2>&1 | tr -d '\r')
 section() { awk -v s="=== $1" '$0 == s { on = 1; next } /^=== / { on = 0 } on' <<<"$out"; }
-check "a table pretty-prints, nested" contains "$(section table)" 'list = {1, 2, 3}'
-check "... bounded in depth" contains "$(section table)" 'deep = {a = {b = {...}}}'
-check "... a tensor by shape, dtype and values" contains "$(section table)" 'w = tensor[2, 3] float32 cpu {0, 0, 0, 0, 0, 0}'
-check "... not as table: 0x" equals "$(grep -c 'table: 0x' <<<"$(section table)")" 0
+check "a table pretty-prints, nested" contains "$(section table_shown)" 'list = {1, 2, 3}'
+check "... bounded in depth" contains "$(section table_shown)" 'deep = {a = {b = {...}}}'
+check "... a tensor by shape, dtype and values" contains "$(section table_shown)" 'w = tensor[2, 3] float32 cpu {0, 0, 0, 0, 0, 0}'
+check "... not as table: 0x" equals "$(grep -c 'table: 0x' <<<"$(section table_shown)")" 0
 check "?lt.model.load: its signature" contains "$(section help)" 'lt.model.load(path[, opts]) → model'
 check "?lt.model.load: its options" contains "$(section help)" 'dtype'
 check "?lt.model.load: ... each" contains "$(section help)" 'device'
 check "m.<Tab> offers n_layers" contains "$(section fields)" 'n_layers'
 check "m.<Tab> offers tokenizer" contains "$(section fields)" 'tokenizer'
-check "... and completing it runs" contains "$(section fields)" $'\n2\n'
+check "... and completing it runs" contains "$(section fields_done)" $'\n2\n'
 check "m.tokenizer:<Tab> offers encode" contains "$(section nested)" 'encode'
 check "... the tokenizer's methods, not the model's" equals "$(grep -c 'forward' <<<"$(section nested)")" 0
 check "%time reports a wall time" contains "$(section time)" 'wall '
