@@ -53,7 +53,8 @@ std::string trim_traceback(const std::string& message) {
   std::istringstream in(message.substr(at + 18));
   while (std::getline(in, line)) {
     // (LuaJIT names a builtin "[builtin#19]: at 0x...", a C function "[C]: in function 'x'")
-    if (line.rfind("\t[C]:", 0) == 0 || line.rfind("\t[builtin#", 0) == 0 || line.find("lt/repl.lua:") != std::string::npos)
+    if (line.rfind("\t[C]:", 0) == 0 || line.rfind("\t[builtin#", 0) == 0 ||
+        line.find("lt/repl.lua:") != std::string::npos)
       continue;
     if (line.find(": in main chunk") == std::string::npos) beyond_chunk = true;
     frames += "\n" + line;
@@ -68,9 +69,12 @@ std::string rewrite(const std::string& chunk) {
   if (chunk[first] == '?') {
     std::string x = chunk.substr(first + 1);
     while (!x.empty() && (x.back() == ' ' || x.back() == '\t')) x.pop_back();
-    std::string quoted;
+    std::string quoted, value = x;
     for (char c : x) quoted += (c == '\\' || c == '"') ? std::string("\\") + c : c == '\n' ? std::string("\\n") : std::string(1, c);
-    return "help(" + (x.empty() ? std::string("nil") : x) + ", \"" + quoted + "\")";
+    // `?m:generate` names a method: its value is m.generate (m:generate alone is no expression)
+    if (value.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:") == std::string::npos)
+      for (char& c : value) c = c == ':' ? '.' : c;
+    return "help(" + (value.empty() ? std::string("nil") : value) + ", \"" + quoted + "\")";
   }
   if (chunk.compare(first, 6, "%time ") == 0)
     return "=require('lt.repl').time(function() return " + chunk.substr(first + 6) + " end)";
@@ -108,11 +112,13 @@ int run_repl(const Globals& g) {
   interp.set_run(ctx);
   interp.set_script("=stdin", {});
   const Outcome setup = interp.run("require('lt.repl').install()", "=(repl)");  // show, help, time
-  if (setup.kind != Outcome::ok) std::fprintf(stderr, "ltrun: the REPL's helpers failed to load: %s\n", setup.message.c_str());
+  if (setup.kind != Outcome::ok)
+    std::fprintf(stderr, "ltrun: the REPL's helpers failed to load: %s\n", setup.message.c_str());
   g_host = &interp;
   const std::string hist = history_path();
   if (tty) {
-    const std::string where = g.log ? fmt::format("run {} in {}", session.root(), g.db) : "not stored: --log stores it";
+    const std::string where =
+        g.log ? fmt::format("run {} in {}", session.root(), g.db) : std::string("not stored: --log stores it");
     std::printf("ltrun %s (LibTorch %s, device %s, %s). `=expr` prints, `?x` helps, `%%time EXPR` times; "
                 "Ctrl-D quits.\n", LTRUN_VERSION, torch_version().c_str(), device.str().c_str(), where.c_str());
     rl_readline_name = "ltrun";

@@ -49,6 +49,7 @@ step("table_shown", "t\n")
 step("help", "?lt.model.load\n")
 step("load", 'm = lt.model.load("%s")\n' % model)
 # Tab Tab lists the completions; the line keeps "m." and the test finishes it
+step("method_help", "?m:generate\n")
 step("fields", "m.\t\t", rb"m\.$")
 step("fields_done", "n_layers\n")
 step("nested", "m.tokenizer:\t\t", rb"m\.tokenizer:$")

@@ -17,6 +17,7 @@ check "... not as table: 0x" equals "$(grep -c 'table: 0x' <<<"$(section table_s
 check "?lt.model.load: its signature" contains "$(section help)" 'lt.model.load(path[, opts]) → model'
 check "?lt.model.load: its options" contains "$(section help)" 'dtype'
 check "?lt.model.load: ... each" contains "$(section help)" 'device'
+check "?m:generate: a method's options" contains "$(section method_help)" 'max_new_tokens'
 check "m.<Tab> offers n_layers" contains "$(section fields)" 'n_layers'
 check "m.<Tab> offers tokenizer" contains "$(section fields)" 'tokenizer'
 check "... and completing it runs" contains "$(section fields_done)" $'\n2\n'
