@@ -29,10 +29,10 @@ const ApiDoc& kPack = declare_api(
       {"field", "string", "the JSONL field holding the text (default \"text\")"},
       {"val", "number", "fraction of documents for validation (default 0.01)"},
       {"seed", "integer", "split seed (default: the run's stream \"data.pack\")"},
-      {"eos", "string", "the token appended after each document"},
+      {"eos", "string", "the EOS token appended after each document (default <|endoftext|>)"},
       {"max_bytes", "integer", "stop after this many input bytes (0: all)"},
-      {"shard_tokens", "integer", "tokens per shard file"},
-      {"progress", "boolean", "print progress lines"}}});
+      {"shard_tokens", "integer", "tokens per shard file at most"},
+      {"progress", "boolean", "documents and tokens/s on stderr (default true)"}}});
 
 List pack_fn(const Args& a) {
   a.table(1);

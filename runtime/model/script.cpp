@@ -414,7 +414,7 @@ List load(const Args& a) {
 //              corpus=PATH|{PATHS}, tokenizer=PATH, seed = (stream "model.init"), tie=, pattern="M*-",
 //              chunk= (nemotron_h: the Mamba2 scan's chunk_size, 128)} → summary table
 const ApiDoc& kNew = declare_api(
-    {"lt.model.new", "lt.model.new{out=DIR, ...} → {dir=, arch=, vocab=, parameters=, tokenizer=}",
+    {"lt.model.new", "lt.model.new{out=DIR, ...} → {dir=, vocab=, parameters=, tokenizer=}",
      "writes a tiny random model (and a tokenizer) in the HF layout",
      {{"out", "string", "the folder to write (required)"},
       {"arch", "string", "architecture (qwen3, llama, nemotron_h, ...)"},

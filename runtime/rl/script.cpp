@@ -575,7 +575,7 @@ const ApiDoc& kGrpo = declare_api(
                 {"chunk", "integer", "rows of logits at once (default 1024)"},
                 {"copy_reference", "boolean", "the reference as a full copy (default: shared prefix)"},
                 {"rewards", "table", "{NAME = lt.rl.grpo rewards.NAME} (default {math = 1})"},
-                {"accuracy", "string", "held-out scoring (default math)"},
+                {"accuracy", "string", "the reward logged as accuracy (default math; \"\": none)"},
                 {"eval_max_response", "integer", "tokens per held-out answer (default max_response)"},
                 {"iterations", "integer", "rollout batches (default 10)"},
                 {"seed", "integer", "seed (default: the run's stream \"rl.grpo\")"},

@@ -334,10 +334,10 @@ const std::vector<OptionDoc>& loop_option_docs() {
       {"checkpoint_dir", "string", "folder of checkpoints"},
       {"checkpoint_every", "integer", "steps between checkpoints (0: none)"},
       {"keep_checkpoints", "integer", "checkpoints kept"},
-      {"resume", "boolean", "continue from the latest checkpoint in checkpoint_dir"},
-      {"stop_after", "integer", "stop after this many steps of this process (-1: run to the end)"},
+      {"resume", "boolean", "continue from checkpoint_dir's latest checkpoint (an error when missing)"},
+      {"stop_after", "integer", "stop after this step, with a checkpoint (-1: never)"},
       {"log", "boolean", "log metrics to the run (default true)"},
-      {"progress", "boolean", "print progress lines"}};
+      {"progress", "boolean", "a progress line on stderr when it is a terminal (default true)"}};
   return d;
 }
 
