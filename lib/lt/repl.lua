@@ -80,7 +80,7 @@ end
 function show(v, depth, seen, indent)
   depth, seen, indent = depth or 0, seen or {}, indent or ""
   local tv = type(v)
-  if tv == "string" then return depth == 0 and v or string.format("%q", v) end
+  if tv == "string" then return depth == 0 and v or (string.format("%q", v):gsub("\\\n", "\\n")) end
   if tv == "number" then return depth == 0 and tostring(v) or number_text(v) end
   if tv == "table" then
     local mt = getmetatable(v)
