@@ -23,7 +23,8 @@ local function tensor_text(t)
   local n = t:numel()
   local head = {}
   if n > 0 then
-    local flat = t:to("cpu"):reshape({ n }):narrow(0, 0, math.min(n, MAX_VALUES)):totable()
+    -- the first values only come to the CPU (a GPU tensor of 10^9 values stays where it is)
+    local flat = t:reshape({ n }):narrow(0, 0, math.min(n, MAX_VALUES)):to("cpu"):totable()
     for i, x in ipairs(flat) do head[i] = type(x) == "number" and number_text(x) or tostring(x) end
   end
   local more = n > MAX_VALUES and ", ..." or ""
