@@ -227,53 +227,34 @@ Outcome Interp::eval(const std::string& chunk) {
   if (o.kind != Outcome::ok) return o;
   o.script = script;
   const int n = lua_gettop(L) - top;
-  for (int i = 1; i <= n; i++) {
-    lua_getglobal(L, "tostring");
+  for (int i = 1; i <= n; i++) {  // shown by the REPL's printer (lib/lt/repl.lua install()), else tostring
+    lua_getfield(L, LUA_REGISTRYINDEX, "lt.show");
+    if (lua_isnil(L, -1)) lua_getglobal(L, "tostring");
     lua_pushvalue(L, top + i);
-    lua_call(L, 1, 1);
-    o.values.push_back(lua_isstring(L, -1) ? lua_tostring(L, -1) : "?");
-    lua_pop(L, 1);
+    const bool ok = lua_pcall(L, 1, 1, 0) == 0;
+    o.values.push_back(ok && lua_isstring(L, -1) ? lua_tostring(L, -1) : "?");
+    lua_settop(L, top + n);
   }
   lua_settop(L, top);
   return o;
 }
 
 std::vector<std::string> Interp::complete(const std::string& prefix) {
-  // "lt.run.lo" → look up lt.run, list keys starting with "lo"
+  // lib/lt/repl.lua's complete(prefix) → names (a failure there completes nothing)
   lua_State* L = impl_->L;
-  std::vector<std::string> out;
-  const auto dot = prefix.find_last_of(".:");
-  const std::string head = dot == std::string::npos ? "" : prefix.substr(0, dot);
-  const std::string tail = dot == std::string::npos ? prefix : prefix.substr(dot + 1);
   const int top = lua_gettop(L);
-  lua_pushvalue(L, LUA_GLOBALSINDEX);
-  size_t start = 0;
-  while (start < head.size()) {
-    size_t end = head.find_first_of(".:", start);
-    if (end == std::string::npos) end = head.size();
-    if (!lua_istable(L, -1)) break;
-    lua_getfield(L, -1, head.substr(start, end - start).c_str());
-    start = end + 1;
-  }
-  // a value with methods (a tensor, a model: userdata): its metatable's __index table, or the
-  // method table an __index function looks in (its first upvalue), so that `x:so` offers them
-  if (!lua_isnil(L, -1) && !lua_istable(L, -1) && lua_getmetatable(L, -1)) {
-    lua_getfield(L, -1, "__index");
-    if (lua_isfunction(L, -1) && lua_getupvalue(L, -1, 1)) lua_replace(L, -2);
-    if (lua_istable(L, -1)) lua_replace(L, -3);
-    else lua_pop(L, 1);
-    lua_pop(L, 1);
-  }
-  if (lua_istable(L, -1)) {
-    lua_pushnil(L);
-    while (lua_next(L, -2)) {
-      if (lua_type(L, -2) == LUA_TSTRING) {
-        std::string k = lua_tostring(L, -2);
-        if (k.compare(0, tail.size(), tail) == 0 && k[0] != '_')
-          out.push_back(prefix.substr(0, prefix.size() - tail.size()) + k);
+  std::vector<std::string> out;
+  lua_getglobal(L, "require");
+  push(L, "lt.repl");
+  if (lua_pcall(L, 1, 1, 0) == 0 && lua_istable(L, -1)) {
+    lua_getfield(L, -1, "complete");
+    push(L, prefix);
+    if (lua_pcall(L, 1, 1, 0) == 0 && lua_istable(L, -1))
+      for (int i = 1; i <= int(lua_objlen(L, -1)); i++) {
+        lua_rawgeti(L, -1, i);
+        if (lua_isstring(L, -1)) out.push_back(lua_tostring(L, -1));
+        lua_pop(L, 1);
       }
-      lua_pop(L, 1);
-    }
   }
   lua_settop(L, top);
   return out;

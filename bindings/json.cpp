@@ -14,8 +14,10 @@ namespace {
 constexpr int kMaxDepth = 200;
 char kNullKey;  // lightuserdata identity of lt.json.null
 
+const ApiDoc& kEncode = declare_api({"lt.json.encode", "lt.json.encode(v[, opts]) → text", "JSON text of a value",
+                                     {{"pretty", "boolean", "indented (default false)"}}});
 int l_encode(lua_State* L) {
-  check_options(L, 2, "lt.json.encode", {"pretty"});
+  check_options(L, 2, "lt.json.encode", kEncode);
   bool pretty = opt_bool(L, 2, "pretty", "lt.json.encode").value_or(false);
   push(L, json_encode(L, 1, pretty));
   return 1;

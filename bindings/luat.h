@@ -70,6 +70,8 @@ void check_stack(lua_State* L, int n, const char* fn);
 // error "fn: unknown option 'KEY' (known: ...)" names the first unknown key in sorted order.
 void check_options(lua_State* L, int idx, const char* fn, std::initializer_list<const char*> known);
 void check_options(lua_State* L, int idx, const char* fn, const std::vector<const char*>& known);
+// the keys `api` declares (runtime/core/api.h): the keys accepted are the keys documented
+inline void check_options(lua_State* L, int idx, const char* fn, const ApiDoc& api) { check_options(L, idx, fn, api.keys()); }
 std::optional<double> opt_number(lua_State* L, int idx, const char* key, const char* fn);
 std::optional<int64_t> opt_integer(lua_State* L, int idx, const char* key, const char* fn,
                                    int64_t lo = -kMaxExactInteger, int64_t hi = kMaxExactInteger);

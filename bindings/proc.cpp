@@ -33,6 +33,7 @@ int l_spawn(lua_State* L) {
     lua_pop(L, 1);
   }
   SpawnOptions o;
+  check_options(L, 2, fn, spawn_api());
   if (lua_istable(L, 2)) {
     lua_getfield(L, 2, "env");
     if (lua_istable(L, -1)) {

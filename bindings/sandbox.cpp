@@ -29,10 +29,18 @@ std::optional<std::string> opt_bytes(lua_State* L, int idx, const char* key, con
   return v;
 }
 
+const ApiDoc& kRun = declare_api(
+    {"lt.sandbox.run", "lt.sandbox.run{code=, ...} → {status=, stdout=, stderr=, exit_code=, wall_s=, ...}",
+     "runs a Python program in bubblewrap: no network, read-only system, bounded time, memory and processes",
+     {{"code", "string", "the Python program (required)"}, {"stdin", "string", "its standard input"},
+      {"timeout", "number", "seconds of wall time"}, {"memory_mb", "integer", "memory of the whole program"},
+      {"nproc", "integer", "processes at most"}, {"unsafe_local_exec", "boolean", "run without the sandbox"}}});
+const ApiDoc& kRunMany = declare_api({"lt.sandbox.run_many", "lt.sandbox.run_many(programs[, opts]) → results",
+                                      "runs programs (as lt.sandbox.run) in parallel", {{"workers", "integer", "at once"}}});
 sandbox::Program read_program(lua_State* L, int idx, const std::string& fn) {
   if (!lua_istable(L, idx)) fail("{}: expected a table {{code = ...}}, got {}", fn, type_name(L, idx));
   idx = abs_index(L, idx);
-  check_options(L, idx, fn.c_str(), {"code", "stdin", "timeout", "memory_mb", "nproc", "unsafe_local_exec"});
+  check_options(L, idx, fn.c_str(), kRun);
   sandbox::Program p;
   auto code = opt_bytes(L, idx, "code", fn);
   if (!code) fail("{}: code is missing (the Python program, a string)", fn);
@@ -83,7 +91,7 @@ int l_run(lua_State* L) {
 int l_run_many(lua_State* L) {
   const char* fn = "lt.sandbox.run_many";
   check_table(L, 1, fn);
-  check_options(L, 2, fn, {"workers"});
+  check_options(L, 2, fn, kRunMany);
   const int workers = opt_int(L, 2, "workers", fn, 1, 1024).value_or(0);
   std::vector<sandbox::Program> ps;
   const int n = int(lua_objlen(L, 1));

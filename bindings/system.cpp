@@ -44,6 +44,7 @@ void register_system(lua_State* L) {
                                  {"interrupted", LT_FN(l_interrupted)}, {"noop", LT_FN(l_noop)},
                                  {"clock", LT_FN(l_clock)}, {nullptr, nullptr}};
   set_funcs(L, fns);
+  set_script_funcs(L, api_functions());  // lt.api (runtime/core/api.h)
   lua_pushcfunction(L, l_noop);  // unwrapped: the baseline for the trampoline's cost
   lua_setfield(L, -2, "noop_raw");
   lua_pop(L, 1);

@@ -83,7 +83,7 @@ std::vector<int64_t> read_shape(lua_State* L, int from, const char* fn, int* nex
 at::TensorOptions read_options(lua_State* L, int idx, const char* fn, c10::ScalarType dflt) {
   at::TensorOptions o = at::TensorOptions().dtype(dflt);
   if (lua_isnoneornil(L, idx)) return o;
-  check_options(L, idx, fn, {"dtype", "device", "requires_grad"});
+  check_options(L, idx, fn, tensor_options_api());
   if (auto d = opt_string(L, idx, "dtype", fn)) o = o.dtype(parse_dtype(*d));
   if (auto d = opt_string(L, idx, "device", fn)) o = o.device(parse_device(*d));
   if (auto r = opt_bool(L, idx, "requires_grad", fn)) o = o.requires_grad(*r);

@@ -19,6 +19,7 @@ struct Globals {
   std::optional<uint64_t> seed;   // --seed N, or a fresh one for --seed fresh; unset: kDefaultSeed
   std::optional<int64_t> parent;  // --parent-run RUN: the script's run is a child of RUN (scan workers)
   std::string name;               // --run-name NAME: the script's run name (default: the script's)
+  bool log = false;               // --log: store a REPL or -e session as a run (scripts always are)
   HostFactory make_host;          // the interpreter scripts and the REPL run in
 };
 
@@ -58,6 +59,7 @@ int cmd_launch(const Globals& g, const std::vector<std::string>& args);  // laun
 int cmd_export(const Globals& g, const std::vector<std::string>& args);  // share_cmd.cpp
 int cmd_import(const Globals& g, const std::vector<std::string>& args);  // share_cmd.cpp
 int cmd_compare(const Globals& g, const std::vector<std::string>& args);  // share_cmd.cpp
+int cmd_doc(const Globals& g, const std::vector<std::string>& args);      // doc.cpp
 int show_sources(store::Store& st, int64_t run);                          // share_cmd.cpp
 std::string capture_lib_dir();  // $LTRUN_LIB or the source tree's lib/ (as bindings/interp.cpp)
 

@@ -19,8 +19,9 @@ const char kUsage[] = R"(ltrun: layer-wise experiments on LLMs, scripted in Lua,
 usage:
   ltrun SCRIPT.lua [--key=value ...]   run a study; the run, its script, args and metrics go to the DB
                                        (a study folder DIR/ or DIR.lua runs DIR/NAME.lua, NAME its name)
-  ltrun -e CODE [--key=value ...]      run one Lua chunk as a run
-  ltrun                                interactive Lua (REPL); `=expr` prints a value
+  ltrun -e CODE [--key=value ...]      run one Lua chunk (stored as a run with --log)
+  ltrun                                interactive Lua (REPL; stored as a run with --log): `=expr`
+                                       prints a value, `?x` shows help, `%time EXPR` times it
   ltrun runs [--limit N]               the latest runs
   ltrun show RUN [--script|--sources]  one run: fields, params, metrics, layers, artifacts, children;
                                        --script: the stored script text; --sources: the Lua sources
@@ -47,6 +48,8 @@ usage:
   ltrun data info DIR                  describe a packed corpus
   ltrun serve [--port 8080] [--host H] web view of the run store (read-only; loopback unless --host)
   ltrun db merge OUT.db IN.db ...      merge run stores (shards of a scan) into one
+  ltrun doc api [--out FILE]           the Lua API reference (docs/reference/lua-api.md) from the
+                                       option declarations the runtime checks
   ltrun launch --nproc-per-node N [--timeout S] [--nnodes M --node-rank R --master-addr A
                --master-port P] SCRIPT.lua [--key=value ...]   run SCRIPT on N ranks (lt.dist,
                data parallel; --timeout: seconds a collective waits for a rank, default 300)
@@ -58,6 +61,7 @@ global options (anywhere on the line):
                    LibTorch, Lua's math.random and every seed stream (lt.run.seed(NAME))
   --parent-run RUN the script's run becomes a child of run RUN (worker processes of a scan)
   --run-name NAME  the script's run name (default: the script's file name)
+  --log            store a REPL or -e session as a run, as a script's always is
   -h, --help       this text
   --version        versions of ltrun and LibTorch
 )";
@@ -163,6 +167,8 @@ int main(int argc, char** argv, const HostFactory& make_host) {
       } else if (take_value(i, argc, argv, "--run-name", v)) {
         LT_CHECK(!v.empty(), "--run-name needs a run name");
         g.name = v;
+      } else if (a == "--log") {
+        g.log = true;
       } else if (rest.empty() && !have_code && (a == "-h" || a == "--help")) {
         std::fputs(kUsage, stdout);
         return kExitOk;
@@ -213,10 +219,11 @@ int main(int argc, char** argv, const HostFactory& make_host) {
     if (cmd == "export") return cmd_export(g, args);
     if (cmd == "import") return cmd_import(g, args);
     if (cmd == "compare") return cmd_compare(g, args);
+    if (cmd == "doc") return cmd_doc(g, args);
     if (cmd.rfind("--", 0) == 0) fail("unknown option {} (see ltrun --help)", cmd);
     const std::string file = study_script(cmd);
     if (!file_exists(file))
-      fail("{}: no such script (and not a command: runs, show, sql, rerun, export, import, compare, model, data, serve, db, launch; see ltrun --help)", cmd);
+      fail("{}: no such script (and not a command: runs, show, sql, rerun, export, import, compare, model, data, serve, db, launch, doc; see ltrun --help)", cmd);
     ScriptRun r;
     r.script_path = absolute_path(file);
     r.code = read_file(file);

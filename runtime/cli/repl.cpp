@@ -1,17 +1,21 @@
 // runtime/cli/repl.cpp: `ltrun` with no script: an interactive Lua session (libedit line
-// editing, history in ~/.ltrun_history, tab completion of lt.* names, multi-line chunks).
-// The session is a run named "repl" whose script text is the chunks that ran, so
-// `ltrun rerun` can replay it. Ctrl-C stops the running chunk, or at the prompt drops the chunk
-// being typed; Ctrl-D quits. Without a terminal it reads chunks from stdin silently.
+// editing, history in ~/.ltrun_history, multi-line chunks). Values print readably, `?x` shows
+// help, `%time EXPR` times an expression and Tab completes names, fields and methods along a
+// chain (lib/lt/repl.lua). With --log the session is a run named "repl" whose script text is
+// the chunks that ran, so `ltrun rerun` can replay it; without, nothing is stored. Ctrl-C stops
+// the running chunk, or at the prompt drops the chunk being typed; Ctrl-D quits. Without a
+// terminal it reads chunks from stdin silently.
 #include <editline/readline.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <sstream>
 
 #include "runtime/cli/cli.h"
 #include "runtime/core/device.h"
+#include "runtime/core/error.h"
 #include "runtime/core/env.h"
 #include "runtime/core/interrupt.h"
 #include "runtime/core/sha256.h"
@@ -38,6 +42,45 @@ char** completion(const char* text, int, int) {
   return rl_completion_matches(text, completion_entry);
 }
 
+// An error's traceback without the frames that say nothing to the user: C functions and
+// builtins ("[C]: at 0x...", "[builtin#19]: at 0x...") and the REPL's own (lib/lt/repl.lua); a
+// traceback left with the typed chunk alone goes entirely, as the message already names it.
+std::string trim_traceback(const std::string& message) {
+  const auto at = message.find("\nstack traceback:\n");
+  if (at == std::string::npos) return message;
+  std::string frames, line;
+  bool beyond_chunk = false;
+  std::istringstream in(message.substr(at + 18));
+  while (std::getline(in, line)) {
+    // (LuaJIT names a builtin "[builtin#19]: at 0x...", a C function "[C]: in function 'x'")
+    if (line.rfind("\t[C]:", 0) == 0 || line.rfind("\t[builtin#", 0) == 0 ||
+        line.find("lt/repl.lua:") != std::string::npos)
+      continue;
+    if (line.find(": in main chunk") == std::string::npos) beyond_chunk = true;
+    frames += "\n" + line;
+  }
+  return message.substr(0, at) + (beyond_chunk ? "\nstack traceback:" + frames : "");
+}
+
+// `?x` → help(x, "x"); `%time EXPR` → EXPR timed (lib/lt/repl.lua time); other chunks as typed
+std::string rewrite(const std::string& chunk) {
+  const auto first = chunk.find_first_not_of(" \t");
+  if (first == std::string::npos) return chunk;
+  if (chunk[first] == '?') {
+    std::string x = chunk.substr(first + 1);
+    while (!x.empty() && (x.back() == ' ' || x.back() == '\t')) x.pop_back();
+    std::string quoted, value = x;
+    for (char c : x) quoted += (c == '\\' || c == '"') ? std::string("\\") + c : c == '\n' ? std::string("\\n") : std::string(1, c);
+    // `?m:generate` names a method: its value is m.generate (m:generate alone is no expression)
+    if (value.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:") == std::string::npos)
+      for (char& c : value) c = c == ':' ? '.' : c;
+    return "help(" + (value.empty() ? std::string("nil") : value) + ", \"" + quoted + "\")";
+  }
+  if (chunk.compare(first, 6, "%time ") == 0)
+    return "=require('lt.repl').time(function() return " + chunk.substr(first + 6) + " end)";
+  return chunk;
+}
+
 std::string history_path() {
   if (const char* p = std::getenv("LTRUN_HISTORY")) return p;
   const char* home = std::getenv("HOME");
@@ -50,7 +93,7 @@ int run_repl(const Globals& g) {
   const bool tty = isatty(STDIN_FILENO) == 1;
   const c10::Device device = parse_device(g.device);
   const uint64_t seed = g.seed ? *g.seed : kDefaultSeed;
-  auto store = store::Store::open(g.db);
+  auto store = store::Store::open(g.log ? g.db : ":memory:");  // kept only with --log
   store::RunStart start;
   start.name = "repl";
   start.device = device.str();
@@ -68,12 +111,16 @@ int run_repl(const Globals& g) {
   ctx.session = &session;
   interp.set_run(ctx);
   interp.set_script("=stdin", {});
+  const Outcome setup = interp.run("require('lt.repl').install()", "=(repl)");  // show, help, time
+  if (setup.kind != Outcome::ok)
+    std::fprintf(stderr, "ltrun: the REPL's helpers failed to load: %s\n", setup.message.c_str());
   g_host = &interp;
   const std::string hist = history_path();
   if (tty) {
-    std::printf("ltrun %s (LibTorch %s, device %s, run %lld in %s). `=expr` prints; Ctrl-D quits.\n",
-                LTRUN_VERSION, torch_version().c_str(), device.str().c_str(), (long long)session.root(),
-                g.db.c_str());
+    const std::string where =
+        g.log ? fmt::format("run {} in {}", session.root(), g.db) : std::string("not stored: --log stores it");
+    std::printf("ltrun %s (LibTorch %s, device %s, %s). `=expr` prints, `?x` helps, `%%time EXPR` times; "
+                "Ctrl-D quits.\n", LTRUN_VERSION, torch_version().c_str(), device.str().c_str(), where.c_str());
     rl_readline_name = "ltrun";
     rl_basic_word_break_characters = const_cast<char*>(" \t\n\"\\'`@$><=;|&{(+-*/,[");
     rl_attempted_completion_function = completion;
@@ -101,15 +148,16 @@ int run_repl(const Globals& g) {
     }
     chunk += chunk.empty() ? line : "\n" + line;
     clear_interrupt();
-    Outcome o = interp.eval(chunk);
+    const std::string code = rewrite(chunk);
+    Outcome o = interp.eval(code);
     if (o.kind == Outcome::incomplete) continue;
     if (tty && !chunk.empty()) add_history(chunk.c_str());
     if (o.kind == Outcome::ok) {
       for (const auto& v : o.values) std::printf("%s\n", v.c_str());
       std::fflush(stdout);
-      transcript += o.script + "\n";
+      if (code.rfind("help(", 0) != 0 || code == chunk) transcript += o.script + "\n";  // ?x only shows
     } else {
-      std::fprintf(stderr, "%s\n", o.message.c_str());
+      std::fprintf(stderr, "%s\n", trim_traceback(o.message).c_str());
     }
     chunk.clear();
   }

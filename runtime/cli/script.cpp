@@ -86,7 +86,9 @@ int run_script(const Globals& g, const ScriptRun& r) {
     ~DistGuard() { dist::shutdown(); }
   } dist_guard;
   if (denv.world_size > 1) dist::init(denv, "auto", device.str());
-  auto store = store::Store::open(denv.rank == 0 ? g.db : ":memory:");
+  // a -e chunk is kept only with --log (a study always is)
+  const bool kept = denv.rank == 0 && (!r.script_path.empty() || r.rerun_of || g.parent || g.log);
+  auto store = store::Store::open(kept ? g.db : ":memory:");
 
   store::RunStart start;
   start.name = g.name.empty() ? r.name : g.name;
@@ -178,9 +180,11 @@ int run_script(const Globals& g, const ScriptRun& r) {
   if (!o.message.empty()) std::fprintf(stderr, "%s\n", o.message.c_str());
   for (const auto& e : store_errors) std::fprintf(stderr, "ltrun: closing the run failed: %s\n", e.c_str());
   const bool interrupted = status == store::Status::interrupted;
-  if (denv.rank == 0)
+  if (kept)
     std::fprintf(stderr, "ltrun: run %lld %s (%s)\n", (long long)run_id, interrupted ? "interrupted" : "failed",
                  g.db.c_str());
+  else if (denv.rank == 0)
+    std::fprintf(stderr, "ltrun: %s (not stored; --log stores it)\n", interrupted ? "interrupted" : "failed");
   else  // its run lives in memory; rank 0's is the one in the store
     std::fprintf(stderr, "ltrun: rank %d %s\n", denv.rank, interrupted ? "interrupted" : "failed");
   return interrupted ? kExitInterrupted : kExitFailed;

@@ -82,6 +82,10 @@ const Options& Options::check(const std::vector<const char*>& known) const {
   return *this;
 }
 
+const Options& Options::check(const ApiDoc& api) const {
+  return check(api.keys());
+}
+
 void Options::refuse_renamed(const char* old, const std::string& hint) const {
   if (has(old)) fail("{}: option '{}' was renamed: {}", fn_, old, hint);
 }
@@ -188,12 +192,6 @@ const Value& Args::table(int i) const {
 at::Tensor Args::tensor(int i) const {
   if (!(*this)[i].is_tensor()) wrong(i, "a tensor");
   return (*this)[i].tensor();
-}
-
-std::vector<const char*> option_keys(std::initializer_list<const char*> own, const std::vector<const char*>& shared) {
-  std::vector<const char*> out(own);
-  out.insert(out.end(), shared.begin(), shared.end());
-  return out;
 }
 
 }  // namespace ltrun

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/core/api.h"
 #include "runtime/core/error.h"
 #include "runtime/core/fields.h"
 #include "runtime/core/value.h"
@@ -41,8 +42,10 @@ class Options {
   const Value& table() const { return t_; }
   const Value& operator[](const std::string& key) const { return t_[key]; }
   bool has(const std::string& key) const { return !t_[key].is_nil(); }
-  // every key is among `known`: else "fn: unknown option 'KEY' (known: ...)" (sorted)
-  const Options& check(const std::vector<const char*>& known) const;
+  // every key is among the options `api` declares (runtime/core/api.h): the keys accepted are
+  // the keys documented (the only public check, so that no list of keys drifts from the docs);
+  // else "fn: unknown option 'KEY' (known: ...)" (sorted)
+  const Options& check(const ApiDoc& api) const;
   // t[old] present: "fn: option 'old' was renamed: hint"
   void refuse_renamed(const char* old, const std::string& hint) const;
   std::optional<double> number(const std::string& key) const;
@@ -54,15 +57,15 @@ class Options {
   std::optional<at::Tensor> tensor(const std::string& key) const;  // a tensor (nil: none)
   // seed = an integer in [0, 2^53) when given, else `stream_seed`
   uint64_t seed(uint64_t stream_seed, const std::string& key = "seed") const;
-  // for each field whose key is present: s.*member = t[key] (absent keys keep s's value); with
-  // check, the keys are first checked against the fields' and `more`
+  // for each field whose key is present: s.*member = t[key] (absent keys keep s's value; the
+  // keys are checked by check(ApiDoc), which declares them)
   template <class S>
-  void read(S& s, const Fields<S>& fs, bool check_keys = false, const std::vector<const char*>& more = {}) const {
-    if (check_keys) check(field_keys(fs, more));
+  void read(S& s, const Fields<S>& fs) const {
     for (const Field<S>& f : fs) std::visit([&](auto m) { read_member(f.key, s.*m, f.lo, f.hi); }, f.member);
   }
 
  private:
+  const Options& check(const std::vector<const char*>& known) const;
   [[noreturn]] void wrong(const std::string& key, const char* expected) const;
   void read_member(const char* key, double& v, int64_t, int64_t) const;
   void read_member(const char* key, int64_t& v, int64_t lo, int64_t hi) const;
@@ -128,7 +131,8 @@ struct ScriptClass {
   ScriptFunction index, tostring;
 };
 
-// The known keys of a function: its own, then a shared set.
-std::vector<const char*> option_keys(std::initializer_list<const char*> own, const std::vector<const char*>& shared);
+// lt.api(name) → the declaration of name (runtime/core/api.h) as {name=, signature=, summary=,
+// options = {{key=, kind=, doc=}, ...}}, or nil; lt.api() → every declared name, sorted.
+const std::vector<ScriptFunction>& api_functions();
 
 }  // namespace ltrun

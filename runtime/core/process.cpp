@@ -23,6 +23,19 @@ extern char** environ;
 
 namespace ltrun {
 
+const ApiDoc& spawn_api() {
+  static const ApiDoc& d = declare_api(
+      {"lt.proc.spawn", "lt.proc.spawn(argv[, opts]) → pid", "starts a program from an argv array (no shell)",
+       {{"env", "table", "{NAME = value} set in the child's environment"},
+        {"stdout", "string", "a file for its standard output (default: inherited)"},
+        {"stderr", "string", "a file for its standard error (default: inherited)"},
+        {"death_signal", "string|integer", "the signal it gets when this process ends (\"TERM\", \"KILL\", a number)"}}});
+  return d;
+}
+namespace {
+[[maybe_unused]] const ApiDoc& kSpawnDeclared = spawn_api();  // in the registry from the start, not at first use
+}  // namespace
+
 namespace {
 
 // argv[0] as execve needs it: with a '/', as given; else the first executable file of that

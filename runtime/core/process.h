@@ -8,7 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "runtime/core/api.h"
+
 namespace ltrun {
+
+// lt.proc.spawn(argv[, opts])'s options (runtime/core/api.h)
+const ApiDoc& spawn_api();
 
 struct SpawnOptions {
   std::map<std::string, std::string> env;  // set (or override) in the child's environment

@@ -1,6 +1,8 @@
 // runtime/core/tensor_ops.cpp: see tensor_ops.h.
 #include "runtime/core/tensor_ops.h"
 
+#include "runtime/core/api.h"
+
 #include <ATen/ATen.h>
 #include <fmt/ranges.h>
 
@@ -230,5 +232,30 @@ at::Tensor tensor_from(const Value& v, const std::string& fn, int arg, c10::Scal
   const TableData d = table_data(v, fn);
   return at::tensor(d.values, at::kDouble).reshape(d.shape).to(d.any_bool ? at::kBool : number_dtype);
 }
+
+namespace {
+std::vector<OptionDoc> tensor_option_docs() {
+  return {{"dtype", "string", "float32, float64, bfloat16, float16, int64, int32, bool, ..."},
+          {"device", "string", "cpu | cuda | cuda:N"},
+          {"requires_grad", "boolean", "track gradients"}};
+}
+
+// each constructor under its own name, so `?lt.zeros` and the reference find it
+[[maybe_unused]] const bool kConstructors = [] {
+  for (const char* sig : {"lt.zeros(shape...[, opts])", "lt.ones(shape...[, opts])", "lt.rand(shape...[, opts])",
+                          "lt.randn(shape...[, opts])", "lt.full(shape, value[, opts])",
+                          "lt.arange([start, ]stop[, step][, opts])", "lt.linspace(start, stop, n[, opts])",
+                          "lt.eye(n[, opts])", "lt.randint(high, shape...[, opts])"}) {
+    const std::string s = sig;
+    declare_api({s.substr(0, s.find('(')), s, "a new tensor", tensor_option_docs()});
+  }
+  return true;
+}();
+
+const ApiDoc& kTensor = declare_api({"lt.tensor", "lt.tensor(values | shape...[, opts]); t:to(opts)",
+                                     "a tensor of nested lists of values, or of a shape", tensor_option_docs()});
+}  // namespace
+
+const ApiDoc& tensor_options_api() { return kTensor; }
 
 }  // namespace ltrun

@@ -86,4 +86,9 @@ struct TensorMemory {
 // Bytes of t's storage (0 for an undefined tensor or one without storage).
 int64_t storage_bytes(const at::Tensor& t);
 
+// The options every tensor constructor takes last (lt.tensor, lt.zeros, ..., t:to): dtype,
+// device, requires_grad; declared here once for all of them (runtime/core/api.h).
+struct ApiDoc;
+const ApiDoc& tensor_options_api();
+
 }  // namespace ltrun

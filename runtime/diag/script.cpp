@@ -57,9 +57,13 @@ std::vector<double> ratios(const Options& o) {
 
 // lt.diag.js(p, q[, {topk=}]) → a number for 1-D p, q; a tensor of one JS per row otherwise.
 // topk absent or 0: the whole vocabulary; else the aligned support topk(p) ∪ topk(q).
+const ApiDoc& kJs = declare_api(
+    {"lt.diag.js", "lt.diag.js(p, q[, opts]) → number | tensor", "Jensen-Shannon divergence of distributions (per row)",
+     {{"topk", "integer", "on the support topk(p) ∪ topk(q) (0: the whole vocabulary)"}}});
+
 List js(const Args& a) {
   const at::Tensor p = tensor_from(a[1], a.fn(), 1, at::kDouble), q = tensor_from(a[2], a.fn(), 2, at::kDouble);
-  const at::Tensor d = js_divergence(p, q, a.options(3).check({"topk"}).integer("topk").value_or(0));
+  const at::Tensor d = js_divergence(p, q, a.options(3).check(kJs).integer("topk").value_or(0));
   return {d.dim() == 0 ? Value(d.item<double>()) : Value(d)};
 }
 
@@ -67,8 +71,12 @@ List tp_ratio_fn(const Args& a) { return {tp_ratio(series(a[1], a.fn(), "p_targe
 
 // lt.diag.delta_js(js[, {final = true}]): N − 1 values (the final block's ΔJS is undefined)
 // unless final = true
+const ApiDoc& kDeltaJs = declare_api(
+    {"lt.diag.delta_js", "lt.diag.delta_js(js[, opts]) → ΔJS per block", "differences of successive JS values",
+     {{"final", "boolean", "keep the final block's ΔJS (undefined by the paper; default false)"}}});
+
 List delta_js_fn(const Args& a) {
-  const Options o = a.options(2).check({"final"});
+  const Options o = a.options(2).check(kDeltaJs);
   return {delta_js(series(a[1], a.fn(), "js"), o.boolean("final").value_or(false))};
 }
 
@@ -84,8 +92,12 @@ List split_score_fn(const Args& a) {
 
 // lt.diag.splits(tp, ls[, {ratios=}]) → {{ratio=, b=, score=}, ...}, the best of them, the
 // recommendation by the sign of S(b). ls may leave out the final block (#ls = #tp - 1).
+const ApiDoc& kSplits = declare_api(
+    {"lt.diag.splits", "lt.diag.splits(tp, ls[, opts]) → splits, best, recommendation", "S(b) at the candidate split ratios",
+     {{"ratios", "numbers", "split ratios tried (default {1/3, 1/2, 2/3})"}}});
+
 List splits_fn(const Args& a) {
-  const Options o = a.options(3).check({"ratios"});
+  const Options o = a.options(3).check(kSplits);
   const std::vector<double> tp = series(a[1], a.fn(), "tp");
   const auto splits = split_scores(tp, series(a[2], a.fn(), "ls"), ratios(o));
   return {Value::records(splits, split_fields()), Value::record(best_split(splits), split_fields()),
@@ -143,11 +155,22 @@ void set_summary(Value& t, const Summary& sum) {
 //             tp_ratio, ls_djs}}, tp, ls, tp_interval, splits = {{ratio, b, score}}, split (the
 //             highest S(b)), recommendation (see recommendation())}
 //   ls_djs and ls have n_layers - 1 entries unless final_djs.
+const ApiDoc& kTrace = declare_api(
+    {"lt.diag.trace", "lt.diag.trace(m, samples[, opts]) → {n_layers=, samples=, groups=, tp=, ls=, splits=, split=, recommendation=}",
+     "LayerTracer: per-block target probability and JS to the final block; the shallow/deep split",
+     {{"topk", "integer", "JS support (default 10; 0: whole vocabulary)"},
+      {"candidates", "integer", "top tokens kept per block (default 10)"},
+      {"batch", "integer", "samples per forward pass (default 8)"},
+      {"tau", "number", "threshold of the TP interval (default 0)"},
+      {"final_djs", "boolean", "keep the final block's ΔJS (default false)"},
+      {"method", "string", "prefix | resume | naive (default prefix)"},
+      {"ratios", "numbers", "split ratios (default {1/3, 1/2, 2/3})"}}});
+
 List trace_fn(const Args& a) {
   const model::Model& m = *model::model_arg(a, 1).m;
   const Options opts = a.options(3);
   TraceOptions o;
-  opts.read(o, trace_option_fields(), true, {"method", "ratios"});
+  opts.check(kTrace).read(o, trace_option_fields());
   o.method = parse_method(opts.string("method").value_or("prefix"), a.fn());
   const std::vector<double> r = ratios(opts);
   const auto traces = trace(m, samples(a[2], a.fn()), o);

@@ -87,6 +87,21 @@ Value item_result_value(const ItemResult& r) {
 //   samples=, temperature=, top_p=, seed = (stream "eval"), bench=, template=} (math: the
 //   prompt, "{question}" replaced) → {[protocol] = summary, items = {predictions in item
 //   order per protocol}}; logs items and accuracies to the current run (eval::log_result)
+const ApiDoc& kScore = declare_api(
+    {"lt.eval.score", "lt.eval.score(m, items, pool[, opts]) → {[protocol] = summary, items = {...}}",
+     "scores a model on benchmark items under the harness's protocols; logs to the run",
+     {{"protocols", "strings", "protocols to run (cloze, letter, generate, math, ...)"},
+      {"shots", "integer", "few-shot examples drawn from pool"},
+      {"batch_size", "integer", "rows per forward pass"},
+      {"max_new_tokens", "integer", "generation budget of generative protocols"},
+      {"samples", "integer", "samples per item (majority vote past 1)"},
+      {"temperature", "number", "sampling temperature (default 0, or 0.7 with samples > 1)"},
+      {"top_p", "number", "nucleus sampling mass"},
+      {"seed", "integer", "sampling seed (default: the run's stream \"eval\")"},
+      {"bench", "string", "the name results are logged under (default: the items' bench)"},
+      {"template", "string", "math: the prompt, with {question} replaced"},
+      {"refill", "boolean", "continuous batching of generation"}}});
+
 List score(const Args& a) {
   const model::ModelHandle& h = model::model_arg(a, 1);
   if (!h.tok) fail("{}: {} has no tokenizer.json, which evaluation needs", a.fn(), h.path);
@@ -94,7 +109,7 @@ List score(const Args& a) {
   const auto pool = a[3].is_table() ? read_items(a[3], a.fn(), 3) : std::vector<Item>{};
   const Options opts = a.options(4);
   HarnessOptions o;
-  opts.read(o, harness_option_fields(), true, {"temperature", "seed", "bench"});
+  opts.check(kScore).read(o, harness_option_fields());
   o.temperature = opts.number("temperature").value_or(o.samples > 1 ? 0.7 : 0.0);
   o.seed = opts.seed(a.run().stream("eval"));
   const std::string bench = opts.string("bench").value_or(items.empty() ? "" : items[0].bench);
@@ -132,10 +147,14 @@ List equivalent_fn(const Args& a) { return {equivalent(a.string(1), a.string(2))
 
 // lt.eval.vote(answers[, {compare="exact"|"math"}]) → answer, votes, total. Empty answers
 // abstain (as do entries that are not strings); ties go to the earliest answer among the tied groups.
+const ApiDoc& kVote = declare_api({"lt.eval.vote", "lt.eval.vote(answers[, opts]) → answer, votes, total",
+                                   "majority vote; empty answers abstain; ties go to the earliest",
+                                   {{"compare", "string", "exact | math (default exact)"}}});
+
 List vote_fn(const Args& a) {
   std::vector<std::string> answers;
   for (const Value& x : a.table(1).tab().array) answers.push_back(text_of(x).value_or(""));
-  const Options o = a.options(2).check({"compare"});
+  const Options o = a.options(2).check(kVote);
   const Vote v = vote(answers, parse_compare(o.string("compare").value_or("exact"), a.fn()));
   return {v.answer, v.votes, v.total};
 }

@@ -167,6 +167,17 @@ struct Running {
   ~Running() { h.running--; }
 };
 
+const ApiDoc& kForward = declare_api(
+    {"model:forward", "m:forward(ids[, opts]) → {logits=, hidden=, sites=, residual=, attention_mask=}",
+     "runs the blocks over token ids (a tensor [T] or [B, T], or lists of ids; rows of unequal length left-padded)",
+     {{"attention_mask", "tensor", "[B, T] 1 for tokens, 0 for padding (default: from the padding of unequal rows)"},
+      {"capture", "boolean|string|strings", "true: hidden[0..n] after each block; a site name or list: sites[name][layer]"},
+      {"from_layer", "integer", "first block to run (default 0; with hidden= the residual entering it)"},
+      {"to_layer", "integer", "last block to run (default -1: the final one); the result's residual leaves it"},
+      {"hidden", "tensor", "the residual stream entering from_layer (instead of embedding ids)"},
+      {"logits", "string|tensor", "\"all\" (default), \"last\", \"none\" or positions to compute logits at"},
+      {"intervene", "table", "{[layer] = fn(h, layer) | {zero=} | {add=} | {replace=}, SITE = {[layer] = ...}}"}}});
+
 // m:forward(ids, {attention_mask=, capture=, from_layer=, to_layer=, hidden=, logits=, intervene=})
 List forward(const Args& a) {
   ModelHandle& h = model_arg(a, 1);
@@ -178,8 +189,7 @@ List forward(const Args& a) {
   ForwardOptions o;
   at::Tensor mask, ids;
   if (!a.none(2)) ids = batch_ids(a, 2, pad_token(m.config()), &mask).to(m.device());
-  const Options opts = a.options(3).check(
-      {"attention_mask", "capture", "from_layer", "to_layer", "hidden", "logits", "intervene"});
+  const Options opts = a.options(3).check(kForward);
   if (opts.has("attention_mask")) mask = tensor_from(opts["attention_mask"], a.fn(), 3, at::kLong).to(at::kLong);
   if (auto hid = opts.tensor("hidden")) o.hidden = hid->to(m.device());
   if (opts.has("intervene")) interventions(opts["intervene"], o, m, a.fn());
@@ -240,13 +250,30 @@ const text::Tokenizer& need_tokenizer(const ModelHandle& h, const std::string& f
   return *h.tok;
 }
 
+const ApiDoc& kGenerate = declare_api(
+    {"model:generate", "m:generate(prompts[, opts]) → outputs, {{ids=, finish=}, ...}",
+     "samples continuations of a string, a list of strings, a list of ids or a list of id lists",
+     {{"special", "boolean", "add the tokenizer's special tokens when encoding strings (default true)"},
+      {"max_new_tokens", "integer", "tokens to generate per prompt at most"},
+      {"temperature", "number", "sampling temperature; 0 = greedy"},
+      {"top_k", "integer", "sample among the k most likely tokens (0: all)"},
+      {"top_p", "number", "nucleus sampling mass in (0, 1]"},
+      {"seed", "integer", "sampling seed (default: the run's stream \"generate\")"},
+      {"stop", "string|strings", "stop strings; outputs are cut before them"},
+      {"stop_ids", "integers", "token ids that end a row"},
+      {"share_prefill", "boolean", "one prefill for rows with equal prompts (default true)"},
+      {"drop_finished", "boolean", "drop finished rows from the batch (default true)"},
+      {"max_rows", "integer", "rows decoded at once (0: all at once)"},
+      {"refill", "boolean", "continuous batching: start waiting rows as others finish (default true)"},
+      {"cache", "string", "dynamic (default) | static: one preallocated cache, no host sync per token"},
+      {"sync_every", "integer", "static cache: the host checks stops every k steps (default 8)"}}});
+
 GenerateOptions generate_options(const Options& o, const RunContext& run) {
   // intervene belongs to m:forward: generation's decode steps run with a cache that
   // m:forward's interventions do not reach, so it is refused rather than ignored
   LT_CHECK(!o.has("intervene"), "{}: option intervene is not supported by generate (it would not reach the decode "
            "steps); intervene with m:forward and pick tokens from its logits", o.fn());
-  o.check({"special", "max_new_tokens", "temperature", "top_k", "top_p", "seed", "stop", "stop_ids", "share_prefill",
-           "drop_finished", "max_rows", "refill", "cache", "sync_every"});
+  o.check(kGenerate);
   GenerateOptions g;
   g.max_new_tokens = int(o.integer("max_new_tokens", 0, INT32_MAX).value_or(g.max_new_tokens));
   g.temperature = o.number("temperature").value_or(g.temperature);
@@ -335,9 +362,21 @@ List free_fn(const Args& a) {
   return {};
 }
 
+// the fields m.KEY reads (the REPL completes them from here, so index answers only these)
+const ApiDoc& kModelFields = declare_api(
+    {"lt.Model", "m = lt.model.load(path); m.n_layers, m:forward(ids), ...", "a loaded model: its fields",
+     {{"n_layers", "integer", "number of blocks"},
+      {"config", "table", "config.json as a table"},
+      {"arch", "string", "the config's model_type"},
+      {"device", "string", "where its parameters are"},
+      {"dtype", "string", "its parameters' dtype"},
+      {"path", "string", "the folder it was loaded from"},
+      {"tokenizer", "lt.Tokenizer", "its tokenizer (nil without tokenizer.json)"}}});
+
 List index(const Args& a) {
   const ModelHandle& h = model_arg(a, 1);
   const std::string k = a.string(2);
+  if (!kModelFields.has(k)) return {Value()};
   if (k == "n_layers") return {h.m->n_layers()};
   if (k == "config") return {from_json(nlohmann::json::parse(h.m->config().json))};
   if (k == "arch") return {h.m->config().model_type};
@@ -358,9 +397,15 @@ List tostring(const Args& a) {
 
 // ---- lt.model ---------------------------------------------------------------------------
 
+const ApiDoc& kLoad = declare_api(
+    {"lt.model.load", "lt.model.load(path[, opts]) → model",
+     "loads a checkpoint folder (HF layout: config.json, *.safetensors, tokenizer.json if present)",
+     {{"device", "string", "cpu | cuda | cuda:N (default: the run's --device)"},
+      {"dtype", "string", "float32 | bfloat16 | float16 (default: the checkpoint's)"}}});
+
 List load(const Args& a) {
   const std::string path = input_source(a.string(1));  // a replay's restored copy (runtime/core/inputs.h)
-  const Options o = a.options(2).check({"device", "dtype"});
+  const Options o = a.options(2).check(kLoad);
   std::optional<c10::ScalarType> dtype;
   if (auto d = o.string("dtype")) dtype = parse_dtype(*d);
   ModelHandle h;
@@ -375,10 +420,28 @@ List load(const Args& a) {
 // lt.model.new{out=DIR, arch=, layers=, hidden=, heads=, kv_heads=, intermediate=, vocab=,
 //              corpus=PATH|{PATHS}, tokenizer=PATH, seed = (stream "model.init"), tie=, pattern="M*-",
 //              chunk= (nemotron_h: the Mamba2 scan's chunk_size, 128)} → summary table
+const ApiDoc& kNew = declare_api(
+    {"lt.model.new", "lt.model.new{out=DIR, ...} → {dir=, vocab=, parameters=, tokenizer=}",
+     "writes a tiny random model (and a tokenizer) in the HF layout",
+     {{"out", "string", "the folder to write (required)"},
+      {"arch", "string", "architecture (qwen3, llama, nemotron_h, ...)"},
+      {"layers", "integer", "number of blocks"},
+      {"hidden", "integer", "hidden size"},
+      {"heads", "integer", "attention heads"},
+      {"kv_heads", "integer", "key/value heads"},
+      {"intermediate", "integer", "MLP intermediate size"},
+      {"vocab", "integer", "vocabulary size of a trained tokenizer"},
+      {"tokenizer", "string", "an existing tokenizer.json to use"},
+      {"corpus", "string|strings", "text files to train the tokenizer on"},
+      {"seed", "integer", "initialisation seed (default: the run's stream \"model.init\")"},
+      {"tie", "boolean", "tie the embeddings and the head"},
+      {"pattern", "string", "nemotron_h layer pattern (M mamba, * attention, - MLP)"},
+      {"chunk", "integer", "nemotron_h: the Mamba2 scan's chunk size (default 128)"}}});
+
 List new_fn(const Args& a) {
   a.table(1);
   const Options o = a.options(1);
-  o.check(field_keys(tiny_spec_fields(), field_keys(new_model_fields(), {"seed"})));
+  o.check(kNew);
   NewModelSpec s;
   o.read(s, new_model_fields());
   LT_CHECK(!s.out_dir.empty(), "{}: option out (the folder to write) is required", a.fn());
@@ -387,11 +450,21 @@ List new_fn(const Args& a) {
   return {Value::record(create_model_dir(s), new_model_result_fields())};
 }
 
+const ApiDoc& kHybridLayer = declare_api(
+    {"lt.model.hybrid layers[i]", "{from=DIR, layer=I} | {kind=KIND, like=DIR, init=, config={...}}",
+     "one block of a hybrid: copied from a donor or fresh",
+     {{"from", "string", "the donor's folder"},
+      {"layer", "integer", "the donor's block (0-based)"},
+      {"kind", "string", "a fresh block's kind (mamba, attention, mlp, ...)"},
+      {"like", "string", "a folder whose config shapes the fresh block"},
+      {"init", "string", "initialisation of a fresh block (\"hf\")"},
+      {"config", "table", "config fields of the fresh block"}}});
+
 // layers[i] of lt.model.hybrid: {from=DIR, layer=I} or {kind=, like=, init=, config=}
 HybridLayerSpec hybrid_layer(const Value& e, const std::string& what) {
   LT_CHECK(e.is_table(), "{}: expected a table {{from=DIR, layer=I}} or {{kind=KIND}}, got {}", what, e.type_name());
   HybridLayerSpec l;
-  Options(e, what).read(l, hybrid_layer_fields(), true, {"config"});
+  Options(e, what).check(kHybridLayer).read(l, hybrid_layer_fields());
   LT_CHECK(l.from.empty() == (l.layer < 0), "{}: give both from and layer (a donor's layer), or kind", what);
   LT_CHECK(l.from.empty() || l.like.empty(), "{}: like is for fresh layers (kind=...), not with from", what);
   if (!e["config"].is_nil()) l.config = to_json(e["config"], "lt.json.encode");
@@ -402,11 +475,21 @@ HybridLayerSpec hybrid_layer(const Value& e, const std::string& what) {
 //   layers = { {from=DIR, layer=I} | {kind="mamba", like=DIR, config={...}, init="hf"}, ... }
 //            | "DIR:0-3,DIR2:4-7,mamba@DIR2"} → {dir, arch, n_layers, parameters, dtype,
 //   layer_types = {...}, fresh = {0-based layers}, copied = {{name=, donor=, donor_name=}, ...}}
+const ApiDoc& kHybrid = declare_api(
+    {"lt.model.hybrid", "lt.model.hybrid{out=DIR, embed=DIR, layers=...} → {dir=, arch=, n_layers=, fresh=, copied=, ...}",
+     "assembles a model from blocks of donors and fresh blocks",
+     {{"out", "string", "the folder to write (required)"},
+      {"embed", "string", "the embeddings' donor folder (required)"},
+      {"head", "string", "the head's donor folder (default: embed's)"},
+      {"native", "boolean", "write a native architecture when one fits (default true)"},
+      {"seed", "integer", "initialisation seed of fresh blocks (default: stream \"model.init\")"},
+      {"layers", "table|string", "a list of layer specs (lt.model.hybrid layers[i]) or \"DIR:0-3,mamba@DIR2\""}}});
+
 List hybrid(const Args& a) {
   a.table(1);
   const Options o = a.options(1);
   HybridSpec s;
-  o.read(s, hybrid_fields(), true, {"seed", "layers"});
+  o.check(kHybrid).read(s, hybrid_fields());
   LT_CHECK(!s.out_dir.empty(), "{}: option out (the folder to write) is required", a.fn());
   LT_CHECK(!s.embed.empty(), "{}: option embed (the embeddings' donor folder) is required", a.fn());
   s.seed = o.seed(a.run().stream("model.init"));
@@ -432,7 +515,10 @@ List info(const Args& a) {
 // ---- lt.tokenizer -------------------------------------------------------------------------
 
 const text::Tokenizer& tok_arg(const Args& a) { return a.object<text::Tokenizer>(1, "lt.Tokenizer", "a tokenizer"); }
-bool add_special(const Args& a, int i) { return a.options(i).check({"special"}).boolean("special").value_or(true); }
+const ApiDoc& kEncode = declare_api(
+    {"tokenizer:encode", "tok:encode(text[, opts]) → ids (also encode_batch(texts), encode_with_offsets(text) → ids, spans)",
+     "token ids of a text", {{"special", "boolean", "add special tokens (default true)"}}});
+bool add_special(const Args& a, int i) { return a.options(i).check(kEncode).boolean("special").value_or(true); }
 
 List tok_load(const Args& a) { return {object(text::Tokenizer::load(a.string(1)))}; }
 List encode(const Args& a) { return {tok_arg(a).encode(a.string(2), add_special(a, 3))}; }
@@ -446,9 +532,12 @@ List encode_with_offsets(const Args& a) {
   return {e.ids, spans};
 }
 
+const ApiDoc& kDecode = declare_api({"tokenizer:decode", "tok:decode(ids[, opts]) → text", "the text of token ids",
+                                     {{"skip_special", "boolean", "leave special tokens out (default false)"}}});
+
 List decode(const Args& a) {
   const text::Tokenizer& t = tok_arg(a);
-  const bool skip = a.options(3).check({"skip_special"}).boolean("skip_special").value_or(false);
+  const bool skip = a.options(3).check(kDecode).boolean("skip_special").value_or(false);
   const auto ids = integers_of(a[2], a.fn(), "ids", 0, INT32_MAX);
   return {t.decode(std::vector<int32_t>(ids.begin(), ids.end()), skip)};
 }
@@ -460,9 +549,16 @@ List token_to_id(const Args& a) {
 
 List id_to_token(const Args& a) { return {tok_arg(a).id_to_token(a.int_(2))}; }
 
+const ApiDoc& kTokenizerFields = declare_api(
+    {"lt.Tokenizer", "tok = m.tokenizer or lt.tokenizer.load(path); tok:encode(text)", "a tokenizer: its fields",
+     {{"vocab_size", "integer", "number of tokens"},
+      {"path", "string", "its tokenizer.json"},
+      {"special_ids", "integers", "ids of its special tokens"}}});
+
 List tok_index(const Args& a) {
   const text::Tokenizer& t = tok_arg(a);
   const std::string k = a.string(2);
+  if (!kTokenizerFields.has(k)) return {Value()};
   if (k == "vocab_size") return {t.vocab_size()};
   if (k == "path") return {t.path()};
   if (k == "special_ids") return {t.special_ids()};
@@ -477,9 +573,17 @@ List tok_tostring(const Args& a) {
 // lt.model.decode_ops(m, {batch = 1, prompt = 16, new_tokens = 8, cache = "dynamic" | "static"}) → {kernels =, dispatched =,
 // top =, outside =, by_name = {["aten::mm"] = ...}}: operators per block per decode step of
 // greedy generate (model/profile.h), a CPU proxy for a GPU decode step's kernel launches.
+const ApiDoc& kDecodeOps = declare_api(
+    {"lt.model.decode_ops", "lt.model.decode_ops(m[, opts]) → {kernels=, dispatched=, top=, outside=, by_name=}",
+     "operators per block per greedy decode step (a CPU proxy for GPU kernel launches)",
+     {{"batch", "integer", "rows (default 1)"},
+      {"prompt", "integer", "prompt tokens (default 16)"},
+      {"new_tokens", "integer", "decode steps measured (default 8, at least 2)"},
+      {"cache", "string", "dynamic (default) | static: which decode path is counted"}}});
+
 List decode_ops_fn(const Args& a) {
   const ModelHandle& h = model_arg(a, 1);
-  const Options o = a.options(2).check({"batch", "prompt", "new_tokens", "cache"});
+  const Options o = a.options(2).check(kDecodeOps);
   const DecodeOps d = decode_ops(*h.m, o.integer("batch", 1).value_or(1), o.integer("prompt", 1).value_or(16),
                                  int(o.integer("new_tokens", 2, INT32_MAX).value_or(8)),
                                  o.string("cache").value_or("dynamic"));
@@ -493,6 +597,12 @@ List decode_ops_fn(const Args& a) {
 // sections = {{name =, wall_s =, host = {launches =, kernel_s =, gap_s =, kernels = {{name =,
 // count =, seconds =}, ...}}, device = (the same, with CUDA activity)}, ...}}: runs each
 // section's function and writes a Chrome trace of all of them (model/profile.h).
+const ApiDoc& kTrace = declare_api(
+    {"lt.model.trace", "lt.model.trace({{name, fn}, ...}, opts) → {source=, events=, sections=}",
+     "runs each section's function and writes a Chrome trace of their operators (and CUDA kernels)",
+     {{"out", "string", "the trace file to write (required)"},
+      {"device", "boolean", "also record the device's activity where the LibTorch has Kineto (default false)"}}});
+
 List trace_fn(const Args& a) {
   const Value& s = a[1];
   if (!s.is_table() || s.size() == 0) fail("{}: argument 1: expected a list of {{name, function}}, got {}", a.fn(), s.type_name());
@@ -505,7 +615,7 @@ List trace_fn(const Args& a) {
     const Value f = e[2.0];
     sections.emplace_back(name, [f, name] { call(f, "section '" + name + "'", {}); });
   }
-  const Options o = a.options(2).check({"out", "device"});
+  const Options o = a.options(2).check(kTrace);
   const auto out = o.string("out");
   LT_CHECK(out && !out->empty(), "{}: option out (the trace file to write) is required", a.fn());
   const TraceResult r = trace(sections, *out, o.boolean("device").value_or(false));

@@ -34,8 +34,13 @@ at::Tensor field_tensor(const Options& o, const char* key, bool required = true)
 }
 
 // lt.rl.advantages(rewards, group_size, {norm = "std" | "none", eps = 1e-6}) -> Lua array
+const ApiDoc& kAdvantages = declare_api(
+    {"lt.rl.advantages", "lt.rl.advantages(rewards, group_size[, opts]) → advantages",
+     "group-relative advantages of consecutive groups of rewards",
+     {{"norm", "string", "std (divide by the group's std) | none"}, {"eps", "number", "added to the std (default 1e-6)"}}});
+
 List advantages_fn(const Args& a) {
-  const Options o = a.options(3).check({"norm", "eps"});
+  const Options o = a.options(3).check(kAdvantages);
   const auto r = numbers_of(a[1], a.fn(), "rewards");
   return {advantages(r, a.integer(2), parse_adv_norm(o.string("norm").value_or("std")), o.number("eps").value_or(1e-6))};
 }
@@ -47,8 +52,24 @@ List advantages_fn(const Args& a) {
 // {advantage = {{per step}, ...} (A), episode = {A_E}, episode_step = {{A_E per row}},
 // episode_return = {R}, step = {{A_S}}, returns = {{R_t}}, anchor_group = {{0-based group of
 // each step}}, group_size = {steps per anchor group}}; omega = 0: GRPO on episodes
+const ApiDoc& kGigpo = declare_api(
+    {"lt.rl.gigpo", "lt.rl.gigpo(group[, opts]) → {advantage=, episode=, step=, returns=, anchor_group=, ...}",
+     "GiGPO's advantages for one group of episodes (verl-agent's defaults)",
+     {{"gamma", "number", "discount of step returns (default 0.95)"},
+      {"omega", "number", "weight of the step advantage (default 1; 0: GRPO on episodes)"},
+      {"norm", "string", "std | none"},
+      {"scope", "string", "steps | episodes: rows the episode advantage goes to"},
+      {"lone", "string", "pass | zero: a lone anchor's step advantage"},
+      {"eps", "number", "added to the std (default 1e-6)"}}});
+const ApiDoc& kGigpoEpisode = declare_api(
+    {"lt.rl.gigpo group[i]", "{anchors = {key per step}, rewards = {per step}[, penalties = {per step}]}",
+     "one episode of a GiGPO group",
+     {{"anchors", "strings", "the anchor state key of each step"},
+      {"rewards", "numbers", "the reward of each step"},
+      {"penalties", "numbers", "a row penalty per step (invalid actions)"}}});
+
 List gigpo_fn(const Args& a) {
-  const Options o = a.options(2).check({"gamma", "omega", "norm", "scope", "lone", "eps"});
+  const Options o = a.options(2).check(kGigpo);
   GigpoOptions go;
   o.read(go, gigpo_option_fields());
   if (auto n = o.string("norm")) go.norm = parse_adv_norm(*n);
@@ -59,7 +80,7 @@ List gigpo_fn(const Args& a) {
   for (size_t i = 0; i < a[1].size(); ++i) {
     const Value& e = a[1][double(i + 1)];
     const std::string what = fmt::format("group[{}]", i + 1);
-    const Options eo = Options(e, a.fn() + ": " + what).check({"anchors", "rewards", "penalties"});
+    const Options eo = Options(e, a.fn() + ": " + what).check(kGigpoEpisode);
     group.push_back({strings_of(e["anchors"], a.fn(), what + ".anchors"), numbers_of(e["rewards"], a.fn(), what + ".rewards"),
                      e["penalties"].is_nil() ? std::vector<double>{} : numbers_of(e["penalties"], a.fn(), what + ".penalties")});
   }
@@ -71,11 +92,19 @@ List gigpo_fn(const Args& a) {
 
 // produce = function(batch) -> {prompts = {ids...}, responses = {ids...}, advantages = {...},
 // metrics = {name = number}}: batch b's rows (GrpoOptions::produce), b = 1, 2, ...
+const ApiDoc& kProduced = declare_api(
+    {"lt.rl.grpo produce()", "produce(batch) → {prompts=, responses=, advantages=, metrics=}",
+     "the rows of one batch made by the caller (an agent's steps)",
+     {{"prompts", "table", "token ids of each row's prompt"},
+      {"responses", "table", "token ids of each row's response"},
+      {"advantages", "numbers", "one advantage per row"},
+      {"metrics", "table", "{name = number} logged with the step"}}});
+
 std::function<ProducedBatch(int64_t)> produce_option(const Value& f, const std::string& fn) {
   return [f, fn](int64_t b) {
     const std::string what = fmt::format("{}: produce(batch {})", fn, b + 1);
     const Value r = call(f, what, {Value(b + 1)});
-    const Options o = Options(r, what).check({"prompts", "responses", "advantages", "metrics"});
+    const Options o = Options(r, what).check(kProduced);
     ProducedBatch pb;
     for (size_t i = 0; i < r["prompts"].size(); ++i)
       pb.prompts.push_back(integers_of(r["prompts"][double(i + 1)], what, fmt::format("prompts[{}]", i + 1), 0));
@@ -93,11 +122,25 @@ std::function<ProducedBatch(int64_t)> produce_option(const Value& f, const std::
 // lt.rl.policy_loss{logp=, old_logp=, ref_logp=, adv=, mask=, clip_ratio=0.2, clip_high=clip_ratio,
 //   kl=0, agg="token-mean", max_len=} -> {loss = scalar tensor (a graph when logp has one),
 //   pg, kl, clip_frac, approx_kl, ratio_mean (numbers)}
+const ApiDoc& kPolicyLoss = declare_api(
+    {"lt.rl.policy_loss", "lt.rl.policy_loss{logp=, old_logp=, adv=, mask=, ...} → {loss=, pg=, kl=, clip_frac=, approx_kl=, ratio_mean=}",
+     "the clipped PPO/GRPO policy loss (a graph when logp has one)",
+     {{"logp", "tensor", "[N, R] log-probabilities of the policy (required)"},
+      {"old_logp", "tensor", "[N, R] of the policy that sampled (required)"},
+      {"ref_logp", "tensor", "[N, R] of the reference (for kl)"},
+      {"adv", "tensor", "[N] advantages (required)"},
+      {"mask", "tensor", "[N, R] 1 for response tokens (required)"},
+      {"clip_ratio", "number", "PPO ratio clip (default 0.2)"},
+      {"clip_high", "number", "upper clip (default clip_ratio)"},
+      {"kl", "number", "KL coefficient against ref_logp (default 0)"},
+      {"agg", "string", "token-mean | seq-mean-token-sum | seq-mean-token-mean | seq-mean-token-sum-norm"},
+      {"max_len", "integer", "the constant of seq-mean-token-sum-norm (Dr. GRPO)"}}});
+
 List policy_loss_fn(const Args& a) {
   a.table(1);
   const Options o = a.options(1);
   o.refuse_renamed("clip", "clip_ratio (the PPO ratio clip)");
-  o.check({"logp", "old_logp", "ref_logp", "adv", "mask", "clip_ratio", "clip_high", "kl", "agg", "max_len"});
+  o.check(kPolicyLoss);
   LossOptions lo;
   lo.clip_low = o.number("clip_ratio").value_or(0.2);
   lo.clip_high = o.number("clip_high").value_or(lo.clip_low);
@@ -123,6 +166,26 @@ std::function<std::string(const std::vector<int64_t>&)> decoder(const ModelHandl
   return [tok](const std::vector<int64_t>& ids) {
     return tok->decode(std::vector<int32_t>(ids.begin(), ids.end()), true);
   };
+}
+
+// lt.rl.rollout's options, which lt.rl.grpo takes too (but batch: rollout_batch there)
+const std::vector<OptionDoc>& rollout_docs() {
+  static const std::vector<OptionDoc> d = {
+      {"group_size", "integer", "responses per prompt (default 8)"},
+      {"max_response", "integer", "tokens per response at most (default 256)"},
+      {"max_prompt_tokens", "integer", "refuse longer prompts (default: what the context leaves)"},
+      {"temperature", "number", "sampling temperature (default 1)"},
+      {"top_k", "integer", "top-k sampling (0: off)"},
+      {"top_p", "number", "nucleus sampling mass (default 1)"},
+      {"stop", "string|strings", "stop strings"},
+      {"stop_ids", "integers", "token ids that end a response"},
+      {"share_prefill", "boolean", "each prompt prefilled once for its group (default true)"},
+      {"drop_finished", "boolean", "finished rows leave the decode batch (default true)"},
+      {"max_rows", "integer", "rows decoded at once at most (0: all)"},
+      {"refill", "boolean", "waiting rows take the places of finished ones (default true)"},
+      {"cache", "string", "dynamic (default) | static: one preallocated cache (model/static_decode.h)"},
+      {"sync_every", "integer", "static cache: decode steps between stop checks (default 8)"}};
+  return d;
 }
 
 RolloutOptions rollout_options(const Options& o, const RunContext& run) {
@@ -186,11 +249,16 @@ SequenceBatch sequences(const Args& a, int i) {
 //   the places of finished ones), cache = "dynamic" | "static" (model/static_decode.h), sync_every = 8 (static:
 //   decode steps between stop checks)}) -> rollouts table (decode_steps, refilled_rows: what the
 //   batching did)
+const ApiDoc& kRollout = declare_api(
+    {"lt.rl.rollout", "lt.rl.rollout(m, prompts[, opts]) → {ids=, response_mask=, logprobs=, texts=, finish=, ...}",
+     "samples group_size responses per prompt (strings or id lists)",
+     with({{"seed", "integer", "sampling seed (default: the run's stream \"rl.rollout\")"},
+           {"batch", "integer", "prompts per decode batch (0: all)"}},
+          rollout_docs())});
+
 List rollout_fn(const Args& a) {
   const ModelHandle& h = model::model_arg(a, 1);
-  const Options o = a.options(3).check({"group_size", "max_response", "temperature", "top_k", "top_p", "seed", "stop",
-                                        "stop_ids", "batch", "max_prompt_tokens", "share_prefill", "drop_finished",
-                                        "max_rows", "refill", "cache", "sync_every"});
+  const Options o = a.options(3).check(kRollout);
   RolloutOptions r = rollout_options(o, a.run());
   const auto prompts = prompt_ids(a[2], h, limit(o, h, r.max_response), a.fn());
   r.decode = decoder(h);
@@ -199,9 +267,17 @@ List rollout_fn(const Args& a) {
 
 // lt.rl.logprobs(m, rollouts, {from_layer=0, temperature=1, chunk=1024, entropy=false})
 //   -> logp [N, R] (a graph when something trains), entropy [N, R] or nil
+const ApiDoc& kLogprobs = declare_api(
+    {"lt.rl.logprobs", "lt.rl.logprobs(m, rollouts[, opts]) → logp [N, R], entropy [N, R] or nil",
+     "log-probabilities of the response tokens (a graph when something trains)",
+     {{"from_layer", "integer", "run blocks from here on (earlier ones frozen; default 0)"},
+      {"temperature", "number", "divide logits by it (default 1)"},
+      {"chunk", "integer", "rows of logits at once (default 1024)"},
+      {"entropy", "boolean", "also the entropy per token (default false)"}}});
+
 List logprobs_fn(const Args& a) {
   const ModelHandle& h = model::model_arg(a, 1);
-  const Options o = a.options(3).check({"from_layer", "temperature", "chunk", "entropy"});
+  const Options o = a.options(3).check(kLogprobs);
   const PolicyPass p = policy_logprobs(*h.m, sequences(a, 2), int(o.integer("from_layer").value_or(0)),
                                        o.number("temperature").value_or(1.0), o.integer("chunk").value_or(1024),
                                        o.boolean("entropy").value_or(false));
@@ -213,9 +289,13 @@ const char* kind_name(const Reference& r) { return r.kind() == Reference::Kind::
 
 // lt.rl.reference(m, {copy = false}) -> lt.rl.Reference (a snapshot of m's trainable weights,
 // or with copy = true a full frozen clone)
+const ApiDoc& kReference = declare_api(
+    {"lt.rl.reference", "lt.rl.reference(m[, opts]) → lt.rl.Reference", "a frozen reference policy of m",
+     {{"copy", "boolean", "a full frozen clone instead of a snapshot of the trainable weights (default false)"}}});
+
 List reference_fn(const Args& a) {
   const ModelHandle& h = model::model_arg(a, 1);
-  const bool copy = a.options(2).check({"copy"}).boolean("copy").value_or(false);
+  const bool copy = a.options(2).check(kReference).boolean("copy").value_or(false);
   auto r = std::make_shared<Reference>(copy ? Reference::copy(*h.m) : Reference::shared_prefix(*h.m));
   return {Value(Opaque{"lt.rl.Reference", r})};
 }
@@ -223,10 +303,16 @@ List reference_fn(const Args& a) {
 // ref:logprobs(m, rollouts, {temperature=1, chunk=1024, entry=}) -> [N, R] (no graph);
 // entry: lt.rl.entry(m, rollouts, ref.from_layer), the hidden state the policy's own pass has
 // at the reference's block (GRPO passes it; without it the reference runs the prefix itself)
+const ApiDoc& kRefLogprobs = declare_api(
+    {"reference:logprobs", "ref:logprobs(m, rollouts[, opts]) → logp [N, R] (no graph)", "the reference's log-probabilities",
+     {{"entry", "tensor", "lt.rl.entry(m, rollouts, ref.from_layer): the policy's hidden state at the reference's block"},
+      {"temperature", "number", "divide logits by it (default 1)"},
+      {"chunk", "integer", "rows of logits at once (default 1024)"}}});
+
 List ref_logprobs(const Args& a) {
   const Reference& r = ref_arg(a);
   const ModelHandle& h = model::model_arg(a, 2);
-  const Options o = a.options(4).check({"entry", "temperature", "chunk"});
+  const Options o = a.options(4).check(kRefLogprobs);
   return {r.logprobs(*h.m, sequences(a, 3), o.number("temperature").value_or(1.0), o.integer("chunk").value_or(1024),
                      o.has("entry") ? *o.tensor("entry") : at::Tensor())};
 }
@@ -270,8 +356,16 @@ std::vector<PromptItem> read_items(const Value& t, const std::string& fn, int ar
 }
 
 // lt.rl.prompts(path, {question=, answer=, n=, seed = (stream "rl.prompts")}) -> items {id, question, answer, source}
+const ApiDoc& kPrompts = declare_api(
+    {"lt.rl.prompts", "lt.rl.prompts(path[, opts]) → {{id=, question=, answer=, source=}, ...}",
+     "prompt items of a JSONL file (or a folder's known layouts)",
+     {{"question", "string", "the field holding the question"},
+      {"answer", "string", "the field holding the answer"},
+      {"n", "integer", "a seeded sample of n items (0: all)"},
+      {"seed", "integer", "sampling seed (default: the run's stream \"rl.prompts\")"}}});
+
 List prompts_fn(const Args& a) {
-  const Options o = a.options(2).check({"question", "answer", "n", "seed"});
+  const Options o = a.options(2).check(kPrompts);
   PromptFields f;
   f.question = o.string("question").value_or("");
   f.answer = o.string("answer").value_or("");
@@ -288,8 +382,12 @@ List format_prompt_fn(const Args& a) { return {format_prompt(a.string(1), a.none
 List chat_prompt_fn(const Args& a) { return {chat_prompt(a.string(1), a.string(2))}; }
 
 // lt.rl.decontaminate(items, eval_texts, {n = 8}) -> kept items, number removed, removed ids
+const ApiDoc& kDecontaminate = declare_api(
+    {"lt.rl.decontaminate", "lt.rl.decontaminate(items, eval_texts[, opts]) → kept, removed, removed_ids",
+     "drops items sharing an n-gram with the evaluation texts", {{"n", "integer", "the n-gram size (default 8)"}}});
+
 List decontaminate_fn(const Args& a) {
-  const Options o = a.options(3).check({"n"});
+  const Options o = a.options(3).check(kDecontaminate);
   const Decontamination d = decontaminate(read_items(a[1], a.fn(), 1), strings_of(a[2], a.fn(), "eval_texts"),
                                           int(o.integer("n", INT32_MIN, INT32_MAX).value_or(8)));
   return {Value::records(d.kept, prompt_item_fields()), d.removed, d.removed_ids};
@@ -322,9 +420,18 @@ PromptStyle prompt_style(const Options& o, const ModelHandle& h) {
 // lt.rl.accuracy(m, items | path, {template=, chat=, max_response=256, batch=64}) -> fraction
 // of greedy answers equivalent to the items' answers, and a list with one boolean per item
 // (true: right), for paired comparisons (lt.stats.mcnemar)
+const ApiDoc& kAccuracy = declare_api(
+    {"lt.rl.accuracy", "lt.rl.accuracy(m, items | path[, opts]) → fraction, {right per item}",
+     "greedy answers equivalent to the items' answers",
+     {{"template", "string", "the prompt, {question} replaced (default: the \\boxed{} instruction)"},
+      {"chat", "boolean", "wrap in the model folder's chat template"},
+      {"max_response", "integer", "tokens per answer (default 256)"},
+      {"batch", "integer", "prompts at once (default 64)"},
+      {"max_prompt_tokens", "integer", "refuse longer prompts"}}});
+
 List accuracy_fn(const Args& a) {
   const ModelHandle& h = model::model_arg(a, 1);
-  const Options o = a.options(3).check({"template", "chat", "max_response", "batch", "max_prompt_tokens"});
+  const Options o = a.options(3).check(kAccuracy);
   const auto items = a[2].is_string() ? load_prompts(a[2].str()) : read_items(a[2], a.fn(), 2);
   const int64_t max_response = o.integer("max_response").value_or(256);
   const auto prompts = encode_prompts(tokenizer_of(h, a.fn()), items, prompt_style(o, h), limit(o, h, max_response), a.fn());
@@ -352,13 +459,20 @@ Reward script_reward(const Value& f, const std::string& name, double weight) {
           }};
 }
 
+const ApiDoc& kReward = declare_api(
+    {"lt.rl.grpo rewards.NAME", "rewards.NAME = weight | function(item, response) → number | {weight=, form=, fn=}",
+     "one reward of GRPO (math, format built in)",
+     {{"weight", "number", "its weight in the sum (default 1)"},
+      {"form", "string", "format: boxed | hash | any"},
+      {"fn", "function", "fn(item, response) → number"}}});
+
 // rewards.NAME at v: a weight (built-in), a function, or {weight=, form=, fn=}
 Reward read_reward(const Value& v, const std::string& name, const std::string& fn) {
   const std::string what = fmt::format("{}: rewards.{}", fn, name);
   if (auto w = number_of(v)) return builtin_reward(name, *w, "any", what);
   if (v.is_function()) return script_reward(v, name, 1.0);
   if (!v.is_table()) fail("{}: expected a weight, a function or {{weight=, fn=}}", what);
-  const Options o = Options(v, what).check({"weight", "form", "fn"});
+  const Options o = Options(v, what).check(kReward);
   const Options named(v, fn);
   const double weight = named.number("weight").value_or(1.0);
   if (v["fn"].is_function()) return script_reward(v["fn"], name, weight);
@@ -438,6 +552,40 @@ Value grpo_produced(const ModelHandle& h, const Options& o, train::LoopOptions l
 //   script.h; here lr = 1e-6, decay = "constant", weight_decay = 0)}) -> {steps=, wall_s=,
 //   tokens_per_s=, decontaminated=, heldout = {[step] = accuracy}, log = {{step=, loss=,
 //   grad_norm=, reward_mean=, ...}}}
+const ApiDoc& kGrpo = declare_api(
+    {"lt.rl.grpo", "lt.rl.grpo(m, opts) → {steps=, wall_s=, tokens_per_s=, decontaminated=, heldout=, log=}",
+     "GRPO (or Dr. GRPO) on prompts with verifiable rewards, or on rows a produce function makes",
+     with(with({{"data", "string|table", "training prompts: a JSONL path or a list of items"},
+                {"eval", "string|table", "held-out prompts"},
+                {"question_field", "string", "the question's field in data/eval files"},
+                {"answer_field", "string", "the answer's field"},
+                {"n", "integer", "a seeded sample of n training items (0: all)"},
+                {"eval_n", "integer", "held-out items used (0: all)"},
+                {"decontaminate", "integer", "n-gram size against eval (default 8; 0: off)"},
+                {"template", "string", "the prompt, {question} replaced"},
+                {"chat", "boolean", "wrap prompts in the model's chat template"},
+                {"algo", "string", "grpo | dr_grpo (sets norm, agg and kl)"},
+                {"norm", "string", "advantage normalisation: std | none"},
+                {"agg", "string", "loss aggregation (as lt.rl.policy_loss)"},
+                {"kl", "number", "KL coefficient against the reference"},
+                {"clip_ratio", "number", "PPO ratio clip (default 0.2)"},
+                {"clip_high", "number", "upper clip (default clip_ratio)"},
+                {"prompts", "integer", "prompts per rollout batch (default 8)"},
+                {"rollout_batch", "integer", "prompts per decode batch (0: all)"},
+                {"epochs", "integer", "PPO epochs per rollout batch (default 1)"},
+                {"mini_batches", "integer", "optimizer steps per epoch (default 1)"},
+                {"micro_batch", "integer", "rows per backward pass (default 16)"},
+                {"chunk", "integer", "rows of logits at once (default 1024)"},
+                {"copy_reference", "boolean", "the reference as a full copy (default: shared prefix)"},
+                {"rewards", "table", "{NAME = lt.rl.grpo rewards.NAME} (default {math = 1})"},
+                {"accuracy", "string", "the reward logged as accuracy (default math; \"\": none)"},
+                {"eval_max_response", "integer", "tokens per held-out answer (default max_response)"},
+                {"iterations", "integer", "rollout batches (default 10)"},
+                {"seed", "integer", "seed (default: the run's stream \"rl.grpo\")"},
+                {"produce", "function", "produce(batch) → rows (lt.rl.grpo produce()) instead of data and rewards"}},
+               rollout_docs()),
+          train::loop_option_docs())});
+
 List grpo_fn(const Args& a) {
   const ModelHandle& h = model::model_arg(a, 1);
   a.table(2);
@@ -446,14 +594,7 @@ List grpo_fn(const Args& a) {
   defaults.lr = 1e-6;
   defaults.decay = "constant";
   defaults.weight_decay = 0.0;
-  train::LoopOptions lo = train::loop_options(o, defaults, a.run());
-  o.check(field_keys(grpo_option_fields(),
-                     option_keys({"data", "eval", "question_field", "answer_field", "n", "eval_n", "decontaminate",
-                                  "template", "chat", "norm", "agg", "kl", "clip_ratio", "clip_high", "group_size",
-                                  "max_response", "max_prompt_tokens", "temperature", "top_k", "top_p", "stop",
-                                  "stop_ids", "rollout_batch", "share_prefill", "drop_finished", "max_rows", "refill",
-                                  "cache", "sync_every", "rewards", "iterations", "seed", "produce"},
-                                 train::loop_option_keys())));
+  train::LoopOptions lo = train::loop_options(o, defaults, a.run(), kGrpo);
   const uint64_t seed = o.seed(a.run().stream("rl.grpo"));
   if (o.has("produce")) return {grpo_produced(h, o, lo, seed, a)};
   const GrpoData d = prepare_grpo_data(items_arg(o, "data", true), items_arg(o, "eval", false),

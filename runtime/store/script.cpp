@@ -63,27 +63,38 @@ List param(const Args& a) {
   return {};
 }
 
+const ApiDoc& kLog = declare_api(
+    {"lt.run.log", "lt.run.log(name, value[, step | opts]) or lt.run.log({name = value, ...}[, opts])",
+     "logs metrics to the current run", {{"step", "integer", "the step the values belong to"}}});
+
 // lt.run.log(name, value[, {step=}]) or lt.run.log({name = value, ...}[, {step=}])
 List log(const Args& a) {
   RunSink& s = sink(a);
   if (a[1].is_table()) {
-    const auto step = opts_of(a, 2).integer("step");
+    const auto step = opts_of(a, 2).check(kLog).integer("step");
     for (const auto& [k, v] : named(a[1], "lt.run.log: table keys must be metric names"))
       s.metric(k, metric_value(v, a.fn()), step);
     return {};
   }
   const std::string name = a.string(1);
   const double v = metric_value(a[2], a.fn());
-  s.metric(name, v, a[3].is_number() ? std::optional<int64_t>(a.integer(3)) : opts_of(a, 3).integer("step"));
+  s.metric(name, v, a[3].is_number() ? std::optional<int64_t>(a.integer(3)) : opts_of(a, 3).check(kLog).integer("step"));
   return {};
 }
 
 // lt.run.log_layers(name, values[, {grp=, step=, first=}]): values[i] (Lua array) or
 // values[i] (1-D tensor, 0-based) is layer first + i - 1 (resp. first + i); first defaults to 0.
+const ApiDoc& kLogLayers = declare_api(
+    {"lt.run.log_layers", "lt.run.log_layers(name, values[, opts])",
+     "logs one value per layer (a list, 1-based, or a 1-D tensor) to the current run",
+     {{"grp", "string|number", "a group label (a token position, a split, ...)"},
+      {"step", "integer", "the step the values belong to"},
+      {"first", "integer", "the layer of the first value (default 0)"}}});
+
 List log_layers(const Args& a) {
   RunSink& s = sink(a);
   const std::string name = a.string(1);
-  const Options o = opts_of(a, 3);
+  const Options o = opts_of(a, 3).check(kLogLayers);
   const std::string grp = o.has("grp") ? value_text(o["grp"]) : "";
   const auto step = o.integer("step");
   const int64_t first = o.integer("first").value_or(0);
@@ -102,10 +113,15 @@ List log_layers(const Args& a) {
 
 // lt.run.artifact(path[, {kind=}]) → the path stored: a regular file under the folder the run
 // started in or its run store's folder (runtime/store/artifact.h), with its sha256
+const ApiDoc& kArtifact = declare_api(
+    {"lt.run.artifact", "lt.run.artifact(path[, opts]) → the path stored",
+     "registers a file (under the run's folder or the store's) with its sha256; copied into the store",
+     {{"kind", "string", "what the file is (figure, table, checkpoint, ...)"}}});
+
 List artifact(const Args& a) {
   RunSink& s = sink(a);
   const std::string path = a.string(1);
-  return {s.artifact(path, a.options(2).check({"kind"}).string("kind").value_or(""))};
+  return {s.artifact(path, a.options(2).check(kArtifact).string("kind").value_or(""))};
 }
 
 // lt.run.query(sql | "@NAME", ...) → array of rows, each a table column → value; "@NAME" is

@@ -33,6 +33,12 @@ Part::Sub read_sub(const std::string& s, const std::string& fn) {
   fail("{}: part '{}': expected attention, mlp, norms or all", fn, s);
 }
 
+const ApiDoc& kBlockSpec = declare_api(
+    {"lt.layers spec", "{layers = {0, 1}, part = \"mlp\"} | \"embeddings\" | \"final_norm\" | \"lm_head\" | \"all\" | N | {spec, ...}",
+     "a freeze spec (m:freeze, m:train_only, lt.layers.*): blocks, parts or their union",
+     {{"layers", "integers", "0-based block numbers"},
+      {"part", "string", "attention | mlp | norms | all (default all)"}}});
+
 // the spec at x, argument i of fn
 Spec read_spec(const Value& x, const std::string& fn, int i) {
   if (x.is_nil()) return {};
@@ -40,7 +46,7 @@ Spec read_spec(const Value& x, const std::string& fn, int i) {
   if (x.is_number()) return Spec::blocks({int(integer_in(x.num(), fmt::format("{}: argument {}", fn, i), INT32_MIN, INT32_MAX))});
   if (!x.is_table()) fail("{}: a freeze spec must be a table, string or block number, got {}", fn, x.type_name());
   if (!x["layers"].is_nil()) {  // {layers = {...}, part = "mlp"}
-    const Options o = Options(x, fn).check({"layers", "part"});
+    const Options o = Options(x, fn).check(kBlockSpec);
     const auto layers = integers_of(x["layers"], fn, "layers", INT32_MIN, INT32_MAX);
     return Spec::blocks(std::set<int>(layers.begin(), layers.end()), read_sub(o.string("part").value_or("all"), fn));
   }
@@ -133,12 +139,29 @@ std::pair<double, double> betas(const Options& o, std::pair<double, double> b) {
   return {t[1.0].num(), t[2.0].num()};
 }
 
+const ApiDoc& kCausalLm = declare_api(
+    {"lt.train.causal_lm", "lt.train.causal_lm(m, opts) → {steps=, loss=, val_loss=, losses=, lrs=, val_losses=, ...}",
+     "next-token training of the model's trainable parameters (AdamW, cosine schedule)",
+     with({{"data", "string|tensor", "a packed corpus folder (lt.data.pack) or a token tensor [N, seq_len + 1]"},
+           {"val", "tensor", "validation tokens [N, seq_len + 1] (with a tensor data)"},
+           {"seq_len", "integer", "tokens per window (default 128)"},
+           {"eval_batches", "integer", "validation batches per evaluation (default 8)"},
+           {"seed", "integer", "data order seed (default: the run's stream \"train.order\")"},
+           {"on_step", "function", "fn(step, loss) after each optimizer step (may change the freeze plan)"},
+           {"steps", "integer", "optimizer steps"},
+           {"micro_batch", "integer", "windows per micro-batch"},
+           {"grad_accum", "integer", "micro-batches per optimizer step"},
+           {"shard_optimizer", "boolean", "ZeRO-1 under `ltrun launch` (default false)"},
+           {"overlap_all_reduce", "boolean", "all-reduce overlapped with backward under `ltrun launch`"},
+           {"bucket_bytes", "integer", "all-reduce bucket size (default 25 MiB)"},
+           {"force_full_backward", "boolean", "backward through frozen blocks too"},
+           {"activation_checkpointing", "boolean", "recompute block activations in backward"}},
+          loop_option_docs())});
+
 // The causal LM's own options (the loop's are loop_options').
 TrainOptions train_options(const Options& opts, const model::ModelHandle& h, const RunContext& run) {
   TrainOptions o;
-  static_cast<LoopOptions&>(o) = loop_options(opts, TrainOptions{}, run);
-  opts.check(field_keys(train_option_fields(),
-                        option_keys({"data", "val", "seq_len", "eval_batches", "seed", "on_step"}, loop_option_keys())));
+  static_cast<LoopOptions&>(o) = loop_options(opts, TrainOptions{}, run, kCausalLm);
   opts.read(o, train_option_fields());
   o.group = dist::active();  // data parallel under `ltrun launch` (rank 0 alone logs)
   if (h.tok) o.checkpoint_files.push_back(h.tok->path());
@@ -198,9 +221,15 @@ List causal_lm(const Args& a) {
 
 // lt.train.param_groups(m, {weight_decay = 0.01, lr_mult = {[layer] = x}}) → list of
 // {name =, lr_mult =, weight_decay =, params = {names}}
+const ApiDoc& kParamGroups = declare_api(
+    {"lt.train.param_groups", "lt.train.param_groups(m[, opts]) → {{name=, lr_mult=, weight_decay=, params=}, ...}",
+     "the optimizer's parameter groups",
+     {{"weight_decay", "number", "decoupled weight decay (default 0.01)"},
+      {"lr_mult", "table", "{[block] = x}: learning-rate multipliers per block"}}});
+
 List param_groups_fn(const Args& a) {
   const model::Model& m = model_of(a, 1);
-  const Options o = a.options(2).check({"weight_decay", "lr_mult"});
+  const Options o = a.options(2).check(kParamGroups);
   Value out = Value::table();
   for (const ParamGroup& g : param_groups(m, o.number("weight_decay").value_or(0.01), lr_mult(o))) {
     std::vector<std::string> names;
@@ -213,9 +242,14 @@ List param_groups_fn(const Args& a) {
 // lt.train.weight_change(m, base[, {log = NAME}]) → {layers = {...}, relative = {...},
 // embeddings =, final_norm =, lm_head =}; layers[i] is block i - 1. With log, the per-layer
 // norms go to the current run as layer metrics NAME (and NAME_relative).
+const ApiDoc& kWeightChange = declare_api(
+    {"lt.train.weight_change", "lt.train.weight_change(m, base[, opts]) → {layers=, relative=, embeddings=, final_norm=, lm_head=}",
+     "norm of the parameter change per block against a base model",
+     {{"log", "string", "log the per-layer norms to the run as layer metrics NAME and NAME_relative"}}});
+
 List weight_change_fn(const Args& a) {
   const WeightChange w = weight_change(model_of(a, 1), model_of(a, 2));
-  if (auto name = a.options(3).check({"log"}).string("log")) {
+  if (auto name = a.options(3).check(kWeightChange).string("log")) {
     RunSink* s = a.run().sink;
     LT_CHECK(s, "{}: log needs a run (ltrun SCRIPT)", a.fn());
     for (size_t l = 0; l < w.layers.size(); ++l) {
@@ -235,8 +269,18 @@ List eval_loss_fn(const Args& a) { return {eval_loss(model_of(a, 1), {a.tensor(2
 // heads over 2 kv heads, MLP 3 x hidden, its own LM head, every parameter trains) on seeded
 // random token rows; chunk: the loss's vocabulary chunk (train/loss.h), 0 the plain loss over
 // [B, T, V] logits. A proxy of a GPU step's peak memory, the same count on every host.
+const ApiDoc& kStepMemory = declare_api(
+    {"lt.train.step_memory", "lt.train.step_memory{...} → {peak_bytes=, loss=}",
+     "peak CPU tensor bytes of one training step of a random qwen3 (a proxy of GPU memory)",
+     {{"vocab", "integer", "vocabulary (default 151936)"},
+      {"seq", "integer", "tokens per row (default 512)"},
+      {"hidden", "integer", "hidden size, a multiple of 4 (default 256)"},
+      {"layers", "integer", "blocks (default 2)"},
+      {"batch", "integer", "rows (default 1)"},
+      {"chunk", "integer", "the loss's vocabulary chunk; 0: plain loss (default 8192)"}}});
+
 List step_memory_fn(const Args& a) {
-  const Options o = a.options(1).check({"vocab", "seq", "hidden", "layers", "batch", "chunk"});
+  const Options o = a.options(1).check(kStepMemory);
   const int64_t chunk = o.integer("chunk", 0).value_or(kLossChunk);
   model::TinySpec s;
   s.vocab = o.integer("vocab", 2).value_or(151936);
@@ -275,15 +319,33 @@ MetricSink metric_sink(RunSink* sink) {
   return k;
 }
 
-const std::vector<const char*>& loop_option_keys() {
-  static const std::vector<const char*> keys = field_keys(loop_option_fields(), {"betas", "lr_mult", "log"});
-  return keys;
+const std::vector<OptionDoc>& loop_option_docs() {
+  static const std::vector<OptionDoc> d = {
+      {"lr", "number", "peak learning rate"},
+      {"warmup", "integer", "linear warm-up steps"},
+      {"decay", "string", "schedule after warm-up (cosine, linear, constant)"},
+      {"min_lr_ratio", "number", "final learning rate as a fraction of lr"},
+      {"weight_decay", "number", "AdamW's decoupled weight decay"},
+      {"betas", "table", "AdamW's {b1, b2}"},
+      {"eps", "number", "AdamW's epsilon"},
+      {"clip_grad", "number", "gradient-norm clip (0: none)"},
+      {"lr_mult", "table", "{[block] = x}: learning-rate multipliers per block"},
+      {"eval_every", "integer", "steps between validations (0: at the end only)"},
+      {"checkpoint_dir", "string", "folder of checkpoints"},
+      {"checkpoint_every", "integer", "steps between checkpoints (0: none)"},
+      {"keep_checkpoints", "integer", "checkpoints kept"},
+      {"resume", "boolean", "continue from checkpoint_dir's latest checkpoint (an error when missing)"},
+      {"stop_after", "integer", "stop after this step, with a checkpoint (-1: never)"},
+      {"log", "boolean", "log metrics to the run (default true)"},
+      {"progress", "boolean", "a progress line on stderr when it is a terminal (default true)"}};
+  return d;
 }
 
-LoopOptions loop_options(const Options& opts, const LoopOptions& defaults, const RunContext& run) {
+LoopOptions loop_options(const Options& opts, const LoopOptions& defaults, const RunContext& run, const ApiDoc& api) {
   opts.refuse_renamed("clip",
                       "clip_grad (the gradient-norm clip) or clip_ratio (the PPO ratio clip of lt.rl.grpo and "
                       "lt.rl.policy_loss)");
+  opts.check(api);
   LoopOptions o = defaults;
   opts.read(o, loop_option_fields());
   std::tie(o.beta1, o.beta2) = betas(opts, {o.beta1, o.beta2});

@@ -28,9 +28,9 @@ MetricSink metric_sink(RunSink* sink);
 // gradient-norm clip; 0: none), lr_mult = {[block] = x}, eval_every, checkpoint_dir,
 // checkpoint_every, keep_checkpoints, resume, stop_after, log, progress. `defaults` holds the
 // caller's defaults; the table overrides them. Old names are refused naming the new (clip:
-// clip_grad or clip_ratio). Does not check for unknown keys (the caller does, with
-// loop_option_keys() among its own).
-LoopOptions loop_options(const Options& o, const LoopOptions& defaults, const RunContext& run);
-const std::vector<const char*>& loop_option_keys();
+// clip_grad or clip_ratio). Then checks the table against `api`, the caller's declaration,
+// which lists loop_option_docs() among its own options (runtime/core/api.h).
+LoopOptions loop_options(const Options& o, const LoopOptions& defaults, const RunContext& run, const ApiDoc& api);
+const std::vector<OptionDoc>& loop_option_docs();
 
 }  // namespace ltrun::train

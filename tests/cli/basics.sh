@@ -4,7 +4,7 @@ source "$(dirname "$0")/common.bash"
 out=$("$LTRUN" --help); check "help lists commands" contains "$out" "ltrun sql @NAME"
 out=$("$LTRUN" --version); check "version names LibTorch" contains "$out" "LibTorch"
 
-out=$("$LTRUN" -e 'print(1 + 1)'); check "-e runs a chunk" equals "$out" "2"
+out=$("$LTRUN" --log -e 'print(1 + 1)'); check "-e runs a chunk" equals "$out" "2"
 check "the -e run is ok" equals "$(sql1 "select name, status from runs")" "-e,ok"
 
 cat > hello.lua <<'L'

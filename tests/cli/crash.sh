@@ -16,7 +16,7 @@ wait_ready; kill -KILL $pid; wait $pid 2>/dev/null
 check "killed run still says running" equals "$(sqlite3 runs.db "select status from runs order by id desc limit 1")" "running"
 "$LTRUN" runs >/dev/null
 check "a reader (runs) leaves it as it is" equals "$(sqlite3 runs.db "select status from runs order by id desc limit 1")" "running"
-"$LTRUN" -e 'print(1)' >/dev/null
+"$LTRUN" --log -e 'print(1)' >/dev/null
 check "the next writer marks it crashed" equals "$(sql1 "select status from runs order by id desc limit 1 offset 1")" "crashed"
 
 rm -f ready; "$LTRUN" loop.lua 2>err.txt & pid=$!

@@ -48,7 +48,7 @@ check "merged twice: detected" contains "$out" "none of 6 runs added, 6 already 
 check "merged twice: nothing duplicated" equals "$(q 'select count(*) from runs')|$(q 'select count(*) from metrics')" "9|6"
 
 # a later run in b.db: only it is added; the ids it links to are the merged ones
-"$LTRUN" --db b.db -e 'lt.run.log("late", 1)' >/dev/null 2>&1
+"$LTRUN" --db b.db --log -e 'lt.run.log("late", 1)' >/dev/null 2>&1
 out=$("$LTRUN" db merge all.db b.db 2>&1)
 check "only the new run is added" contains "$out" "1 of 7 runs added as runs 10..10"
 
@@ -165,7 +165,7 @@ check "merged again: nothing to do" contains "$out" "none of 2 runs added, 2 alr
 
 # --- text from the stores is escaped on the terminal
 esc=$'evil\e]0;owned\a\e[31mred'
-"$LTRUN" --db esc.db --run-name "$esc" -e 'lt.run.log("x", 1)' >/dev/null 2>&1
+"$LTRUN" --db esc.db --run-name "$esc" --log -e 'lt.run.log("x", 1)' >/dev/null 2>&1
 "$LTRUN" db merge esc_out.db esc.db >/dev/null 2>&1
 sqlite3 esc_out.db "update runs set status='failed'"
 out=$("$LTRUN" db merge esc_out.db esc.db 2>&1)

@@ -38,7 +38,7 @@ err=$("$LTRUN" -e 'assert(lt.sandbox.run{code = "print(1)", unsafe_local_exec = 
 check "unsafe_local_exec warns on stderr" contains "$err" "warning: unsafe_local_exec: running Python WITHOUT a sandbox"
 check "unsafe_local_exec is a param of the run" equals \
   "$(sql1 "select value from params where key = 'unsafe_local_exec' and run_id = (select max(id) from runs)")" "true"
-"$LTRUN" -e 'lt.sandbox.run{code = "print(1)"}' >/dev/null 2>&1
+"$LTRUN" --log -e 'lt.sandbox.run{code = "print(1)"}' >/dev/null 2>&1
 check "a sandboxed run has no such param" equals \
   "$(sql1 "select count(*) from params where key = 'unsafe_local_exec' and run_id = (select max(id) from runs)")" "0"
 

@@ -98,7 +98,7 @@ check "stream seed of run 2" equals "$(line c stream.data.windows)" "71605362111
 check "runs.seed records the default" equals "$("$LTRUN" --db "$SCRATCH/d.db" sql "select seed from runs where parent_id is null" --csv | sed -n 2p)" "1"
 
 # --seed fresh: a fresh seed, recorded; bad values refused naming the option
-out=$("$LTRUN" --db fresh.db --seed fresh -e 'print(("%.0f"):format(lt.run.seed()))' 2>&1)
+out=$("$LTRUN" --db fresh.db --seed fresh --log -e 'print(("%.0f"):format(lt.run.seed()))' 2>&1)
 check "--seed fresh runs" test -n "$out"
 check "--seed fresh is recorded" equals "$("$LTRUN" --db fresh.db sql "select seed from runs" --csv | sed -n 2p)" "$out"
 for bad in abc -3 1.5 9007199254740992 99999999999999999999; do

@@ -67,7 +67,7 @@ p1=$(points); sleep 1.5; p2=$(points)
 check "a running run's series grows while it writes ($p1 -> $p2)" test "$p2" -gt "$p1"
 check "its status is running, alive" contains "$(node -e "fetch('${url}api/runs/$live_id').then(r => r.text()).then(console.log)")" '"alive":true'
 # (a blocked writer would wait out the store's 120 s busy timeout)
-check "a writer is not blocked by the server" timeout 60 "$LTRUN" -e 'lt.run.log("x", 1)'
+check "a writer is not blocked by the server" timeout 60 "$LTRUN" --log -e 'lt.run.log("x", 1)'
 kill -INT $writer; wait $writer
 check "the live run ended interrupted" equals "$(sql1 "select status from runs where id = $live_id")" "interrupted"
 kill -INT $pid; wait $pid; rc=$?

@@ -12,7 +12,7 @@ printf '<svg xmlns="http://www.w3.org/2000/svg"><text>fig</text></svg>' >fig.svg
 echo "beside the store" >../db/beside.txt
 echo "outside" >../elsewhere/x.txt
 
-out=$("$LTRUN" -e 'print(lt.run.artifact("fig.svg")); print(lt.run.artifact("../db/beside.txt", {kind = "note"}))' 2>&1); rc=$?
+out=$("$LTRUN" --log -e 'print(lt.run.artifact("fig.svg")); print(lt.run.artifact("../db/beside.txt", {kind = "note"}))' 2>&1); rc=$?
 check "files under the working folder and the store's folder are registered" equals "$rc" "0"
 check "... returning the stored path" equals "$out" "$SCRATCH/work/fig.svg"$'\n'"$SCRATCH/db/beside.txt"
 good=$(sql1 "select max(id) from runs")
@@ -21,7 +21,7 @@ check "... kinds" equals "$(sql1 "select group_concat(kind) from artifacts where
 
 refused() {  # refused DESCRIPTION PATH EXPECTED: registering PATH fails at once naming EXPECTED
   local err rc
-  err=$(timeout 20 "$LTRUN" -e "lt.run.artifact('$2')" 2>&1); rc=$?
+  err=$(timeout 20 "$LTRUN" --log -e "lt.run.artifact('$2')" 2>&1); rc=$?
   check "$1: refused, no hang (rc $rc)" equals "$rc" "1"
   check "$1: the error names it" contains "$err" "$3"
 }
@@ -31,12 +31,12 @@ refused "a FIFO" fifo "fifo is a FIFO, not a regular file"
 mkdir folder
 refused "a folder" folder "folder is a folder, not a regular file"
 refused "a missing file" nothing.svg "nothing.svg does not exist"
-err=$("$LTRUN" -e 'lt.run.artifact("fig.svg", {knd = "svg"})' 2>&1)
+err=$("$LTRUN" --log -e 'lt.run.artifact("fig.svg", {knd = "svg"})' 2>&1)
 check "an unknown option: named" contains "$err" "lt.run.artifact: unknown option 'knd' (known: kind)"
 check "nothing refused was stored" equals "$(sql1 "select count(*) from artifacts")" "2"
 
 ln -s /etc/passwd link.svg
-err=$("$LTRUN" -e 'lt.run.artifact("../elsewhere/x.txt"); lt.run.artifact("/etc/passwd", {kind = "svg"}); lt.run.artifact("link.svg")' 2>&1); rc=$?
+err=$("$LTRUN" --log -e 'lt.run.artifact("../elsewhere/x.txt"); lt.run.artifact("/etc/passwd", {kind = "svg"}); lt.run.artifact("link.svg")' 2>&1); rc=$?
 out_run=$(sql1 "select max(id) from runs")
 check "files outside the run's folders: the run goes on (rc $rc)" equals "$rc" "0"
 check "... warned about, naming the resolved path and the folders" contains "$err" \
@@ -78,7 +78,7 @@ check "the same bytes again: served" equals "$(get 0)" "200"
 
 # issue 34, defect 17: two runs of one study with the same --out: each keeps its own figure
 mkdir out
-fig_run() { "$LTRUN" -e "local f = io.open('out/fig.svg', 'w'); f:write('<svg>$1</svg>'); f:close(); lt.run.artifact('out/fig.svg')" ; }
+fig_run() { "$LTRUN" --log -e "local f = io.open('out/fig.svg', 'w'); f:write('<svg>$1</svg>'); f:close(); lt.run.artifact('out/fig.svg')" ; }
 fig_run first && first=$(sql1 "select max(id) from runs")
 fig_run second && second=$(sql1 "select max(id) from runs")
 check "the earlier run's figure after a later run rewrote it" equals "$(get 0 "$first")" "200"
@@ -88,7 +88,7 @@ check "... its own bytes" equals "$(cat body.out)" "<svg>second</svg>"
 check "the earlier run's page: its size, not refused" contains "$(curl -s "${url}api/runs/$first")" '"bytes":16,"exists":true'
 
 # issue 34, defect 5: /proc/self/pagemap is a "regular file" of 0 bytes that reads without end
-err=$(timeout 20 "$LTRUN" -e 'lt.run.artifact("/proc/self/pagemap")' 2>&1); rc=$?
+err=$(timeout 20 "$LTRUN" --log -e 'lt.run.artifact("/proc/self/pagemap")' 2>&1); rc=$?
 check "/proc/self/pagemap as an artifact: refused at once (rc $rc)" equals "$rc" "1"
 check "... naming it" contains "$err" "lt.run.artifact: /proc/self/pagemap"
 check "... and why" contains "$err" "lies under /proc, /sys or /dev: not a file on disk"

@@ -9,11 +9,11 @@ source "$here/cli/common.bash"
 command -v node >/dev/null || { echo "node is missing"; exit 77; }
 trap "" PIPE  # writes to a socket the server has closed (the over-long requests)
 
-"$LTRUN" -e 'lt.run.log("loss", 1, 1)' 2>/dev/null
+"$LTRUN" --log -e 'lt.run.log("loss", 1, 1)' 2>/dev/null
 a=$(sql1 "select max(id) from runs")
-"$LTRUN" -e 'lt.run.log("loss", 1, 1)' 2>/dev/null
+"$LTRUN" --log -e 'lt.run.log("loss", 1, 1)' 2>/dev/null
 b=$(sql1 "select max(id) from runs")
-"$LTRUN" -e 'lt.run.log("loss", 1, 1)' 2>/dev/null
+"$LTRUN" --log -e 'lt.run.log("loss", 1, 1)' 2>/dev/null
 ev=$(sql1 "select max(id) from runs")
 
 # --- defect 7: `ltrun sql`

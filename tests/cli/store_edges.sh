@@ -4,7 +4,7 @@
 source "$(dirname "$0")/common.bash"
 status_of() { sqlite3 runs.db "select status from runs where id=$1"; }
 
-"$LTRUN" -e 'lt.run.log("loss", 1)' >/dev/null
+"$LTRUN" --log -e 'lt.run.log("loss", 1)' >/dev/null
 id=$(sql1 "select max(id) from runs")
 
 # --- readers: no write, no write lock, a read-only file
@@ -47,14 +47,14 @@ chmod 755 ro
 
 # --- a flush that fails: both errors, the run closed `failed`, later flushes recover
 sqlite3 runs.db "CREATE TRIGGER no_metrics BEFORE INSERT ON metrics BEGIN SELECT RAISE(FAIL, 'disk is full (test trigger)'); END;"
-"$LTRUN" -e 'lt.run.log("x", 1); error("the script failed by itself")' >/dev/null 2>err.txt; rc=$?
+"$LTRUN" --log -e 'lt.run.log("x", 1); error("the script failed by itself")' >/dev/null 2>err.txt; rc=$?
 fid=$(sql1 "select max(id) from runs")
 check "flush fails + script fails: exit 1" equals "$rc" "1"
 check "flush fails: the script's own error is reported" contains "$(cat err.txt)" "the script failed by itself"
 check "flush fails: the flush error is reported" contains "$(cat err.txt)" "disk is full (test trigger)"
 check "flush fails: run closed failed" equals "$(status_of "$fid")" "failed"
 check "flush fails: both errors stored" equals "$(sql1 "select instr(error, 'failed by itself') > 0 and instr(error, 'disk is full') > 0 from runs where id=$fid")" "1"
-"$LTRUN" -e 'lt.run.child("c", function() lt.run.log("x", 1) end)' >/dev/null 2>err.txt; rc=$?
+"$LTRUN" --log -e 'lt.run.child("c", function() lt.run.log("x", 1) end)' >/dev/null 2>err.txt; rc=$?
 fid=$(sql1 "select max(id) from runs where parent_id is null")
 check "a child's flush fails, the script is fine: exit 1" equals "$rc" "1"
 check "child and root closed (no run left running)" equals "$(sql1 "select count(*) from runs where status='running'")" "0"
@@ -73,22 +73,22 @@ fid=$(sql1 "select max(id) from runs")
 check "a later flush recovers: exit 0" equals "$rc:$(cat err.txt)" "0:"
 check "a later flush recovers: both rows written" equals "$(sql1 "select count(*) from metrics where run_id=$fid")" "2"
 check "a later flush recovers: run ok" equals "$(status_of "$fid")" "ok"
-"$LTRUN" -e 'print(1)' >/dev/null; cp runs.db dropped.db; sqlite3 dropped.db "DROP TABLE metrics"
-"$LTRUN" --db dropped.db -e 'lt.run.log("x", 1); error("mine")' >/dev/null 2>err.txt; rc=$?
+"$LTRUN" --log -e 'print(1)' >/dev/null; cp runs.db dropped.db; sqlite3 dropped.db "DROP TABLE metrics"
+"$LTRUN" --db dropped.db --log -e 'lt.run.log("x", 1); error("mine")' >/dev/null 2>err.txt; rc=$?
 check "dropped metrics table: exit 1, both errors" equals "$rc:$(grep -c 'mine\|no such table: metrics' err.txt)" "1:2"
 check "dropped metrics table: run failed" equals "$(sqlite3 dropped.db "select status from runs order by id desc limit 1")" "failed"
 
 # --- os.exit closes the runs and keeps the buffered metrics
-"$LTRUN" -e 'for i = 1, 5 do lt.run.log("m", i) end; os.exit(0)' >/dev/null 2>&1; rc=$?
+"$LTRUN" --log -e 'for i = 1, 5 do lt.run.log("m", i) end; os.exit(0)' >/dev/null 2>&1; rc=$?
 xid=$(sql1 "select max(id) from runs")
 check "os.exit(0): exit 0, run ok" equals "$rc:$(status_of "$xid")" "0:ok"
 check "os.exit(0): the metrics are kept" equals "$(sql1 "select count(*) from metrics where run_id=$xid")" "5"
-"$LTRUN" -e 'lt.run.log("m", 1); lt.run.child("c", function() lt.run.log("m", 2); os.exit(3) end)' >/dev/null 2>&1; rc=$?
+"$LTRUN" --log -e 'lt.run.log("m", 1); lt.run.child("c", function() lt.run.log("m", 2); os.exit(3) end)' >/dev/null 2>&1; rc=$?
 xid=$(sql1 "select max(id) from runs where parent_id is null")
 check "os.exit(3) in a child: exit 3" equals "$rc" "3"
 check "os.exit(3): child and root failed with os.exit(3)" equals "$(sql1 "select group_concat(status || ':' || error, ' ') from runs where id=$xid or parent_id=$xid")" "failed:os.exit(3) failed:os.exit(3)"
 check "os.exit(3): the metrics of both are kept" equals "$(sql1 "select count(*) from metrics m join runs r on r.id = m.run_id where r.id=$xid or r.parent_id=$xid")" "2"
-"$LTRUN" -e 'lt.run.log("m", 1); os.exit(true)' >/dev/null 2>&1; rc=$?
+"$LTRUN" --log -e 'lt.run.log("m", 1); os.exit(true)' >/dev/null 2>&1; rc=$?
 check "os.exit(true): exit 0, ok" equals "$rc:$(status_of "$(sql1 "select max(id) from runs")")" "0:ok"
 
 # --- crash detection: boot id + process start time, not host + pid only
@@ -105,7 +105,7 @@ ins other_machine "$dead" "'another-boot'" "'another-machine'" 1
 [ -n "$machine" ] && ins rebooted "$live" "'an-earlier-boot'" "'$machine'" "$start"
 "$LTRUN" runs >/dev/null
 check "a reader marks nothing" equals "$(sql1 "select count(*) from runs where status='crashed'")" "0"
-"$LTRUN" -e 'print(1)' >/dev/null   # the next writer looks
+"$LTRUN" --log -e 'print(1)' >/dev/null   # the next writer looks
 st() { sql1 "select status from runs where name='$1'"; }
 check "pid alive but started at another time (reused): crashed" equals "$(st pid_reused)" "crashed"
 check "pid reused: said so" contains "$(sql1 "select error from runs where name='pid_reused'")" "now belongs to another process"
@@ -116,7 +116,7 @@ kill "$live"; wait "$live" 2>/dev/null
 check "new runs record boot id and start time" equals "$(sql1 "select boot_id = '$boot' and process_start > 0 from runs where name='-e' order by id desc limit 1")" "1"
 
 # --- the stored error is bounded, nested child-run chains included
-"$LTRUN" -e 'error(string.rep("x", 200000))' >/dev/null 2>&1
+"$LTRUN" --log -e 'error(string.rep("x", 200000))' >/dev/null 2>&1
 check "a 200 KB error is stored cut to 64 KiB" equals "$(sql1 "select length(error) <= 65536, instr(error, 'bytes cut') > 0 from runs order by id desc limit 1")" "1,1"
 cat > nest.lua <<'L'
 local function nest(d)

@@ -74,7 +74,7 @@ out=$("$LTRUN" sql @mine --queries db/queries --csv)
 check "--queries DIR adds a folder" equals "$out" $'src\nfrom the folder'
 
 # --- control characters from the store are escaped on the terminal
-"$LTRUN" -e 'lt.run.param("evil", "a\27[31mred\7")
+"$LTRUN" --log -e 'lt.run.param("evil", "a\27[31mred\7")
 lt.run.child("name\27[2J", function() end)
 error("bad\27]0;title\7 \194\155")' 2>/dev/null
 id=$(sql1 "select max(id) from runs where parent_id is null")
