@@ -53,7 +53,9 @@ local function walk(dir, prefix)
   end
 end
 walk(root .. "/lib/lt", "lt")
-lib["lt"], lib["lt.test"] = nil, nil  -- the prelude itself, and the tests' harness
+-- the prelude itself, the tests' harness, and the REPL's helpers (the app layer's: runtime/cli
+-- loads lt.repl for the REPL, `?x` and `ltrun doc api`; no study requires it)
+lib["lt"], lib["lt.test"], lib["lt.repl"] = nil, nil, nil
 
 local function file_of(name)
   if lib[name] then return lib[name] end
