@@ -1,7 +1,7 @@
 -- experiments/bench/limits.lua: the physical limits that scripts/gpu-check's report puts each
 -- figure beside, the FLOP and byte counts behind them, and the cost of the paper's layer scan
 -- at measured rates: in one place, checked against hand-computed values for a tiny shape by
--- tests/cli/bench_limits.sh. Loaded with dofile (it returns its table); plain Lua, no lt.
+-- tests/cli/bench_limits.sh. Loaded by its path (it returns its table); plain Lua, no lt.
 --
 -- Shapes are Qwen3-style decoders: `layers` blocks of width `hidden`, `heads` query heads and
 -- `kv_heads` key/value heads of `head_dim`, a SwiGLU MLP of `intermediate`, `vocab` tokens.
