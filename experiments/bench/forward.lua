@@ -19,11 +19,25 @@
 -- --clock=cpu times this process's CPU time (os.clock; HF: time.process_time) instead of
 -- wall time: on a shared machine, with OMP_NUM_THREADS=1 on both sides, that is the work
 -- done, where wall time is whatever the other processes leave. The kinds' default is cpu.
+-- --cache=dynamic,static,static_eager: the decode caches to time, each in the same run at each
+-- batch (prefill and HF once): dynamic (generate's default), static (cache = "static": the
+-- preallocated cache, one step over all blocks; on CUDA its steps are CUDA graphs, captured in
+-- each generate call) and static_eager (the same with LTRUN_STATIC_GRAPHS=0: without graphs,
+-- as on the CPU). Dynamic's metrics keep their names (decode_tokens_per_s, decode_vs_hf);
+-- the others' carry the suffix /static or /static_eager, with decode_vs_dynamic/<cache>.
 local exp = require "lt.study"
 local cfg = exp.args{ model = "", layers = 8, hidden = 256, heads = 8, kv_heads = 4,
                       prompt = 128, new_tokens = 32, batches = "1,16,64", repeats = 2,
                       dtype = "", hf = "", hf_attn = "sdpa", kinds = "", lengths = "64,128,256,512,1024,2048",
-                      clock = "" }
+                      clock = "", cache = "dynamic" }
+local caches = {}
+for c in cfg.cache:gmatch("[^,]+") do
+  if c ~= "dynamic" and c ~= "static" and c ~= "static_eager" then
+    error("forward bench: --cache: unknown cache '" .. c .. "' (dynamic, static, static_eager)", 0)
+  end
+  caches[#caches + 1] = c
+end
+if #caches == 0 then error("forward bench: --cache names no cache (dynamic, static, static_eager)", 0) end
 if cfg.clock == "" then cfg.clock = cfg.kinds ~= "" and "cpu" or "wall" end
 if cfg.clock ~= "cpu" and cfg.clock ~= "wall" then
   error("forward bench: --clock must be cpu or wall, got '" .. cfg.clock .. "'", 0)
@@ -164,60 +178,84 @@ local timed = best_of
 -- one token (the same prefill and first token in both), back to back; the best of the
 -- repeats whose difference is positive. None positive (a machine under load): a failure,
 -- logged as decode_failed, rather than an absurd rate.
-local function decode_seconds(rows)
-  local best = math.huge
-  for _ = 1, cfg.repeats do
-    local t0 = clock()
-    m:generate(rows, { max_new_tokens = 1, stop_ids = {} })
-    local t1 = clock()
-    m:generate(rows, { max_new_tokens = cfg.new_tokens, stop_ids = {} })
-    local d = (clock() - t1) - (t1 - t0)
-    if d > 0 then best = math.min(best, d) end
-  end
-  return best < math.huge and best or nil
+-- static_eager: LTRUN_STATIC_GRAPHS=0 around the calls (static_decode.cpp reads it per call)
+local ffi = require "ffi"
+ffi.cdef "int setenv(const char *name, const char *value, int overwrite); int unsetenv(const char *name);"
+local function under(cache, fn)
+  if cache ~= "static_eager" then return fn() end
+  local was = os.getenv("LTRUN_STATIC_GRAPHS")
+  ffi.C.setenv("LTRUN_STATIC_GRAPHS", "0", 1)
+  local ok, err = pcall(fn)
+  if was then ffi.C.setenv("LTRUN_STATIC_GRAPHS", was, 1) else ffi.C.unsetenv("LTRUN_STATIC_GRAPHS") end
+  if not ok then error(err, 0) end
+  return err
+end
+local function gen_opts(cache, n)
+  return { max_new_tokens = n, stop_ids = {}, cache = cache == "dynamic" and "dynamic" or "static" }
+end
+local function decode_seconds(rows, cache)
+  return under(cache, function()
+    local best = math.huge
+    for _ = 1, cfg.repeats do
+      local t0 = clock()
+      m:generate(rows, gen_opts(cache, 1))
+      local t1 = clock()
+      m:generate(rows, gen_opts(cache, cfg.new_tokens))
+      local d = (clock() - t1) - (t1 - t0)
+      if d > 0 then best = math.min(best, d) end
+    end
+    return best < math.huge and best or nil
+  end)
 end
 
 if cfg.new_tokens < 2 then error("forward bench: --new_tokens must be at least 2 (decode = tokens 2..n)", 0) end
-local base = {}
-print(("%6s %14s %14s %10s %10s"):format("batch", "prefill tok/s", "decode tok/s", "x batch1", "x batch1"))
+local base = {}  -- batch 1's rates (the first batch given): prefill, and decode per cache
+print(("%6s %-12s %14s %14s %10s %10s"):format("batch", "cache", "prefill tok/s", "decode tok/s", "x batch1", "x batch1"))
 for b in cfg.batches:gmatch("%d+") do
   b = tonumber(b)
+  local first_batch = b == tonumber(cfg.batches:match("%d+"))
   local ids = lt.randint(0, vocab, {b, cfg.prompt})
   local rows = ids:totable()
   -- warm-up at this shape, untimed, as hf_forward.py does (a GPU's first call at a new shape
   -- pays for kernel choice and allocation: the first GPU run timed that against a warm HF)
   lt.no_grad(function() m:forward(ids, { logits = "last" }) end)
-  m:generate(rows, { max_new_tokens = 2, stop_ids = {} })
+  for _, cache in ipairs(caches) do under(cache, function() m:generate(rows, gen_opts(cache, 2)) end) end
   local prefill = timed(function() lt.no_grad(function() m:forward(ids, { logits = "last" }) end) end)
-  local dsec = decode_seconds(rows)
   local prefill_tps = b * cfg.prompt / prefill
-  local decode_tps = dsec and b * (cfg.new_tokens - 1) / dsec
   base.prefill = base.prefill or prefill_tps
-  if b == tonumber(cfg.batches:match("%d+")) then base.decode = decode_tps end
-  local function fmt(v, f) return v and (f):format(v) or "failed" end
-  print(("%6d %14.0f %14s %10.2f %10s"):format(b, prefill_tps, fmt(decode_tps, "%.0f"),
-        prefill_tps / base.prefill, fmt(decode_tps and base.decode and decode_tps / base.decode, "%.2f")))
   lt.run.log("prefill_tokens_per_s", prefill_tps, { step = b })
   lt.run.log("prefill_vs_batch1", prefill_tps / base.prefill, { step = b })
-  if decode_tps then
-    lt.run.log("decode_tokens_per_s", decode_tps, { step = b })
-    if base.decode then lt.run.log("decode_vs_batch1", decode_tps / base.decode, { step = b }) end
-  else
-    io.stderr:write(("forward bench: batch %d: decode not measured (generate of %d tokens took no longer than"
-      .. " of 1 in every repeat); logged as decode_failed\n"):format(b, cfg.new_tokens))
-    lt.run.log("decode_failed", 1, { step = b })
-  end
+  local function fmt(v, f) return v and (f):format(v) or "failed" end
   local h = hf and hf[b]
+  local hd = h and h.decode_tokens_per_s  -- JSON null when the HF side's decode failed
+  if hd == lt.json.null then hd = nil end
+  local dyn  -- this batch's dynamic decode rate
+  for i, cache in ipairs(caches) do
+    local sfx = cache == "dynamic" and "" or "/" .. cache
+    local dsec = decode_seconds(rows, cache)
+    local decode_tps = dsec and b * (cfg.new_tokens - 1) / dsec
+    if first_batch then base[cache] = decode_tps end
+    if cache == "dynamic" then dyn = decode_tps end
+    print(("%6s %-12s %14s %14s %10s %10s"):format(i == 1 and b or "", cache, i == 1 and ("%.0f"):format(prefill_tps) or "",
+          fmt(decode_tps, "%.0f"), i == 1 and ("%.2f"):format(prefill_tps / base.prefill) or "",
+          fmt(decode_tps and base[cache] and decode_tps / base[cache], "%.2f")))
+    if decode_tps then
+      lt.run.log("decode_tokens_per_s" .. sfx, decode_tps, { step = b })
+      if base[cache] then lt.run.log("decode_vs_batch1" .. sfx, decode_tps / base[cache], { step = b }) end
+      if hd then lt.run.log("decode_vs_hf" .. sfx, decode_tps / hd, { step = b }) end
+      if cache ~= "dynamic" and dyn then lt.run.log("decode_vs_dynamic" .. sfx, decode_tps / dyn, { step = b }) end
+    else
+      io.stderr:write(("forward bench: batch %d, %s cache: decode not measured (generate of %d tokens took no longer"
+        .. " than of 1 in every repeat); logged as decode_failed%s\n"):format(b, cache, cfg.new_tokens, sfx))
+      lt.run.log("decode_failed" .. sfx, 1, { step = b })
+    end
+  end
   if h then
-    local hd = h.decode_tokens_per_s  -- JSON null when the HF side's decode failed
-    if hd == lt.json.null then hd = nil end
-    print(("%6s %14.0f %14s %10s %10s   HF; ltrun/HF %.2f, %s"):format("", h.prefill_tokens_per_s,
-          fmt(hd, "%.0f"), "", "", prefill_tps / h.prefill_tokens_per_s,
-          fmt(hd and decode_tps and decode_tps / hd, "%.2f")))
+    print(("%6s %-12s %14.0f %14s %10s %10s   HF; ltrun/HF prefill %.2f"):format("", "HF", h.prefill_tokens_per_s,
+          fmt(hd, "%.0f"), "", "", prefill_tps / h.prefill_tokens_per_s))
     lt.run.log("hf_prefill_tokens_per_s", h.prefill_tokens_per_s, { step = b })
     lt.run.log("prefill_vs_hf", prefill_tps / h.prefill_tokens_per_s, { step = b })
     if hd then lt.run.log("hf_decode_tokens_per_s", hd, { step = b }) else lt.run.log("hf_decode_failed", 1, { step = b }) end
-    if hd and decode_tps then lt.run.log("decode_vs_hf", decode_tps / hd, { step = b }) end
   end
 end
 cleanup()

@@ -15,6 +15,12 @@
 --     HF `generate` on the same checkpoint, prompts, stop ids, cap and sampling (temperature,
 --     no top-k/top-p; experiments/bench/hf_generate.py), tokens/s against the rollout's with
 --     both on (rollout_vs_hf_generate) and both off, in the same run;
+--   * with --cache=dynamic,static also the static cache (cache = "static": preallocated
+--     buffers, one step over all blocks; CUDA graphs on a GPU): the rollout of 1 over it
+--     (rollout_tokens_per_s/static, against the dynamic one and of its floor in gpu-check's
+--     report) and the rollout of 1b with both on over it (rollout_tokens_per_s/both_static,
+--     and rollout_vs_hf_generate/static with --hf); its tokens equal the dynamic path's only
+--     up to rounding (tests/model/test_static.cpp), so they are counted, not asserted;
 --   * the shared-prefix reference (last block trainable) against a full copy: time of the
 --     reference log-probs and the memory each holds;
 --   * peak memory (VmHWM, reset through /proc/self/clear_refs) of chunked log-probs against
@@ -23,7 +29,12 @@ local exp = require "lt.study"
 local cfg = exp.args{ model = "", layers = 8, hidden = 256, heads = 8, kv_heads = 4, vocab = 32000,
                       prompts = 8, group_size = 8, prompt_len = 32, max_response = 64,
                       iterations = 3, repeats = 3, chunk = 1024, stop_frac = 1 / 48, max_rows = 16,
-                      only_rollout = false, hf = "" }
+                      only_rollout = false, hf = "", cache = "dynamic" }
+local static = false
+for c in cfg.cache:gmatch("[^,]+") do
+  if c == "static" then static = true
+  elseif c ~= "dynamic" then error("grpo bench: --cache: unknown cache '" .. c .. "' (dynamic, static)", 0) end
+end
 
 local path, cleanup = cfg.model, function() end
 if path == "" then
@@ -73,6 +84,17 @@ lt.run.log("generate_tokens_per_s", tokens / t_generate)
 lt.run.log("ratio/rollout_vs_generate", t_generate / t_rollout)
 print(("rollout %.0f tok/s, plain generate %.0f tok/s: rollout at %.2fx of generate"):format(
   tokens / t_rollout, tokens / t_generate, t_generate / t_rollout))
+if static then
+  local so = { cache = "static" }
+  for k, v in pairs(ro) do so[k] = v end
+  lt.rl.rollout(m, prompts, so)  -- warm-up, untimed
+  local rs
+  local t_static = best_of(function() rs = lt.rl.rollout(m, prompts, so) end)
+  lt.run.log("rollout_tokens_per_s/static", rs.tokens / t_static)
+  lt.run.log("ratio/rollout_static_vs_dynamic", (rs.tokens / t_static) / (tokens / t_rollout))
+  print(("rollout over the static cache %.0f tok/s: %.2fx of the dynamic cache's"):format(rs.tokens / t_static,
+        (rs.tokens / t_static) / (tokens / t_rollout)))
+end
 
 -- 1b. group-shared prefill and finished rows leaving the batch, each off and on; responses of
 --     mixed length up to max_response
@@ -105,6 +127,21 @@ for _, v in ipairs(variants) do
   end
   rate[name] = rv.tokens / t
   lt.run.log("rollout_tokens_per_s/" .. name, rate[name])
+end
+if has_options and static then
+  local rv
+  local opts = { group_size = G, max_response = L, temperature = 1.0, seed = 5, stop_ids = stops,
+                 share_prefill = true, drop_finished = true, cache = "static" }
+  lt.rl.rollout(m, prompts, opts)  -- warm-up, untimed
+  local t = best_of(function() rv = lt.rl.rollout(m, prompts, opts) end)
+  rate.both_static = rv.tokens / t
+  lt.run.log("rollout_tokens_per_s/both_static", rate.both_static)
+  lt.run.log("ratio/rollout_both_static_vs_dynamic", rate.both_static / rate.both)
+  -- the same tokens as the dynamic cache's up to rounding (a near-tie may go the other way)
+  local same = rv.tokens == ref.tokens and rv.ids:equal(ref.ids)
+  lt.run.log("rollout_static_same_tokens", same and 1 or 0)
+  print(("rollout with both on over the static cache: %.0f tok/s (%.2fx of the dynamic cache's), %s tokens"):format(
+        rate.both_static, rate.both_static / rate.both, same and "the same" or "other (a near-tie)"))
 end
 if has_options then
   local lens = {}
@@ -165,6 +202,7 @@ if cfg.hf ~= "" and has_options then
   lt.run.log("hf_generate_tokens_per_s", hf_rate)
   lt.run.log("rollout_vs_hf_generate", rate.both / hf_rate)
   lt.run.log("rollout_off_vs_hf_generate", rate.off / hf_rate)
+  if rate.both_static then lt.run.log("rollout_vs_hf_generate/static", rate.both_static / hf_rate) end
   print(("HF generate (torch %s, transformers %s, %d threads): %d rows, %d tokens, %.0f tok/s; "
          .. "ltrun rollout / HF generate: %.2fx with both on, %.2fx with both off"):format(
     hf.torch, hf.transformers, hf.threads, hf.rows, hf.tokens, hf_rate, rate.both / hf_rate, rate.off / hf_rate))

@@ -4,7 +4,9 @@
 --   * ATen operators per block per decode step of greedy generate (batch 1, a 16-token
 --     prompt; a random qwen3 of --layers/--hidden, or --model): kernels (leaf operators that
 --     compute: one GPU kernel launch each), all operators dispatched, those ltrun's code calls
---     itself, and the kernels per step outside the blocks (head, sampling, bookkeeping);
+--     itself, and the kernels per step outside the blocks (head, sampling, bookkeeping); for
+--     the dynamic cache (generate's default) and the static one (cache = "static", metrics
+--     with the suffix /static);
 --   * the peak CPU tensor bytes of one training step's loss and backward (every parameter
 --     trains; its gradients included) at the Qwen3 vocabulary (--proxy_vocab, 151,936),
 --     --proxy_seq tokens (512), batch 1, a 2-block qwen3 of width --proxy_hidden (256) with
@@ -22,16 +24,22 @@ if path == "" then
 end
 local m = lt.model.load(path, { dtype = cfg.dtype ~= "" and cfg.dtype or nil })
 print(tostring(m))
-local d = lt.model.decode_ops(m, { batch = 1, prompt = 16, new_tokens = 8 })
-print(("ATen operators per block per decode step: %.1f kernels (%.1f dispatched, %.1f called by ltrun);"
-       .. " %.1f kernels per step outside blocks"):format(d.kernels, d.dispatched, d.top, d.outside))
-local names = {}
-for name, n in pairs(d.by_name) do names[#names + 1] = { name, n } end
-table.sort(names, function(a, b) return a[2] > b[2] or (a[2] == b[2] and a[1] < b[1]) end)
-for _, x in ipairs(names) do print(("  %-28s %5.1f"):format(x[1], x[2])) end
-lt.run.log("decode_kernels_per_block", d.kernels)
-lt.run.log("decode_ops_dispatched_per_block", d.dispatched)
-lt.run.log("decode_kernels_outside_blocks", d.outside)
+-- the dynamic cache (generate's default) and the static one (cache = "static": preallocated
+-- buffers, one step function over all blocks, the step a CUDA graph holds on a GPU); the static
+-- path's metrics carry the suffix /static
+for _, cache in ipairs{ "dynamic", "static" } do
+  local d = lt.model.decode_ops(m, { batch = 1, prompt = 16, new_tokens = 8, cache = cache })
+  print(("%s cache: ATen operators per block per decode step: %.1f kernels (%.1f dispatched, %.1f called by ltrun);"
+         .. " %.1f kernels per step outside blocks"):format(cache, d.kernels, d.dispatched, d.top, d.outside))
+  local names = {}
+  for name, n in pairs(d.by_name) do names[#names + 1] = { name, n } end
+  table.sort(names, function(a, b) return a[2] > b[2] or (a[2] == b[2] and a[1] < b[1]) end)
+  for _, x in ipairs(names) do print(("  %-28s %5.1f"):format(x[1], x[2])) end
+  local sfx = cache == "static" and "/static" or ""
+  lt.run.log("decode_kernels_per_block" .. sfx, d.kernels)
+  lt.run.log("decode_ops_dispatched_per_block" .. sfx, d.dispatched)
+  lt.run.log("decode_kernels_outside_blocks" .. sfx, d.outside)
+end
 m:free()
 cleanup()
 

@@ -214,7 +214,8 @@ bool qkv_heads_fused(const at::Tensor& q, const at::Tensor& q_norm, const at::Te
 // two rotations, two cache copies. Recorded as one operator for profile.h's kernel counts.
 at::Tensor qkv_heads(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                      const at::Tensor& q_norm, const at::Tensor& k_norm, double eps,
-                     const RopeTables* rope, const at::Tensor& k_out, const at::Tensor& v_out) {
+                     const RopeTables* rope, const at::Tensor& k_out, const at::Tensor& v_out,
+                     const at::Tensor& write_at) {
   const int64_t B = q.size(0), T = q.size(1), H = q.size(2), KV = k.size(2), D = q.size(3);
   LT_CHECK(qkv_heads_fused(q, q_norm, k_norm, rope), "qkv_heads: inputs of shape {} do not qualify for the fused pass",
            shape(q.sizes()));
@@ -223,10 +224,24 @@ at::Tensor qkv_heads(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
                  t->is_cpu(),
              "qkv_heads: every tensor needs [.., {}] {} with a contiguous last dimension, found {}", D,
              c10::toString(q.scalar_type()), shape(t->sizes()));
+  // without write_at k_out holds exactly the new positions; with it, a whole cache of W
+  const int64_t W = write_at.defined() ? k_out.size(2) : T;
   LT_CHECK(k.sizes() == v.sizes() && k.size(0) == B && k.size(1) == T &&
-               k_out.sizes() == at::IntArrayRef({B, KV, T, D}) && v_out.sizes() == k_out.sizes(),
+               k_out.sizes() == at::IntArrayRef({B, KV, W, D}) && v_out.sizes() == k_out.sizes(),
            "qkv_heads: k {} / v {} / k_out {} / v_out {} do not match q {}", shape(k.sizes()),
            shape(v.sizes()), shape(k_out.sizes()), shape(v_out.sizes()), shape(q.sizes()));
+  at::Tensor at_pos;  // row b's first position in k_out / v_out
+  if (write_at.defined()) {
+    LT_CHECK(write_at.dim() == 1 && write_at.size(0) == B && write_at.scalar_type() == at::kLong && write_at.is_cpu(),
+             "qkv_heads: write_at must be int64 [{}] on the CPU, found {} {}", B, shape(write_at.sizes()),
+             c10::toString(write_at.scalar_type()));
+    at_pos = write_at.contiguous();
+    const int64_t* p = at_pos.data_ptr<int64_t>();
+    for (int64_t b = 0; b < B; ++b)
+      LT_CHECK(p[b] >= 0 && p[b] + T <= W, "qkv_heads: row {} writes positions {}..{} of a cache of {}", b, p[b],
+               p[b] + T - 1, W);
+  }
+  const int64_t* at_p = at_pos.defined() ? at_pos.data_ptr<int64_t>() : nullptr;
   at::RecordFunction guard(at::RecordScope::FUNCTION);
   if (guard.isActive()) guard.before("ltrun::qkv_heads");
   at::Tensor y = at::empty({B, H, T, D}, q.options().memory_format(at::MemoryFormat::Contiguous));
@@ -255,10 +270,12 @@ at::Tensor qkv_heads(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
           dst = y.data_ptr<T_>() + ((b * H + head) * T + i) * D;
         } else if (j < H + KV) {
           src = &k, head = j - H, w = kw, rotate = true;
-          dst = k_out.data_ptr<T_>() + b * k_out.stride(0) + head * k_out.stride(1) + i * k_out.stride(2);
+          const int64_t t = (at_p ? at_p[b] : 0) + i;
+          dst = k_out.data_ptr<T_>() + b * k_out.stride(0) + head * k_out.stride(1) + t * k_out.stride(2);
         } else {
           src = &v, head = j - H - KV, w = nullptr, rotate = false;
-          dst = v_out.data_ptr<T_>() + b * v_out.stride(0) + head * v_out.stride(1) + i * v_out.stride(2);
+          const int64_t t = (at_p ? at_p[b] : 0) + i;
+          dst = v_out.data_ptr<T_>() + b * v_out.stride(0) + head * v_out.stride(1) + t * v_out.stride(2);
         }
         const T_* x = src->data_ptr<T_>() + b * src->stride(0) + i * src->stride(1) + head * src->stride(2);
         rotate = rotate && cp;

@@ -42,11 +42,15 @@ at::Tensor apply_rope(const at::Tensor& x, const RopeTables& t);
 // v_out ([B, KV, T, D], e.g. the KV cache's next T positions), q returned as a contiguous
 // [B, H, T, D]. The same values as rms_norm then apply_rope under grad mode off. Only for
 // inference on the CPU (fp32, bf16): qkv_heads_fused says whether q and the weights qualify.
+// write_at (int64 [B] on the CPU, optional): k_out and v_out are whole caches [B, KV, W, D]
+// and row b's tokens go to positions write_at[b].. (the static cache's step: each row at its
+// own length, so no separate scatter of keys and values).
 bool qkv_heads_fused(const at::Tensor& q, const at::Tensor& q_norm, const at::Tensor& k_norm,
                      const RopeTables* rope);
 at::Tensor qkv_heads(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                      const at::Tensor& q_norm, const at::Tensor& k_norm, double eps,
-                     const RopeTables* rope, const at::Tensor& k_out, const at::Tensor& v_out);
+                     const RopeTables* rope, const at::Tensor& k_out, const at::Tensor& v_out,
+                     const at::Tensor& write_at = {});
 
 // Which keys each query sees, bool [B, 1, T, S]: key j is visible to query i when
 // j <= i + S - T (causal, the S - T earlier keys being cached) and key_mask[b, j] is set.

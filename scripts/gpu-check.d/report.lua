@@ -117,6 +117,10 @@ do
   local dt = param(grpo, "model_dtype")
   fig("grpo", "rollout (sampling, log-probs, packing)", ro, "tokens/s", "plain generate, same rows and sampling", gen,
       rows > 0 and of_floor(ro, dt, rows, pos) or nil)
+  -- the static cache (bench_grpo --cache=dynamic,static)
+  fig("grpo", "rollout (sampling, log-probs, packing), static cache", metric(grpo, "rollout_tokens_per_s/static"),
+      "tokens/s", "the same over the dynamic cache", ro,
+      rows > 0 and of_floor(metric(grpo, "rollout_tokens_per_s/static"), dt, rows, pos) or nil)
   local off, both = metric(grpo, "rollout_tokens_per_s/off"), metric(grpo, "rollout_tokens_per_s/both")
   fig("grpo", "rollout, shared prefill + finished rows dropped (mixed lengths)", both, "tokens/s",
       "both off, same tokens", off)
@@ -125,6 +129,10 @@ do
     fig("grpo", "rollout, shared prefill + finished rows dropped (mixed lengths)", both, "tokens/s",
         "HF generate, same checkpoint, prompts, stops and sampling", hf)
   end
+  local both_s = metric(grpo, "rollout_tokens_per_s/both_static")
+  fig("grpo", "rollout, shared prefill + finished rows dropped (mixed lengths), static cache", both_s, "tokens/s",
+      hf and "HF generate, same checkpoint, prompts, stops and sampling" or "the same over the dynamic cache",
+      hf or both)
   for _, k in ipairs{ "rollout", "reference", "old_logprobs", "update" } do
     fig("grpo", "GRPO step time: " .. k, metric(grpo, "time_frac/" .. k), "fraction of step", nil, nil)
   end
@@ -154,6 +162,19 @@ do
       fig("forward", ("greedy decode, batch %d"):format(b), metric(fwd, "decode_tokens_per_s", b), "tokens/s",
           "ltrun at batch 1", metric(fwd, "decode_tokens_per_s", 1), dec(b))
     end
+    -- the static cache (bench_forward --cache=dynamic,static,static_eager): against HF where it
+    -- ran, else against the dynamic cache in the same run; each with its fraction of the floor
+    local what = { static = "static cache" .. (cfg.on == "cuda" and " (CUDA graphs)" or ""),
+                   static_eager = "static cache without graphs (LTRUN_STATIC_GRAPHS=0)" }
+    for _, cache in ipairs{ "static", "static_eager" } do
+      for _, bb in ipairs(b ~= 1 and { b, 1 } or { 1 }) do
+        local d, hd = metric(fwd, "decode_tokens_per_s/" .. cache, bb), metric(fwd, "hf_decode_tokens_per_s", bb)
+        local floor = P and N and of_floor(d, dt, bb, P + N / 2)
+        fig("forward", ("greedy decode, batch %d, %s"):format(bb, what[cache]), d, "tokens/s",
+            hd and "HF transformers generate, same checkpoint" or "ltrun, dynamic cache", hd or
+            metric(fwd, "decode_tokens_per_s", bb), floor)
+      end
+    end
   end
 end
 do
@@ -175,6 +196,11 @@ do  -- issue 35's CPU proxies (experiments/bench/proxies.lua): counts, the same 
   local px = bench_run("proxies")
   fig("proxies", "ATen kernels per block per decode step", metric(px, "decode_kernels_per_block"), "kernels",
       "issue 35's target", 15)
+  fig("proxies", "ATen kernels per block per decode step, static cache", metric(px, "decode_kernels_per_block/static"),
+      "kernels", "the dynamic cache", metric(px, "decode_kernels_per_block"))
+  fig("proxies", "ATen kernels per decode step outside the blocks, static cache",
+      metric(px, "decode_kernels_outside_blocks/static"), "kernels", "the dynamic cache",
+      metric(px, "decode_kernels_outside_blocks"))
   local ps = param(px, "proxy_shape")
   fig("proxies", "training step peak tensor bytes, Qwen3 vocabulary" .. (ps and " (" .. ps .. ")" or ""),
       metric(px, "train_step_peak_bytes"), "bytes", "the plain loss over [T, V] logits",

@@ -1,6 +1,7 @@
 # tests/cli/gpu_check.sh: scripts/gpu-check --quick --device cpu runs the GPU node's list
 # (smoke check, benches, report) with tiny shapes on this machine's build, and its report
-# lists every figure with the baseline measured in the same run.
+# lists every figure with the baseline measured in the same run, the static cache's beside the
+# dynamic one's.
 root=$(cd "$(dirname "$0")/../.." && pwd)
 source "$root/tests/cli/common.bash"
 build=$(dirname "$LTRUN")
@@ -28,6 +29,32 @@ for f in '"figure":"full training"' '"figure":"rollout (sampling, log-probs, pac
          '"failed_steps":0'; do
   check "report.json has $f" contains "$json" "$f"
 done
+# the static cache beside the dynamic one (issue 35 item 1): the proxies' counts (exact, so
+# always there), the rollouts over it (always a rate), and decode over it and without graphs
+# at each batch in the forward bench's log (a rate, or decode_failed on a loaded machine)
+for f in '"figure":"ATen kernels per block per decode step, static cache"' \
+         '"figure":"ATen kernels per decode step outside the blocks, static cache"' \
+         '"figure":"rollout (sampling, log-probs, packing), static cache"' \
+         '"figure":"rollout, shared prefill + finished rows dropped (mixed lengths), static cache"' \
+         '"baseline":"the same over the dynamic cache"'; do
+  check "report.json has $f" contains "$json" "$f"
+done
+flog=$(cat "$out/logs/bench_forward.log" 2>/dev/null)
+for c in dynamic static static_eager; do
+  n=$(grep -cE "^ +([0-9]+ +)?$c +" <<<"$flog")
+  check "bench_forward timed decode over the $c cache at both batches ($n)" equals "$n" 2
+done
+check "bench_forward logged each cache's decode or its failure" \
+  test "$("$LTRUN" --db "$out/bench.db" -e "
+    local n = 0
+    for _, c in ipairs{ 'static', 'static_eager' } do
+      for _, b in ipairs{ 1, 4 } do
+        local r = lt.run.query([[SELECT count(*) AS n FROM metrics WHERE name IN (?, ?) AND step = ?]],
+                               'decode_tokens_per_s/' .. c, 'decode_failed/' .. c, b)
+        if r[1].n > 0 then n = n + 1 end
+      end
+    end
+    print(n)" 2>&1)" = 4
 n_ratio=$(grep -o '"ratio":' <<<"$json" | wc -l)
 check "at least 8 figures carry a ratio to their baseline (got $n_ratio)" test "$n_ratio" -ge 8
 # a bad option is refused, naming it

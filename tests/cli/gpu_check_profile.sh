@@ -23,7 +23,7 @@ check "the figures have an 'of the limit' column" contains "$md" \
   "| bench | figure | value | unit | of the limit | baseline (same run) | baseline value | ratio |"
 # decode, rollouts, prefill and training carry a fraction of the limit (a number and %)
 for f in "| train | full training |" "| grpo | rollout (sampling, log-probs, packing) |" "| forward | greedy decode, batch 1 |" \
-         "| forward | prefill, batch 4 |"; do
+         "| forward | prefill, batch 4 |" "| grpo | rollout (sampling, log-probs, packing), static cache |"; do
   row=$(grep -F "$f" <<<"$md" | head -1)
   check "row '$f' has a fraction of the limit ($row)" grep -Eq '^\| [^|]+ \| [^|]+ \| [^|]+ \| [^|]+ \| [0-9.e+-]+% \|' <<<"$row"
 done

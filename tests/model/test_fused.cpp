@@ -182,6 +182,41 @@ TEST_CASE("the fused q/k norm + RoPE + cache write equals rms_norm, apply_rope a
         }
 }
 
+// The static cache's step: write_at puts row b's key and value at its own position of the
+// whole cache (bit for bit what the call without it writes into that position's view), and
+// nothing else in the cache changes; a position past the cache is refused, naming the row.
+TEST_CASE("the fused q/k pass writes each row's keys and values at its own position (write_at)") {
+  const int64_t B = 3, H = 4, KV = 2, D = 16, W = 9;
+  RopeScaling rs;
+  const RopeFreqs f = rope_freqs(rs, 10000.0, D, 2048);
+  const std::vector<int64_t> where = {4, 0, 8};
+  for (auto dtype : {at::kFloat, at::kBFloat16}) {
+    INFO("dtype " << c10::toString(dtype));
+    at::NoGradGuard ng;
+    const at::Tensor at_pos = at::tensor(where, at::kLong);
+    const RopeTables t = rope_tables(f, at_pos.view({B, 1}), dtype);
+    const at::Tensor y = at::randn({B, 1, (H + 2 * KV) * D}).to(dtype);
+    const at::Tensor q = heads_of(y, 0, H, D), k = heads_of(y, H * D, KV, D), v = heads_of(y, (H + KV) * D, KV, D);
+    const at::Tensor qn = (at::rand({D}) + 0.5).to(dtype), kn = (at::rand({D}) + 0.5).to(dtype);
+    const at::Tensor k0 = at::randn({B, KV, W, D}).to(dtype), v0 = at::randn({B, KV, W, D}).to(dtype);
+    at::Tensor kc = k0.clone(), vc = v0.clone();
+    const at::Tensor qf = qkv_heads(q, k, v, qn, kn, 1e-6, &t, kc, vc, at_pos);
+    at::Tensor kr = at::empty({B, KV, 1, D}, dtype), vr = at::empty({B, KV, 1, D}, dtype);
+    const at::Tensor qr = qkv_heads(q, k, v, qn, kn, 1e-6, &t, kr, vr);
+    CHECK(at::equal(qf, qr));
+    at::Tensor kw = k0.clone(), vw = v0.clone();
+    for (int64_t b = 0; b < B; ++b) {
+      kw[b].narrow(1, where[size_t(b)], 1).copy_(kr[b]);
+      vw[b].narrow(1, where[size_t(b)], 1).copy_(vr[b]);
+    }
+    CHECK(at::equal(kc, kw));
+    CHECK(at::equal(vc, vw));
+    const at::Tensor past = at::tensor(std::vector<int64_t>{4, 9, 0}, at::kLong);
+    CHECK_THROWS_WITH(qkv_heads(q, k, v, qn, kn, 1e-6, &t, kc, vc, past),
+                      Catch::Contains("row 1 writes positions 9..9 of a cache of 9"));
+  }
+}
+
 // Error estimate for the fused decode attention against the explicit path and SDPA (sums in
 // another order, each in fp32 with unit roundoff u = 2^-24): a score q.k over D terms differs by
 // at most D u sum|q_i k_i| <= D^2 u max|q| max|k| before the scale; a change e in the scores moves

@@ -196,15 +196,24 @@ at::Tensor AttentionWeights::forward(const at::Tensor& x, const LayerInput& in,
   if ((!c.rope || rope) && qkv_heads_fused(qh, qn, kn, rope)) {
     const at::Tensor vt = vh.transpose(1, 2);  // back to [B, T, KV, D]: the projection's layout
     auto* kv = static_cast<KVState*>(state);
-    at::Tensor kd, vd;
-    if (kv && !in.write_at.defined()) {
+    at::Tensor kd, vd, write_at;
+    // the static cache's step: each row's key and value straight to its own position (write_at)
+    // in the preallocated buffers, where put's scatter_ would be two more kernels
+    const bool in_place = kv && in.write_at.defined() && in.write_at.is_cpu() && kv->k.defined() &&
+                          kv->k.size(0) == B && T == 1;
+    if (in_place) {
+      kd = kv->k, vd = kv->v, write_at = in.write_at;
+    } else if (kv && !in.write_at.defined()) {
       std::tie(kd, vd) = kv->reserve(B, c.n_kv_heads, T, c.head_dim, x.options(), in.past, in.capacity_hint);
     } else {
       kd = at::empty({B, c.n_kv_heads, T, c.head_dim}, x.options());
       vd = at::empty({B, c.n_kv_heads, T, c.head_dim}, x.options());
     }
-    qh = qkv_heads(qh, kh, vt, qn, kn, c.rms_norm_eps, rope, kd, vd);
-    if (kv && in.write_at.defined()) {
+    qh = qkv_heads(qh, kh, vt, qn, kn, c.rms_norm_eps, rope, kd, vd, write_at);
+    if (in_place) {
+      kh = kv->k;
+      vh = kv->v;
+    } else if (kv && in.write_at.defined()) {
       std::tie(kh, vh) = kv->put(kd, vd, in);
     } else if (kv) {
       kh = kv->k.narrow(2, 0, in.past + T);
