@@ -100,6 +100,7 @@ int run_repl(const Globals& g) {
   start.seed = int64_t(seed);
   start.torch_version = torch_version();
   store::Session session(store, start);
+  if (!g.log && file_exists(g.db)) session.read_from(store::Store::open_readonly(g.db));  // lt.run.query reads --db
   seed_all(seed);
 
   const std::unique_ptr<ScriptHost> host = g.make_host();

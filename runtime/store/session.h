@@ -36,8 +36,15 @@ class Session : public RunSink {
   // errors of the closings that failed (each run is still closed as far as the store allows).
   std::vector<std::string> end_all(Status s, const std::string& error = "");
 
-  // Reads (SQL over the store) and a scan's job leases taken for current() (Store::take_lease).
-  Table query(const std::string& sql, const std::vector<Value>& binds) { return store_->query(sql, binds); }
+  // Reads (SQL over the store, or over `reads` when set) and a scan's job leases taken for
+  // current() (Store::take_lease).
+  Table query(const std::string& sql, const std::vector<Value>& binds) {
+    return (reads_ ? reads_ : store_)->query(sql, binds);
+  }
+  // Queries read `reads` (a read-only opener of the user's store) instead of the session's own
+  // store: a REPL or -e session that is not kept (no --log) writes to memory and still reads
+  // the --db store.
+  void read_from(std::shared_ptr<Store> reads) { reads_ = std::move(reads); }
   std::optional<Lease> take_lease(const std::string& key, const std::string& job, int64_t pid) {
     return store_->take_lease(key, job, pid, current());
   }
@@ -56,6 +63,7 @@ class Session : public RunSink {
   void flush() override;
 
  private:
+  std::shared_ptr<Store> reads_;
   void watch_interrupt();
 
   std::shared_ptr<Store> store_;

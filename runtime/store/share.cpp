@@ -18,6 +18,7 @@
 
 #include "runtime/core/env.h"
 #include "runtime/core/error.h"
+#include "runtime/core/fs.h"
 #include "runtime/core/sha256.h"
 #include "runtime/store/artifact.h"
 #include "runtime/store/capture.h"
@@ -343,13 +344,11 @@ void restore_folder(Conn& c, const std::string& file, const std::string& dest, c
                "import: {}: file {} of a carried model folder does not match its manifest", file, e.name);
       write_copy(tmp + "/" + e.name, data);
     }
-    std::error_code ec;
-    fs::remove_all(dest, ec);  // a damaged copy (checked by the caller)
+    ltrun::fs::remove_tree(dest);  // a damaged copy (checked by the caller)
     if (std::rename(tmp.c_str(), dest.c_str()) != 0)
       fail("import: cannot rename {} to {}: {}", tmp, dest, std::strerror(errno));
   } catch (...) {
-    std::error_code ec;
-    fs::remove_all(tmp, ec);
+    ltrun::fs::remove_tree(tmp);
     throw;
   }
 }

@@ -26,4 +26,10 @@ check "the REPL without --log still runs and logs" equals "$out" "2"
 check "... and stores nothing, nor does -e" equals "$(count nolog.db)" "0"
 "$LTRUN" --db log.db --log -e 'lt.run.log("r", 1)'
 check "-e --log stores the run" equals "$(count log.db)" "1"
+# ... and an unlogged -e or REPL still reads the --db store (analysis of past runs adds no run)
+check "-e without --log: lt.run.query reads --db" equals \
+  "$("$LTRUN" --db log.db -e 'print(#lt.run.query("select id from runs"))' 2>&1)" "1"
+check "the REPL without --log: lt.run.query reads --db" equals \
+  "$(printf '%s\n' '=#lt.run.query("select id from runs")' | "$LTRUN" --db log.db 2>&1)" "1"
+check "... and neither added a run" equals "$(count log.db)" "1"
 finish

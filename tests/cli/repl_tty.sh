@@ -16,7 +16,7 @@ export LTRUN_HISTORY=$SCRATCH/history
 ( (trap '' INT; sleep 3; printf 'x = lt.zeros(3)\n'; sleep 1; printf '="lt.mo\t"\n'; sleep 1; printf '="x:nume\t"\n'; sleep 1
    printf 'while true do y = 1 end\n'; sleep 2; printf '\003'; sleep 1; printf '=40+2\n'; sleep 1
    printf '=1+'; sleep 1; printf '\003'; sleep 1; printf '=41+2\n'; sleep 1; printf '\004') |
-  SHELL=/bin/sh script -qfec "exec '$LTRUN'" /dev/null >session.out 2>&1
+  SHELL=/bin/sh script -qfec "exec '$LTRUN' --log" /dev/null >session.out 2>&1
   echo "${PIPESTATUS[*]}" >statuses )
 out=$(tr -d '\r' <session.out); rc=$(cut -d' ' -f2 statuses)
 [ "$(cat statuses)" = "0 0" ] || { echo "  exit statuses (input, script): $(cat statuses); the session:" >&2; tail -20 <<<"$out" >&2; }
@@ -27,5 +27,5 @@ check "a tensor's methods complete" has_line "$out" "x:numel"
 check "Ctrl-C stops the pure-Lua loop" contains "$out" "interrupted (SIGINT or SIGTERM)"
 check "and the session goes on" has_line "$out" "42"
 check "Ctrl-C at the prompt drops the line typed (=1+) and the session goes on" has_line "$out" "43"
-check "the session is one ok run" equals "$(sql1 "select name, status from runs")" "repl,ok"
+check "the session is one ok run (--log)" equals "$(sql1 "select name, status from runs")" "repl,ok"
 finish
