@@ -134,13 +134,7 @@ if cfg.kinds ~= "" then
   return
 end
 
-local path, cleanup = cfg.model, function() end
-if path == "" then
-  path, cleanup = exp.temp_model{ layers = cfg.layers, hidden = cfg.hidden, heads = cfg.heads,
-                                  kv_heads = cfg.kv_heads, vocab = 2048, seed = 1 }
-end
-local m = lt.model.load(path, { dtype = cfg.dtype ~= "" and cfg.dtype or nil })
-print(tostring(m))
+local m, path, cleanup = require "experiments.bench.model"(cfg)
 lt.run.param("model_dtype", m.dtype)  -- scripts/gpu-check's report: bytes per weight of the floor
 -- what a decode step must read at least (the HBM-bandwidth floor of scripts/gpu-check's
 -- report): every weight once, and per row the keys and values of its positions so far

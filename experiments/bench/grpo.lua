@@ -36,13 +36,7 @@ for c in cfg.cache:gmatch("[^,]+") do
   elseif c ~= "dynamic" then error("grpo bench: --cache: unknown cache '" .. c .. "' (dynamic, static)", 0) end
 end
 
-local path, cleanup = cfg.model, function() end
-if path == "" then
-  path, cleanup = exp.temp_model{ layers = cfg.layers, hidden = cfg.hidden, heads = cfg.heads,
-                                  kv_heads = cfg.kv_heads, vocab = cfg.vocab, seed = 1 }
-end
-local m = lt.model.load(path)
-print(tostring(m))
+local m, path, cleanup = require "experiments.bench.model"(cfg, cfg.vocab)
 lt.run.param("model_dtype", m.dtype)  -- scripts/gpu-check's report: bytes per weight of the floor
 local V = m.config.vocab_size
 local function ids_prompts(n, seed)

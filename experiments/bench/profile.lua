@@ -11,13 +11,7 @@ local cfg = exp.args{ model = "", layers = 2, hidden = 64, heads = 4, kv_heads =
                       prompt = 16, seq_len = 32, micro_batch = 2, dtype = "", top = 10, device_activity = "auto" }
 if cfg.out == "" then error("profile bench: --out=FILE (the trace to write) is required", 0) end
 
-local path, cleanup = cfg.model, function() end
-if path == "" then
-  path, cleanup = exp.temp_model{ layers = cfg.layers, hidden = cfg.hidden, heads = cfg.heads,
-                                  kv_heads = cfg.kv_heads, vocab = 2048, seed = 1 }
-end
-local m = lt.model.load(path, { dtype = cfg.dtype ~= "" and cfg.dtype or nil })
-print(tostring(m))
+local m, path, cleanup = require "experiments.bench.model"(cfg)
 local dev = cfg.device_activity == "auto" and m.device:match("^cuda") ~= nil or cfg.device_activity == "true"
 local V = m.config.vocab_size
 local rows = lt.randint(0, V, { cfg.micro_batch, cfg.seq_len + 1 })

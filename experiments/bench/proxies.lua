@@ -17,13 +17,7 @@ local exp = require "lt.study"
 local cfg = exp.args{ model = "", layers = 8, hidden = 256, heads = 8, kv_heads = 4, dtype = "",
                       proxy_seq = 512, proxy_hidden = 256, proxy_vocab = 151936 }
 
-local path, cleanup = cfg.model, function() end
-if path == "" then
-  path, cleanup = exp.temp_model{ layers = cfg.layers, hidden = cfg.hidden, heads = cfg.heads,
-                                  kv_heads = cfg.kv_heads, vocab = 2048, seed = 1 }
-end
-local m = lt.model.load(path, { dtype = cfg.dtype ~= "" and cfg.dtype or nil })
-print(tostring(m))
+local m, path, cleanup = require "experiments.bench.model"(cfg)
 -- the dynamic cache (generate's default) and the static one (cache = "static": preallocated
 -- buffers, one step function over all blocks, the step a CUDA graph holds on a GPU); the static
 -- path's metrics carry the suffix /static

@@ -10,13 +10,7 @@ local cfg = exp.args{ model = "", layers = 8, hidden = 256, heads = 8, kv_heads 
                       micro_batch = 8, steps = 6, warmup_steps = 2, repeats = 2,
                       peak_tflops = 989 }  -- dense bf16 peak of the GPU for MFU (H100 SXM: 989)
 
-local path, cleanup = cfg.model, function() end
-if path == "" then
-  path, cleanup = exp.temp_model{ layers = cfg.layers, hidden = cfg.hidden, heads = cfg.heads,
-                                  kv_heads = cfg.kv_heads, vocab = 2048, seed = 1 }
-end
-local base = lt.model.load(path)
-print(tostring(base))
+local base, path, cleanup = require "experiments.bench.model"(cfg)
 local rows = lt.randint(0, base.config.vocab_size, { 64, cfg.seq_len + 1 })
 
 local n = base.n_layers
