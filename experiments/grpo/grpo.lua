@@ -34,7 +34,7 @@ return exp.study{
     eval_samples = { 8, "sampled answers per item for avg@k (0: off)", int = true, min = 0 },
     template = { math_task.template, "prompt template ({question}; \"default\": lt.rl's)" },
     chat = { false, "wrap prompts in the model's chat template" },
-    train_only = { "all", "trained blocks (lt.layers.parse): all, 2, 0,3, 10-15, -1, middle:K, shallow:F" },
+    train_only = { "all", "trained blocks (lt.layers.parse): all (whole model), 2, 0,3, middle:K" },
     decontaminate = { -1, "n-gram decontamination (0: off, < 0: lt.tasks.math's rule)",
                       int = true } }),
   run = function(cfg)

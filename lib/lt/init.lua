@@ -53,7 +53,7 @@ function lt.main(chunk, ...)
   local result = chunk(...)
   if type(result) == "table" and package.loaded["lt.study.define"] then
     local define = package.loaded["lt.study.define"]
-    if define.is_study(result) then return define.main(result, arg or {}) end
+    if define.is_study and define.is_study(result) then return define.main(result, arg or {}) end
   end
   return result
 end
