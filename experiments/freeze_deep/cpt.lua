@@ -93,8 +93,8 @@ end
 -- the blocks each plan trains, in lt.layers.parse's grammar: --split is the shallow share F
 M.plan_blocks = { full = "all", train_shallow = "shallow:%s", train_deep = "deep:%s" }
 
--- the freeze spec of each plan of cfg.plans: the blocks it does not train, and the embeddings / final norm + LM
--- head when cfg.freeze_embeddings / cfg.freeze_head
+-- the freeze spec of each plan of cfg.plans: the blocks it does not train, and the embeddings /
+-- final norm + LM head when cfg.freeze_embeddings / cfg.freeze_head
 function M.plans(base, cfg)
   local function spec(blocks)
     local s = { blocks }
@@ -105,7 +105,8 @@ function M.plans(base, cfg)
   local out = {}
   for _, name in ipairs(exp.list(cfg.plans)) do
     local trained = {}
-    for _, l in ipairs(lt.layers.parse(base, M.plan_blocks[name]:format(("%.17g"):format(cfg.split)), "--split")) do trained[l] = true end
+    local text = M.plan_blocks[name]:format(("%.17g"):format(cfg.split))
+    for _, l in ipairs(lt.layers.parse(base, text, "--split")) do trained[l] = true end
     local frozen = {}
     for l = 0, base.n_layers - 1 do if not trained[l] then frozen[#frozen + 1] = l end end
     out[name] = spec(#frozen > 0 and { layers = frozen } or {})
