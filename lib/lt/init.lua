@@ -45,12 +45,13 @@ function lt.check_options(opts, fn, known)
   error(("%s: unknown option '%s' (known: %s)"):format(fn, unknown[1], table.concat(names, ", ")), 3)
 end
 
--- lt.main(chunk, ...): how ltrun runs a script (bindings/interp.cpp, Interp::run): the chunk with
--- the command line's args, then, when it returns a study (`return exp.study{...}`), that study on
--- the command line (lt.study.define's main: --help, the args checked, study.run). Loading a
--- study's file never runs it: another study `require`s it and calls study.run.
-function lt.main(chunk, ...)
-  local result = chunk(...)
+-- lt.main(chunk): how ltrun runs a script (bindings/interp.cpp, Interp::run): the chunk with the
+-- command line's args (arg[1], arg[2], ... as its varargs), then, when it returns a study (`return
+-- exp.study{...}`), that study on the command line (lt.study.define's main: --help, the args
+-- checked, study.run). Loading a study's file never runs it: another study `require`s it and
+-- calls study.run.
+function lt.main(chunk)
+  local result = chunk(unpack(arg or {}, 1, arg and #arg or 0))
   if type(result) == "table" and package.loaded["lt.study.define"] then
     local define = package.loaded["lt.study.define"]
     if define.is_study and define.is_study(result) then return define.main(result, arg or {}) end

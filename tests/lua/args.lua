@@ -137,7 +137,10 @@ return exp.study{ name = "counted", args = { n = { 1, "n", int = true } },
   T.ok(ok, tostring(r))
   T.eq(r, 30); T.eq(_G.counted_runs, 1)
   T.eq(require("lt.study.define").main(s, { [0] = path, "--n=2" }), 20)
-  T.eq(lt.main(function(x) return x end, 7), 7)  -- a script that returns no study: as it is
+  arg = { [0] = "x.lua", "7" }
+  ok, r = pcall(lt.main, function(x) return x end)  -- a script that returns no study: as it is
+  arg = saved
+  T.eq(r, "7")
   T.eq(_G.counted_runs, 2)
 end)
 
