@@ -3,7 +3,7 @@
 // broadcast(t[, src]), all_gather(t), bytes_all_reduced(). all_reduce and broadcast work in
 // place and return t; all_gather returns a Lua array of tensors in rank order. In a
 // single-process run these are the identity (rank 0 of 1). The group itself is made by
-// `ltrun SCRIPT` before the script starts (runtime/cli/script.cpp).
+// `ltrun SCRIPT` before the script starts (runtime/cli/run_script.cpp).
 #include <ATen/ATen.h>
 
 #include "bindings/luat.h"

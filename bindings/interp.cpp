@@ -173,19 +173,15 @@ Outcome Interp::run(const std::string& code, const std::string& chunk_name) {
     lua_pop(L, 1);
     return o;
   }
-  // arg's entries are the chunk's varargs too, as lua.c passes them
-  int nargs = 0;
-  lua_getglobal(L, "arg");
-  if (lua_istable(L, -1)) {
-    const int n = int(lua_objlen(L, -1));
-    const int t = lua_gettop(L);
-    for (int i = 1; i <= n; i++) lua_rawgeti(L, t, i);
-    lua_remove(L, t);
-    nargs = n;
-  } else {
-    lua_pop(L, 1);
-  }
-  return impl_->pcall(nargs, 0);
+  // the prelude's lt.main(chunk) runs the chunk with arg's entries as its varargs (as lua.c passes
+  // them), then the study it returns (lib/lt/init.lua); the prelude itself loads without it
+  lua_getglobal(L, "lt");
+  lua_getfield(L, -1, "main");
+  lua_replace(L, -2);
+  const bool runner = lua_isfunction(L, -1);
+  if (runner) lua_insert(L, -2);  // [lt.main, chunk]
+  else lua_pop(L, 1);
+  return impl_->pcall(runner ? 1 : 0, 0);
 }
 
 Outcome Interp::eval(const std::string& chunk) {

@@ -24,7 +24,8 @@ return exp.study{
     local before, rows = lt.train.eval_loss(base, val), {}
     for _, plan in ipairs(exp.list(cfg.plans)) do
       local after = lt.run.child(plan, function()  -- a child run per plan, with its own status
-        local m = base:clone():train_only(plan == "all" and "all" or lt.layers.shallow(base, 0.5))
+        local blocks = plan == "all" and "all" or "shallow:0.5"  -- lt.layers.parse's grammar
+        local m = base:clone():train_only(lt.layers.spec(base, blocks, "--plans"))
         lt.train.causal_lm(m, exp.train_options(cfg, { data = cfg.out }))
         local loss = lt.train.eval_loss(m, val)
         lt.run.log("heldout_loss", loss)

@@ -6,8 +6,9 @@
 -- --tasks seeds x --group episodes played in lockstep (lt.envs.agent), every step a row whose
 -- action tokens are trained. Scored on held-out seeds (below the pre-training ones): the success
 -- rate of --eval_episodes sampled episodes per seed before and after, compared per seed (up/down,
--- sign test). --layer=L trains block L alone (the single-layer setting; -1: every block). Default
--- policy: lt.models tiny-agent (a noisy Sokoban expert imitated).
+-- sign test). --train_only=2 trains block 2 alone (the single-layer setting; lt.layers.parse's
+-- grammar; all: the whole model). Default policy: lt.models tiny-agent (a noisy Sokoban expert
+-- imitated).
 local exp = require "lt.study"
 local agent = require "lt.envs.agent"
 local report = require "lt.report"
@@ -43,7 +44,7 @@ return exp.study{
     penalty = { "row",
                 "invalid-action penalty on its step's row only (verl-agent) or in the reward",
                 choices = { "row", "reward" } },
-    layer = { -1, "train block L alone (-1: every block)", int = true, min = -1 },
+    train_only = { "all", "trained blocks (lt.layers.parse): all (the whole model), 2, 0,3, -1" },
     heldout = { 100, "held-out seeds 1..N scored before and after", int = true, min = 1 },
     eval_episodes = { 4, "sampled episodes per held-out seed", int = true, min = 1 } },
   run = function(cfg)
@@ -63,7 +64,7 @@ return exp.study{
       local after = {}
       for _, algo in ipairs(exp.list(cfg.algos)) do
         lt.run.child(algo, function()
-          local m = base:clone():train_only(cfg.layer >= 0 and cfg.layer or "all")
+          local m = base:clone():train_only(lt.layers.spec(base, cfg.train_only, "--train_only"))
           local o = { group = cfg.group, gamma = cfg.gamma,
                       omega = algo == "gigpo" and cfg.omega or 0, norm = cfg.norm,
                       scope = cfg.scope, lone = cfg.lone, penalty = cfg.penalty }
@@ -73,7 +74,7 @@ return exp.study{
               local train = {}
               for i = 1, cfg.tasks do train[i] = cfg.heldout + (b - 1) * cfg.tasks + i end
               return agent.rows(agent.episodes(m, env, env_opts, train, {
-                group = cfg.group, temperature = 1, seed = lt.run.seed("rl.rollout") + b * 1009,
+                group = cfg.group, temperature = 1, seed = lt.run.seed("rl.rollout", b),
                 max_turns = turns }), o)
             end })
           local s, per = score(m)

@@ -90,8 +90,11 @@ function M.measurer(cfg, d)
   end
 end
 
--- the freeze spec of each plan of cfg.plans: its blocks, and the embeddings / final norm + LM
--- head when cfg.freeze_embeddings / cfg.freeze_head
+-- the blocks each plan trains, in lt.layers.parse's grammar: --split is the shallow share F
+M.plan_blocks = { full = "all", train_shallow = "shallow:%s", train_deep = "deep:%s" }
+
+-- the freeze spec of each plan of cfg.plans: the blocks it does not train, and the embeddings /
+-- final norm + LM head when cfg.freeze_embeddings / cfg.freeze_head
 function M.plans(base, cfg)
   local function spec(blocks)
     local s = { blocks }
@@ -99,10 +102,15 @@ function M.plans(base, cfg)
     if cfg.freeze_head then s[#s + 1] = "final_norm"; s[#s + 1] = "lm_head" end
     return s
   end
-  local all = { full = spec({}), train_shallow = spec(lt.layers.deep(base, cfg.split)),
-                train_deep = spec(lt.layers.shallow(base, cfg.split)) }
   local out = {}
-  for _, name in ipairs(exp.list(cfg.plans)) do out[name] = all[name] end
+  for _, name in ipairs(exp.list(cfg.plans)) do
+    local trained = {}
+    local text = M.plan_blocks[name]:format(("%.17g"):format(cfg.split))
+    for _, l in ipairs(lt.layers.parse(base, text, "--split")) do trained[l] = true end
+    local frozen = {}
+    for l = 0, base.n_layers - 1 do if not trained[l] then frozen[#frozen + 1] = l end end
+    out[name] = spec(#frozen > 0 and { layers = frozen } or {})
+  end
   return out
 end
 
@@ -149,7 +157,13 @@ function M.print(results, cfg)
     end
     rows[#rows + 1] = row
   end
-  report.table{ columns = cols, rows = rows, csv = cfg.out .. "/results.csv" }
+  -- printed: the key columns, within 100 characters; results.csv (and the web view, `ltrun sql
+  -- @freeze_deep`) has them all
+  local show = { "plan", "trainable_params", "new_loss", "gain", "old_loss", "old_delta", "task_acc",
+                 "acc_" .. protocols[1], "retention" }
+  if paper then show[#show + 1] = "avg_" .. (protocols[1] == "generate" and "generate_contains" or protocols[1]) end
+  print(("(every column: %s/results.csv)"):format(cfg.out))
+  report.table{ columns = cols, rows = rows, csv = cfg.out .. "/results.csv", show = show }
   for k = 2, #benches do
     local line = {}
     for name, r in exp.sorted(results) do line[#line + 1] = ("%s %.3f"):format(name, r.scores[benches[k]][protocols[1]].acc) end
@@ -177,8 +191,8 @@ end
 -- the figures: training-loss curves by plan (the paper's Figure 8) and, per benchmark and
 -- protocol, scores by plan and category (Figure 1, Tables 1-2), 4-way items: chance 0.25
 function M.figures(results, curves, cfg)
-  report.plans(M.plans_order)
-  lt.run.artifact(report.curves(cfg.out .. "/loss_curves.svg", {
+  local colours = report.colours(M.plans_order)  -- one colour per plan in every figure
+  lt.run.artifact(report.curves(cfg.out .. "/loss_curves.svg", { colours = colours,
     title = ("Training loss on the new domain by plan (%d steps)"):format(cfg.steps), y_title = "training loss",
     series = curves, order = M.plans_order, smooth = math.max(1, math.floor(cfg.steps / 30)) }), { kind = "figure" })
   for _, spec in ipairs(exp.list(cfg.bench)) do
@@ -187,7 +201,7 @@ function M.figures(results, curves, cfg)
       for name, r in pairs(results) do scores[name] = r.scores[spec][protocol] end
       local file = ("%s/scores_%s_%s.svg"):format(cfg.out, spec:gsub("[^%w]+", "_"), protocol)
       lt.run.artifact(report.scores(file, { title = ("%s accuracy by plan and category (%s protocol)"):format(spec, protocol),
-                                            scores = scores, order = M.plans_order,
+                                            scores = scores, order = M.plans_order, colours = colours,
                                             chance = spec:match("^antonyms") and 0.25 or nil }), { kind = "figure" })
     end
   end

@@ -1,5 +1,6 @@
--- freeze_deep: the latest experiments/freeze_deep/freeze_deep.lua run, one row per plan (and the base) and
--- benchmark: trainable parameters (Table 7), whether embeddings / final norm + LM head were
+-- freeze_deep: the latest experiments/freeze_deep/freeze_deep.lua run (study_run: its run id), one row
+-- per plan (and the base) and benchmark, every column (the study prints the key ones; the web
+-- view and `--csv` show them all): trainable parameters (Table 7), whether embeddings / final norm + LM head were
 -- frozen, wall time and training tokens/s (Table 7: train_tokens_per_s, the run's rate, as the study prints it), last training loss; the gain on the new
 -- domain (new_loss: held-out loss on the new corpus; gain = base's new_loss - plan's) and the
 -- cost on the base's own domain (old_loss: held-out loss there; old_delta = plan's - base's);
@@ -22,7 +23,7 @@ v AS (SELECT p.id, p.name AS plan, b.bench,
         (SELECT value FROM last WHERE run_id = p.id AND name = 'old_loss') AS old_loss,
         (SELECT value FROM last WHERE run_id = p.id AND name = b.bench || '/' || (SELECT p FROM headline) || '/acc') AS acc
       FROM plans p CROSS JOIN benches b)
-SELECT (SELECT id FROM study) AS study, v.plan, v.bench,
+SELECT (SELECT id FROM study) AS study_run, v.plan, v.bench,
        coalesce(CAST((SELECT value FROM params WHERE run_id = v.id AND key = 'trainable_params') AS INTEGER), 0) AS trainable,
        (SELECT value FROM params WHERE run_id = (SELECT id FROM study) AND key = 'freeze_embeddings') AS freeze_emb,
        (SELECT value FROM params WHERE run_id = (SELECT id FROM study) AND key = 'freeze_head') AS freeze_head,

@@ -85,6 +85,7 @@ T.case("losses on both domains, two benchmarks without retraining, the named que
   T.eq(n, 3 * 4)  -- the three items of the sample
   local t = lt.run.query(assert(io.open(root .. "/experiments/freeze_deep/freeze_deep.sql")):read("*a"))
   T.eq(#t, 8)  -- 4 plans x 2 benchmarks
+  T.eq(t[1].study_run, study); T.eq(t[1].study, nil)  -- the first column: the study's run id, named so
   local row = {}
   for _, r in ipairs(t) do row[r.bench .. "/" .. r.plan] = r end
   local base, full = row["antonyms/base"], row["antonyms/full"]
@@ -160,18 +161,37 @@ T.case("chart helpers: axis ticks by hand, one bar per plan and category, long t
   T.ok(T.read(path):find("<polyline", 1, true), "a line")
 end)
 
-T.case("--preset=paper: the table carries the paper's Average, the macro mean over categories", function()
+T.case("--preset=paper: the table carries the paper's Average, the macro mean over categories; printed within 100 columns", function()
   -- the preset's values, each overridden by a small one (explicit values win over a preset),
   -- on two C-Eval subjects of two categories (computer_network: STEM, high_school_chinese:
   -- Humanities)
   local out = tmp .. "/paper"
-  require("experiments.freeze_deep.freeze_deep").run{ preset = "paper", model = tmp .. "/m", corpus = corpus, old = old, steps = 2,
+  local lines, print0 = {}, print  -- what the study prints
+  print = function(...)
+    local parts = {}
+    for i = 1, select("#", ...) do parts[i] = tostring((select(i, ...))) end
+    for l in (table.concat(parts, "\t") .. "\n"):gmatch("([^\n]*)\n") do lines[#lines + 1] = l end
+  end
+  local ok, err = pcall(require("experiments.freeze_deep.freeze_deep").run, { preset = "paper", model = tmp .. "/m",
+    corpus = corpus, old = old, steps = 2,
     lr = 1e-3, seq_len = 32, dtype = "", micro_batch = 4, grad_accum = 1, max_bytes = 20000, bench_limit = 0,
     eval_every = 0, val_windows = 4, task_probe = 0, plans = "full", bench = "ceval:" .. root .. "/tests/data/eval/ceval",
-    out = out }
+    out = out })
+  print = print0
+  assert(ok, err)
   lt.run.flush()
   local csv = T.read(out .. "/results.csv")
   local header = csv:match("^[^\n]+")
+  -- the printed table, its widest (the paper's Average column added), fits 100 columns; the CSV
+  -- has every column (wall time, tokens/s, each protocol)
+  local table_at
+  for i, l in ipairs(lines) do if l:match("^plan ") then table_at = i end end
+  T.ok(table_at, "the printed table")
+  for i = table_at, table_at + 2 do T.ok(#lines[i] <= 100, ("%d characters: %s"):format(#lines[i], lines[i])) end
+  T.ok(lines[table_at]:find("avg logit", 1, true) and not lines[table_at]:find("tok/s", 1, true), lines[table_at])
+  for _, c in ipairs{ "wall_s", "tokens_per_s", "acc_logit", "acc_generate", "acc_generate_contains", "avg_logit" } do
+    T.ok(("," .. header .. ","):find("," .. c .. ",", 1, true), c .. " in results.csv")
+  end
   T.ok(header:find("avg_logit", 1, true) and header:find("avg_generate_contains", 1, true), header)
   T.ok(not header:find("avg_generate,", 1, true), "the first-letter rule has no Average column")
   -- this call's own full run: the latest child named full (the study ran in this test's run)

@@ -4,7 +4,8 @@
 -- and down, sign test: lt.report.paired). Defaults: the embedded policy (lt.models tiny-math)
 -- on its arithmetic problems, 100 batches of 16 prompts x 8 samples, lr 1e-4: GRPO removes the
 -- wrong operation pre-training slipped into 40% of its solutions, which sampled answers show
--- (this folder's README). --train_only: "" (all), a block, "middle:K" (the middle K blocks).
+-- (this folder's README). --train_only: which blocks train (lt.layers.parse's grammar: all, 2,
+-- 0,3, 10-15, -1, middle:K, shallow:F, deep:F; all is the whole model).
 local exp = require "lt.study"
 local report = require "lt.report"
 local math_task = require "lt.tasks.math"
@@ -33,15 +34,16 @@ return exp.study{
     eval_samples = { 8, "sampled answers per item for avg@k (0: off)", int = true, min = 0 },
     template = { math_task.template, "prompt template ({question}; \"default\": lt.rl's)" },
     chat = { false, "wrap prompts in the model's chat template" },
-    train_only = { "", "trained blocks: \"\" (all), a block, a list 0,3, middle:K" },
+    train_only = { "all", "trained blocks (lt.layers.parse): all (whole model), 2, 0,3, middle:K" },
     decontaminate = { -1, "n-gram decontamination (0: off, < 0: lt.tasks.math's rule)",
                       int = true } }),
   run = function(cfg)
     math_task.check_prompt_files(cfg, { "data", "eval" })  -- a folder is named before the model
     local ck = exp.checkpoints(cfg)()  -- --resume=true with nothing to resume: an error first
     local model = lt.models.resolve(cfg.model, "tiny-math")
-    local m, plan = exp.train_only(lt.model.load(model), cfg.train_only)
-    lt.run.param("plan", plan)
+    local m = lt.model.load(model)
+    m:train_only(lt.layers.spec(m, cfg.train_only, "--train_only"))
+    lt.run.param("plan", cfg.train_only)
     local items, evals = math_task.heldout(cfg.eval ~= "" and cfg.eval or model .. "/test.jsonl",
                                            cfg.eval_n)
     local score = math_task.evaluator(m, model, items, evals, {

@@ -17,7 +17,9 @@ end
 -- kinds =, params =}}
 function M.assemble(qwen3, nemotron, o)
   local n_q, n_n = lt.model.info(qwen3).n_layers, lt.model.info(nemotron).n_layers
-  local b_q, b_n = math.floor(o.split * n_q + 0.5), math.floor(o.split * n_n + 0.5)
+  -- each donor's shallow layers: shallow:SPLIT of its layers (lt.layers.parse), as freeze_deep's plans
+  local shallow = ("shallow:%.17g"):format(o.split)
+  local b_q, b_n = #lt.layers.parse(n_q, shallow, "--split"), #lt.layers.parse(n_n, shallow, "--split")
   local specs = {
     nemotron_qwen3 = { embed = nemotron, head = qwen3, shallow = b_n,
                        layers = layers(qwen3, b_q, n_q - 1, layers(nemotron, 0, b_n - 1, {})) },

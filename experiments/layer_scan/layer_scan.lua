@@ -21,7 +21,7 @@ return exp.study{
   name = "layer_scan",
   help = "layer contributions C_l: each block trained alone against all of them",
   args = exp.merge_args(scan_task.args, scan.args, {
-    layers = { "all", "blocks to scan: all, 0,3,5, 10-15" },
+    layers = { "all", "blocks to scan, each alone (lt.layers.parse): all, 0,3,5, 10-15, -1" },
     sc = { 8, "GRPO: self-consistency samples of the full model per item (0: off)", int = true,
            min = 0 },
     sc_temperature = { 0.7, "their temperature", min = 0 },
@@ -55,7 +55,7 @@ return exp.study{
     if cfg.job ~= "" then return task.run_job(cfg.job, key) end
     lt.run.param("scan_key", key)
     local n_layers = lt.model.info(cfg.model).n_layers
-    local layers = ls.parse_layers(cfg.layers, n_layers)
+    local layers = lt.layers.parse(n_layers, cfg.layers, "--layers")
     local jobs = { "base", "full" }
     for _, l in ipairs(layers) do jobs[#jobs + 1] = "layer_" .. l end
     if not cfg.analyze then

@@ -1,13 +1,14 @@
 // runtime/core/run_context.h: the run a piece of code works for: its seed (and the named seed
 // streams derived from it), its device and dtype, where its metrics go (the sink: the current
 // run of the store), and the store session behind it. The command line makes one per run
-// (bindings/cli/script.cpp); the interpreter keeps one per lua_State and every binding reads it
+// (runtime/cli/run_script.cpp); the interpreter keeps one per lua_State and every binding reads it
 // from there (bindings/luat.h: run_context(L)), so nothing reads a Lua global back.
 //
 // Seed streams: every seeded thing (data order, packing, sampling, evaluation subsets, model
 // init, prompt selection) takes ctx.seed("its stream"), so `--seed` changes all of them and the
-// same seed repeats them, while two streams of one run are unrelated. The streams the Lua API
-// uses are listed in kSeedStreams below.
+// same seed repeats them, while two streams of one run are unrelated. kSeedStreams below lists
+// every stream the runtime and lib/ + experiments/ take (tests/lua/seed_streams.lua greps the
+// sources for them, so a new stream fails that test until it is listed here).
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -55,7 +56,8 @@ uint64_t splitmix64(uint64_t x);
 // seed combined with the FNV-1a hash of the name. Deterministic across hosts and builds.
 uint64_t stream_seed(uint64_t run_seed, std::string_view stream);
 
-// The seed streams of the Lua API (defaults of the `seed =` options, which still override).
+// The seed streams (defaults of the `seed =` options, which still override). lt.run.seed(NAME, I)
+// is the I-th seed of a stream (one per batch, repeat, ...), not an arithmetic on its seed.
 inline constexpr const char* kSeedStreams[] = {
     "data.pack",     // lt.data.pack: which documents go to validation
     "data.windows",  // lt.data.windows: window order
@@ -66,6 +68,13 @@ inline constexpr const char* kSeedStreams[] = {
     "rl.rollout",    // lt.rl.rollout: sampling
     "rl.prompts",    // lt.rl.prompts: the n-item subset
     "rl.grpo",       // lt.rl.grpo: prompt subsets, prompt order and rollout sampling
+    // taken in Lua (lt.run.seed(NAME)):
+    "eval.subset",   // lt.scan.task: the scan's sample of benchmark items, the same in every job
+    "eval.repeat",   // lt.scan.task (code, agent too): repeat I's item sample and sampled answers
+    "tasks.items",   // lt.tasks.load: which items of a source (antonym pairs)
+    "tasks.math",    // lt.models.tiny_math: the made-up arithmetic documents
+    "tasks.code",    // lt.models.tiny_code: the code documents and their split
+    "tasks.agent",   // lt.models.tiny_agent: the demonstration episodes
 };
 
 struct RunContext {

@@ -1,5 +1,6 @@
-// runtime/eval/script.h: lt.eval for scripts (bindings/eval.cpp registers these): load
-// benchmarks, score a model (lt.eval.run is completed in lib/lt/tasks/eval.lua), prompts, answer
+// runtime/eval/script.h: the C++ half of lt.eval (bindings/eval.cpp registers these; the Lua half,
+// lt.eval.run with its benchmark specs and votes across runs, is lib/lt/tasks/eval.lua): load
+// benchmarks, score a model, prompts, answer
 // extraction, equivalence, votes and pass@k. Every scored item goes to the current run's
 // eval_items (bench, item_id, category, protocol, prediction, answer, correct); math samples
 // after the first are item_id#k.

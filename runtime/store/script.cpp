@@ -45,8 +45,13 @@ const std::map<std::string, ScriptValue>& named(const ScriptValue& t, const std:
 }
 
 // lt.run.seed() → the run's seed (--seed); lt.run.seed(NAME) → the seed of stream NAME of
-// the run (runtime/core/run_context.h), a well-mixed integer < 2^53
-List seed(const Args& a) { return {a.none(1) ? double(a.run().seed) : double(a.run().stream(a.string(1)))}; }
+// the run (runtime/core/run_context.h), a well-mixed integer < 2^53; lt.run.seed(NAME, I) → the
+// I-th seed of that stream (a batch's, a repeat's), as well mixed: never NAME's seed + I
+List seed(const Args& a) {
+  if (a.none(1)) return {double(a.run().seed)};
+  const uint64_t s = a.run().stream(a.string(1));
+  return {double(a.none(2) ? s : stream_seed(s, std::to_string(a.int_(2))))};
+}
 List id(const Args& a) { return {session(a).current()}; }
 List root(const Args& a) { return {session(a).root()}; }
 

@@ -1,4 +1,5 @@
-// runtime/store/script.h: lt.run for scripts (bindings/run.cpp registers these), the current run
+// runtime/store/script.h: the C++ half of lt.run (bindings/run.cpp registers these; the Lua half,
+// lt.run.child, is lib/lt/init.lua), the current run
 // (the run context, runtime/core/run_context.h): seed (the run's seed and its named streams),
 // id, root, param, log, log_layers, artifact, query (SQL or a named query "@NAME"), flush,
 // take_lease / release_lease (a scan's jobs), and _begin_child / _end, on which lib/lt/init.lua

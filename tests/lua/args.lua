@@ -115,22 +115,36 @@ T.case("exp.study: a path arg must name a file or folder; \"\" stands for the de
   T.raises(function() p.config{ preset = "big" } end, "paper: %-%-model=/no/such/model: no such file or folder")
 end)
 
-T.case("exp.train_only and exp.pairs_arg", function()
-  local tmp = os.getenv("LTRUN_TEST_TMP") .. "/lua_args_model"
-  os.execute("rm -rf '" .. tmp .. "'")
-  lt.model.new{ out = tmp, layers = 4, hidden = 16, heads = 2, kv_heads = 1, vocab = 300 }
-  local m = lt.model.load(tmp)
-  local function trainable() return m:n_trainable() end
-  local total = (exp.train_only(m, "")):n_trainable()
-  local _, plan = exp.train_only(m, "1")
-  T.eq(plan, "1")
-  local one = trainable()
-  T.ok(one < total, "one block trains")
-  exp.train_only(m, "0,3")
-  T.eq(trainable(), 2 * one)
-  exp.train_only(m, "middle:2")
-  T.eq(trainable(), 2 * one)
-  T.raises(function() exp.train_only(m, "deep") end, "train_only=deep: expected")
+T.case("a study runs because ltrun runs the study its file returns, never by being loaded", function()
+  local path = os.getenv("LTRUN_TEST_TMP") .. "/lua_args_study.lua"
+  local f = assert(io.open(path, "w"))
+  f:write([[
+local exp = require "lt.study"
+return exp.study{ name = "counted", args = { n = { 1, "n", int = true } },
+                  run = function(cfg) _G.counted_runs = (_G.counted_runs or 0) + 1; return cfg.n * 10 end }
+]])
+  f:close()
+  _G.counted_runs = nil
+  local s = dofile(path)  -- loaded from Lua (even at the top of a chunk): nothing runs
+  T.eq(_G.counted_runs, nil)
+  T.ok(require("lt.study.define").is_study(s), "the file returns its study")
+  T.ok(not require("lt.study.define").is_study({ run = print }), "a table is not a study")
+  -- lt.main is what ltrun does with a script (bindings/interp.cpp): the chunk, then its study on arg
+  local saved = arg
+  arg = { [0] = path, "--n=3" }
+  local ok, r = pcall(lt.main, assert(loadfile(path)))
+  arg = saved
+  T.ok(ok, tostring(r))
+  T.eq(r, 30); T.eq(_G.counted_runs, 1)
+  T.eq(require("lt.study.define").main(s, { [0] = path, "--n=2" }), 20)
+  arg = { [0] = "x.lua", "7" }
+  ok, r = pcall(lt.main, function(x) return x end)  -- a script that returns no study: as it is
+  arg = saved
+  T.eq(r, "7")
+  T.eq(_G.counted_runs, 2)
+end)
+
+T.case("exp.pairs_arg", function()
   T.same_table(exp.pairs_arg("seq_len=128;bench=a,b;fast=true", "--x"), { seq_len = 128, bench = "a,b", fast = true })
   T.raises(function() exp.pairs_arg("seq_len", "--x") end, "%-%-x: 'seq_len' is not key=value")
 end)

@@ -33,14 +33,19 @@ T.case("paired: items up and down, the two-sided sign test by hand", function()
   T.raises(function() report.paired("x", { true }, {}) end, "1 items before, 0 after")
 end)
 
-T.case("one colour per plan, in every figure", function()
-  report.plans{ "base", "full" }
-  local a = T.read(report.curves(tmp .. "/c.svg", { title = "c", series = { full = { 3, 2, 1 }, extra = { 1, 1, 1 } } }))
+T.case("one colour per plan, in every figure given the same colours; no state in the module", function()
+  local colours = report.colours{ "base", "full" }
+  local a = T.read(report.curves(tmp .. "/c.svg", { title = "c", series = { full = { 3, 2, 1 }, extra = { 1, 1, 1 } },
+                                                    colours = colours }))
   local b = T.read(report.scores(tmp .. "/s.svg", { title = "s", scores = { base = { acc = 0.5, by_category = {} },
                                                                              full = { acc = 0.7, by_category = {} } },
-                                                    chance = 0.25 }))
-  local full = report.colour("full")
-  T.ok(full ~= report.colour("base") and full ~= report.colour("extra"), "distinct colours")
+                                                    chance = 0.25, colours = colours }))
+  local full = colours:of("full")
+  T.ok(full ~= colours:of("base") and full ~= colours:of("extra"), "distinct colours")
+  -- the order given fixes the colours, whatever another study's figures drew before
+  T.eq(report.colours{ "base", "full" }:of("full"), full)
+  T.ok(report.colours{ "full" }:of("full") ~= full, "a fresh colours object starts at the first colour")
+  T.eq(report.colour, nil)  -- (module-global colours are gone)
   T.ok(a:find('stroke="' .. full .. '"', 1, true), "the curve of full in its colour")
   T.ok(b:find('fill="' .. full .. '"><title>full,', 1, true), "the bar of full in the same colour")
   T.ok(b:find(">chance<", 1, true), "the chance line")

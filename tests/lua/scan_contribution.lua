@@ -36,15 +36,6 @@ T.case("ranking, thirds and the Table 7 summary by hand", function()
   T.near(s.middle_share, 2 / 3, 1e-12)
 end)
 
-T.case("--layers specs", function()
-  T.same_table(ls.parse_layers("all", 4), { 0, 1, 2, 3 })
-  T.same_table(ls.parse_layers("5,0,3", 8), { 0, 3, 5 })
-  T.same_table(ls.parse_layers("2-4,7,3", 8), { 2, 3, 4, 7 })
-  T.raises(function() ls.parse_layers("9", 8) end, "outside 0..7")
-  T.raises(function() ls.parse_layers("4-2", 8) end, "backwards")
-  T.raises(function() ls.parse_layers("x", 8) end, "expected all")
-end)
-
 T.case("mean and sample std", function()
   local m, s = ls.mean_std{ 2, 4, 4, 4, 5, 5, 7, 9 }
   T.near(m, 5, 1e-12)  -- double sums of 8 small numbers: exact or a rounding of 1e-16

@@ -5,30 +5,33 @@
 --   report.table{ columns = {{"plan", "%-14s"}, {"new_loss", "%9.4f", head = "new loss"}}, rows = {...},
 --                 csv = PATH }
 --   report.paired("greedy", before_ok, after_ok)    -- items up / down, sign test, logged
---   report.plans{ "base", "full", "train_shallow" } -- colours in this order
---   report.curves(PATH, { title =, series = { full = {...}, ... }, smooth = })
---   report.scores(PATH, { title =, scores = { plan = lt.eval score table }, order = {...} })
+--   local colours = report.colours{ "base", "full", "train_shallow" } -- a plan's colour, held by the study
+--   report.curves(PATH, { title =, series = { full = {...}, ... }, smooth =, colours = colours })
+--   report.scores(PATH, { title =, scores = { plan = lt.eval score table }, order = {...}, colours = colours })
 --   report.profile(PATH, { title =, x =, series = { name = values } })
+-- The module holds no state: a study that wants one colour per plan across its figures passes
+-- the same colours object to each; without one, a figure colours its series in its own order.
 local svg = require "lt.report.svg"
 local M = {}
 
 -- ---- colours ------------------------------------------------------------------------------------
 local palette = { "#525252", "#2171b5", "#238b45", "#cb181d", "#6a51a3", "#d94801", "#1b9e77", "#e7298a",
                   "#66a61e", "#a6761d" }
-local assigned, n_assigned = {}, 0
 
--- the colour of a plan: fixed at its first use (or by report.plans), the same in every figure
-function M.colour(name)
-  if not assigned[name] then
-    n_assigned = n_assigned + 1
-    assigned[name] = palette[(n_assigned - 1) % #palette + 1]
+-- report.colours(names) → colours: colours:of(name) is a plan's colour, fixed at its first use
+-- (`names`, optional: these plans first, in this order), the same in every figure it is given to
+function M.colours(names)
+  local assigned, n = {}, 0
+  local c = {}
+  function c:of(name)
+    if not assigned[name] then
+      n = n + 1
+      assigned[name] = palette[(n - 1) % #palette + 1]
+    end
+    return assigned[name]
   end
-  return assigned[name]
-end
-
--- fixes the colours of these plans in this order (before any figure)
-function M.plans(names)
-  for _, n in ipairs(names) do M.colour(n) end
+  for _, name in ipairs(names or {}) do c:of(name) end
+  return c
 end
 
 -- ---- tables -------------------------------------------------------------------------------------
@@ -43,19 +46,30 @@ end
 
 -- Prints a table (a header line, one line per row) and returns it as text. columns: {key,
 -- format, head = shown name (default key)}; a missing or NaN value prints n/a. With csv =
--- PATH it also writes the rows as CSV (keys as the header, values unformatted).
+-- PATH it also writes the rows as CSV (keys as the header, values unformatted). show = {key,
+-- ...}: only these columns are printed (a table that fits the terminal), every column goes to
+-- the CSV.
 function M.table(o)
-  lt.check_options(o, "report.table", { "columns", "rows", "csv", "title" })
+  lt.check_options(o, "report.table", { "columns", "rows", "csv", "title", "show" })
   local lines = {}
   if o.title then lines[1] = o.title end
+  local printed = o.columns
+  if o.show then
+    local by_key = {}
+    for _, c in ipairs(o.columns) do by_key[c[1]] = c end
+    printed = {}
+    for i, k in ipairs(o.show) do
+      printed[i] = by_key[k] or error(("report.table: show: %s is not a column"):format(tostring(k)), 2)
+    end
+  end
   local head = {}
-  for i, c in ipairs(o.columns) do
+  for i, c in ipairs(printed) do
     head[i] = as_text(c[2]):format(c.head or c[1])
   end
   lines[#lines + 1] = table.concat(head, " ")
   for _, r in ipairs(o.rows) do
     local line = {}
-    for i, c in ipairs(o.columns) do line[i] = cell(c[2], r[c[1]]) end
+    for i, c in ipairs(printed) do line[i] = cell(c[2], r[c[1]]) end
     lines[#lines + 1] = table.concat(line, " ")
   end
   local text = table.concat(lines, "\n")
@@ -171,9 +185,9 @@ end
 
 -- curves by plan: series = {plan = {values by step}}; x_title, y_title, smooth, order
 function M.curves(path, o)
-  check_figure("report.curves", path, o, { "title", "series", "order", "smooth", "x_title", "y_title" })
-  local s = {}
-  for _, n in ipairs(ordered(o.series, o.order)) do s[#s + 1] = { name = n, values = o.series[n], colour = M.colour(n) } end
+  check_figure("report.curves", path, o, { "title", "series", "order", "smooth", "x_title", "y_title", "colours" })
+  local s, colours = {}, o.colours or M.colours()
+  for _, n in ipairs(ordered(o.series, o.order)) do s[#s + 1] = { name = n, values = o.series[n], colour = colours:of(n) } end
   return svg.lines(path, { title = o.title, x_title = o.x_title or "step", y_title = o.y_title, series = s,
                            smooth = o.smooth })
 end
@@ -182,7 +196,7 @@ end
 -- ({acc =, acc_macro =, by_category = {cat = acc}})}. The first group is the macro average
 -- over the categories, shown only when there are several; a dashed line marks `chance`.
 function M.scores(path, o)
-  local names = ordered(o.scores, o.order)
+  local names, colours = ordered(o.scores, o.order), o.colours or M.colours()
   local cats = {}
   for _, n in ipairs(names) do for c in pairs(o.scores[n].by_category or {}) do cats[c] = true end end
   local cat_list = {}
@@ -197,7 +211,7 @@ function M.scores(path, o)
     local values = #cat_list > 1 and { sc.acc_macro or sc.acc } or {}
     for _, c in ipairs(cat_list) do values[#values + 1] = sc.by_category[c] or 0 end
     if #values == 0 then values = { sc.acc } end
-    groups[#groups + 1] = { name = n, values = values, colour = M.colour(n) }
+    groups[#groups + 1] = { name = n, values = values, colour = colours:of(n) }
   end
   return svg.bars(path, { title = o.title, categories = labels, series = groups, y_title = o.y_title or "accuracy",
                           ymin = 0, ymax = 1, ref = o.chance and { value = o.chance, label = "chance" } or nil })
@@ -205,9 +219,9 @@ end
 
 -- per-layer profiles: x = layer labels, series = {name = values per layer}
 function M.profile(path, o)
-  check_figure("report.profile", path, o, { "title", "series", "order", "x", "x_title" })
-  local s = {}
-  for _, n in ipairs(ordered(o.series, o.order)) do s[#s + 1] = { name = n, values = o.series[n], colour = M.colour(n) } end
+  check_figure("report.profile", path, o, { "title", "series", "order", "x", "x_title", "colours" })
+  local s, colours = {}, o.colours or M.colours()
+  for _, n in ipairs(ordered(o.series, o.order)) do s[#s + 1] = { name = n, values = o.series[n], colour = colours:of(n) } end
   return svg.profile(path, { title = o.title, x = o.x, x_title = o.x_title or "layer", series = s })
 end
 

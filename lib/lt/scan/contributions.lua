@@ -110,33 +110,6 @@ function M.gather(key, expected, full_key)
   return out
 end
 
--- "all" | "0,3,5" | "10-15" | "0,4-6" → sorted list of block numbers in 0..n-1
-function M.parse_layers(spec, n)
-  spec = tostring(spec)
-  local out, seen = {}, {}
-  local function add(l)
-    if l < 0 or l >= n then error(("--layers=%s: layer %d is outside 0..%d"):format(spec, l, n - 1), 0) end
-    if not seen[l] then seen[l] = true; out[#out + 1] = l end
-  end
-  if spec == "all" then
-    for l = 0, n - 1 do add(l) end
-    return out
-  end
-  for part in spec:gmatch("[^,]+") do
-    local a, b = part:match("^%s*(%d+)%s*%-%s*(%d+)%s*$")
-    if a then
-      if tonumber(a) > tonumber(b) then error(("--layers=%s: range %s is backwards"):format(spec, part), 0) end
-      for l = tonumber(a), tonumber(b) do add(l) end
-    elseif part:match("^%s*%d+%s*$") then
-      add(tonumber(part))
-    else
-      error(("--layers=%s: expected all, or numbers and ranges like 0,3,10-15"):format(spec), 0)
-    end
-  end
-  table.sort(out)
-  return out
-end
-
 -- mean and sample standard deviation (n − 1) of a list; std 0 for one value
 function M.mean_std(xs)
   local n, s = #xs, 0

@@ -327,7 +327,7 @@ function M.new(cfg)
   -- file order when the benchmark has no more than bench_limit, else one drawn from the run's
   -- stream "eval.subset"), the same in every job of a scan (its workers share the seed)
   function t.score(m, rep)
-    local seed = rep and (lt.run.seed("eval.repeat") % 1000000 + rep) or nil
+    local seed = rep and lt.run.seed("eval.repeat", rep) or nil
     local accs = {}
     for bench in cfg.bench:gmatch("[^,]+") do
       local acc

@@ -39,7 +39,7 @@ function M.sorted_keys(t)
 end
 
 -- A mistake in the command line's args: ltrun prints it as one line (no traceback), exits 2
--- and keeps no run (runtime/cli/script.cpp, kUsageErrorPrefix). The error object prints as
+-- and keeps no run (runtime/cli/run_script.cpp, kUsageErrorPrefix). The error object prints as
 -- "usage error: MESSAGE" (tostring), for a caller that catches it with pcall.
 local usage_mt = { __tostring = function(e) return "usage error: " .. e.usage end }
 function M.usage_error(message)

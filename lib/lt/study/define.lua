@@ -19,8 +19,9 @@
 -- cell is blank): study.run then prints every value of the chosen preset with its source
 -- (study.preset_lines).
 --
--- The file returns the study. When the file is the script ltrun runs, the study runs at once
--- on the command line (`--help` prints the args); another study calls it as a function:
+-- The file returns the study. When the file is the script ltrun runs, ltrun runs the returned
+-- study on the command line (lt.main in lib/lt/init.lua, then M.main below; `--help` prints the
+-- args); loading the file runs nothing, and another study calls it as a function:
 --   local freeze_deep = require "experiments.freeze_deep.freeze_deep"
 --   lt.run.child("train", freeze_deep.run, { plans = "train_shallow", steps = 10 })
 -- study.run(cfg) completes cfg (defaults, preset, checks), logs it as the run's params and
@@ -29,6 +30,7 @@ local args = require "lt.study.args"
 local M = {}
 
 local sorted_keys = args.sorted_keys
+local made = setmetatable({}, { __mode = "k" })  -- the studies exp.study made (M.is_study)
 
 -- a preset's entry → its value, its source (nil when none is given)
 local function preset_value(v)
@@ -195,26 +197,30 @@ function M.study(s)
 
   function study.help() return help_text(study) end
 
-  -- the file that called exp.study is the script ltrun runs when nothing called that file's
-  -- chunk from Lua (a `require` from another study has `require` and its caller above it)
-  local caller = debug.getinfo(2, "S")
-  study.source = caller and caller.source:match("^@(.*)$")
-  if debug.getinfo(3, "f") == nil and arg then
-    study.source = arg[0] or study.source
-    local opts, positional = args.parse(arg)
-    if #positional > 0 then
-      args.usage_error(("%s: unexpected argument '%s' (args are --key=value; --help lists them)"):format(s.name, positional[1]))
-    end
-    if opts.help then
-      print(study.help())
-      return study
-    end
-    -- the args are checked before the study starts: a mistake is one line and keeps no run
-    local ok, err = pcall(study.config, opts)
-    if not ok then args.usage_error(err) end
-    study.result = study.run(opts)
-  end
+  made[study] = true
   return study
+end
+
+-- whether v is a study exp.study made
+function M.is_study(v) return made[v] == true end
+
+-- The study on the command line `argv` (ltrun runs it: lt.main, lib/lt/init.lua, when the script
+-- returns it): --help prints the args; the args are checked before the study starts, so that a
+-- mistake is one line and keeps no run; → what study.run returns.
+function M.main(study, argv)
+  study.source = argv[0] or study.source
+  local opts, positional = args.parse(argv)
+  if #positional > 0 then
+    args.usage_error(("%s: unexpected argument '%s' (args are --key=value; --help lists them)"):format(
+      study.name, positional[1]))
+  end
+  if opts.help then
+    print(study.help())
+    return study
+  end
+  local ok, err = pcall(study.config, opts)
+  if not ok then args.usage_error(err) end
+  return study.run(opts)
 end
 
 return M

@@ -92,20 +92,6 @@ M.checkpoint_args = {
   resume = { false, "continue from the latest checkpoint in --checkpoint_dir" },
 }
 
--- m:train_only by a plan's text: "" or "all" (every parameter), a block number, "middle:K"
--- (the middle K blocks, lt.layers.middle), "0,3,5"; → m and the plan's name
-function M.train_only(m, spec)
-  spec = tostring(spec)
-  local k = spec:match("^middle:(%d+)$")
-  local blocks = {}
-  for b in spec:gmatch("[^,]+") do blocks[#blocks + 1] = tonumber(b) end
-  if spec == "" or spec == "all" then m:train_only("all")
-  elseif k then m:train_only(lt.layers.middle(m, tonumber(k)))
-  elseif #blocks > 0 and #blocks == #M.list(spec) then m:train_only(blocks)
-  else error(("train_only=%s: expected \"\" (all), a block number, a list like 0,3 or middle:K"):format(spec), 0) end
-  return m, spec == "" and "all" or spec
-end
-
 -- "key=value;key=value" (an arg that passes args on to another study) → {key = value} with
 -- values as on the command line (numbers, true/false, text); `name` for messages
 function M.pairs_arg(text, name)

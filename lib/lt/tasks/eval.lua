@@ -8,6 +8,10 @@
 -- runtime/eval/harness.h), batch_size, max_new_tokens, samples + temperature (math: avg@k, pass@k),
 -- seed. Returns summary[protocol] = {acc, n, correct, by_category, by_subject[, avg_at_k,
 -- pass_at_k]} plus summary.items (every prediction); everything is logged to the current run.
+-- Where each half of lt.eval lives: C++ (runtime/eval/script.cpp, registered by bindings/eval.cpp):
+-- lt.eval.load, score, prompt, extract_choice, contains_option, extract_math, equivalent, vote,
+-- pass_at_k; Lua (this file, loaded by the prelude lib/lt/init.lua): lt.eval.run and items (the
+-- benchmark specs and built-ins), solved, newly_solved, vote_runs, vote_items.
 local M = {}
 
 local formats = { ceval = "ceval", cmmlu = "cmmlu", mmlu = "mmlu", gsm8k = "gsm8k",

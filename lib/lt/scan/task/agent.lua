@@ -46,7 +46,7 @@ function M.extend(cfg, t)
       local seeds = {}
       for i = 1, cfg.prompts do seeds[i] = cfg.bench_limit + (b - 1) * cfg.prompts + i end
       local eps = agent.episodes(m, cfg.data, env_opts, seeds, { group = cfg.group_size, temperature = cfg.temperature,
-                                                                 seed = lt.run.seed("rl.rollout") + b * 1009 })
+                                                                 seed = lt.run.seed("rl.rollout", b) })
       return agent.rows(eps, ro)
     end
     lt.run.param("agent_omega", ro.omega)
@@ -67,7 +67,7 @@ function M.extend(cfg, t)
     local k = cfg.score_samples or 0
     local s = agent.success(m, cfg.bench, env_opts, seeds, {
       temperature = k > 0 and (cfg.score_temperature or 1.0) or 0, episodes = k > 0 and k or 1,
-      seed = rep and (lt.run.seed("eval.repeat") % 1000000 + rep) or lt.run.seed("eval") })
+      seed = rep and lt.run.seed("eval.repeat", rep) or lt.run.seed("eval") })
     lt.run.log("score/" .. cfg.bench, s)
     lt.run.log("score", s)
     return s

@@ -81,7 +81,7 @@ function M.extend(cfg, t)
 
   -- S: the mean over cfg.bench of pass@1 (see above); rep: a repetition's own sample seed
   function t.score(m, rep)
-    local seed = rep and (lt.run.seed("eval.repeat") % 1000000 + rep) or lt.run.seed("eval")
+    local seed = rep and lt.run.seed("eval.repeat", rep) or lt.run.seed("eval")
     local o = { tests = cfg.tests, timeout = cfg.timeout, max_new_tokens = cfg.max_response }
     local sum, n = 0, 0
     for bench in cfg.bench:gmatch("[^,]+") do

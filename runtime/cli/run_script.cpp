@@ -1,4 +1,4 @@
-// runtime/cli/script.cpp: running a script (or -e chunk, or rerun) as a run in the store:
+// runtime/cli/run_script.cpp: running a script (or -e chunk, or rerun) as a run in the store:
 // the run row is opened first, the script's outcome closes it as ok/failed/interrupted, or
 // removes it when the script stopped at a mistake in its args (is_usage_error).
 #include <fmt/format.h>
