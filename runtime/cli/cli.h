@@ -33,6 +33,9 @@ constexpr int kExitOk = 0, kExitFailed = 1, kExitUsage = 2, kExitInterrupted = 1
 // lt.study.args.usage_error, lib/lt/study/args.lua): printed as it is, exit 2, and no run kept
 // (script.cpp).
 constexpr char kUsageErrorPrefix[] = "usage error: ";
+// A study's --help (lt.study.args.help_shown) ends the script with this error object: exit 0 and
+// no run kept, like a usage error.
+constexpr char kHelpShown[] = "help shown";
 
 struct ScriptRun {
   std::string name, script_path, code, chunk_name;
@@ -84,7 +87,9 @@ class ArgReader {
 
 // Aligned tables (runs, show, sql) escape control characters in cells (escape_controls).
 enum class TableFormat { aligned, csv, json };
-std::string format_table(const store::Table& t, TableFormat f);
+// aligned: at most max_width characters a line when max_width > 0: the leading columns that fit
+// (at least one), and a last line naming the columns left out
+std::string format_table(const store::Table& t, TableFormat f, size_t max_width = 0);
 // Text from the store made safe for a terminal: C0 controls, DEL, C1 controls (U+0080..U+009F)
 // and bytes that are not UTF-8 become \n \t \r \xNN \u00NN escapes, so a stored run name
 // or error cannot send escape sequences; keep_newlines leaves \n and \t as they are.

@@ -19,6 +19,10 @@
 namespace ltrun::cli {
 namespace {
 
+// `ltrun sql`'s aligned table fits 100 columns (a study's query can have 20 columns or more);
+// --wide prints every column, --csv and --json always do
+constexpr size_t kSqlWidth = 100;
+
 int64_t parse_run_id(const std::string& s) {
   LT_CHECK(!s.empty() && s.find_first_not_of("0123456789") == std::string::npos,
            "expected a run id (a number), got '{}'", s);
@@ -164,8 +168,9 @@ int show_run(store::Store& st, const std::string& db, int64_t id) {
 
 int cmd_sql(const Globals& g, const std::vector<std::string>& args) {
   const char* usage =
-      "usage: ltrun sql \"SELECT ...\" | ltrun sql @NAME  [--csv|--json] [--queries DIR] [--write]";
+      "usage: ltrun sql \"SELECT ...\" | ltrun sql @NAME  [--csv|--json|--wide] [--queries DIR] [--write]";
   TableFormat f = TableFormat::aligned;
+  size_t max_width = kSqlWidth;  // the aligned table's width; --wide: every column
   std::string sql;
   std::vector<std::string> dirs;
   bool write = false;
@@ -173,6 +178,7 @@ int cmd_sql(const Globals& g, const std::vector<std::string>& args) {
   while (a.next()) {
     if (a.key() == "--csv") f = TableFormat::csv;
     else if (a.key() == "--json") f = TableFormat::json;
+    else if (a.key() == "--wide") max_width = 0;
     else if (a.key() == "--write") write = true;
     else if (a.key() == "--queries") dirs.push_back(a.value());
     else if (a.is_option()) fail("sql: unknown option '{}' ({})", a.key(), usage);
@@ -189,7 +195,7 @@ int cmd_sql(const Globals& g, const std::vector<std::string>& args) {
     if (write || std::string(e.what()).find("opened read-only") == std::string::npos) throw;
     fail("{}\n(ltrun sql reads only; pass --write to change the store)", e.what());
   }
-  if (!t.columns.empty()) std::fputs(format_table(t, f).c_str(), stdout);
+  if (!t.columns.empty()) std::fputs(format_table(t, f, max_width).c_str(), stdout);
   return kExitOk;
 }
 

@@ -31,6 +31,8 @@ bool is_usage_error(const Outcome& o) {
          o.message.find('\n') == std::string::npos;
 }
 
+bool is_help_shown(const Outcome& o) { return o.kind == Outcome::error && o.message == kHelpShown; }
+
 // Removes run `run` with the rows that name it (each table with a run_id column), in one
 // transaction: a script stopped by a mistake in its args, before it began, leaves no run. The
 // run row has to exist while the script starts (its sources are recorded as it loads them),
@@ -156,9 +158,11 @@ int run_script(const Globals& g, const ScriptRun& r) {
   if (capture_on && std::getenv("LTRUN_CAPTURE_STATS"))  // experiments/bench/capture.lua reads it
     std::fprintf(stderr, "ltrun capture: %.6f s, %lld files hashed\n", capture.seconds(),
                  (long long)capture.files_hashed());
-  if (is_usage_error(o) && !began_work(*store, run_id)) {
-    const std::vector<std::string> errors = session.end_all(store::Status::failed, o.message);
-    std::fprintf(stderr, "%s\n", o.message.c_str());
+  const bool help = is_help_shown(o);
+  if ((help || is_usage_error(o)) && !began_work(*store, run_id)) {
+    const std::vector<std::string> errors = session.end_all(help ? store::Status::ok : store::Status::failed,
+                                                            help ? "" : o.message);
+    if (!help) std::fprintf(stderr, "%s\n", o.message.c_str());
     if (r.new_run) *r.new_run = 0;
     for (const auto& e : errors) std::fprintf(stderr, "ltrun: closing the run failed: %s\n", e.c_str());
     if (!errors.empty()) return kExitUsage;  // (the row stays, for `ltrun runs` to show)
@@ -168,7 +172,7 @@ int run_script(const Globals& g, const ScriptRun& r) {
       std::fprintf(stderr, "ltrun: run %lld stays in %s as failed: removing it failed: %s\n", (long long)run_id,
                    g.db.c_str(), e.what());
     }
-    return kExitUsage;
+    return help ? kExitOk : kExitUsage;
   }
   // child runs a failing script left open end with it
   const store::Status status = o.kind == Outcome::ok            ? store::Status::ok

@@ -78,7 +78,7 @@ std::string escape_controls(const std::string& s, bool keep_newlines) {
   return out;
 }
 
-std::string format_table(const store::Table& t, TableFormat f) {
+std::string format_table(const store::Table& t, TableFormat f, size_t max_width) {
   std::string out;
   if (f == TableFormat::csv) {
     for (size_t c = 0; c < t.columns.size(); c++) out += (c ? "," : "") + csv_field(t.columns[c]);
@@ -117,9 +117,21 @@ std::string format_table(const store::Table& t, TableFormat f) {
     }
     cells.push_back(std::move(r));
   }
+  // the leading columns that fit in max_width (two spaces between columns), at least one
+  size_t shown = t.columns.size();
+  if (max_width > 0) {
+    size_t used = 0;
+    for (size_t c = 0; c < t.columns.size(); c++) {
+      used += (c ? 2 : 0) + width[c];
+      if (used > max_width && c > 0) {
+        shown = c;
+        break;
+      }
+    }
+  }
   auto line = [&](const std::vector<std::string>& r, bool header) {
     std::string s;
-    for (size_t c = 0; c < r.size(); c++) {
+    for (size_t c = 0; c < std::min(r.size(), shown); c++) {
       const std::string pad(width[c] - display_width(r[c]), ' ');
       s += (c ? "  " : "") + ((numeric[c] && !header) ? pad + r[c] : r[c] + pad);
     }
@@ -128,10 +140,16 @@ std::string format_table(const store::Table& t, TableFormat f) {
   };
   out += line(t.columns, true);
   std::string rule;
-  for (size_t c = 0; c < width.size(); c++) rule += (c ? "  " : "") + std::string(width[c], '-');
+  for (size_t c = 0; c < shown; c++) rule += (c ? "  " : "") + std::string(width[c], '-');
   out += rule + "\n";
   for (const auto& r : cells) out += line(r, false);
   out += fmt::format("({} row{})\n", t.rows.size(), t.rows.size() == 1 ? "" : "s");
+  if (shown < t.columns.size()) {
+    std::string left;
+    for (size_t c = shown; c < t.columns.size(); c++) left += (c > shown ? ", " : "") + t.columns[c];
+    out += fmt::format("({} more column{} past {} characters: {}; --wide or --csv shows them)\n",
+                       t.columns.size() - shown, t.columns.size() - shown == 1 ? "" : "s", max_width, left);
+  }
   return out;
 }
 

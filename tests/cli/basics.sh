@@ -84,6 +84,15 @@ check "csv quoting" equals "$out" $'a,b\n1,"x,y"'
 out=$("$LTRUN" sql "select 1 as a, null as b" --json)
 check "json" equals "$(tr -d ' \n' <<<"$out")" '[{"a":1,"b":null}]'
 out=$("$LTRUN" sql @status); check "named query" contains "$out" "failed"
+# a wide result fits 100 columns: the leading columns that fit, then a line naming the rest
+wide="select 1 as $(for i in $(seq -w 1 12); do printf 'column_%s_of_twelve, 1 as ' "$i"; done)last_column"
+out=$("$LTRUN" sql "$wide")
+check "sql: an aligned table fits 100 columns" equals "$(awk 'length > 100' <<<"$out")" ""
+check "sql: the columns left out are named" contains "$out" "more columns past 100 characters: "
+check "sql: ... the last of them too" contains "$out" "last_column; --wide or --csv shows them)"
+out=$("$LTRUN" sql "$wide" --wide)
+check "sql --wide: every column" contains "$(head -1 <<<"$out")" "column_12_of_twelve  last_column"
+check "sql --csv: every column" contains "$("$LTRUN" sql "$wide" --csv | head -1)" ",last_column"
 err=$("$LTRUN" sql @nope 2>&1); check "unknown named query lists known ones" contains "$err" "known: "
 err=$("$LTRUN" sql "selec nothing" 2>&1); rc=$?
 check "bad SQL: exit 2 with sqlite's message" equals "$rc" "2"

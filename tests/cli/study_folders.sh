@@ -10,6 +10,7 @@ for path in experiments/freeze_deep.lua experiments/freeze_deep/ experiments/fre
   check "ltrun $path --help: exit 0" equals "$rc" "0"
   check "ltrun $path --help: freeze_deep's usage" contains "$out" "freeze_deep: "
 done
+check "--help keeps no run (it answered a question, it ran nothing)" equals "$(sql1 "select count(*) from runs")" "0"
 
 # a study folder of one's own, outside experiments/: its script and a module beside it
 mkdir -p s/mine s/empty s/both

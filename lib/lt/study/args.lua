@@ -46,6 +46,11 @@ function M.usage_error(message)
   error(setmetatable({ usage = tostring(message):gsub("\n", " ") }, usage_mt))
 end
 
+-- --help answered (the usage text printed): ltrun exits 0 and keeps no run (runtime/cli/cli.h,
+-- kHelpShown), as for a usage error; the error object prints as "help shown"
+local help_mt = { __tostring = function() return "help shown" end }
+function M.help_shown() error(setmetatable({}, help_mt)) end
+
 -- edit distance of two names: insertions, deletions, substitutions and swaps of neighbours
 local function distance(a, b)
   local d = {}

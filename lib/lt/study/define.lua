@@ -205,7 +205,7 @@ end
 function M.is_study(v) return made[v] == true end
 
 -- The study on the command line `argv` (ltrun runs it: lt.main, lib/lt/init.lua, when the script
--- returns it): --help prints the args; the args are checked before the study starts, so that a
+-- returns it): --help prints the args (and keeps no run: args.help_shown); the args are checked before the study starts, so that a
 -- mistake is one line and keeps no run; → what study.run returns.
 function M.main(study, argv)
   study.source = argv[0] or study.source
@@ -216,7 +216,7 @@ function M.main(study, argv)
   end
   if opts.help then
     print(study.help())
-    return study
+    args.help_shown()
   end
   local ok, err = pcall(study.config, opts)
   if not ok then args.usage_error(err) end
