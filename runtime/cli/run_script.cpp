@@ -106,7 +106,9 @@ int run_script(const Globals& g, const ScriptRun& r) {
   if (!r.script_path.empty()) start.git_rev = git_revision(dir_name(r.script_path));
 
   store::Session session(store, start);
-  if (!kept && file_exists(g.db)) session.read_from(store::Store::open_readonly(g.db));  // lt.run.query reads --db
+  // an -e chunk without --log (rank 0; other ranks keep to their memory store, whose rank 0 may be
+  // creating the file) reads the --db store
+  if (!kept && denv.rank == 0 && file_exists(g.db)) session.read_from(store::Store::open_readonly(g.db));
   const int64_t run_id = session.root();
   if (r.new_run) *r.new_run = run_id;
   for (const auto& [k, v] : r.params) store->param(run_id, k, v);
