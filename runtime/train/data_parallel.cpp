@@ -85,13 +85,16 @@ std::vector<std::pair<std::string, at::Tensor>> ShardedAdamW::full_state() {
   for (auto& [k, v] : opt_.state()) mine[k] = v;
   const c10::Device dev = params_.empty() ? c10::Device(c10::kCPU) : params_[0].tensor.device();
   std::vector<std::pair<std::string, at::Tensor>> out;
+  // a master copy (AdamW's master_weights) travels after the moments: every rank knows which
+  // parameters have one from the option and the parameter's dtype
+  auto chunks = [&](size_t i) { return opt_.has_master(params_[i].tensor) ? 3 : 2; };
   for (int r = 0; r < g_.world_size(); ++r) {
     std::vector<size_t> of;
     int64_t total = 0;
     for (int64_t i = 0; i < n; ++i)
       if (t[i] > 0 && owner(params_[size_t(i)].name) == r) {
         of.push_back(size_t(i));
-        total += 2 * params_[size_t(i)].tensor.numel();
+        total += chunks(size_t(i)) * params_[size_t(i)].tensor.numel();
       }
     if (of.empty()) continue;
     at::Tensor buf;
@@ -101,6 +104,7 @@ std::vector<std::pair<std::string, at::Tensor>> ShardedAdamW::full_state() {
         const std::string& nm = params_[i].name;
         flat.push_back(mine.at("exp_avg." + nm).reshape({-1}));
         flat.push_back(mine.at("exp_avg_sq." + nm).reshape({-1}));
+        if (chunks(i) == 3) flat.push_back(mine.at("master." + nm).reshape({-1}));
       }
       buf = at::cat(flat).to(dev);
     } else {
@@ -115,7 +119,9 @@ std::vector<std::pair<std::string, at::Tensor>> ShardedAdamW::full_state() {
       out.emplace_back("exp_avg." + p.name, buf.narrow(0, off, k).view(p.tensor.sizes()).clone());
       out.emplace_back("exp_avg_sq." + p.name, buf.narrow(0, off + k, k).view(p.tensor.sizes()).clone());
       out.emplace_back("step." + p.name, at::scalar_tensor(t[int64_t(i)], at::kLong));
-      off += 2 * k;
+      if (chunks(i) == 3)
+        out.emplace_back("master." + p.name, buf.narrow(0, off + 2 * k, k).view(p.tensor.sizes()).clone());
+      off += chunks(i) * k;
     }
   }
   return out;

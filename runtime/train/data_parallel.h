@@ -43,7 +43,8 @@ class ShardedAdamW {
   ShardedAdamW(dist::Group& g, AdamW& opt, std::vector<model::Param> params);
   // The optimizer step on the averaged gradients: own shard, then the owners' broadcasts.
   void step(double lr);
-  // Every parameter's moments gathered from their owners (a collective: every rank calls it),
+  // Every parameter's moments (and master copy, with master_weights) gathered from their
+  // owners (a collective: every rank calls it),
   // in AdamW::state()'s format, for a checkpoint that resumes sharded or not.
   std::vector<std::pair<std::string, at::Tensor>> full_state();
   int owner(const std::string& name) const;  // -1: not assigned yet

@@ -224,7 +224,7 @@ LoopResult run_loop(model::Model& m, Objective& obj, const LoopOptions& o) {
   // groups over every parameter: a plan changed during the run is covered (AdamW skips
   // parameters without a gradient and makes state for one when it first has one)
   AdamW opt(param_groups(m, o.weight_decay, o.lr_mult, /*include_frozen=*/true),
-            {o.beta1, o.beta2, o.eps});
+            {o.beta1, o.beta2, o.eps, o.master_weights});
   Schedule sched{o.lr, o.warmup, o.min_lr_ratio, o.steps, o.decay};
   LT_CHECK(o.decay == "cosine" || o.decay == "linear" || o.decay == "constant",
            "train: unknown decay '{}': expected cosine, linear or constant", o.decay);
@@ -240,6 +240,7 @@ LoopResult run_loop(model::Model& m, Objective& obj, const LoopOptions& o) {
   param("trainable_params", std::to_string(r.trainable_params));
   param("total_params", std::to_string(r.total_params));
   param("lowest_trainable_layer", std::to_string(r.lowest_trainable_layer));
+  if (o.master_weights) param("master_weights", "true");
 
   if (o.resume) {
     const Resumed res = load_checkpoint(m, opt, obj, o.checkpoint_dir);
@@ -434,6 +435,7 @@ const Fields<LoopOptions>& loop_option_fields() {
                                         {"weight_decay", &LoopOptions::weight_decay},
                                         {"eps", &LoopOptions::eps},
                                         {"clip_grad", &LoopOptions::clip},
+                                        {"master_weights", &LoopOptions::master_weights},
                                         {"eval_every", &LoopOptions::eval_every, 0},
                                         {"checkpoint_dir", &LoopOptions::checkpoint_dir},
                                         {"checkpoint_every", &LoopOptions::checkpoint_every, 0},

@@ -110,6 +110,9 @@ struct LoopOptions {
   std::string decay = "cosine";  // cosine | linear | constant
   double weight_decay = 0.01, beta1 = 0.9, beta2 = 0.95, eps = 1e-8;
   double clip = 1.0;              // global grad norm; 0: no clipping
+  // AdamW keeps fp32 master copies of bf16/fp16 parameters (AdamWOptions::master_weights);
+  // checkpoints carry them
+  bool master_weights = false;
   std::map<int, double> lr_mult;  // block -> learning-rate multiplier (-1: non-block params)
   int64_t eval_every = 0;         // steps; 0: only at the end
   std::string checkpoint_dir;     // "" = none

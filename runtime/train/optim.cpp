@@ -77,17 +77,24 @@ void AdamW::keep_state(const std::function<bool(const std::string&)>& keep) {
 int64_t AdamW::state_bytes() const {
   int64_t b = 0;
   for (const auto& [name, st] : state_)
-    b += int64_t(st.m.nbytes()) + int64_t(st.v.nbytes());
+    b += int64_t(st.m.nbytes()) + int64_t(st.v.nbytes()) +
+         (st.master.defined() ? int64_t(st.master.nbytes()) : 0);
   return b;
+}
+
+bool AdamW::has_master(const at::Tensor& p) const {
+  return o_.master_weights && p.scalar_type() != at::kFloat;
 }
 
 namespace {
 
 // The parameters of one group that share a step count (so one bias correction): their fp32
-// values (the parameter itself when fp32, else a copy written back after), gradients (fp32)
-// and moments, as lists for ATen's multi-tensor kernels.
+// values (the parameter itself when fp32, its master copy, else a temporary copy; the last
+// two are written back after), gradients (fp32) and moments, as lists for ATen's
+// multi-tensor kernels.
 struct UpdateList {
   std::vector<at::Tensor> params, w, grad, m, v;
+  bool temporaries = false;  // some w is a temporary copy of a narrower parameter
 };
 
 // _fused_adamw_ (LibTorch >= 2.1, CUDA): one kernel for the whole update of fp32 parameters
@@ -95,8 +102,11 @@ struct UpdateList {
 // into the step size (rounding apart, the same update). Returns false where it does not apply.
 bool fused_update(UpdateList& u, double lr, double wd, const AdamWOptions& o, int64_t t) {
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
-  for (const at::Tensor& p : u.params)
-    if (!p.is_cuda() || p.scalar_type() != at::kFloat) return false;
+  // fp32 parameters or master copies; a temporary copy of a bf16 parameter keeps the foreach
+  // path (as before the master-weights option)
+  if (u.temporaries) return false;
+  for (const at::Tensor& w : u.w)
+    if (!w.is_cuda() || w.scalar_type() != at::kFloat) return false;
   std::vector<at::Tensor> steps;
   for (const at::Tensor& p : u.params)
     steps.push_back(at::scalar_tensor(double(t), p.options().dtype(at::kFloat)));  // the kernel reads step t
@@ -139,12 +149,21 @@ void AdamW::step(double lr, const std::function<bool(const std::string&)>& owned
       auto it = state_.find(p.name);
       if (it == state_.end()) {
         at::Tensor z = at::zeros_like(p.tensor, p.tensor.options().dtype(at::kFloat));
-        it = state_.emplace(p.name, Moments{z, z.clone(), 0}).first;
+        at::Tensor master = has_master(p.tensor) ? p.tensor.detach().to(at::kFloat) : at::Tensor();
+        it = state_.emplace(p.name, Moments{z, z.clone(), 0, master}).first;
       }
       Moments& st = it->second;
+      if (has_master(p.tensor) && !st.master.defined()) st.master = p.tensor.detach().to(at::kFloat);
       UpdateList& u = by_steps[++st.t];
       u.params.push_back(p.tensor);
-      u.w.push_back(p.tensor.dtype() == at::kFloat ? p.tensor : p.tensor.to(at::kFloat));
+      if (st.master.defined()) {
+        u.w.push_back(st.master);
+      } else if (p.tensor.dtype() == at::kFloat) {
+        u.w.push_back(p.tensor);
+      } else {
+        u.w.push_back(p.tensor.to(at::kFloat));
+        u.temporaries = true;
+      }
       u.grad.push_back(grad0.to(at::kFloat));
       u.m.push_back(st.m);
       u.v.push_back(st.v);
@@ -163,6 +182,7 @@ std::vector<std::pair<std::string, at::Tensor>> AdamW::state() const {
     out.emplace_back("exp_avg." + name, st.m.to(at::kCPU));
     out.emplace_back("exp_avg_sq." + name, st.v.to(at::kCPU));
     out.emplace_back("step." + name, at::scalar_tensor(st.t, at::kLong));
+    if (st.master.defined()) out.emplace_back("master." + name, st.master.to(at::kCPU));
   }
   return out;
 }
@@ -188,12 +208,33 @@ void AdamW::load_state(const std::vector<std::pair<std::string, at::Tensor>>& te
     const int64_t ps = st == by.end() ? steps : st->second.item<int64_t>();
     LT_CHECK(ps >= 0 && ps <= steps, "optimizer state: step.{} = {} outside 0..{}", name, ps, steps);
     const auto opts = w.options().dtype(at::kFloat);
-    loaded[name] = Moments{t.to(opts).clone(), sq->second.to(opts).clone(), ps};
+    // the master copy as saved (bit for bit, so that a resumed run continues exactly); a
+    // checkpoint written without master weights starts it from the parameter
+    at::Tensor master;
+    if (has_master(w)) {
+      auto mk = by.find("master." + name);
+      if (mk == by.end()) {
+        master = w.detach().to(at::kFloat);
+      } else {
+        LT_CHECK(mk->second.sizes() == w.sizes() && mk->second.scalar_type() == at::kFloat,
+                 "optimizer state: master.{} has the wrong shape or dtype (expected fp32)", name);
+        master = mk->second.to(opts).clone();
+      }
+    }
+    loaded[name] = Moments{t.to(opts).clone(), sq->second.to(opts).clone(), ps, master};
   }
-  for (const auto& [key, t] : by)
+  for (const auto& [key, t] : by) {
     if (key.rfind("exp_avg_sq.", 0) == 0)
       LT_CHECK(loaded.count(key.substr(11)), "optimizer state: {} without exp_avg.{}", key,
                key.substr(11));
+    if (key.rfind("master.", 0) == 0) {
+      const std::string name = key.substr(7);
+      LT_CHECK(loaded.count(name), "optimizer state: {} without exp_avg.{}", key, name);
+      LT_CHECK(loaded[name].master.defined(),
+               "optimizer state: {} is a master copy, but this run keeps none for {} (resume with "
+               "master_weights = true, or the parameter is fp32 now)", key, name);
+    }
+  }
   state_ = std::move(loaded);
   t_ = steps;
 }

@@ -33,6 +33,14 @@ bool no_decay(const model::Param& p);
 
 struct AdamWOptions {
   double beta1 = 0.9, beta2 = 0.95, eps = 1e-8;
+  // Master weights: for a parameter stored in a narrower float (bf16, fp16) the optimizer
+  // keeps an fp32 copy, updates the copy from the upcast gradient and writes it rounded back
+  // into the parameter. Without it the update is applied to an fp32 copy made afresh each
+  // step from the parameter, so an update below half the parameter's ulp is rounded away
+  // every step. fp32 parameters are their own master either way. The master is the value
+  // that trains: a bf16 parameter written outside the optimizer during a run is overwritten
+  // by its master at its next update.
+  bool master_weights = false;
 };
 
 // AdamW (Loshchilov & Hutter; PyTorch's torch.optim.AdamW without amsgrad), for step t >= 1:
@@ -64,19 +72,26 @@ class AdamW {
   int64_t param_steps(const std::string& name) const;
 
   // exp_avg.NAME / exp_avg_sq.NAME tensors (CPU) and step.NAME (int64 scalar) of every
-  // parameter with state, plus the step count. load_state checks names and shapes; a
-  // checkpoint without step.NAME (older ones) gives every parameter `steps`.
+  // parameter with state, and master.NAME (fp32) of those with a master copy, plus the step
+  // count. load_state checks names and shapes; a checkpoint without step.NAME (older ones)
+  // gives every parameter `steps`; with master_weights, one without master.NAME (written
+  // without the option) starts the copy from the parameter; master.NAME without the option
+  // is an error (the run would continue from the rounded parameter instead).
   std::vector<std::pair<std::string, at::Tensor>> state() const;
   void load_state(const std::vector<std::pair<std::string, at::Tensor>>& tensors, int64_t steps);
   // Drops the state of the parameters for which keep(name) is false (ZeRO-1: another rank's).
   void keep_state(const std::function<bool(const std::string&)>& keep);
-  // Bytes of the moments held (exp_avg and exp_avg_sq of every parameter with state).
+  // Bytes of the state held (exp_avg, exp_avg_sq and master copies).
   int64_t state_bytes() const;
+  const AdamWOptions& options() const { return o_; }
+  // Whether parameter p gets an fp32 master copy (master_weights, p not fp32).
+  bool has_master(const at::Tensor& p) const;
 
  private:
   struct Moments {
     at::Tensor m, v;
     int64_t t = 0;
+    at::Tensor master;  // fp32 copy of the parameter (has_master), else undefined
   };
   std::vector<ParamGroup> groups_;
   AdamWOptions o_;

@@ -328,6 +328,7 @@ const std::vector<OptionDoc>& loop_option_docs() {
       {"weight_decay", "number", "AdamW's decoupled weight decay"},
       {"betas", "table", "AdamW's {b1, b2}"},
       {"eps", "number", "AdamW's epsilon"},
+      {"master_weights", "boolean", "AdamW keeps fp32 master copies of bf16/fp16 parameters (default false)"},
       {"clip_grad", "number", "gradient-norm clip (0: none)"},
       {"lr_mult", "table", "{[block] = x}: learning-rate multipliers per block"},
       {"eval_every", "integer", "steps between validations (0: at the end only)"},

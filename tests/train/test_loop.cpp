@@ -2,7 +2,8 @@
 // LM: micro-batch scales and the accumulated gradient (computed by hand), objective metrics
 // and state through the sink and the checkpoint, the flush before a checkpoint is published,
 // an interrupt in the middle of a step, and a freeze plan changed during a run (new groups,
-// per-parameter AdamW bias correction, backward reaching a newly trainable lower block).
+// per-parameter AdamW bias correction, backward reaching a newly trainable lower block), and
+// master_weights on a bf16 model (its fp32 masters checkpointed, the resume bit for bit).
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 
@@ -16,6 +17,7 @@
 
 #include "runtime/core/error.h"
 #include "runtime/core/interrupt.h"
+#include "runtime/io/safetensors.h"
 #include "runtime/model/tiny.h"
 #include "runtime/store/session.h"
 #include "runtime/train/freeze.h"
@@ -280,4 +282,55 @@ TEST_CASE("loop: a freeze plan changed during the run is followed by the optimiz
   // AdamW's first step is lr x g / (|g| + 1e-8): within 1e-3 of lr unless |g| < 1e-5, which
   // few of these gradients are; rounding moves a ratio by ~1e-7, so the 95% is not at stake
   CHECK(double(near_lr) > 0.95 * double(moved));
+}
+
+TEST_CASE("loop: master_weights on a bf16 model checkpoints the fp32 masters and resumes bit for bit") {
+  const std::string dir = scratch("loop_master");
+  auto bf16_model = [] {
+    model::Model m = tiny_model();
+    m.to(c10::kCPU, c10::kBFloat16);
+    m.set_requires_grad(true);
+    train_only(m, Spec::named("lm_head"));
+    return m;
+  };
+  auto opts = [] {
+    LoopOptions o = quiet(5);
+    o.master_weights = true;
+    return o;
+  };
+  // the reference: 5 steps in one go
+  model::Model a = bf16_model();
+  Toy ta(a);
+  run_loop(a, ta, opts());
+  // 2 steps, a checkpoint, then a resumed run to 5
+  model::Model b = bf16_model();
+  Toy tb(b);
+  LoopOptions ob = opts();
+  ob.checkpoint_dir = dir;
+  ob.stop_after = 2;
+  run_loop(b, tb, ob);
+  const std::string ck = latest_checkpoint(dir);
+  REQUIRE(ck.find("step-00000002") != std::string::npos);
+  const io::SafetensorsFile f = io::SafetensorsFile::open(ck + "/optimizer.safetensors");
+  REQUIRE(f.has("master.lm_head.weight"));
+  CHECK(f.tensor("master.lm_head.weight").scalar_type() == at::kFloat);
+  model::Model c = bf16_model();
+  Toy tc(c);
+  LoopOptions oc = opts();
+  oc.checkpoint_dir = dir;
+  oc.resume = true;
+  const LoopResult rc = run_loop(c, tc, oc);
+  CHECK(rc.start_step == 2);
+  CHECK(head_of(c).scalar_type() == at::kBFloat16);
+  CHECK(at::equal(head_of(a), head_of(c)));
+  // the final checkpoint's master equals the one-go run's master rounded: the parameter
+  const io::SafetensorsFile g = io::SafetensorsFile::open(latest_checkpoint(dir) + "/optimizer.safetensors");
+  CHECK(at::equal(g.tensor("master.lm_head.weight").to(at::kBFloat16), head_of(a).detach()));
+  // resuming without the option refuses the masters (it would continue from the rounded weights)
+  model::Model d = bf16_model();
+  Toy td(d);
+  LoopOptions od = quiet(6);
+  od.checkpoint_dir = dir;
+  od.resume = true;
+  ltrun_test::require_error([&] { run_loop(d, td, od); }, {"master.lm_head.weight", "master_weights = true"});
 }
