@@ -144,11 +144,22 @@ std::string format_table(const store::Table& t, TableFormat f, size_t max_width)
   out += rule + "\n";
   for (const auto& r : cells) out += line(r, false);
   out += fmt::format("({} row{})\n", t.rows.size(), t.rows.size() == 1 ? "" : "s");
-  if (shown < t.columns.size()) {
-    std::string left;
-    for (size_t c = shown; c < t.columns.size(); c++) left += (c > shown ? ", " : "") + t.columns[c];
-    out += fmt::format("({} more column{} past {} characters: {}; --wide or --csv shows them)\n",
-                       t.columns.size() - shown, t.columns.size() - shown == 1 ? "" : "s", max_width, left);
+  if (shown < t.columns.size()) {  // the columns left out, named, the lines within max_width too
+    std::string text = fmt::format("({} more column{} past {} characters:", t.columns.size() - shown,
+                                   t.columns.size() - shown == 1 ? "" : "s", max_width);
+    std::string line_now = text;
+    text.clear();
+    for (size_t c = shown; c <= t.columns.size(); c++) {
+      const std::string word = c < t.columns.size() ? " " + t.columns[c] + (c + 1 < t.columns.size() ? "," : ";")
+                                                    : std::string(" --wide or --csv shows them)");
+      if (display_width(line_now) + display_width(word) > max_width && display_width(line_now) > 0) {
+        text += line_now + "\n";
+        line_now = word.substr(1);
+      } else {
+        line_now += word;
+      }
+    }
+    out += text + line_now + "\n";
   }
   return out;
 }

@@ -44,6 +44,24 @@ def step(name, keys, until=PROMPT):
     print(wait_for(until))
 
 
+def raw_mode(timeout=300):
+    """Waits until the line editor has the terminal in raw mode (ICANON off: the pty's two ends
+    share one termios): the line editor prints its prompt and then leaves canonical mode, and
+    keys that arrive before that are taken by the line discipline (a Tab echoes as text and
+    completes nothing). A condition, not a duration."""
+    end = time.time() + timeout
+    while termios.tcgetattr(fd)[3] & termios.ICANON:
+        if time.time() > end:
+            sys.exit("repl_pty: the terminal never left canonical mode")
+        time.sleep(0.01)
+
+
+def tab_step(name, keys):
+    """A completion listing: keys end in Tab Tab #, typed once the editor reads keys raw."""
+    raw_mode()
+    step(name, keys, rb"#$")
+
+
 wait_for(PROMPT)
 step("table", 't = {name = "x", list = {1, 2, 3}, deep = {a = {b = {c = {d = 1}}}}, w = lt.zeros(2, 3)}\n')
 step("table_shown", "t\n")
@@ -53,9 +71,9 @@ step("method_help", "?m:generate\n")
 # Tab Tab lists the completions; the '#' typed after them echoes only once the listing is out
 # (the line editor takes keys in order), so waiting for it waits for the whole listing; DEL
 # (0x7f) erases it and the line is finished
-step("fields", "m.\t\t#", rb"#$")
+tab_step("fields", "m.\t\t#")
 step("fields_done", "\x7fn_layers\n")
-step("nested", "m.tokenizer:\t\t#", rb"#$")
+tab_step("nested", "m.tokenizer:\t\t#")
 step("nested_done", "\x7fencode('hi')\n")
 step("time", "%time 1 + 2\n")
 step("error", "error('oops')\n")

@@ -4,6 +4,7 @@
 #pragma once
 #include <fmt/format.h>
 #include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -35,6 +36,23 @@ inline pid_t spawn_rank(const std::string& filter_in, int rank, int port, const 
   pid_t pid = 0;
   REQUIRE(posix_spawn(&pid, self.c_str(), nullptr, nullptr, argv, envp.data()) == 0);
   return pid;
+}
+
+inline int free_port();
+
+// Runs this test binary's hidden test case `filter` as ranks 0 and 1 (a fresh rendezvous port)
+// and waits for both; each must exit 0.
+inline void run_two_ranks(const std::string& filter, const std::vector<std::string>& extra = {}) {
+  const int port = free_port();
+  const pid_t p0 = spawn_rank(filter, 0, port, extra);
+  const pid_t p1 = spawn_rank(filter, 1, port, extra);
+  int s0 = 0, s1 = 0;
+  waitpid(p0, &s0, 0);
+  waitpid(p1, &s1, 0);
+  REQUIRE(WIFEXITED(s0));
+  REQUIRE(WEXITSTATUS(s0) == 0);
+  REQUIRE(WIFEXITED(s1));
+  REQUIRE(WEXITSTATUS(s1) == 0);
 }
 
 // A rendezvous port for the ranks: a fresh one per call, from a range below Linux's

@@ -39,6 +39,33 @@ inline ltrun::model::Model sharp_tiny(const ltrun::model::TinySpec& s,
   return m;
 }
 
+// The layer kinds that keep a decode state besides attention, as sharp tiny models: Mamba2
+// (nemotron_h M*-M) and Gated DeltaNet with gated attention (qwen3_5_text LLA, chunk 4, its
+// weights scaled up so that the recurrence is well above rounding). Named for test sections.
+struct KindModel {
+  std::string name;
+  ltrun::model::Model m;
+};
+inline std::vector<KindModel> recurrent_kinds() {
+  std::vector<KindModel> out;
+  ltrun::model::TinySpec nh = spec("nemotron_h");
+  nh.pattern = "M*-M";
+  nh.layers = 4;
+  out.push_back({"mamba2 + attention (nemotron_h M*-M)", sharp_tiny(nh)});
+  ltrun::model::TinySpec q = spec("qwen3_5_text");
+  q.pattern = "LLA";
+  ltrun::model::Config c = ltrun::model::tiny_config(q);
+  c.gdn.chunk = 4;
+  ltrun::model::Model qm = ltrun::model::Model::init(c, 1);
+  {
+    at::NoGradGuard no_grad;
+    for (auto& p : qm.parameters())
+      if (p.decay) p.tensor.mul_(12);
+  }
+  out.push_back({"gated deltanet + attention (qwen3_5_text LLA)", std::move(qm)});
+  return out;
+}
+
 inline at::Tensor random_ids(int64_t B, int64_t T, int64_t vocab, uint64_t seed) {
   at::Generator g = at::detail::createCPUGenerator(seed);
   return at::randint(vocab, {B, T}, g, at::kLong);

@@ -192,28 +192,11 @@ namespace {
 // One tiny model per layer kind that keeps a decode state: attention (qwen3), Mamba2 with
 // attention and an MLP layer (nemotron_h "M*-M"), Gated DeltaNet with attention
 // (qwen3_5_text "LLA", chunks of 4 tokens so that a prompt spans several).
-struct KindModel {
-  const char* name;
-  Model m;
-};
+using model_test::KindModel;
 std::vector<KindModel> state_kinds() {
   std::vector<KindModel> out;
   out.push_back({"attention (qwen3)", model_test::sharp_tiny(model_test::spec("qwen3"))});
-  TinySpec nh = model_test::spec("nemotron_h");
-  nh.pattern = "M*-M";
-  nh.layers = 4;
-  out.push_back({"mamba2 (nemotron_h M*-M)", model_test::sharp_tiny(nh)});
-  TinySpec q = model_test::spec("qwen3_5_text");
-  q.pattern = "LLA";
-  Config c = tiny_config(q);
-  c.gdn.chunk = 4;
-  Model qm = Model::init(c, 1);
-  {
-    at::NoGradGuard no_grad;
-    for (auto& p : qm.parameters())
-      if (p.decay) p.tensor.mul_(12);
-  }
-  out.push_back({"gated deltanet (qwen3_5_text LLA)", std::move(qm)});
+  for (auto& k : model_test::recurrent_kinds()) out.push_back(std::move(k));
   return out;
 }
 

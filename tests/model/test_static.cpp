@@ -13,10 +13,7 @@ using namespace ltrun::model;
 
 namespace {
 
-struct KindModel {
-  std::string name;
-  Model m;
-};
+using model_test::KindModel;
 
 // Every layer kind that keeps a decode state: attention (the decoder block of qwen3, qwen2 and
 // llama; nemotron_h's attention; qwen3_5's gated attention), Mamba2 and Gated DeltaNet.
@@ -24,21 +21,7 @@ std::vector<KindModel> kinds() {
   std::vector<KindModel> out;
   for (const char* arch : {"qwen3", "qwen2", "llama"})
     out.push_back({std::string("attention (") + arch + ")", model_test::sharp_tiny(model_test::spec(arch))});
-  TinySpec nh = model_test::spec("nemotron_h");
-  nh.pattern = "M*-M";
-  nh.layers = 4;
-  out.push_back({"mamba2 + attention (nemotron_h M*-M)", model_test::sharp_tiny(nh)});
-  TinySpec q = model_test::spec("qwen3_5_text");
-  q.pattern = "LLA";
-  Config c = tiny_config(q);
-  c.gdn.chunk = 4;
-  Model qm = Model::init(c, 1);
-  {
-    at::NoGradGuard no_grad;
-    for (auto& p : qm.parameters())
-      if (p.decay) p.tensor.mul_(12);
-  }
-  out.push_back({"gated deltanet + attention (qwen3_5_text LLA)", std::move(qm)});
+  for (auto& k : model_test::recurrent_kinds()) out.push_back(std::move(k));
   return out;
 }
 

@@ -147,17 +147,7 @@ TEST_CASE("ZeRO-1 rank of the optimizer test", "[.optim_worker]") {
 
 TEST_CASE("AdamW sharded over 2 ranks (ZeRO-1) equals the per-parameter AdamW over 10 steps") {
   const std::string out = ltrun_test::scratch_dir("train", "optim_zero") + "/params";
-  const int port = ltrun_test::free_port();
-  const std::vector<std::string> env = {"LTRUN_OPT_OUT=" + out};
-  const pid_t p0 = ltrun_test::spawn_rank("[.optim_worker]", 0, port, env);
-  const pid_t p1 = ltrun_test::spawn_rank("[.optim_worker]", 1, port, env);
-  int s0 = 0, s1 = 0;
-  waitpid(p0, &s0, 0);
-  waitpid(p1, &s1, 0);
-  REQUIRE(WIFEXITED(s0));
-  REQUIRE(WEXITSTATUS(s0) == 0);
-  REQUIRE(WIFEXITED(s1));
-  REQUIRE(WEXITSTATUS(s1) == 0);
+  ltrun_test::run_two_ranks("[.optim_worker]", {"LTRUN_OPT_OUT=" + out});
   model::Model b = opt_model();
   ReferenceAdamW ref{opt_groups(b)};
   for (int s = 0; s < kSteps; ++s) {
@@ -302,17 +292,7 @@ TEST_CASE("ZeRO-1 rank of the master-weights test", "[.optim_master_worker]") {
 TEST_CASE("AdamW master weights sharded over 2 ranks (ZeRO-1) equal the unsharded run",
           "[master_weights]") {
   const std::string out = ltrun_test::scratch_dir("train", "optim_master_zero") + "/params";
-  const int port = ltrun_test::free_port();
-  const std::vector<std::string> env = {"LTRUN_OPT_OUT=" + out};
-  const pid_t p0 = ltrun_test::spawn_rank("[.optim_master_worker]", 0, port, env);
-  const pid_t p1 = ltrun_test::spawn_rank("[.optim_master_worker]", 1, port, env);
-  int s0 = 0, s1 = 0;
-  waitpid(p0, &s0, 0);
-  waitpid(p1, &s1, 0);
-  REQUIRE(WIFEXITED(s0));
-  REQUIRE(WEXITSTATUS(s0) == 0);
-  REQUIRE(WIFEXITED(s1));
-  REQUIRE(WEXITSTATUS(s1) == 0);
+  ltrun_test::run_two_ranks("[.optim_master_worker]", {"LTRUN_OPT_OUT=" + out});
   model::Model b = bf16_model();
   AdamW ref(opt_groups(b), kMasterOpts);
   for (int s = 0; s < kSteps; ++s) {
