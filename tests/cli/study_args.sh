@@ -11,7 +11,8 @@ local exp = require "lt.study"
 return exp.study{
   name = "toy", help = "a study with a number, a choice and a data file",
   args = { steps = { 3, "steps", int = true, min = 1 }, mode = { "a", "mode", choices = { "a", "b" } },
-           data = { "", "a data file (\"\": none)", path = true } },
+           data = { "", "a data file (\"\": none)", path = true },
+           preset = { "", "a preset", choices = { "", "qwen3-grpo", "dr-grpo" } } },
   run = function(cfg)
     for i = 1, cfg.steps do lt.run.log("loss", 1 / i) end
     print("toy ran " .. cfg.steps)
@@ -35,14 +36,17 @@ mistake() {
   check "$what: says it" contains "$(cat err.txt)" "$want"
   check "$what: no run stored (runs, sources, params, metrics)" equals "$(rows)" "$before"
 }
-mistake "unknown arg" "usage error: toy: unknown arg --step (known: data, mode, steps); did you mean --steps?" \
+mistake "unknown arg" "usage error: toy: unknown arg --step (known: data, mode, preset, steps); did you mean --steps?" \
   toy.lua --step=3
-mistake "unknown flag" "unknown arg --stpes (known: data, mode, steps); did you mean --steps?" toy.lua --stpes
-mistake "unknown arg, nothing near" "unknown arg --zzz (known: data, mode, steps)" toy.lua --zzz=1
+mistake "unknown flag" "unknown arg --stpes (known: data, mode, preset, steps); did you mean --steps?" toy.lua --stpes
+mistake "unknown arg, nothing near" "unknown arg --zzz (known: data, mode, preset, steps)" toy.lua --zzz=1
 check "... and no suggestion then" equals "$(grep -c 'did you mean' err.txt)" "0"
 mistake "mistyped value" "usage error: toy: --steps=abc: expected a number" toy.lua --steps=abc
 mistake "out of range" "usage error: toy: --steps=-1: below the least allowed, 1" toy.lua --steps=-1
 mistake "not a choice" "toy: --mode=c: 'c' is not one of a, b" toy.lua --mode=c
+mistake "a near miss of a choice" \
+  "toy: --preset=qwen3-grpoo: 'qwen3-grpoo' is not one of \"\", qwen3-grpo, dr-grpo; did you mean qwen3-grpo?" \
+  toy.lua --preset=qwen3-grpoo
 mistake "missing file" "usage error: toy: --data=no_such.txt: no such file or folder" toy.lua --data=no_such.txt
 mistake "a positional" "toy: unexpected argument 'extra'" toy.lua extra
 # a study of the project: its model arg names the missing folder (before anything is made)

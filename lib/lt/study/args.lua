@@ -69,15 +69,17 @@ local function distance(a, b)
 end
 
 -- "; did you mean --steps?" for the known names closest to `name` (at most 1 edit for names of
--- up to 4 characters, 2 for longer ones), "" when none is that close
-function M.suggest(name, known)
+-- up to 4 characters, 2 for longer ones), "" when none is that close; `prefix` (default "--")
+-- goes before each name ("" for a value among an arg's choices)
+function M.suggest(name, known, prefix)
+  prefix = prefix or "--"
   name = tostring(name)
   local best, most = {}, #name <= 4 and 1 or 2
   for _, k in ipairs(known) do
     local d = distance(name, k)
     if d <= most then
       if d < most then best, most = {}, d end
-      best[#best + 1] = "--" .. k
+      best[#best + 1] = prefix .. k
     end
   end
   if #best == 0 then return "" end

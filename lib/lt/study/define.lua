@@ -38,6 +38,13 @@ local function preset_value(v)
   return v
 end
 
+-- an arg's choices as the messages and --help list them (the empty choice as "")
+local function shown_choices(choices)
+  local shown = {}
+  for i, c in ipairs(choices) do shown[i] = c == "" and '""' or c end
+  return table.concat(shown, ", ")
+end
+
 local function show(v) return type(v) == "string" and ("%q"):format(v):gsub("\\\n", "\\n") or tostring(v) end
 
 -- checks one value of arg `key` against its spec; returns the value in the arg's type
@@ -63,9 +70,11 @@ local function check(name, key, spec, v)
       local parts = {}
       if spec.list then for p in v:gmatch("[^,]+") do parts[#parts + 1] = p end else parts[1] = v end
       for _, p in ipairs(parts) do
-        if not ok[p] then bad(("'%s' is not one of %s"):format(p, table.concat(spec.choices, ", "))) end
+        if not ok[p] then
+          bad(("'%s' is not one of %s%s"):format(p, shown_choices(spec.choices), args.suggest(p, spec.choices, "")))
+        end
       end
-      if spec.list and #parts == 0 then bad("expected one or more of " .. table.concat(spec.choices, ", ")) end
+      if spec.list and #parts == 0 then bad("expected one or more of " .. shown_choices(spec.choices)) end
     end
   end
   return v
@@ -90,9 +99,7 @@ local function help_text(s)
       if spec.max then extra[#extra + 1] = "<= " .. spec.max end
       if spec.path then extra[#extra + 1] = "a file or folder" end
       if spec.choices then
-        local shown = {}
-        for i, c in ipairs(spec.choices) do shown[i] = c == "" and '""' or c end
-        extra[#extra + 1] = (spec.list and "any of " or "one of ") .. table.concat(shown, ", ")
+        extra[#extra + 1] = (spec.list and "any of " or "one of ") .. shown_choices(spec.choices)
       end
       lines[#lines + 1] = ("  --%s=%s\n      %s%s"):format(k, show(spec[1]), spec[2],
                                                     #extra > 0 and (" (" .. table.concat(extra, "; ") .. ")") or "")
