@@ -111,10 +111,12 @@ std::function<ProducedBatch(int64_t)> produce_option(const Value& f, const std::
     for (size_t i = 0; i < r["responses"].size(); ++i)
       pb.responses.push_back(integers_of(r["responses"][double(i + 1)], what, fmt::format("responses[{}]", i + 1), 0));
     pb.advantages = numbers_of(r["advantages"], what, "advantages");
-    if (r["metrics"].is_table())
-      for (const auto& [k, v] : r["metrics"].tab().fields)
+    if (r["metrics"].is_table()) {
+      for (const auto& [k, v] : r["metrics"].tab().fields) {
         if (v.is_number()) pb.metrics.emplace_back(k, v.num());
         else fail("{}: metrics.{}: expected a number, got {}", what, k, v.type_name());
+      }
+    }
     return pb;
   };
 }

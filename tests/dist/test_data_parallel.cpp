@@ -131,17 +131,8 @@ TEST_CASE("data parallel: 2 ranks reproduce 1 process at the same global batch; 
     model::Model ref = dp_model(plan);
     DataSource d = tensor_source(dp_rows());
     const TrainResult r1 = train_causal_lm(ref, d, dp_options(4, 4));
-    const int port = free_port();
     const std::string out = dir + "/" + plan;
-    std::vector<std::string> env = {"LTRUN_DP_PLAN=" + plan, "LTRUN_DP_OUT=" + out};
-    const pid_t p0 = spawn_rank("[.dp_worker]", 0, port, env), p1 = spawn_rank("[.dp_worker]", 1, port, env);
-    int s0 = 0, s1 = 0;
-    waitpid(p0, &s0, 0);
-    waitpid(p1, &s1, 0);
-    REQUIRE(WIFEXITED(s0));
-    REQUIRE(WEXITSTATUS(s0) == 0);
-    REQUIRE(WIFEXITED(s1));
-    REQUIRE(WEXITSTATUS(s1) == 0);
+    ltrun_test::run_two_ranks("[.dp_worker]", {"LTRUN_DP_PLAN=" + plan, "LTRUN_DP_OUT=" + out});
     const auto a = read_numbers(out + ".0"), b = read_numbers(out + ".1");
     REQUIRE(a.size() == 5);
     REQUIRE(b == a);  // every rank reports the same averaged loss
@@ -199,16 +190,7 @@ namespace {
 
 // Runs 2 ranks of the worker in `mode` with `plan`; both must succeed.
 void run_pair(const std::string& out, const std::string& mode, const std::string& plan = "full") {
-  const int port = free_port();
-  std::vector<std::string> env = {"LTRUN_DP_PLAN=" + plan, "LTRUN_DP_OUT=" + out, "LTRUN_DP_MODE=" + mode};
-  const pid_t p0 = spawn_rank("[.dp_worker]", 0, port, env), p1 = spawn_rank("[.dp_worker]", 1, port, env);
-  int s0 = 0, s1 = 0;
-  waitpid(p0, &s0, 0);
-  waitpid(p1, &s1, 0);
-  REQUIRE(WIFEXITED(s0));
-  REQUIRE(WEXITSTATUS(s0) == 0);
-  REQUIRE(WIFEXITED(s1));
-  REQUIRE(WEXITSTATUS(s1) == 0);
+  ltrun_test::run_two_ranks("[.dp_worker]", {"LTRUN_DP_PLAN=" + plan, "LTRUN_DP_OUT=" + out, "LTRUN_DP_MODE=" + mode});
 }
 
 std::map<std::string, at::Tensor> read_tensors(const std::string& path) {

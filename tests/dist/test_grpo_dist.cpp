@@ -83,17 +83,7 @@ TEST_CASE("grpo across 2 ranks: the advantages, rewards and steps of 1 process o
   const at::Tensor adv = obj.rollout_advantages();
   REQUIRE(adv.numel() == 16);
 
-  const int port = ltrun_test::free_port();
-  const std::vector<std::string> env = {"LTRUN_GRPO_OUT=" + dir + "/out"};
-  const pid_t p0 = ltrun_test::spawn_rank("[.grpo_worker]", 0, port, env);
-  const pid_t p1 = ltrun_test::spawn_rank("[.grpo_worker]", 1, port, env);
-  int s0 = 0, s1 = 0;
-  waitpid(p0, &s0, 0);
-  waitpid(p1, &s1, 0);
-  REQUIRE(WIFEXITED(s0));
-  REQUIRE(WEXITSTATUS(s0) == 0);
-  REQUIRE(WIFEXITED(s1));
-  REQUIRE(WEXITSTATUS(s1) == 0);
+  ltrun_test::run_two_ranks("[.grpo_worker]", {"LTRUN_GRPO_OUT=" + dir + "/out"});
   const auto a = read_numbers(dir + "/out.0"), b = read_numbers(dir + "/out.1");
   REQUIRE(a.size() == 16 + 2 + 3 * 4);
   REQUIRE(b == a);  // every rank reports the same
