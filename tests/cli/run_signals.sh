@@ -1,7 +1,7 @@
 # tests/cli/run_signals.sh: a study stopped by SIGTERM (a scheduler, `timeout`), by SIGHUP (a
 # closed terminal or ssh session), sent with kill or by a real hang-up of its terminal, ends
-# `interrupted`, the child it was in too, with what it logged, exit 130 (issue 46 item 3; before
-# it, SIGHUP killed the process and left both runs `running`).
+# `interrupted`, the child it was in too, with what it logged, exit 130, also under `ltrun
+# launch` (issue 46 item 3; before it, SIGHUP killed the process and left both runs `running`).
 here=$(cd "$(dirname "$0")" && pwd)  # (common.bash moves into the scratch folder)
 source "$here/common.bash"
 command -v python3 >/dev/null || { echo "no python3: skipped"; exit 77; }
@@ -18,6 +18,14 @@ for sig in TERM HUP; do
   check "SIG$sig: what the child logged is kept" equals "$(sql1 "select count(*) from metrics where run_id = $first + 1")" "1"
   check "SIG$sig: it says so" contains "$(cat "err_$sig.txt")" "run $first interrupted"
 done
+
+# `ltrun launch`: its ranks run in process groups of their own, out of the terminal's reach; a
+# hang-up of the launcher reaches them as SIGTERM, and the launcher waits for them (exit 130)
+first=$(( $(sqlite3 runs.db 'select max(id) from runs') + 1 ))
+rm -f ready; "$LTRUN" launch --nproc-per-node 2 "$here/spin_child.lua" 2>err_launch.txt & pid=$!
+wait_ready; kill -HUP $pid; wait $pid; rc=$?
+check "launch, SIGHUP: exit 130" equals "$rc" "130"
+check "launch, SIGHUP: rank 0's study and child end interrupted" equals "$(statuses $first)" "spin_child:interrupted lr=1e-3:interrupted"
 
 # a real hang-up: the study on a terminal of its own (a pty), whose far end closes
 first=$(( $(sqlite3 runs.db 'select max(id) from runs') + 1 ))
