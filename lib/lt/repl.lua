@@ -1,11 +1,11 @@
 -- lib/lt/repl.lua: what the REPL (`ltrun` alone, runtime/cli/repl.cpp) does in Lua: values shown
--- as readable text (tables nested and bounded, tensors by shape, dtype and a few values), tab
+-- as readable text (tables nested and bounded, tensors nested by their shape as torch prints them), tab
 -- completion of names, fields and methods along a chain (`m.tokenizer:enc`), help(x) / `?x`
 -- from the API registry the runtime checks options against (lt.api, runtime/core/api.h), and
 -- time(fn) for `%time EXPR`.
 local M = {}
 
-local MAX_DEPTH, MAX_ITEMS, MAX_VALUES = 3, 12, 6
+local MAX_DEPTH, MAX_ITEMS = 3, 12
 
 local function class_of(v)  -- "lt.Model", "lt.Tensor", ... for runtime objects, else nil
   if type(v) ~= "userdata" then return nil end
@@ -18,17 +18,51 @@ local function number_text(x)
   return string.format("%.6g", x)
 end
 
-local function tensor_text(t)
-  local shape = table.concat(t.shape, ", ")
-  local n = t:numel()
-  local head = {}
-  if n > 0 then
-    -- the first values only come to the CPU (a GPU tensor of 10^9 values stays where it is)
-    local flat = t:reshape({ n }):narrow(0, 0, math.min(n, MAX_VALUES)):to("cpu"):totable()
-    for i, x in ipairs(flat) do head[i] = type(x) == "number" and number_text(x) or tostring(x) end
+-- t as torch prints it: values nested by its shape, right-aligned to one width, rows wrapped
+-- at 80 columns, then its shape, dtype and device. A large tensor shows the first and last 3
+-- entries of each long dimension around "..." (torch's summary: past 1000 values; one line
+-- inside a table, past MAX_ITEMS); only those entries come to the CPU, so a GPU tensor of 10^9
+-- values stays where it is.
+local EDGE, SUMMARY, LINE = 3, 1000, 80
+local function tensor_text(t, one_line)
+  local shape, n = t.shape, t:numel()
+  local cut = n > (one_line and MAX_ITEMS or SUMMARY)
+  local small = t
+  if cut then
+    for d = 1, #shape do
+      local size = shape[d]
+      if size > 2 * EDGE then
+        small = small:index_select(d - 1, { 0, 1, 2, size - 3, size - 2, size - 1 })
+      end
+    end
   end
-  local more = n > MAX_VALUES and ", ..." or ""
-  return string.format("tensor[%s] %s %s {%s%s}", shape, t.dtype, t.device, table.concat(head, ", "), more)
+  local values = n > 0 and small:to("cpu"):totable() or {}
+  local function leaf(x) return type(x) == "number" and number_text(x) or tostring(x) end
+  local width = 0
+  local function measure(v, d)
+    if d > #shape then width = math.max(width, #leaf(v)) return end
+    for _, x in ipairs(v) do measure(x, d + 1) end
+  end
+  measure(values, 1)
+  local function rows(v, d)  -- the list of dimension d (1-based) as text
+    local size, items = shape[d], {}
+    local summarized = cut and size > 2 * EDGE
+    for i = 1, #v do
+      if summarized and i == EDGE + 1 then items[#items + 1] = "..." end
+      items[#items + 1] = d == #shape and string.rep(" ", width - #leaf(v[i])) .. leaf(v[i]) or rows(v[i], d + 1)
+    end
+    local indent = string.rep(" ", 7 + d)  -- under the first entry: past "tensor(" and d brackets
+    if d < #shape then
+      return "[" .. table.concat(items, one_line and ", " or ("," .. string.rep("\n", #shape - d) .. indent)) .. "]"
+    end
+    if one_line then return "[" .. table.concat(items, ", ") .. "]" end
+    local per_line, lines = math.max(1, math.floor((LINE - #indent) / (width + 2))), {}
+    for i = 1, #items, per_line do lines[#lines + 1] = table.concat(items, ", ", i, math.min(i + per_line - 1, #items)) end
+    return "[" .. table.concat(lines, ",\n" .. indent) .. "]"
+  end
+  local body = #shape == 0 and leaf(values) or n == 0 and "[]" or rows(values, 1)
+  return string.format("tensor(%s, shape=[%s], dtype=%s, device=%s)", body, table.concat(shape, ", "), t.dtype,
+    t.device)
 end
 
 local function key_text(k)
@@ -89,7 +123,7 @@ function show(v, depth, seen, indent)
     return table_text(v, depth, seen, indent)
   end
   if class_of(v) == "lt.Tensor" then
-    local ok, text = pcall(tensor_text, v)
+    local ok, text = pcall(tensor_text, v, depth > 0)
     return ok and text or tostring(v)
   end
   return tostring(v)
@@ -220,10 +254,21 @@ local function lua_function_text(name, f)
     info.short_src, info.linedefined)
 end
 
+-- what `?` alone (or help()) prints
+M.usage = [[
+The ltrun REPL: Lua with `lt` loaded (docs/reference/repl.md).
+  EXPR or =EXPR   print the values (tables nested, tensors as torch prints them)
+  ?x  help(x)     what x is: a function's signature and options, an object's fields and methods
+  ?lt.run         the names in a table (Tab completes them too: lt.run.<Tab>)
+  %time CODE      the wall time of an expression (its values printed) or of statements
+  exit  quit      leave (Ctrl-D too); Ctrl-C stops what runs, or drops the line being typed
+Nothing is stored unless ltrun started with --log.]]
+
 -- help(x[, text]) → the text `?x` prints: a function's signature, summary and options, an
--- object's fields and methods, a table's keys
+-- object's fields and methods, a table's keys; `?` alone, help(): the REPL's own usage
 function M.help(x, text)
-  if x == nil and text then return text .. " is nil" end
+  if x == nil and (text == nil or text == "") then return M.usage end
+  if x == nil then return text .. " is nil" end
   local name = type(x) == "function" and name_of(x) or nil
   if name and name:match("^lt%.") and text and text:match("^[%w_.]+$") and text ~= name then name = text end
   local doc = name and lt.api(name) or (type(x) == "string" and lt.api(x))
@@ -284,6 +329,17 @@ function M.listing()
   return table.concat(lines, "\n")
 end
 
+-- hint(line) → "; did you mean dtype?" for an error line of the option checkers' shape
+-- ("fn: unknown option 'dtyp' (known: device, dtype)": runtime/core/options.h, bindings/luat.h,
+-- lt.check_options) when a known name is near the key (lt.study.args.suggest), else ""
+function M.hint(line)
+  local key, known = line:match("unknown option '([^']*)' %(known: ([^)]*)%)")
+  if not key or line:find("did you mean", 1, true) then return "" end
+  local names = {}
+  for name in known:gmatch("[^, ]+") do names[#names + 1] = name end
+  return require("lt.study.args").suggest(key, names, "")
+end
+
 -- ---- timing --------------------------------------------------------------------------------
 
 -- time(fn) runs fn, prints its wall time (lt.clock waits for the device's queued work) and
@@ -299,6 +355,19 @@ function M.time(fn, label)
       or string.format("%.3f s", dt)
   io.stderr:write(string.format("wall %s%s\n", unit, label and ("  (" .. label .. ")") or ""))
   return unpack(results, 1, results.n)
+end
+
+-- time_code(code) for `%time CODE`: CODE as an expression (its values returned) or, when it is
+-- not one, as statements; run interpreted, as the REPL runs what is typed (so Ctrl-C stops it)
+function M.time_code(code)
+  local f = loadstring("return " .. code, "=stdin")
+  if not f then
+    local err
+    f, err = loadstring(code, "=stdin")
+    if not f then error(err, 0) end
+  end
+  if jit then jit.off(f, true) end
+  return M.time(f)
 end
 
 -- the REPL's printer, and help and time as globals of the session

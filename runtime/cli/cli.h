@@ -58,12 +58,15 @@ int cmd_model(const Globals& g, const std::vector<std::string>& args);
 int cmd_data(const Globals& g, const std::vector<std::string>& args);  // data_cmd.cpp
 int cmd_serve(const Globals& g, const std::vector<std::string>& args);  // serve.cpp
 int cmd_db(const Globals& g, const std::vector<std::string>& args);     // db_cmd.cpp
+int cmd_rm(const Globals& g, const std::vector<std::string>& args);     // db_cmd.cpp
+int cmd_mark(const Globals& g, const std::vector<std::string>& args);   // db_cmd.cpp
 int cmd_launch(const Globals& g, const std::vector<std::string>& args);  // launch.cpp
 int cmd_export(const Globals& g, const std::vector<std::string>& args);  // share_cmd.cpp
 int cmd_import(const Globals& g, const std::vector<std::string>& args);  // share_cmd.cpp
 int cmd_compare(const Globals& g, const std::vector<std::string>& args);  // share_cmd.cpp
 int cmd_doc(const Globals& g, const std::vector<std::string>& args);      // doc.cpp
 int show_sources(store::Store& st, int64_t run);                          // share_cmd.cpp
+int64_t parse_run_id(const std::string& s);  // a run id argument, or an error naming it (commands.cpp)
 std::string capture_lib_dir();  // $LTRUN_LIB or the source tree's lib/ (as bindings/interp.cpp)
 
 // Walks a subcommand's arguments from `start`: "--key=value", "--key value", flags and

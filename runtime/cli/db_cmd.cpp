@@ -1,13 +1,25 @@
-// runtime/cli/db_cmd.cpp: `ltrun db merge OUT.db IN.db ...`: run stores of shards (a job
-// array, several nodes, a colleague's runs) merged into one (runtime/store/merge.h).
+// runtime/cli/db_cmd.cpp: the commands that change runs in the store: `ltrun db merge OUT.db
+// IN.db ...` (run stores of shards, a job array, several nodes, a colleague's runs, merged into
+// one: runtime/store/merge.h), `ltrun rm RUN...` (runs with the runs under them, their rows
+// and artifact copies) and `ltrun mark RUN... STATUS` (a stale run's status set by hand:
+// runtime/store/run_admin.h).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <set>
 
 #include "runtime/cli/cli.h"
 #include "runtime/core/env.h"
 #include "runtime/core/error.h"
+#include "runtime/store/artifact.h"
 #include "runtime/store/merge.h"
+#include "runtime/store/run_admin.h"
 
 namespace ltrun::cli {
 namespace {
@@ -84,6 +96,115 @@ int cmd_db(const Globals&, const std::vector<std::string>& args) {
   }
   fmt::print("{}: {} runs added, {} completed, {} already present, {} still running (not copied)\n", o, added,
              completed, already, running);
+  return kExitOk;
+}
+
+namespace {
+
+// "12 'freeze_deep' (ok)": a run as rm and mark name it
+std::string run_text(store::Store& st, int64_t id) {
+  const auto t = st.query("SELECT name, status FROM runs WHERE id = ?", {store::Value(id)});
+  return fmt::format("{} '{}' ({})", id, escape_controls(store::to_text(t.rows.at(0)[0]), false),
+                     store::to_text(t.rows.at(0)[1]));
+}
+
+// the runs of `runs` still running by a process that is alive (or, unless `alive_only`, may
+// be: one on another host is not known), each with why, for the refusal of rm and mark
+std::vector<std::string> live_runs(store::Store& st, const std::vector<int64_t>& runs, bool alive_only) {
+  std::vector<std::string> out;
+  for (const int64_t id : runs) {
+    if (st.run_status(id) != store::Status::running) continue;
+    const store::Liveness l = store::run_liveness(st, id);
+    if (l.state == store::Liveness::alive || (!alive_only && l.state == store::Liveness::unknown))
+      out.push_back(fmt::format("run {}: {}", run_text(st, id), l.why));
+  }
+  return out;
+}
+
+}  // namespace
+
+int cmd_rm(const Globals& g, const std::vector<std::string>& args) {
+  const char* usage = "usage: ltrun rm RUN... [--yes]";
+  std::vector<int64_t> ids;
+  bool yes = false;
+  ArgReader a(args, 0, "rm");
+  while (a.next()) {
+    if (a.key() == "--yes" || a.key() == "-y") yes = true;
+    else if (a.is_option()) fail("rm: unknown option '{}' ({})", a.key(), usage);
+    else ids.push_back(parse_run_id(a.key()));
+  }
+  LT_CHECK(!ids.empty(), "{}", usage);
+  LT_CHECK(file_exists(g.db), "rm: {}: no such run store", g.db);
+  auto st = store::Store::open(g.db);  // (marks runs whose process is gone as crashed first)
+  const std::vector<int64_t> family = store::run_family(*st, ids);
+  if (const auto live = live_runs(*st, family, false); !live.empty())
+    fail("rm: {} still running, nothing removed: {} (stop it first; a run whose process is gone elsewhere: "
+         "ltrun mark RUN crashed)", live.size() == 1 ? "a run is" : "runs are", fmt::join(live, "; "));
+  const size_t under = family.size() - std::set<int64_t>(ids.begin(), ids.end()).size();
+  const auto n_artifacts = store::to_text(
+      st->query(fmt::format("SELECT count(*) FROM artifacts WHERE run_id IN ({})", fmt::join(family, ",")))
+          .rows.at(0)[0]);
+  std::string what;
+  for (const int64_t id : ids) what += fmt::format("  run {}\n", run_text(*st, id));
+  const std::string summary =
+      fmt::format("{}  {} run{} under {}, {} artifact{}", what, under, under == 1 ? "" : "s",
+                  ids.size() == 1 ? "it" : "them", n_artifacts, n_artifacts == "1" ? "" : "s");
+  if (!yes) {
+    LT_CHECK(isatty(STDIN_FILENO) == 1, "rm: not asking without a terminal: pass --yes to remove\n{}", summary);
+    fmt::print(stderr, "ltrun rm: from {}:\n{}\nRemove {} run{} for good? [y/N] ", g.db, summary, family.size(),
+               family.size() == 1 ? "" : "s");
+    std::string answer;
+    std::getline(std::cin, answer);
+    if (answer != "y" && answer != "Y" && answer != "yes") {
+      fmt::print(stderr, "ltrun rm: nothing removed\n");
+      return kExitUsage;
+    }
+  }
+  const std::vector<std::string> gone = store::remove_runs(*st, family);
+  size_t copies = 0;
+  for (const auto& h : gone) {  // the store's own copies (artifact_store_dir); the files a run wrote stay
+    const std::string p = store::artifact_copy_path(g.db, h);
+    std::error_code ec;
+    if (!p.empty() && std::filesystem::remove(p, ec)) copies++;
+  }
+  fmt::print("removed {} run{} from {} ({} under the named ones), {} artifact cop{} beside it\n", family.size(),
+             family.size() == 1 ? "" : "s", g.db, under, copies, copies == 1 ? "y" : "ies");
+  return kExitOk;
+}
+
+int cmd_mark(const Globals& g, const std::vector<std::string>& args) {
+  const std::string usage = "usage: ltrun mark RUN... STATUS (STATUS: " + store::status_names() + ")";
+  std::vector<std::string> words;
+  ArgReader a(args, 0, "mark");
+  while (a.next()) {
+    if (a.is_option()) fail("mark: unknown option '{}' ({})", a.key(), usage);
+    words.push_back(a.key());
+  }
+  LT_CHECK(words.size() >= 2, "{}", usage);
+  const auto status = store::parse_status(words.back());
+  LT_CHECK(status && *status != store::Status::running, "mark: '{}' is not a status a run can be marked ({})",
+           words.back(), usage);
+  std::vector<int64_t> ids;
+  for (size_t i = 0; i + 1 < words.size(); i++) ids.push_back(parse_run_id(words[i]));
+  LT_CHECK(file_exists(g.db), "mark: {}: no such run store", g.db);
+  auto st = store::Store::open(g.db);
+  // the named runs, and the runs under them that did not end by themselves: still running, or
+  // found crashed (opening the store marks a run whose process is gone so)
+  std::vector<int64_t> marked = ids;
+  for (const int64_t id : store::run_family(*st, ids)) {
+    if (std::find(ids.begin(), ids.end(), id) != ids.end()) continue;
+    const store::Status s = st->run_status(id);
+    if (s == store::Status::running || s == store::Status::crashed) marked.push_back(id);
+  }
+  if (const auto live = live_runs(*st, marked, true); !live.empty())
+    fail("mark: {} still running, nothing marked: {} (its own end sets its status)",
+         live.size() == 1 ? "a run is" : "runs are", fmt::join(live, "; "));
+  const std::string note = fmt::format("marked {} by ltrun mark ({})", store::status_name(*status), utc_timestamp());
+  for (const int64_t id : marked) {
+    const std::string before = run_text(*st, id);
+    store::mark_run(*st, id, *status, note);
+    fmt::print("run {} → {}\n", before, store::status_name(*status));
+  }
   return kExitOk;
 }
 

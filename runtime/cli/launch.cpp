@@ -11,8 +11,9 @@
 // A rank that ends with an error or a signal is named on stderr and in LTRUN_LAUNCH_DIR/failed
 // (the other ranks' failing collectives quote it); the others get kGrace to end by themselves
 // (their collectives fail at once when a peer's connection closes), then SIGTERM, then SIGKILL.
-// Ctrl-C (SIGINT/SIGTERM to the launcher) is passed on to every rank. The exit code is the
-// first failing rank's (128 + signal for a signal), 0 when all succeed.
+// Ctrl-C (SIGINT/SIGTERM to the launcher; SIGHUP, a closed terminal, as SIGTERM) is passed on
+// to every rank. The exit code is the first failing rank's (128 + signal for a signal), 0 when
+// all succeed.
 //
 // Rank 0 names its run in LTRUN_LAUNCH_DIR/run. When rank 0 itself ends by a signal (SIGKILL,
 // the OOM killer), it could not close that run: the launcher closes it as failed with an
@@ -232,6 +233,7 @@ int cmd_launch(const Globals& g, const std::vector<std::string>& args) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);  // the ranks' own process groups miss the terminal's SIGHUP
 
   std::map<pid_t, int> ranks;  // pid -> global rank, while running
   for (int local = 0; local < nproc; ++local) {
@@ -245,6 +247,7 @@ int cmd_launch(const Globals& g, const std::vector<std::string>& args) {
       ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // the launcher died: stop as if Ctrl-C
       signal(SIGINT, SIG_DFL);
       signal(SIGTERM, SIG_DFL);
+      signal(SIGHUP, SIG_DFL);
       setenv("RANK", std::to_string(rank).c_str(), 1);
       setenv("LOCAL_RANK", std::to_string(local).c_str(), 1);
       setenv("WORLD_SIZE", std::to_string(world).c_str(), 1);
@@ -303,7 +306,7 @@ int cmd_launch(const Globals& g, const std::vector<std::string>& args) {
     }
     if (g_signal && !forwarded) {  // Ctrl-C: every rank stops (and checkpoints) by itself
       forwarded = true;
-      signal_all(g_signal == SIGTERM ? SIGTERM : SIGINT);
+      signal_all(g_signal == SIGINT ? SIGINT : SIGTERM);
       if (!failed) {
         failed = true;
         failed_at = std::chrono::steady_clock::now();

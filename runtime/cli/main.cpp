@@ -22,10 +22,22 @@ usage:
   ltrun -e CODE [--key=value ...]      run one Lua chunk (stored as a run with --log)
   ltrun                                interactive Lua (REPL; stored as a run with --log): `=expr`
                                        prints a value, `?x` shows help, `%time EXPR` times it
-  ltrun runs [--limit N]               the latest runs
-  ltrun show RUN [--script|--sources]  one run: fields, params, metrics, layers, artifacts, children;
-                                       --script: the stored script text; --sources: the Lua sources
-                                       it executed and the model and data files it read (hashes)
+  ltrun runs [--name TEXT] [--status S,...] [--parent RUN | --all] [--limit N]   the latest runs (20):
+                                       top-level ones with their number of children (--parent RUN:
+                                       RUN's children; --all: every run); --name: a part of the name
+                                       or a glob (lr=*); --status: running, ok, failed, interrupted,
+                                       crashed; "N more" when the limit cut (--limit 0: no limit)
+  ltrun show RUN [--script|--sources]  one run: fields, params, metrics (on a terminal each one's curve),
+                                       layers, artifacts, children; --script: the stored script text;
+                                       --sources: the Lua sources it executed and the model and data
+                                       files it read (hashes)
+  ltrun rm RUN... [--yes]              remove runs for good, with the runs under them, their rows and the
+                                       store's copies of their artifacts (asks first; --yes: doesn't);
+                                       refuses a run that is still running
+  ltrun mark RUN... STATUS             set by hand the status of a run that cannot close itself (its
+                                       process gone, or on another host): interrupted, failed, crashed
+                                       or ok; the runs under it left running or crashed too; refuses
+                                       a run whose process is alive
   ltrun sql "SELECT ..." [--csv|--json]   SQL over the run store, read-only (--write to change it)
   ltrun sql @NAME [--queries DIR]      a named query: ltrun's (db/queries/, experiments/STUDY/), else DIR/NAME.sql
   ltrun rerun [--models DIR] [--data DIR] RUN|FILE.ltrun[:RUN] [--yes] [--sources=stored|current]
@@ -215,6 +227,8 @@ int main(int argc, char** argv, const HostFactory& make_host) {
     if (cmd == "data") return cmd_data(g, args);
     if (cmd == "serve") return cmd_serve(g, args);
     if (cmd == "db") return cmd_db(g, args);
+    if (cmd == "rm") return cmd_rm(g, args);
+    if (cmd == "mark") return cmd_mark(g, args);
     if (cmd == "launch") return cmd_launch(g, args);
     if (cmd == "export") return cmd_export(g, args);
     if (cmd == "import") return cmd_import(g, args);
@@ -223,7 +237,7 @@ int main(int argc, char** argv, const HostFactory& make_host) {
     if (cmd.rfind("--", 0) == 0) fail("unknown option {} (see ltrun --help)", cmd);
     const std::string file = study_script(cmd);
     if (!file_exists(file))
-      fail("{}: no such script (and not a command: runs, show, sql, rerun, export, import, compare, model, data, serve, db, launch, doc; see ltrun --help)", cmd);
+      fail("{}: no such script (and not a command: runs, show, sql, rerun, rm, mark, export, import, compare, model, data, serve, db, launch, doc; see ltrun --help)", cmd);
     ScriptRun r;
     r.script_path = absolute_path(file);
     r.code = read_file(file);

@@ -1,6 +1,7 @@
 // runtime/cli/repl.cpp: `ltrun` with no script: an interactive Lua session (libedit line
 // editing, history in ~/.ltrun_history, multi-line chunks). Values print readably, `?x` shows
-// help, `%time EXPR` times an expression and Tab completes names, fields and methods along a
+// help (`?` alone: the REPL's usage), `%time CODE` times an expression or statements, `exit` or
+// `quit` leaves, an unknown option key gets "did you mean" and Tab completes names, fields and methods along a
 // chain (lib/lt/repl.lua). With --log the session is a run named "repl" whose script text is
 // the chunks that ran, so `ltrun rerun` can replay it; without, nothing is stored. Ctrl-C stops
 // the running chunk, or at the prompt drops the chunk being typed; Ctrl-D quits. Without a
@@ -62,23 +63,52 @@ std::string trim_traceback(const std::string& message) {
   return message.substr(0, at) + (beyond_chunk ? "\nstack traceback:" + frames : "");
 }
 
-// `?x` → help(x, "x"); `%time EXPR` → EXPR timed (lib/lt/repl.lua time); other chunks as typed
+// s as a Lua string literal
+std::string lua_quoted(const std::string& s) {
+  std::string q = "\"";
+  for (const char c : s) {
+    if (c == '\\' || c == '"') q += std::string("\\") + c;
+    else if (static_cast<unsigned char>(c) < 0x20) q += fmt::format("\\{:03d}", static_cast<unsigned char>(c));
+    else q += c;
+  }
+  return q + "\"";
+}
+
+// `?x` → help(x, "x") (`?` alone: help(), the REPL's usage); `%time CODE` → CODE timed, an
+// expression or statements (lib/lt/repl.lua time_code); other chunks as typed
 std::string rewrite(const std::string& chunk) {
   const auto first = chunk.find_first_not_of(" \t");
   if (first == std::string::npos) return chunk;
   if (chunk[first] == '?') {
     std::string x = chunk.substr(first + 1);
     while (!x.empty() && (x.back() == ' ' || x.back() == '\t')) x.pop_back();
-    std::string quoted, value = x;
-    for (char c : x) quoted += (c == '\\' || c == '"') ? std::string("\\") + c : c == '\n' ? std::string("\\n") : std::string(1, c);
+    if (x.empty()) return "help()";
+    std::string value = x;
     // `?m:generate` names a method: its value is m.generate (m:generate alone is no expression)
     if (value.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:") == std::string::npos)
       for (char& c : value) c = c == ':' ? '.' : c;
-    return "help(" + (value.empty() ? std::string("nil") : value) + ", \"" + quoted + "\")";
+    return "help(" + value + ", " + lua_quoted(x) + ")";
   }
   if (chunk.compare(first, 6, "%time ") == 0)
-    return "=require('lt.repl').time(function() return " + chunk.substr(first + 6) + " end)";
+    return "=require('lt.repl').time_code(" + lua_quoted(chunk.substr(first + 6)) + ")";
   return chunk;
+}
+
+// `exit`, `quit`, `exit()` or `quit()` typed alone leaves, as Ctrl-D does
+bool is_exit(const std::string& chunk) {
+  const auto a = chunk.find_first_not_of(" \t"), b = chunk.find_last_not_of(" \t;");
+  if (a == std::string::npos) return false;
+  const std::string w = chunk.substr(a, b - a + 1);
+  return w == "exit" || w == "quit" || w == "exit()" || w == "quit()";
+}
+
+// An error's first line with "; did you mean NAME?" when it names an unknown option key near a
+// known one (lib/lt/repl.lua hint), for every option checker alike
+std::string with_hint(ScriptHost& interp, const std::string& message) {
+  const std::string line = message.substr(0, message.find('\n'));
+  const Outcome h = interp.eval("=require('lt.repl').hint(" + lua_quoted(line) + ")");
+  if (h.kind != Outcome::ok || h.values.empty() || h.values[0].empty()) return message;
+  return line + h.values[0] + message.substr(line.size());
 }
 
 std::string history_path() {
@@ -120,8 +150,8 @@ int run_repl(const Globals& g) {
   if (tty) {
     const std::string where =
         g.log ? fmt::format("run {} in {}", session.root(), g.db) : std::string("not stored: --log stores it");
-    std::printf("ltrun %s (LibTorch %s, device %s, %s). `=expr` prints, `?x` helps, `%%time EXPR` times; "
-                "Ctrl-D quits.\n", LTRUN_VERSION, torch_version().c_str(), device.str().c_str(), where.c_str());
+    std::printf("ltrun %s (LibTorch %s, device %s, %s). `=expr` prints, `?x` helps, `%%time CODE` times, "
+                "`exit` leaves; `?` alone: more.\n", LTRUN_VERSION, torch_version().c_str(), device.str().c_str(), where.c_str());
     rl_readline_name = "ltrun";
     rl_basic_word_break_characters = const_cast<char*>(" \t\n\"\\'`@$><=;|&{(+-*/,[");
     rl_attempted_completion_function = completion;
@@ -148,6 +178,11 @@ int run_repl(const Globals& g) {
       break;
     }
     chunk += chunk.empty() ? line : "\n" + line;
+    if (is_exit(chunk)) {
+      if (tty) add_history(chunk.c_str());
+      chunk.clear();
+      break;
+    }
     clear_interrupt();
     const std::string code = rewrite(chunk);
     Outcome o = interp.eval(code);
@@ -158,7 +193,7 @@ int run_repl(const Globals& g) {
       std::fflush(stdout);
       if (code.rfind("help(", 0) != 0 || code == chunk) transcript += o.script + "\n";  // ?x only shows
     } else {
-      std::fprintf(stderr, "%s\n", trim_traceback(o.message).c_str());
+      std::fprintf(stderr, "%s\n", trim_traceback(with_hint(interp, o.message)).c_str());
     }
     chunk.clear();
   }

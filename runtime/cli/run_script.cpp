@@ -16,6 +16,7 @@
 #include "runtime/core/sha256.h"
 #include "runtime/dist/dist.h"
 #include "runtime/io/atomic_file.h"
+#include "runtime/store/run_admin.h"
 #include "runtime/store/session.h"
 
 namespace ltrun::cli {
@@ -32,27 +33,6 @@ bool is_usage_error(const Outcome& o) {
 }
 
 bool is_help_shown(const Outcome& o) { return o.kind == Outcome::error && o.message == kHelpShown; }
-
-// Removes run `run` with the rows that name it (each table with a run_id column), in one
-// transaction: a script stopped by a mistake in its args, before it began, leaves no run. The
-// run row has to exist while the script starts (its sources are recorded as it loads them),
-// and the study's args are known only once the script has declared them.
-void discard_run(store::Store& st, int64_t run) {
-  std::string sql = "BEGIN IMMEDIATE;";
-  for (const auto& row : st.query("SELECT m.name FROM sqlite_master m, pragma_table_info(m.name) p "
-                                  "WHERE m.type = 'table' AND p.name = 'run_id' ORDER BY m.name").rows)
-    sql += fmt::format("DELETE FROM \"{}\" WHERE run_id = ?1;", store::to_text(row[0]));
-  sql += "DELETE FROM runs WHERE id = ?1; COMMIT;";
-  try {
-    st.query(sql, {store::Value(run)});
-  } catch (const std::exception&) {
-    try {
-      st.query("ROLLBACK");
-    } catch (const std::exception&) {  // (no transaction was open)
-    }
-    throw;
-  }
-}
 
 // whether run `run` began anything: a child run or a metric (a usage error after that is a
 // failure of a run that did work, kept as such)
@@ -168,8 +148,10 @@ int run_script(const Globals& g, const ScriptRun& r) {
     if (r.new_run) *r.new_run = 0;
     for (const auto& e : errors) std::fprintf(stderr, "ltrun: closing the run failed: %s\n", e.c_str());
     if (!errors.empty()) return kExitUsage;  // (the row stays, for `ltrun runs` to show)
+    // The run row had to exist while the script started (its sources are recorded as it loads
+    // them), and the study's args are known only once the script has declared them.
     try {
-      discard_run(*store, run_id);
+      store::remove_runs(*store, {run_id});
     } catch (const std::exception& e) {
       std::fprintf(stderr, "ltrun: run %lld stays in %s as failed: removing it failed: %s\n", (long long)run_id,
                    g.db.c_str(), e.what());

@@ -1,4 +1,4 @@
-// runtime/core/interrupt.cpp: SIGINT/SIGTERM → sticky flag + one pending stop (+ hook).
+// runtime/core/interrupt.cpp: SIGINT/SIGTERM/SIGHUP → sticky flag + one pending stop (+ hook).
 #include "runtime/core/interrupt.h"
 
 #include <atomic>
@@ -14,6 +14,7 @@ InterruptHook g_hook = nullptr;
 std::atomic<int> g_checked{0};
 
 void on_signal(int sig) {
+  if (g_pending && sig == SIGHUP) return;  // a hang-up can come twice (to the session and its group)
   if (g_pending) {  // pressed again before the first was honoured: stop now
     std::signal(sig, SIG_DFL);
     std::raise(sig);
@@ -33,6 +34,7 @@ void install_interrupt_handler(InterruptHook hook) {
   sa.sa_flags = SA_RESTART;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);  // schedulers and `timeout` stop jobs this way
+  sigaction(SIGHUP, &sa, nullptr);   // a closed terminal or ssh session: the run ends `interrupted`
 }
 
 bool interrupt_requested() { return g_happened != 0; }

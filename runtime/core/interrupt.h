@@ -1,4 +1,4 @@
-// runtime/core/interrupt.h: Ctrl-C handling. The first SIGINT (or SIGTERM) marks the process
+// runtime/core/interrupt.h: Ctrl-C handling. The first SIGINT (or SIGTERM, or SIGHUP) marks the process
 // interrupted and leaves one pending stop that the next check_interrupt() (C++ loops, every
 // Lua→C++ call) turns into ltrun::Interrupted; a hook lets the Lua binding stop pure Lua code
 // too. A second signal while the first is pending ends the process at once.

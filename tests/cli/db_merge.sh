@@ -41,7 +41,7 @@ check "metrics per run" equals "$(q "select group_concat(x, ' ') from (select r.
 check "layer metrics copied" equals "$(q "select count(*) from layer_metrics")" "6"
 check "artifacts copied" equals "$(q "select count(*) from artifacts a join runs r on r.id=a.run_id where a.path like '%art_b.txt' and r.name='shard'")" "2"
 check "params copied" equals "$(q "select count(*) from params where key='depth'")" "3"
-check "merged store opens" contains "$("$LTRUN" --db all.db runs 2>&1)" "layer_b"
+check "merged store opens" contains "$("$LTRUN" --db all.db runs --all 2>&1)" "layer_b"
 
 out=$("$LTRUN" db merge all.db b.db 2>&1)
 check "merged twice: detected" contains "$out" "none of 6 runs added, 6 already in all.db"

@@ -76,11 +76,20 @@ step("fields_done", "\x7fn_layers\n")
 tab_step("nested", "m.tokenizer:\t\t#")
 step("nested_done", "\x7fencode('hi')\n")
 step("time", "%time 1 + 2\n")
+step("time_statement", "%time x = 40 + 2\n")
+step("time_statement_done", "x\n")
+step("time_statements", "%time local s = 0; for i = 1, 10 do s = s + i end; total = s\n")
+step("time_statements_done", "total\n")
+step("usage", "?\n")
+step("typo", 'lt.model.load("%s", {dtyp = "float32"})\n' % model)
+step("tensor", "lt.tensor({{1, 2, 3}, {4, 5, 60}})\n")
+step("tensor_3d", "lt.zeros(2, 2, 2)\n")
+step("tensor_big", "lt.arange(2000)\n")
 step("error", "error('oops')\n")
 step("nested_error", "function inner() error('deep') end; function outer() inner() end; outer()\n")
-# os.exit, not Ctrl-D: a ^D that reaches the terminal while it is between two reads in its
-# cooked mode is taken by the line discipline and lost, and the session would wait on
-os.write(fd, b"os.exit(0)\n")
+# `exit` typed as a line, not Ctrl-D: a ^D that reaches the terminal while it is between two
+# reads in its cooked mode is taken by the line discipline and lost, and the session would wait on
+os.write(fd, b"exit\n")
 print("=== end")
 end = time.time() + 120
 while True:
@@ -91,7 +100,7 @@ while True:
     if time.time() > end:
         os.kill(pid, 9)
         os.waitpid(pid, 0)
-        print("exit: still running after os.exit(0); it showed: %r" % buf[-2000:])
+        print("exit: still running after `exit`; it showed: %r" % buf[-2000:])
         break
     if select.select([fd], [], [], 0.2)[0]:
         try:

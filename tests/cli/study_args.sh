@@ -81,7 +81,7 @@ check "--db DIR: nothing written in it" equals "$(ls -A store_dir)" ""
 
 # every subcommand of `ltrun --help` takes --help: its usage on stdout, exit 0, no run
 cmds=$("$LTRUN" --help | sed -n 's/^  ltrun \([a-z][a-z]*\).*/\1/p' | sort -u)
-check "the subcommands are listed" contains "$(echo $cmds)" "compare data db doc export import launch model rerun runs serve show sql"
+check "the subcommands are listed" contains "$(echo $cmds)" "compare data db doc export import launch mark model rerun rm runs serve show sql"
 for c in $cmds; do
   out=$("$LTRUN" "$c" --help 2>err.txt); rc=$?
   check "ltrun $c --help: exit 0" equals "$rc" "0"
