@@ -152,7 +152,7 @@ TEST_CASE("grouped-query attention at T = 1 copies no keys or values per query h
   // A decode step: 4 query heads per kv head over 256 cached positions, fp64 (off the fused
   // CPU pass, so the explicit path and, on LibTorch 2.x, SDPA run). Expanding K and V to every
   // query head (SDPA's old path) allocated rep x (K + V) = 1 MiB here; folding the query heads
-  // allocates the scores and the output (~40 KiB): below one copy of K and V (256 KiB).
+  // allocates the scores, the mask and the output: below one copy of K and V (256 KiB).
   at::manual_seed(5);
   at::NoGradGuard no_grad;
   const auto opt = at::TensorOptions().dtype(at::kDouble);
