@@ -78,7 +78,7 @@ class CudaCapture final : public StepCapture {
   // the pool and the pool is released.
   void abort() noexcept override {
     if (!stream_) return;
-    const cudaStream_t s = stream_->stream();
+    const cudaStream_t s = stream_->current_stream().stream();
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(s, &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
       cudaGraph_t partial = nullptr;
