@@ -25,6 +25,8 @@
 -- each generate call) and static_eager (the same with LTRUN_STATIC_GRAPHS=0: without graphs,
 -- as on the CPU). Dynamic's metrics keep their names (decode_tokens_per_s, decode_vs_hf);
 -- the others' carry the suffix /static or /static_eager, with decode_vs_dynamic/<cache>.
+-- Per cache and batch also decode_graphs, decode_replays and decode_fallbacks (the timed call's
+-- GenerateStats): whether the static steps ran as CUDA graphs (report.md's label needs replays).
 local exp = require "lt.study"
 local cfg = exp.args{ model = "", layers = 8, hidden = 256, heads = 8, kv_heads = 4,
                       prompt = 128, new_tokens = 32, batches = "1,16,64", repeats = 2,
@@ -187,19 +189,23 @@ end
 local function gen_opts(cache, n)
   return { max_new_tokens = n, stop_ids = {}, cache = cache == "dynamic" and "dynamic" or "static" }
 end
+-- Also returns the last timed call's stats (GenerateStats: the static cache's CUDA graphs,
+-- replays and failed captures).
 local function decode_seconds(rows, cache)
-  return under(cache, function()
+  local st
+  local best = under(cache, function()
     local best = math.huge
     for _ = 1, cfg.repeats do
       local t0 = clock()
       m:generate(rows, gen_opts(cache, 1))
       local t1 = clock()
-      m:generate(rows, gen_opts(cache, cfg.new_tokens))
+      st = select(3, m:generate(rows, gen_opts(cache, cfg.new_tokens)))
       local d = (clock() - t1) - (t1 - t0)
       if d > 0 then best = math.min(best, d) end
     end
     return best < math.huge and best or nil
   end)
+  return best, st
 end
 
 if cfg.new_tokens < 2 then error("forward bench: --new_tokens must be at least 2 (decode = tokens 2..n)", 0) end
@@ -226,7 +232,11 @@ for b in cfg.batches:gmatch("%d+") do
   local dyn  -- this batch's dynamic decode rate
   for i, cache in ipairs(caches) do
     local sfx = cache == "dynamic" and "" or "/" .. cache
-    local dsec = decode_seconds(rows, cache)
+    local dsec, st = decode_seconds(rows, cache)
+    -- whether the static cache's steps ran as CUDA graphs (report.md labels by these)
+    lt.run.log("decode_graphs" .. sfx, st.graphs, { step = b })
+    lt.run.log("decode_replays" .. sfx, st.replays, { step = b })
+    lt.run.log("decode_fallbacks" .. sfx, st.fallbacks, { step = b })
     local decode_tps = dsec and b * (cfg.new_tokens - 1) / dsec
     if first_batch then base[cache] = decode_tps end
     if cache == "dynamic" then dyn = decode_tps end

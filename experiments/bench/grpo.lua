@@ -85,6 +85,10 @@ if static then
   local rs
   local t_static = best_of(function() rs = lt.rl.rollout(m, prompts, so) end)
   lt.run.log("rollout_tokens_per_s/static", rs.tokens / t_static)
+  -- whether its steps ran as CUDA graphs (report.md labels by these)
+  lt.run.log("rollout_graphs/static", rs.graphs)
+  lt.run.log("rollout_replays/static", rs.replays)
+  lt.run.log("rollout_fallbacks/static", rs.fallbacks)
   lt.run.log("ratio/rollout_static_vs_dynamic", (rs.tokens / t_static) / (tokens / t_rollout))
   print(("rollout over the static cache %.0f tok/s: %.2fx of the dynamic cache's"):format(rs.tokens / t_static,
         (rs.tokens / t_static) / (tokens / t_rollout)))

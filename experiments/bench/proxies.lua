@@ -7,6 +7,11 @@
 --     itself, and the kernels per step outside the blocks (head, sampling, bookkeeping); for
 --     the dynamic cache (generate's default) and the static one (cache = "static", metrics
 --     with the suffix /static);
+--   * CPU tensor bytes allocated per block per decode step (what a block writes besides its
+--     outputs' places), at the shape above and on the fp64 path a GPU takes (off the fused CPU
+--     passes) with the cache dominating (batch 8, a 116-token prompt): against the block's
+--     weights plus one read of its keys and values (issue 42 item 4: grouped heads no longer
+--     copy K and V per query head);
 --   * the peak CPU tensor bytes of one training step's loss and backward (every parameter
 --     trains; its gradients included) at the Qwen3 vocabulary (--proxy_vocab, 151,936),
 --     --proxy_seq tokens (512), batch 1, a 2-block qwen3 of width --proxy_hidden (256) with
@@ -33,6 +38,23 @@ for _, cache in ipairs{ "dynamic", "static" } do
   lt.run.log("decode_kernels_per_block" .. sfx, d.kernels)
   lt.run.log("decode_ops_dispatched_per_block" .. sfx, d.dispatched)
   lt.run.log("decode_kernels_outside_blocks" .. sfx, d.outside)
+  lt.run.log("decode_bytes_per_block" .. sfx, d.bytes)
+end
+-- fp64 (the explicit / SDPA attention a GPU runs, not the CPU's fused passes), batch 8, 116 +
+-- 4 positions: the cache outweighs the block
+m:to("cpu", "float64")
+local c = m.config
+local weights = 0
+for _, t in pairs(m:parameters(0)) do weights = weights + t:numel() * 8 end
+local cache_bytes = 2 * 8 * c.num_key_value_heads * (116 + 4) * (c.head_dim or c.hidden_size / c.num_attention_heads) * 8
+for _, cache in ipairs{ "dynamic", "static" } do
+  local d = lt.model.decode_ops(m, { batch = 8, prompt = 116, new_tokens = 4, cache = cache })
+  local sfx = cache == "static" and "/static" or ""
+  print(("%s cache, fp64, batch 8, 116-token prompt: %.0f bytes allocated per block per decode step; block weights"
+         .. " %d + one read of its cache %d = %d (%.2fx of that)"):format(cache, d.bytes, weights, cache_bytes,
+         weights + cache_bytes, d.bytes / (weights + cache_bytes)))
+  lt.run.log("decode_bytes_per_block_fp64_batch8" .. sfx, d.bytes)
+  lt.run.log("decode_bytes_bound_fp64_batch8" .. sfx, weights + cache_bytes)
 end
 m:free()
 cleanup()

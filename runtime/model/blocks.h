@@ -63,7 +63,8 @@ at::Tensor visible_keys(const at::Tensor& key_mask, int64_t T, int64_t S);
 // One query per row (T = 1) on the CPU with grad mode off (fp32, bf16): one fused pass
 // (decode_attention_fused says when), equal to the explicit path within rounding.
 // sdpa: use at::scaled_dot_product_attention where LibTorch has it (2.x) and the
-// environment allows it; else, and always on 1.x, an explicit matmul + softmax.
+// environment allows it; else, and always on 1.x, an explicit matmul + softmax. Neither copies
+// k and v per query head at T = 1 (the query heads of a kv head go together against it).
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                      const at::Tensor& visible, bool sdpa = true);
 bool have_sdpa();     // LibTorch >= 2.0

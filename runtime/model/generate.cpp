@@ -48,12 +48,28 @@ at::Tensor next_tokens(const at::Tensor& logits, const GenerateOptions& o, const
   if (o.temperature <= 0) return logits.argmax(-1).to(at::kCPU);
   at::Tensor total;
   const at::Tensor tok = sample_tokens(logits, o, draws, &total);
-  // a NaN or infinite logit (a diverged model) leaves no distribution to sample from
   const at::Tensor bad = total.squeeze(1).isnan().nonzero();
-  if (bad.numel() > 0)
-    fail("generate: row {} has NaN or infinite logits: nothing to sample from (did training diverge?)",
-         bad[0].item<int64_t>());
+  if (bad.numel() > 0) {
+    const int64_t row = bad[0].item<int64_t>();
+    fail_no_distribution(logits[row], o, row);
+  }
   return tok.to(at::kCPU);
+}
+
+void fail_no_distribution(const at::Tensor& logits, const GenerateOptions& o, int64_t row) {
+  // sample_tokens divides the fp32 logits by the temperature: finite logits leave no
+  // distribution only when that overflows (or the temperature rounds to 0 in fp32)
+  const at::Tensor l = logits.to(at::kCPU).to(at::kDouble);
+  if (l.isfinite().all().item<bool>()) {
+    const double largest = l.abs().max().item<double>();
+    const double least = std::max(largest / double(std::numeric_limits<float>::max()),
+                                  double(std::numeric_limits<float>::denorm_min()));
+    fail("generate: option temperature {} is too small: row {}'s logits divided by it overflow fp32 (largest |logit| "
+         "{:.4g}); use a temperature of at least {:.3g}, or 0 for greedy",
+         o.temperature, row, largest, least);
+  }
+  // a NaN or infinite logit (a diverged model) leaves no distribution to sample from
+  fail("generate: row {} has NaN or infinite logits: nothing to sample from (did training diverge?)", row);
 }
 
 at::Tensor sample_tokens(const at::Tensor& logits, const GenerateOptions& o, const at::Tensor& draws,

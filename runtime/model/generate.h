@@ -97,6 +97,13 @@ struct GenerateStats {
   int64_t prefills = 0;      // prefill forwards (one per batch started or refill)
   int64_t refilled_rows = 0; // rows that joined a batch already decoding (refill)
   int64_t peak_rows = 0;     // the most rows decoded at once
+  // cache = "static" (step_graph.h): batch-size buckets whose step was captured as a CUDA
+  // graph, steps run by replaying one, and captures that failed (their steps then ran
+  // eagerly). All 0 when the step ran eagerly: a CPU model, a build without
+  // LTRUN_WITH_CUDA_KERNELS, LTRUN_STATIC_GRAPHS=0 or the dynamic cache.
+  int64_t graphs = 0;
+  int64_t replays = 0;
+  int64_t fallbacks = 0;
 };
 
 // One Generation per prompt; prompts may differ in length (they are left-padded).

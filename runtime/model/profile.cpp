@@ -24,6 +24,11 @@
 #include <torch/csrc/autograd/profiler_kineto.h>
 #endif
 
+#ifdef LTRUN_WITH_CUDA_KERNELS
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
+#endif
+
 #include "runtime/core/device.h"
 #include "runtime/core/error.h"
 #include "runtime/model/generate.h"
@@ -125,6 +130,18 @@ struct PeakReporter final : c10::MemoryReportingInfoBase {
     if (device.type() != c10::DeviceType::CPU) return;
     current += bytes;
     peak = std::max(peak, current);
+  }
+  void reportMemoryUsage(void*, int64_t bytes, int64_t, int64_t, c10::Device device) { add(bytes, device); }
+  void reportMemoryUsage(void*, int64_t bytes, size_t, size_t, c10::Device device) { add(bytes, device); }
+  bool memoryProfilingEnabled() const override { return true; }
+};
+
+// Bytes of CPU tensors allocated while count_ops' counter is inside a block (frees and other
+// devices are left out).
+struct BlockBytes final : c10::MemoryReportingInfoBase {
+  void add(int64_t bytes, c10::Device device) {
+    Counter* c = t_counter;
+    if (c && c->block_depth > 0 && bytes > 0 && device.type() == c10::DeviceType::CPU) c->count.block_bytes += bytes;
   }
   void reportMemoryUsage(void*, int64_t bytes, int64_t, int64_t, c10::Device device) { add(bytes, device); }
   void reportMemoryUsage(void*, int64_t bytes, size_t, size_t, c10::Device device) { add(bytes, device); }
@@ -235,6 +252,7 @@ OpCount count_ops(const std::function<void()>& fn) {
       at::RecordFunctionCallback(on_start, on_end)
           .scopes({at::RecordScope::FUNCTION, at::RecordScope::USER_SCOPE}));
   try {
+    c10::DebugInfoGuard guard(c10::DebugInfoKind::PROFILER_STATE, std::make_shared<BlockBytes>());
     fn();
   } catch (...) {
     at::removeCallback(h);
@@ -270,6 +288,7 @@ DecodeOps decode_ops(const Model& m, int64_t batch, int64_t prompt, int new_toke
   d.dispatched = double(all.dispatched - one.dispatched) / calls;
   d.top = double(all.top - one.top) / calls;
   d.outside = double(all.kernels_outside - one.kernels_outside) / steps;
+  d.bytes = double(all.block_bytes - one.block_bytes) / calls;
   for (const auto& [name, n] : all.by_name) {
     auto it = one.by_name.find(name);
     const double x = double(n - (it == one.by_name.end() ? 0 : it->second)) / calls;
@@ -401,6 +420,18 @@ TraceResult trace(const std::vector<std::pair<std::string, std::function<void()>
   const bool ok = std::fwrite(js.data(), 1, js.size(), f) == js.size();
   LT_CHECK(std::fclose(f) == 0 && ok, "trace: cannot write {}: {}", out, std::strerror(errno));
   return res;
+}
+
+int64_t device_allocated_bytes(const c10::Device& device) {
+#ifdef LTRUN_WITH_CUDA_KERNELS
+  if (device.is_cuda()) {
+    const c10::DeviceIndex i = device.has_index() ? device.index() : c10::cuda::current_device();
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(i);
+    return stats.allocated_bytes[0].current;  // StatType::AGGREGATE (0 in every LibTorch)
+  }
+#endif
+  (void)device;
+  return -1;
 }
 
 MemoryPeak peak_memory(const std::function<void()>& fn) {

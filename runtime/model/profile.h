@@ -6,6 +6,8 @@
 // named sections (scripts/gpu-check --profile) with each section's kernels, launches and the
 // time between them.
 #pragma once
+#include <c10/core/Device.h>
+
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -26,6 +28,9 @@ struct OpCount {
   // to the same dtype and allocations without a fill are left out. On a GPU: one kernel each.
   int64_t kernels = 0;
   int64_t kernels_outside = 0;        // the same outside blocks (head, sampling, bookkeeping)
+  // Bytes of CPU tensors allocated inside blocks (c10's memory reporting): what a block
+  // writes beside its outputs' places, a proxy for its memory traffic on a GPU.
+  int64_t block_bytes = 0;
   std::map<std::string, int64_t> by_name;  // kernels inside blocks, by operator name
   std::map<std::string, int64_t> calls;    // operators called from outside any other, anywhere
 };
@@ -47,6 +52,7 @@ class Model;
 struct DecodeOps {
   double kernels = 0, dispatched = 0, top = 0;
   double outside = 0;  // kernels per decode step outside blocks (head, sampling, bookkeeping)
+  double bytes = 0;    // CPU tensor bytes allocated per block per decode step (OpCount::block_bytes)
   std::map<std::string, double> by_name;  // kernels per block per step, by operator
 };
 // cache: GenerateOptions::cache ("static": the step of static_decode.h, its stop checks
@@ -57,6 +63,10 @@ DecodeOps decode_ops(const Model& m, int64_t batch, int64_t prompt, int new_toke
 // The peak of CPU tensor bytes allocated while fn runs (on this thread; what was live before
 // is not counted). Exact byte counts, the same on every host: a proxy for a GPU's peak memory.
 MemoryPeak peak_memory(const std::function<void()>& fn);
+
+// Bytes the CUDA caching allocator holds in live tensors on `device` (a CUDA device of a build
+// with LTRUN_WITH_CUDA_KERNELS); -1 elsewhere (a CPU device, or no CUDA in this build).
+int64_t device_allocated_bytes(const c10::Device& device);
 
 // One kernel name's share of a traced section.
 struct TraceKernel {

@@ -251,7 +251,7 @@ const text::Tokenizer& need_tokenizer(const ModelHandle& h, const std::string& f
 }
 
 const ApiDoc& kGenerate = declare_api(
-    {"model:generate", "m:generate(prompts[, opts]) → outputs, {{ids=, finish=}, ...}",
+    {"model:generate", "m:generate(prompts[, opts]) → outputs, {{ids=, finish=}, ...}, stats",
      "samples continuations of a string, a list of strings, a list of ids or a list of id lists",
      {{"special", "boolean", "add the tokenizer's special tokens when encoding strings (default true)"},
       {"max_new_tokens", "integer", "tokens to generate per prompt at most"},
@@ -296,7 +296,10 @@ GenerateOptions generate_options(const Options& o, const RunContext& run) {
 // preallocated cache and a step without host synchronisation, model/static_decode.h), sync_every = 8 (static:
 // steps between stop checks), model/generate.h}). Prompts: a string, a list of strings, a list of
 // ids, or a list of id lists. Strings give strings back (cut before a stop string), ids give
-// ids; the second result holds per prompt {ids=, finish="stop_id"|"stop"|"length"}.
+// ids; the second result holds per prompt {ids=, finish="stop_id"|"stop"|"length"}; the third
+// is what the call did (GenerateStats): {decode_steps=, prefills=, refilled_rows=, peak_rows=,
+// graphs=, replays=, fallbacks=} (the static cache's CUDA graphs: captured, replayed steps,
+// failed captures).
 List generate_fn(const Args& a) {
   const ModelHandle& h = model_arg(a, 1);
   const Options o = a.options(3);
@@ -316,13 +319,17 @@ List generate_fn(const Args& a) {
   if (!stops.empty()) g.stop = stop_strings(need_tokenizer(h, a.fn()), stops);
   // named as the script wrote them: its function, max_new_tokens, prompt 1 the first
   check_generate_options(h.m->config(), ids, g, {a.fn(), "max_new_tokens", 1});
-  const auto gens = generate(*h.m, ids, g);
+  GenerateStats st;
+  const auto gens = generate(*h.m, ids, g, &st);
   Value outs = Value::table(), info = Value::table();
   for (const Generation& gen : gens) {
     outs.push(strings ? Value(cut_at_stops(need_tokenizer(h, a.fn()), gen.tokens, stops)) : Value(gen.tokens));
     info.push(Value::table().set("ids", gen.tokens).set("finish", gen.finish));
   }
-  return {single ? outs[1.0] : outs, info};
+  const Value stats = Value::table().set("decode_steps", st.decode_steps).set("prefills", st.prefills)
+      .set("refilled_rows", st.refilled_rows).set("peak_rows", st.peak_rows).set("graphs", st.graphs)
+      .set("replays", st.replays).set("fallbacks", st.fallbacks);
+  return {single ? outs[1.0] : outs, info, stats};
 }
 
 List clone(const Args& a) {
@@ -571,11 +578,11 @@ List tok_tostring(const Args& a) {
 }
 
 // lt.model.decode_ops(m, {batch = 1, prompt = 16, new_tokens = 8, cache = "dynamic" | "static"}) → {kernels =, dispatched =,
-// top =, outside =, by_name = {["aten::mm"] = ...}}: operators per block per decode step of
-// greedy generate (model/profile.h), a CPU proxy for a GPU decode step's kernel launches.
+// top =, outside =, bytes =, by_name = {["aten::mm"] = ...}}: operators (and CPU tensor bytes allocated) per block per
+// decode step of greedy generate (model/profile.h), a CPU proxy for a GPU decode step's kernel launches (and writes).
 const ApiDoc& kDecodeOps = declare_api(
-    {"lt.model.decode_ops", "lt.model.decode_ops(m[, opts]) → {kernels=, dispatched=, top=, outside=, by_name=}",
-     "operators per block per greedy decode step (a CPU proxy for GPU kernel launches)",
+    {"lt.model.decode_ops", "lt.model.decode_ops(m[, opts]) → {kernels=, dispatched=, top=, outside=, bytes=, by_name=}",
+     "operators and bytes allocated per block per greedy decode step (CPU proxies for GPU kernel launches and writes)",
      {{"batch", "integer", "rows (default 1)"},
       {"prompt", "integer", "prompt tokens (default 16)"},
       {"new_tokens", "integer", "decode steps measured (default 8, at least 2)"},
@@ -590,7 +597,15 @@ List decode_ops_fn(const Args& a) {
   Value by = Value::table();
   for (const auto& [name, n] : d.by_name) by.set(name, n);
   return {Value::table().set("kernels", d.kernels).set("dispatched", d.dispatched).set("top", d.top)
-              .set("outside", d.outside).set("by_name", by)};
+              .set("outside", d.outside).set("bytes", d.bytes).set("by_name", by)};
+}
+
+// lt.model.device_memory(device) → bytes the CUDA caching allocator holds in live tensors on
+// that device (model/profile.h), or nil where that is not measured (a CPU device, a build
+// without CUDA): scripts/gpu-check's smoke checks that generate calls leave none behind.
+List device_memory_fn(const Args& a) {
+  const int64_t b = device_allocated_bytes(parse_device(a.string(1)));
+  return {b < 0 ? Value() : Value(b)};
 }
 
 // lt.model.trace({{"name", fn}, ...}, {out = "trace.json", device = false}) → {source =, events =,
@@ -640,7 +655,8 @@ List trace_fn(const Args& a) {
 const std::vector<ScriptFunction>& script_functions() {
   static const std::vector<ScriptFunction> fs = {
       {"lt.model.load", load}, {"lt.model.new", new_fn}, {"lt.model.hybrid", hybrid}, {"lt.model.info", info},
-      {"lt.model.decode_ops", decode_ops_fn}, {"lt.model.trace", trace_fn}};
+      {"lt.model.decode_ops", decode_ops_fn}, {"lt.model.trace", trace_fn},
+      {"lt.model.device_memory", device_memory_fn}};
   return fs;
 }
 

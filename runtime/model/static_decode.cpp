@@ -141,7 +141,8 @@ at::Tensor StaticCache::step(const at::Tensor& ids, const at::Tensor& lengths) {
 
 std::vector<Generation> generate_static(const Model& model, const std::vector<std::vector<int64_t>>& prompts,
                                         const GenerateOptions& o, int64_t pad,
-                                        const std::vector<int64_t>& stop_ids, int64_t cap, GenerateStats& st) {
+                                        const std::vector<int64_t>& stop_ids, int64_t cap, GenerateStats& st,
+                                        const StepCaptureFactory& capture) {
   at::NoGradGuard no_grad;
   const int64_t B = int64_t(prompts.size()), R = cap, V = model.config().vocab_size;
   const int64_t max_new = o.max_new_tokens;
@@ -213,7 +214,17 @@ std::vector<Generation> generate_static(const Model& model, const std::vector<st
     counts.narrow(0, 0, nb).add_(1);
   };
 
-  StepGraphs graphs(dev, graphs_enabled());
+  StepGraphs graphs(dev, graphs_enabled(), capture);
+  // what the graphs did, also when a later step throws
+  struct Tally {
+    const StepGraphs& g;
+    GenerateStats& st;
+    ~Tally() {
+      st.graphs = g.graphs();
+      st.replays = g.replays();
+      st.fallbacks = g.fallbacks();
+    }
+  } tally{graphs, st};
   std::vector<Generation> out(static_cast<size_t>(B));
   admit(R);
   while (n > 0) {
@@ -236,9 +247,7 @@ std::vector<Generation> generate_static(const Model& model, const std::vector<st
     if (o.temperature > 0) {
       const at::Tensor b = bad.narrow(0, 0, n).to(at::kCPU);
       for (int64_t i = 0; i < n; ++i)
-        if (b[i].item<bool>())
-          fail("generate: row {} has NaN or infinite logits: nothing to sample from (did training diverge?)",
-               row_at[size_t(i)]);
+        if (b[i].item<bool>()) fail_no_distribution(logits[i], o, row_at[size_t(i)]);
     }
     const int64_t* tv = toks.data_ptr<int64_t>();
     const float* lv = o.logprobs ? lps.data_ptr<float>() : nullptr;

@@ -14,6 +14,7 @@
 
 #include "runtime/model/generate.h"
 #include "runtime/model/model.h"
+#include "runtime/model/step_graph.h"
 
 namespace ltrun::model {
 
@@ -26,6 +27,11 @@ struct Prefill {
 };
 Prefill prefill_rows(const Model& model, const std::vector<std::vector<int64_t>>& part,
                      const GenerateOptions& o, int64_t pad);
+
+// A row's sampling found no distribution (its total mass NaN): the error naming why, from the
+// row's logits [vocab]: finite ones overflowed when divided by the temperature (it names the
+// least temperature that would not), else the model gave NaN or infinite logits.
+[[noreturn]] void fail_no_distribution(const at::Tensor& logits, const GenerateOptions& o, int64_t row);
 
 // The preallocated decode state of every block: a buffer per state tensor with max_rows rows
 // (keys and values [max_rows, kv_heads, width, head_dim]; recurrent states their own shapes),
@@ -59,9 +65,11 @@ class StaticCache {
 };
 
 // generate() with cache = "static" (options checked; cap rows at once; max_new_tokens > 0).
+// capture (tests): the steps' graphs are captured with it (StepGraphs), on any device.
 std::vector<Generation> generate_static(const Model& model, const std::vector<std::vector<int64_t>>& prompts,
                                         const GenerateOptions& o, int64_t pad,
-                                        const std::vector<int64_t>& stop_ids, int64_t cap, GenerateStats& st);
+                                        const std::vector<int64_t>& stop_ids, int64_t cap, GenerateStats& st,
+                                        const StepCaptureFactory& capture = {});
 
 // The rows a step runs for n running rows: the next power of two, at most max_rows (one CUDA
 // graph per bucket; the places past n decode padding, their output unused).

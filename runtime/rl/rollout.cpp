@@ -65,6 +65,9 @@ Rollouts rollout(const model::Model& m, const std::vector<std::vector<int64_t>>&
     for (auto& g : model::generate(m, part, go, &st)) gens.push_back(std::move(g));
     r.decode_steps += st.decode_steps;
     r.refilled_rows += st.refilled_rows;
+    r.graphs += st.graphs;
+    r.replays += st.replays;
+    r.fallbacks += st.fallbacks;
   }
 
   for (const auto& g : gens) r.responses.push_back(g.tokens);

@@ -63,6 +63,7 @@ struct Rollouts {
   int64_t tokens = 0;                           // response tokens in all
   int64_t decode_steps = 0;   // batched decode forwards (model::GenerateStats, all calls)
   int64_t refilled_rows = 0;  // rows that joined a batch already decoding (refill)
+  int64_t graphs = 0, replays = 0, fallbacks = 0;  // cache = "static": its CUDA graphs (GenerateStats)
 };
 
 // Rows (prompts[i], responses[i]) packed as rollout() packs its own: ids and attention_mask

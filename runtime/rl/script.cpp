@@ -230,7 +230,8 @@ Value rollouts_value(const Rollouts& r) {
       .set("response_mask", r.response_mask).set("logprobs", r.logprobs)
       .set("prompt_len", r.seq.prompt_len).set("resp_len", r.seq.resp_len).set("tokens", r.tokens)
       .set("texts", r.texts).set("finish", r.finish).set("prompt_index", prompt_number)
-      .set("responses", r.responses).set("decode_steps", r.decode_steps).set("refilled_rows", r.refilled_rows);
+      .set("responses", r.responses).set("decode_steps", r.decode_steps).set("refilled_rows", r.refilled_rows)
+      .set("graphs", r.graphs).set("replays", r.replays).set("fallbacks", r.fallbacks);
 }
 
 SequenceBatch sequences(const Args& a, int i) {
@@ -250,7 +251,7 @@ SequenceBatch sequences(const Args& a, int i) {
 //   batch), max_rows = 0 (rows decoded at once at most; 0: all), refill = true (waiting rows take
 //   the places of finished ones), cache = "dynamic" | "static" (model/static_decode.h), sync_every = 8 (static:
 //   decode steps between stop checks)}) -> rollouts table (decode_steps, refilled_rows: what the
-//   batching did)
+//   batching did; graphs, replays, fallbacks: the static cache's CUDA graphs)
 const ApiDoc& kRollout = declare_api(
     {"lt.rl.rollout", "lt.rl.rollout(m, prompts[, opts]) → {ids=, response_mask=, logprobs=, texts=, finish=, ...}",
      "samples group_size responses per prompt (strings or id lists)",

@@ -107,9 +107,8 @@ bool fused_update(UpdateList& u, double lr, double wd, const AdamWOptions& o, in
   if (u.temporaries) return false;
   for (const at::Tensor& w : u.w)
     if (!w.is_cuda() || w.scalar_type() != at::kFloat) return false;
-  std::vector<at::Tensor> steps;
-  for (const at::Tensor& p : u.params)
-    steps.push_back(at::scalar_tensor(double(t), p.options().dtype(at::kFloat)));  // the kernel reads step t
+  // the kernel reads step t of each parameter (it does not advance them)
+  const std::vector<at::Tensor> steps = step_counters(int64_t(u.w.size()), t, u.w[0].options());
   at::_fused_adamw_(u.w, u.grad, u.m, u.v, {}, steps, lr, o.beta1, o.beta2, wd, o.eps,
                     /*amsgrad=*/false, /*maximize=*/false);
   return true;
@@ -136,6 +135,10 @@ void foreach_update(UpdateList& u, double lr, double wd, const AdamWOptions& o, 
 }
 
 }  // namespace
+
+std::vector<at::Tensor> step_counters(int64_t n, int64_t t, const at::TensorOptions& options) {
+  return at::full({n}, double(t), options.dtype(at::kFloat)).unbind(0);
+}
 
 void AdamW::step(double lr, const std::function<bool(const std::string&)>& owned) {
   ++t_;

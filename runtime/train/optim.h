@@ -99,6 +99,11 @@ class AdamW {
   int64_t t_ = 0;
 };
 
+// The step counts _fused_adamw_ reads (its state_steps): n fp32 scalars of value t, each a view
+// of one tensor of n elements made with `options`, so a step allocates (and on CUDA fills) one
+// tensor for all of a group's parameters instead of one per parameter.
+std::vector<at::Tensor> step_counters(int64_t n, int64_t t, const at::TensorOptions& options);
+
 // Global L2 norm of the gradients of `params`; if max_norm > 0 and it is larger, scales the
 // gradients down to max_norm. Returns the norm before clipping.
 double clip_grad_norm(const std::vector<model::Param>& params, double max_norm);

@@ -92,6 +92,16 @@ local function of_peak(tps, flops)
   return tps * flops / device.peak
 end
 
+-- A static-cache row's name: "(CUDA graphs)" only when the timed call replayed graphs (the
+-- bench's replays metric > 0); on CUDA without replays it says the steps ran eagerly (and how
+-- many captures failed), so that an eager build or a failed capture is never reported as graphs.
+local function static_label(replays, fallbacks)
+  if (replays or 0) > 0 then return "static cache (CUDA graphs)" end
+  if cfg.on ~= "cuda" then return "static cache" end
+  if (fallbacks or 0) > 0 then return ("static cache, eager steps (%d CUDA graph captures failed)"):format(fallbacks) end
+  return "static cache, eager steps (no CUDA graph replayed)"
+end
+
 local train, grpo, fwd, tracer, ev = bench_run("train"), bench_run("grpo"), bench_run("forward"),
                                      bench_run("layer_tracer"), bench_run("eval")
 do
@@ -118,7 +128,8 @@ do
   fig("grpo", "rollout (sampling, log-probs, packing)", ro, "tokens/s", "plain generate, same rows and sampling", gen,
       rows > 0 and of_floor(ro, dt, rows, pos) or nil)
   -- the static cache (bench_grpo --cache=dynamic,static)
-  fig("grpo", "rollout (sampling, log-probs, packing), static cache", metric(grpo, "rollout_tokens_per_s/static"),
+  fig("grpo", "rollout (sampling, log-probs, packing), " .. static_label(metric(grpo, "rollout_replays/static"),
+      metric(grpo, "rollout_fallbacks/static")), metric(grpo, "rollout_tokens_per_s/static"),
       "tokens/s", "the same over the dynamic cache", ro,
       rows > 0 and of_floor(metric(grpo, "rollout_tokens_per_s/static"), dt, rows, pos) or nil)
   local off, both = metric(grpo, "rollout_tokens_per_s/off"), metric(grpo, "rollout_tokens_per_s/both")
@@ -164,13 +175,13 @@ do
     end
     -- the static cache (bench_forward --cache=dynamic,static,static_eager): against HF where it
     -- ran, else against the dynamic cache in the same run; each with its fraction of the floor
-    local what = { static = "static cache" .. (cfg.on == "cuda" and " (CUDA graphs)" or ""),
-                   static_eager = "static cache without graphs (LTRUN_STATIC_GRAPHS=0)" }
     for _, cache in ipairs{ "static", "static_eager" } do
       for _, bb in ipairs(b ~= 1 and { b, 1 } or { 1 }) do
         local d, hd = metric(fwd, "decode_tokens_per_s/" .. cache, bb), metric(fwd, "hf_decode_tokens_per_s", bb)
         local floor = P and N and of_floor(d, dt, bb, P + N / 2)
-        fig("forward", ("greedy decode, batch %d, %s"):format(bb, what[cache]), d, "tokens/s",
+        local what = cache == "static_eager" and "static cache without graphs (LTRUN_STATIC_GRAPHS=0)"
+                     or static_label(metric(fwd, "decode_replays/static", bb), metric(fwd, "decode_fallbacks/static", bb))
+        fig("forward", ("greedy decode, batch %d, %s"):format(bb, what), d, "tokens/s",
             hd and "HF transformers generate, same checkpoint" or "ltrun, dynamic cache", hd or
             metric(fwd, "decode_tokens_per_s", bb), floor)
       end
@@ -201,6 +212,13 @@ do  -- issue 35's CPU proxies (experiments/bench/proxies.lua): counts, the same 
   fig("proxies", "ATen kernels per decode step outside the blocks, static cache",
       metric(px, "decode_kernels_outside_blocks/static"), "kernels", "the dynamic cache",
       metric(px, "decode_kernels_outside_blocks"))
+  -- issue 42 item 4: what a decode step's block allocates (fp64, the path a GPU takes)
+  for _, cache in ipairs{ "dynamic", "static" } do
+    local sfx = cache == "static" and "/static" or ""
+    fig("proxies", ("tensor bytes allocated per block per decode step, fp64, batch 8, %s cache"):format(cache),
+        metric(px, "decode_bytes_per_block_fp64_batch8" .. sfx), "bytes", "the block's weights + one read of its cache",
+        metric(px, "decode_bytes_bound_fp64_batch8" .. sfx))
+  end
   local ps = param(px, "proxy_shape")
   fig("proxies", "training step peak tensor bytes, Qwen3 vocabulary" .. (ps and " (" .. ps .. ")" or ""),
       metric(px, "train_step_peak_bytes"), "bytes", "the plain loss over [T, V] logits",

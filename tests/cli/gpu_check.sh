@@ -55,6 +55,22 @@ check "bench_forward logged each cache's decode or its failure" \
       end
     end
     print(n)" 2>&1)" = 4
+# whether the static steps ran as graphs is logged (GenerateStats), and report.md names the
+# static cache's rows "(CUDA graphs)" only when graphs replayed: the same figures reported as
+# if measured on a GPU (--on=cuda) must say the steps ran eagerly, as they did here
+check "bench_forward logged the static cache's graph counts" \
+  test "$("$LTRUN" --db "$out/bench.db" -e "
+    local r = lt.run.query([[SELECT count(*) AS n FROM metrics WHERE name IN ('decode_replays/static',
+      'decode_graphs/static', 'decode_fallbacks/static') AND value = 0]])
+    print(r[1].n)" 2>&1)" = 6
+mkdir -p "$SCRATCH/as_cuda"
+cp "$out/steps.tsv" "$out/bench.db" "$SCRATCH/as_cuda/"
+"$LTRUN" --db "$SCRATCH/as_cuda/bench.db" "$root/scripts/gpu-check.d/report.lua" --out="$SCRATCH/as_cuda" --on=cuda \
+  --gpu="NVIDIA H200" --model="$out/work/models/shape" > "$SCRATCH/as_cuda.log" 2>&1
+as_cuda=$(cat "$SCRATCH/as_cuda/report.md" 2>/dev/null)
+check "report.md on CUDA with no replays: the static rows say eager" \
+  contains "$as_cuda" "static cache, eager steps (no CUDA graph replayed)"
+check "... and never claim CUDA graphs" test -z "$(grep -F '(CUDA graphs)' <<<"$as_cuda")"
 n_ratio=$(grep -o '"ratio":' <<<"$json" | wc -l)
 check "at least 8 figures carry a ratio to their baseline (got $n_ratio)" test "$n_ratio" -ge 8
 # a bad option is refused, naming it

@@ -102,8 +102,17 @@ T.case("generate: continuous batching options (max_rows, refill, share_prefill, 
     local label = ("max_rows %s refill %s share_prefill %s drop_finished %s cache %s"):format(
       tostring(o.max_rows), tostring(o.refill), tostring(o.share_prefill), tostring(o.drop_finished), tostring(o.cache))
     o.max_new_tokens, o.stop_ids = 5, {}
-    local rows = m:generate(prompts, o)
+    local rows, _, st = m:generate(prompts, o)
     T.eq(#rows, 4, label)
+    -- what the call did (GenerateStats); the static cache's CUDA graphs only on a CUDA device
+    T.eq(st.peak_rows, o.max_rows or 4, label .. ": peak rows")
+    T.ok(st.decode_steps >= 4 and st.prefills >= 1, label .. ": decode steps and prefills counted")
+    T.eq(st.fallbacks, 0, label .. ": no capture failed")
+    if o.cache == "static" and tostring(lt.device):match("^cuda") then
+      T.ok(st.graphs > 0 and st.replays > 0, label .. ": the steps replayed CUDA graphs")
+    else
+      T.eq(st.graphs + st.replays, 0, label .. ": no CUDA graphs off CUDA or on the dynamic cache")
+    end
     for i, p in ipairs(prompts) do
       T.eq(#rows[i], 5, label .. ": row " .. i .. " runs to max_new_tokens (no stop ids)")
       T.greedy(m, p, rows[i], 1e-4, label .. ": row " .. i)

@@ -6,6 +6,7 @@
 #include "model_test_util.h"
 #include "runtime/model/blocks.h"
 #include "runtime/model/config.h"
+#include "runtime/model/profile.h"
 
 using namespace ltrun::model;
 using model_test::rel_err;
@@ -143,6 +144,33 @@ TEST_CASE("grouped-query attention equals MHA with repeated kv heads",
                      v = at::randn({1, 2, 3, 4});
     const at::Tensor mask = at::tensor({0, 1, 1}).view({1, 3}).to(at::kBool);
     CHECK(attention(q, k, v, visible_keys(mask, 3, 3), false).isfinite().all().item<bool>());
+  }
+}
+
+TEST_CASE("grouped-query attention at T = 1 copies no keys or values per query head",
+          "[model][blocks][attention][profile]") {
+  // A decode step: 4 query heads per kv head over 256 cached positions, fp64 (off the fused
+  // CPU pass, so the explicit path and, on LibTorch 2.x, SDPA run). Expanding K and V to every
+  // query head (SDPA's old path) allocated rep x (K + V) = 1 MiB here; folding the query heads
+  // allocates the scores, the mask and the output: below one copy of K and V (256 KiB).
+  at::manual_seed(5);
+  at::NoGradGuard no_grad;
+  const auto opt = at::TensorOptions().dtype(at::kDouble);
+  const int64_t B = 2, KV = 2, rep = 4, S = 256, D = 16;
+  const at::Tensor q = at::randn({B, KV * rep, 1, D}, opt), k = at::randn({B, KV, S, D}, opt),
+                   v = at::randn({B, KV, S, D}, opt);
+  at::Tensor mask = at::ones({B, S}, at::kBool);
+  mask[1].narrow(0, 0, 7).fill_(false);  // row 1 left-padded
+  const at::Tensor visible = visible_keys(mask, 1, S);
+  const at::Tensor ref = reference_attention(q, k, v, mask);
+  const int64_t kv_bytes = int64_t(k.nbytes() + v.nbytes());
+  for (bool sdpa : {false, true}) {
+    INFO("sdpa " << sdpa << " (SDPA " << (sdpa_enabled() ? "on" : "absent or off") << ")");
+    at::Tensor y;
+    const MemoryPeak p = peak_memory([&] { y = attention(q, k, v, visible, sdpa); });
+    CHECK(rel_err(y, ref) < 1e-10);  // fp64, as the SDPA check above
+    INFO("peak " << p.peak << " bytes, K + V " << kv_bytes);
+    CHECK(p.peak < kv_bytes);
   }
 }
 

@@ -514,3 +514,42 @@ TEST_CASE("refill: waiting rows take the places of finished ones, the same token
     }
   }
 }
+
+TEST_CASE("generate: a temperature too small for the logits is named, not blamed on the model",
+          "[model][generate]") {
+  // The sampler divides the fp32 logits by the temperature: 1e-45 (fp32's smallest
+  // subnormal) overflows any logit above ~5e-7, and the row has no distribution. Before, that
+  // read "NaN or infinite logits ... did training diverge?"; now the option is named with the
+  // least temperature these logits take. NaN logits still blame the model.
+  const Model m = model_test::sharp_tiny(model_test::spec("qwen3"));
+  GenerateOptions o;
+  o.max_new_tokens = 3;
+  o.temperature = 1e-45;
+  for (const char* cache : {"dynamic", "static"}) {
+    INFO("cache " << cache);
+    o.cache = cache;
+    try {
+      generate(m, {{5, 17, 3}, {12}}, o);
+      FAIL("no error");
+    } catch (const std::exception& e) {
+      const std::string msg = e.what();
+      INFO(msg);
+      CHECK(msg.find("option temperature 1e-45 is too small") != std::string::npos);
+      CHECK(msg.find("use a temperature of at least") != std::string::npos);
+      CHECK(msg.find("diverge") == std::string::npos);
+    }
+  }
+  // the bound it names is enough: logits of |x| <= 2 at the least temperature for 2 stay finite
+  const at::Tensor logits = at::tensor({2.0f, -1.0f, 0.5f}).unsqueeze(0);
+  GenerateOptions at_least;
+  at_least.temperature = 2.0 / double(std::numeric_limits<float>::max()) * 1.0001;
+  at::Generator gen = at::detail::createCPUGenerator(1);
+  CHECK(next_tokens(logits, at_least, gen).item<int64_t>() == 0);
+  at_least.temperature = 1e-45;
+  model_test::require_error([&] { next_tokens(logits, at_least, gen); },
+                            {"option temperature 1e-45 is too small", "largest |logit| 2"});
+  // NaN logits: the model's fault, as before
+  const at::Tensor nan = at::tensor({2.0f, std::nanf(""), 0.5f}).unsqueeze(0);
+  at_least.temperature = 1.0;
+  model_test::require_error([&] { next_tokens(nan, at_least, gen); }, {"NaN or infinite logits", "diverge"});
+}

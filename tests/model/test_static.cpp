@@ -1,13 +1,20 @@
 // tests/model/test_static.cpp: generate's static-cache path (model/static_decode.h) against the
 // dynamic one: the same tokens for every layer kind, greedy and seeded, with rows finishing at
-// different steps (dropped between stop checks) and more prompts than places (refill).
+// different steps (dropped between stop checks) and more prompts than places (refill); the
+// CUDA-graph logic (step_graph.h) through a stand-in capture: replays, a capture that throws.
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <stdexcept>
 
 #include "model_test_util.h"
 #include "runtime/model/generate.h"
 #include "runtime/model/profile.h"
 #include "runtime/model/static_decode.h"
+#include "runtime/model/step_graph.h"
 
 using namespace ltrun::model;
 
@@ -229,6 +236,30 @@ TEST_CASE("static cache: ATen operators per block per decode step (CPU proxy)", 
   }
 }
 
+TEST_CASE("decode: bytes allocated per block per step, at most its weights and one read of its cache",
+          "[model][generate][static][profile]") {
+  // The CPU proxy of a decode step's memory traffic (DecodeOps::bytes), fp64 (off the fused CPU
+  // passes: the path a GPU takes), grouped heads (qwen3 tiny: 2 query heads per kv head), 8 rows
+  // of 120 positions: the cache dominates the block. Expanding K and V per query head (SDPA's
+  // old decode path on LibTorch 2.x) allocated twice the cache per block per step.
+  const Model m = model_test::sharp_tiny(model_test::spec("qwen3"), at::kDouble);
+  const Config& c = m.config();
+  REQUIRE(c.n_heads > c.n_kv_heads);
+  int64_t weights = 0;
+  for (const Param& p : m.parameters(0)) weights += int64_t(p.tensor.nbytes());
+  const int64_t batch = 8, prompt = 116, new_tokens = 4;
+  // one read of a block's keys and values at the last step's positions
+  const int64_t cache = 2 * batch * c.n_kv_heads * (prompt + new_tokens) * c.head_dim * 8;
+  for (const char* kind : {"dynamic", "static"}) {
+    const DecodeOps d = decode_ops(m, batch, prompt, int(new_tokens), kind);
+    WARN("qwen3 tiny fp64, batch 8, " << prompt << "-token prompt, " << kind << " cache: " << d.bytes
+                                      << " bytes allocated per block per decode step; block weights " << weights
+                                      << ", its cache " << cache);
+    CHECK(d.bytes > 0);
+    CHECK(d.bytes <= double(weights + cache));
+  }
+}
+
 TEST_CASE("static cache: no host synchronisation per token", "[model][generate][static][profile]") {
   // On a GPU the host waits for the device when it reads a value: item() (_local_scalar_dense)
   // or nonzero(). The operators called over 12 new tokens minus those over 4, with one stop
@@ -259,4 +290,177 @@ TEST_CASE("static cache: no host synchronisation per token", "[model][generate][
     CHECK(reads("static", t) == 0);
     CHECK(reads("dynamic", t) > 0);
   }
+}
+
+namespace {
+
+// A stand-in for CUDA's graph capture (step_graph.h's StepCapture): while it records, the
+// test's step counts itself as recorded instead of running (a CUDA capture runs nothing), and
+// a replay counts as one run of what was recorded. begin() throws when fail_begin is set.
+struct CaptureLog {
+  int begun = 0, ended = 0, aborted = 0, replayed = 0;
+  bool recording = false, fail_begin = false;
+};
+struct FakeCapture : StepCapture {
+  CaptureLog& log;
+  explicit FakeCapture(CaptureLog& l) : log(l) {}
+  void begin() override {
+    ++log.begun;
+    if (log.fail_begin) throw std::runtime_error("capture_begin failed\nframe #0: a backtrace line");
+    log.recording = true;
+  }
+  void end() override {
+    log.recording = false;
+    ++log.ended;
+  }
+  void abort() noexcept override {
+    log.recording = false;
+    ++log.aborted;
+  }
+  void replay() override { ++log.replayed; }
+};
+StepCaptureFactory fake(CaptureLog& log) {
+  return [&log] { return std::make_unique<FakeCapture>(log); };
+}
+
+// What fn writes to stderr (fmt::print(stderr) included).
+std::string stderr_of(const std::function<void()>& fn) {
+  std::fflush(stderr);
+  FILE* tmp = std::tmpfile();
+  REQUIRE(tmp);
+  const int saved = ::dup(2);
+  ::dup2(::fileno(tmp), 2);
+  try {
+    fn();
+  } catch (...) {
+    std::fflush(stderr);
+    ::dup2(saved, 2);
+    ::close(saved);
+    throw;
+  }
+  std::fflush(stderr);
+  ::dup2(saved, 2);
+  ::close(saved);
+  std::rewind(tmp);
+  std::string out;
+  for (int c; (c = std::fgetc(tmp)) != EOF;) out += char(c);
+  std::fclose(tmp);
+  return out;
+}
+
+int count_of(const std::string& s, const std::string& x) {
+  int n = 0;
+  for (size_t at = s.find(x); at != std::string::npos; at = s.find(x, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("step graphs: warm-up, one capture per bucket, then replays", "[model][generate][static]") {
+  CaptureLog log;
+  StepGraphs g(c10::Device(c10::kCPU), true, fake(log));
+  REQUIRE(g.capturing());
+  int ran = 0, recorded = 0;
+  auto step = [&] { ++(log.recording ? recorded : ran); };
+  for (int i = 0; i < 5; ++i) g.run(4, step);
+  CHECK(ran == 1);       // the warm-up
+  CHECK(recorded == 1);  // the capture ran nothing
+  CHECK(log.replayed == 4);
+  CHECK(g.graphs() == 1);
+  CHECK(g.replays() == 4);
+  g.run(2, step);
+  g.run(2, step);
+  CHECK(g.graphs() == 2);
+  CHECK(g.replays() == 5);
+  CHECK(g.fallbacks() == 0);
+  CHECK(ran + log.replayed == 7);  // every run() ran the step once
+  // graphs off (LTRUN_STATIC_GRAPHS=0): every step eager, nothing captured
+  CaptureLog off_log;
+  StepGraphs off(c10::Device(c10::kCPU), false, fake(off_log));
+  for (int i = 0; i < 3; ++i) off.run(4, step);
+  CHECK(off_log.begun == 0);
+  CHECK(off.graphs() + off.replays() + off.fallbacks() == 0);
+  // a CPU device without a test's capture: eager on every build
+  StepGraphs cpu(c10::Device(c10::kCPU), true);
+  CHECK_FALSE(cpu.capturing());
+}
+
+TEST_CASE("step graphs: a capture that throws is ended, and the steps run eagerly", "[model][generate][static]") {
+  // Before: an exception between capture_begin and capture_end left the stream capturing
+  // (every later CUDA call failed) and escaped generate. Now the capture is aborted, the step
+  // runs eagerly, every later one too, and one warning per process says so. Every fallback of
+  // this test binary happens inside this test case, so the warning is counted exactly.
+  const std::string err = stderr_of([] {
+    CaptureLog log;
+    StepGraphs g(c10::Device(c10::kCPU), true, fake(log));
+    int ran = 0;
+    // a step that throws while recording (as a host synchronisation inside a CUDA capture)
+    auto step = [&] {
+      if (log.recording) throw std::runtime_error("operation not permitted when stream is capturing\nframe #0");
+      ++ran;
+    };
+    for (int i = 0; i < 4; ++i) g.run(4, step);
+    CHECK(log.begun == 1);  // captured once, never again
+    CHECK(log.aborted == 1);
+    CHECK(log.ended == 0);
+    CHECK(ran == 4);  // every step ran, eagerly
+    CHECK(g.fallbacks() == 1);
+    CHECK(g.graphs() == 0);
+    CHECK(g.replays() == 0);
+    CHECK_FALSE(g.capturing());
+
+    // generate's static path with captures that fail: the same tokens as without graphs,
+    // the fallback in its stats; 7 prompts of mixed lengths, 4 places, stops every 2 steps
+    const Model m = model_test::sharp_tiny(model_test::spec("qwen3"));
+    const std::vector<std::vector<int64_t>> rows = {{5, 17, 3}, {12}, {7, 7, 21, 2, 9}, {3, 1, 4, 1, 5, 9, 2},
+                                                    {40, 2}, {8}, {6, 6, 6}};
+    GenerateOptions o;
+    o.max_new_tokens = 9;
+    o.cache = "static";
+    o.max_rows = 4;
+    o.sync_every = 2;
+    o.stop = [](int row, const std::vector<int64_t>& t) { return int(t.size()) == 2 + row % 5; };
+    GenerateStats eager_st, failed_st;
+    const auto eager = generate(m, rows, o, &eager_st);
+    CaptureLog gen_log;
+    gen_log.fail_begin = true;
+    const auto failed = generate_static(m, rows, o, pad_token(m.config()), m.config().eos_token_ids, 4, failed_st,
+                                        fake(gen_log));
+    REQUIRE(failed.size() == eager.size());
+    for (size_t r = 0; r < eager.size(); ++r) {
+      CHECK(failed[r].tokens == eager[r].tokens);
+      CHECK(failed[r].finish == eager[r].finish);
+    }
+    CHECK(eager_st.graphs + eager_st.replays + eager_st.fallbacks == 0);  // a CPU model: eager
+    CHECK(failed_st.fallbacks == 1);
+    CHECK(failed_st.graphs == 0);
+    CHECK(failed_st.replays == 0);
+    CHECK(gen_log.begun == 1);
+    CHECK(gen_log.aborted == 1);
+  });
+  INFO("stderr: " << err);
+  CHECK(count_of(err, "ltrun: warning: generate: capturing the static-cache decode step") == 1);
+  CHECK(count_of(err, "operation not permitted when stream is capturing") == 1);  // the reason, first line only
+  CHECK(count_of(err, "frame #0") == 0);
+}
+
+TEST_CASE("static cache: what the graphs did, in the stats", "[model][generate][static]") {
+  // graphs, replays and fallbacks through generate_static with captures that succeed: the
+  // stand-in records nothing, so only the counts are checked (tokens: the CUDA smoke test)
+  const Model m = model_test::sharp_tiny(model_test::spec("qwen3"));
+  const std::vector<std::vector<int64_t>> rows = {{5, 17, 3}, {12}, {7, 7, 21, 2, 9}};
+  GenerateOptions o;
+  o.max_new_tokens = 6;
+  o.cache = "static";
+  o.sync_every = 3;
+  o.stop_ids = std::vector<int64_t>{};
+  CaptureLog log;
+  GenerateStats st;
+  generate_static(m, rows, o, pad_token(m.config()), {}, 3, st, fake(log));
+  // bucket 4 (3 rows, 3 places: min(4, 3) = 3): 6 steps, the first eager, the second captured
+  CHECK(st.decode_steps == 6);
+  CHECK(st.graphs == 1);
+  CHECK(st.replays == 5);
+  CHECK(st.fallbacks == 0);
+  CHECK(log.replayed == 5);
 }

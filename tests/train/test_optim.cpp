@@ -353,3 +353,25 @@ TEST_CASE("AdamW master weights: state round trip and load rules", "[master_weig
   ltrun_test::require_error([&] { plain.load_state(st, opt.steps()); },
                             {"master.", "master_weights = true"});
 }
+
+TEST_CASE("AdamW: the fused kernel's step counts are one allocation per update, not one per parameter",
+          "[optim]") {
+  // Before: a scalar_tensor per parameter per step (on CUDA an allocation and a fill each: 311
+  // of them a step for Qwen3-0.6B). Now one tensor of n counts, handed out as views of it.
+  const int64_t n = 37, t = 12;
+  std::vector<at::Tensor> steps;
+  const ltrun::model::OpCount c = ltrun::model::count_ops([&] { steps = step_counters(n, t, at::TensorOptions()); });
+  int64_t allocations = 0;
+  for (const auto& [name, k] : c.calls)
+    if (name == "aten::scalar_tensor" || name == "aten::full" || name == "aten::empty" ||
+        name == "aten::empty.memory_format" || name == "aten::zeros" || name == "aten::ones")
+      allocations += k;
+  CHECK(allocations == 1);
+  REQUIRE(int64_t(steps.size()) == n);
+  for (const at::Tensor& s : steps) {
+    CHECK(s.dim() == 0);  // a scalar, as the kernel's state_steps
+    CHECK(s.scalar_type() == at::kFloat);
+    CHECK(s.item<float>() == float(t));
+    CHECK(s.storage().is_alias_of(steps[0].storage()));
+  }
+}
