@@ -73,6 +73,11 @@ constexpr size_t kStreamAbove = 256 * 1024;             // a body past it goes o
 constexpr size_t kChunk = 64 * 1024;
 constexpr auto kStopWait = std::chrono::seconds(5);     // for requests in flight at SIGTERM
 
+// A request refused for its head (head_problem) ends its connection after the 400: what follows
+// it on the socket (a body it declared, or one it smuggles) is never read as a request. Set by
+// the pre-routing handler, read by the connection's loop, both on the connection's thread.
+thread_local bool t_close_after_answer = false;
+
 const char* content_type(const std::string& path) {
   auto ends = [&](const char* e) {
     const size_t n = std::strlen(e);
@@ -426,6 +431,10 @@ class Server : public httplib::Server {
         // a request line or head past kMaxHeadBytes: cpp-httplib's read failed and it closes
         // without a word (0.11 and 0.41 alike); the client learns why
         if (strm.head_too_long() && strm.written() == 0) too_long_answer(strm, strm.line_read());
+        if (t_close_after_answer) {
+          t_close_after_answer = false;
+          break;
+        }
         if (!ret || closed || strm.cut_off()) break;  // after a 400 for a request cut off: no more
       }
       conns_.remove(conn);
@@ -497,6 +506,35 @@ std::string lower(std::string s) {
 
 }  // namespace
 
+std::string head_problem(const std::string& method, const std::vector<std::pair<std::string, std::string>>& headers) {
+  constexpr const char* kToken = "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+  size_t hosts = 0;
+  std::string length;
+  bool has_length = false;
+  for (const auto& [name, value] : headers) {
+    if (name.empty() || name.find_first_not_of(kToken) != std::string::npos) {
+      std::string shown;
+      for (char c : name) shown += (unsigned char)c < 0x20 || (unsigned char)c >= 0x7f ? '?' : c;
+      return fmt::format("header name '{}' is not a token (whitespace before the colon, or a character a name cannot "
+                         "hold)", shown);
+    }
+    const std::string n = lower(name);
+    if (n == "host" && ++hosts > 1) return "two Host headers";
+    if (n == "transfer-encoding") return "a Transfer-Encoding header (ltrun serve takes no request body)";
+    if (n == "content-length") {
+      if (has_length) return value == length ? "two Content-Length headers" : "two different Content-Length headers";
+      if (value.empty() || value.size() > 18 || value.find_first_not_of("0123456789") != std::string::npos)
+        return fmt::format("Content-Length '{}' is not a number", value.substr(0, 40));
+      has_length = true;
+      length = value;
+    }
+  }
+  if ((method == "GET" || method == "HEAD") && has_length && std::stoll(length) != 0)
+    return "a GET with a body (Content-Length " + length + ")";
+  return "";
+}
+
+
 void tune_connection(int fd) {
   int yes = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
@@ -543,7 +581,7 @@ void serve(const Options& o, const std::function<void(const std::string&)>& on_l
   limit_sqlite_heap(kSqliteHeapBytes);
   // a thread per connection, and glibc an arena per thread: fewer arenas, less memory kept
   ::mallopt(M_ARENA_MAX, 4);
-  Api api(reader, o.sql_timeout_ms);
+  Api api(reader, o.sql_timeout_ms, o.request_bytes, std::make_shared<MemoryBudget>(o.memory_bytes));
   Server svr;
   svr.set_socket_options(exclusive_socket_options);
   svr.set_default_headers({{"Cache-Control", "no-store"}});
@@ -553,6 +591,19 @@ void serve(const Options& o, const std::function<void(const std::string&)>& on_l
   std::vector<std::string> names = o.allow_hosts;
   if (valid_host_name(o.host)) names.push_back(o.host);  // --host myhost.lan: its own name
   svr.set_pre_routing_handler([names](const httplib::Request& req, httplib::Response& res) {
+    // a head a proxy before this server could read otherwise than it does: 400, and the
+    // connection ends after it
+    const std::string problem =
+        head_problem(req.method, std::vector<std::pair<std::string, std::string>>(req.headers.begin(), req.headers.end()));
+    if (!problem.empty()) {
+      Response r;
+      r.status = 400;
+      r.headers = {{"Connection", "close"}};
+      r.body = nlohmann::json{{"error", "bad request: " + problem}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      send(res, r);
+      t_close_after_answer = true;
+      return httplib::Server::HandlerResponse::Handled;
+    }
     const std::string host = req.get_header_value("Host");
     if (host_allowed(host, names)) return httplib::Server::HandlerResponse::Unhandled;
     Response r;
