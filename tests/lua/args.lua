@@ -12,6 +12,25 @@ T.case("parse", function()
   T.eq(args.parse{"--x=inf"}.x, "inf")  -- only numerals become numbers
 end)
 
+-- issue 43 item 7: --steps=0x10 was taken as 16 and a repeated --steps silently by its last
+-- value; numbers are decimal, and an arg given twice is a usage error naming both
+T.case("numbers are decimal; an arg given twice is named", function()
+  T.eq(args.number("12"), 12); T.eq(args.number("-0.5"), -0.5); T.eq(args.number(".5"), 0.5)
+  T.eq(args.number("+3e-4"), 3e-4); T.eq(args.number("2."), 2); T.eq(args.number("1E3"), 1000)
+  for _, s in ipairs{ "0x10", "0X10", "nan", "inf", "-inf", "1_000", "", " 1", "1e", "e5", ".", "-", "1e+", "0b1" } do
+    T.eq(args.number(s), nil)
+  end
+  T.eq(args.parse{"--steps=0x10"}.steps, "0x10")  -- stays text: a number arg then refuses it
+  T.eq(args.parse{"--steps= 12 "}.steps, 12)
+  for _, argv in ipairs{ { "--steps=1", "--steps=2" }, { "--steps=1", "--steps=1" }, { "--fast", "--no-fast" },
+                         { "--max-len=1", "--max_len=2" } } do
+    local ok, err = pcall(args.parse, argv)
+    T.ok(not ok, table.concat(argv, " "))
+    T.eq(tostring(err), ("usage error: --%s is given twice (%s and %s): give it once"):format(
+      argv[2]:match("^%-%-no%-(.*)") or argv[2]:match("^%-%-([^=]+)"):gsub("%-", "_"), argv[1], argv[2]))
+  end
+end)
+
 T.case("merge converts to the defaults' types and rejects unknown keys", function()
   local cfg = args.merge({steps = 200, model = "tiny", fast = false}, {steps = 5, model = 42})
   T.eq(cfg.steps, 5); T.eq(cfg.model, "42"); T.eq(cfg.fast, false)
@@ -57,6 +76,14 @@ T.case("exp.study: defaults, presets under explicit values, types, ranges, choic
   T.raises(function() study.config{ steps = "1e400" } end, "expected a finite number")
   T.raises(function() study.config{ frac = 0 / 0 } end, "expected a number")
   T.raises(function() study.config{ steps = 0 } end, "below the least allowed, 1")
+  -- issue 43 item 7: a whole number an integer arg takes is one a double holds exactly (1e99
+  -- passed, then failed with a traceback); hexadecimal is not a number here (0x10 was 16)
+  T.raises(function() study.config{ steps = 1e99 } end, "toy: %-%-steps=1e%+99: expected a whole number of at most 2%^53")
+  T.raises(function() study.config{ steps = "1e99" } end, "toy: %-%-steps=1e99: expected a whole number of at most 2%^53")
+  T.raises(function() study.config{ steps = 2^53 + 2 } end, "expected a whole number of at most 2%^53")
+  T.eq(study.config{ steps = 2^53 }.steps, 2^53)
+  T.raises(function() study.config(args.parse{ "--steps=0x10" }) end, "toy: %-%-steps=0x10: expected a number %(decimal: 12, 0%.5, 3e%-4%)")
+  T.raises(function() study.config{ lr = "0x1p-4" } end, "toy: %-%-lr=0x1p%-4: expected a number")
   T.raises(function() study.config{ frac = 1.5 } end, "above the most allowed, 1")
   T.raises(function() study.config{ mode = "z" } end, "'z' is not one of x, y")
   T.raises(function() study.config{ plans = "a,d" } end, "'d' is not one of a, b, c")

@@ -52,10 +52,10 @@ local function check(name, key, spec, v)
   local d, given = spec[1], v
   local function bad(what) error(("%s: --%s=%s: %s"):format(name, key, tostring(given), what), 0) end
   if type(d) == "number" then
-    if type(v) == "string" then v = tonumber(v) or bad("expected a number") end
+    if type(v) == "string" then v = args.number(v) or bad("expected a number (decimal: 12, 0.5, 3e-4)") end
     if type(v) ~= "number" or v ~= v then bad("expected a number") end
     if v == math.huge or v == -math.huge then bad("expected a finite number") end
-    if spec.int and v ~= math.floor(v) then bad("expected a whole number") end
+    if spec.int and not args.whole(v) then bad("expected a whole number of at most 2^53 (9007199254740992)") end
     if spec.min and v < spec.min then bad(("below the least allowed, %s"):format(spec.min)) end
     if spec.max and v > spec.max then bad(("above the most allowed, %s"):format(spec.max)) end
   elseif type(d) == "boolean" then
