@@ -40,9 +40,10 @@ constexpr size_t kStatementBytes = 2048;
 constexpr size_t kJsonCellBytes = 128;
 // A comparison (store::compare_runs) keeps per metric point of either run a Point (three
 // strings and a Value, 144 bytes, in a vector that grows by doubling) and a map node of its key
-// (96 bytes or more): 512 bytes a point besides the row read, above the 420 to 470 measured
-// (peak memory over points of runs with 1.5M points, short names); a long name adds to it
-// (its three strings), counted from the names' lengths.
+// (96 bytes or more): 512 bytes a point besides the row read (168 bytes for 3 columns), 680 in
+// all, where the server's peak grew by 365 bytes a point (a compare of two runs of 300k points,
+// names of 2 characters); a long name adds to it (its three strings), counted from the names'
+// lengths.
 constexpr size_t kPointBytes = 512;
 // eval items: the prompt and output of an item shown up to this many characters, and items of one
 // answer up to kEvalPageBytes (at least one): past that the answer says `truncated` and where the

@@ -99,6 +99,16 @@ T.case("numbers that are no block, and shares that are no number, are named as g
          ("--layers=%s: '%s' wants a whole number of blocks K from 1 to 8"):format(t, t))
   end
   T.same_table(parse(8, "deep:.5"), { 4, 5, 6, 7 })   -- decimal forms still read
+  -- without a model: the same mistakes, less the ranges a model's blocks would make
+  T.eq(lt.layers.check("0,3,-1,4--1,-3--2,2-9,middle:200,shallow:0.5,deep:1,all"), true)
+  T.eq(message(function() lt.layers.check("0,deep:nan", "--layers") end), "--layers=0,deep:nan: 'deep:nan' wants a share F from 0 to 1")
+  T.eq(message(function() lt.layers.check("middle:0", "--layers") end),
+       "--layers=middle:0: 'middle:0' wants a whole number of blocks K, 1 or more")
+  T.eq(message(function() lt.layers.check("5-2", "--layers") end), "--layers=5-2: '5-2' runs backwards (block 5 to block 2)")
+  T.eq(message(function() lt.layers.check("-1--3", "--layers") end), "--layers=-1--3: '-1--3' runs backwards (block -1 to block -3)")
+  T.eq(lt.layers.check("-1-3"), true)  -- block 7 to 3 of 8, or 1 to 3 of 2: known only with the model
+  T.eq(message(function() lt.layers.check(0 / 0, "--layers") end), ("--layers=nan: 'nan' is not a term %s"):format(terms))
+  T.raises(function() lt.layers.check(true, "--layers") end, "lt%.layers%.check: %-%-layers: expected text")
   T.same_table(parse(8, "shallow:5e-1"), { 0, 1, 2, 3 })
 end)
 

@@ -13,10 +13,11 @@ function M.number(text)
   return nil
 end
 
--- Is v a whole number that a double holds exactly (|v| <= 2^53)? An integer arg takes only
--- those: 1e99 is whole, but no count or step of it is.
+-- Is v a whole number below 2^53, where every whole number a text names is the double it
+-- parses to? An integer arg takes only those: 1e99 is whole, but no count or step of it is, and
+-- 9007199254740993 would be read as 9007199254740992.
 function M.whole(v)
-  return type(v) == "number" and v == math.floor(v) and math.abs(v) <= 2^53
+  return type(v) == "number" and v == math.floor(v) and math.abs(v) < 2^53
 end
 
 -- "true"/"false" → boolean, decimal numbers (M.number, spaces around allowed) → number,
