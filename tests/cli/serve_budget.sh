@@ -2,23 +2,23 @@
 # request that the counts of its rows say is over what one request may hold (--request-mb) is
 # a 413 before any of them is read, and all requests in flight together hold at most
 # --memory-mb (past it: 503 with Retry-After). Before: 8 concurrent compares of runs with 1.5M
-# points each took 1.35 GB, each answered 413 only after reading; here runs of 300k points each,
-# whose compare held about 370 MB and was answered 200 (its points were never counted).
+# points each took 1.35 GB, each answered 413 only after reading; here a run of 520k points
+# compared with itself, answered 200 after holding some 280 MB each (its points were never
+# counted): 8 at once raised the peak by 1.1 GB.
 # Memory is the server's own peak RSS (VmHWM) over each phase, reset between phases through
 # /proc/PID/clear_refs; no timing in it.
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$here/cli/common.bash"
 command -v sqlite3 >/dev/null || { echo "sqlite3 is missing"; exit 77; }
 
-for _ in 1 2 3; do "$LTRUN" --log -e 'lt.run.log("loss", 1, 1)' 2>/dev/null; done
-a=$(sql1 "select min(id) from runs"); b=$((a + 1)); c=$((a + 2))
-# a and b: 300k points each (4 metrics); c: one series of 700k points (11.2 MB as two columns
-# of doubles)
+"$LTRUN" --log -e 'lt.run.log("loss", 1, 1)' 2>/dev/null
+a=$(sql1 "select max(id) from runs")
+# run a: 120k points of 4 metrics, and one series of 480k points (7.7 MB as two columns of
+# doubles), besides its one loss
 sqlite3 "$LTRUN_DB" "
-  WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 300000)
-  INSERT INTO metrics(run_id, name, step, value, t) SELECT r, 'm' || (i % 4), i, i * 1e-3, 0 FROM n, (SELECT $a AS r UNION ALL SELECT $b);
-  WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 700000)
-  INSERT INTO metrics(run_id, name, step, value, t) SELECT $c, 'big', i, i * 1e-3, 0 FROM n;"
+  WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 600000)
+  INSERT INTO metrics(run_id, name, step, value, t)
+  SELECT $a, CASE WHEN i <= 120000 THEN 'm' || (i % 4) ELSE 'big' END, i, i * 1e-3, 0 FROM n;"
 
 start_server() {  # start_server ARGS...: serves in the background, sets $pid and $url
   "$LTRUN" serve --port 0 "$@" >serve.out 2>serve.err & pid=$!
@@ -44,30 +44,30 @@ concurrent() {
   wait "${pids[@]}"
 }
 
-# --- refused before reading: 8 compares of a and b at once, at the default caps (128 MB a
-# request): the counts say 600,002 points (about 400 MB), so every one is a 413 naming them,
-# and the server's peak grows by less than what reading one run's rows would take (48 MB)
+# --- refused before reading: 8 compares of a with itself at once, at the default caps (128 MB a
+# request): the counts say 1,200,002 points (about 780 MB), so every one is a 413 naming them,
+# and the server's peak grows by less than 48 MB (before: by 1.1 GB, answering 200)
 start_server
 curl -s -o /dev/null "${url}api/info"
 base=$(reset_peak)
-concurrent 8 "api/compare?a=$a&b=$b"
+concurrent 8 "api/compare?a=$a&b=$a"
 rise=$(( $(kb VmHWM) - base ))
 echo "  8 compares over the cap: peak RSS rise ${rise} kB"
 for k in $(seq 1 8); do
   check "compare $k: 413" contains "$(head -1 got.$k.head)" " 413"
-  check "compare $k: naming the points it would read" contains "$(cat got.$k)" "runs $a and $b have 600002 metric and layer metric points"
+  check "compare $k: naming the points it would read" contains "$(cat got.$k)" "runs $a and $a have 1200002 metric and layer metric points"
 done
 check "... refused before reading: peak RSS rise ${rise} kB < 48 MB" test "$rise" -lt 49152
 kill -INT $pid; wait $pid
 
-# --- the server's bound: --request-mb 16 --memory-mb 32; 12 requests at once for c's series
-# (11.2 MB each, under one request's 16): they may not all hold it at once (134 MB), so some
-# wait for a turn or get 503 (busy, Retry-After); the peak rise stays under 32 MB and what SQLite
-# and the threads take besides (its page caches, 2 MB a connection, and stacks: 48 MB)
-start_server --request-mb 16 --memory-mb 32
+# --- the server's bound: --request-mb 8 --memory-mb 16; 12 requests at once for a's series
+# (7.7 MB each, under one request's 8): they may not all hold it at once (92 MB), so some wait
+# for a turn or get 503 (busy, Retry-After); the peak rise stays under 16 MB and what SQLite and
+# the threads take besides (its page caches, 2 MB a connection, and stacks: 48 MB)
+start_server --request-mb 8 --memory-mb 16
 curl -s -o /dev/null "${url}api/info"
 base=$(reset_peak)
-concurrent 12 "api/runs/$c/metrics?name=big"
+concurrent 12 "api/runs/$a/metrics?name=big"
 rise=$(( $(kb VmHWM) - base ))
 ok=0 busy=0 other=0
 for k in $(seq 1 12); do
@@ -79,18 +79,15 @@ for k in $(seq 1 12); do
     *) other=$((other + 1)); head -c 300 got.$k >&2 ;;
   esac
 done
-echo "  12 series of 700k points at once: $ok answered, $busy busy; peak RSS rise ${rise} kB"
+echo "  12 series of 480k points at once: $ok answered, $busy busy; peak RSS rise ${rise} kB"
 check "each answered 200 or 503" equals "$other" "0"
 check "some answered" test "$ok" -gt 0
-check "peak RSS rise ${rise} kB < 32 + 48 MB" test "$rise" -lt 81920
-check "an answer holds the series" contains "$(cat got.1 got.2 got.3 2>/dev/null)" "\"points\":700000"
-# one request over its own cap: the series is 11.2 MB, --request-mb 8 refuses it before reading
-kill -INT $pid; wait $pid
-start_server --request-mb 8 --memory-mb 32
-out=$(curl -s "${url}api/runs/$c/metrics?name=big")
-check "a series over --request-mb: 413 naming its points" contains "$out" "metric 'big' of run $c has 700000 points: about 10 MB"
-out=$(curl -s "${url}api/compare/metrics?ids=$a-$c&name=big,m1")
-check "compare/metrics over --request-mb: 413 before reading" contains "$out" "the 2 metric(s) of the 3 run(s) have 850000 points"
+check "peak RSS rise ${rise} kB < 16 + 48 MB" test "$rise" -lt 65536
+check "an answer holds the series" contains "$(cat got.1 got.2 got.3 2>/dev/null)" "\"points\":480000"
+# one request over its own cap: 600k points (9.6 MB) of series, refused before reading
+out=$(curl -s "${url}api/compare/metrics?ids=$a&name=big,m0,m1,m2,m3")
+check "compare/metrics over --request-mb: 413 before reading" contains "$out" \
+  "the 5 metric(s) of the 1 run(s) have 600000 points: about 9 MB in memory, past the 8 MB one request may hold"
 kill -INT $pid; wait $pid
 
 out=$("$LTRUN" serve --request-mb 64 --memory-mb 32 2>&1); rc=$?
