@@ -2,7 +2,7 @@
 # request that the counts of its rows say is over what one request may hold (--request-mb) is
 # a 413 before any of them is read, and all requests in flight together hold at most
 # --memory-mb (past it: 503 with Retry-After). Before: 8 concurrent compares of runs with 1.5M
-# points each took 1.35 GB, each answered 413 only after reading; here a run of 520k points
+# points each took 1.35 GB, each answered 413 only after reading; here a run of 600k points
 # compared with itself, answered 200 after holding some 280 MB each (its points were never
 # counted): 8 at once raised the peak by 1.1 GB.
 # Memory is the server's own peak RSS (VmHWM) over each phase, reset between phases through
