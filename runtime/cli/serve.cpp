@@ -21,7 +21,9 @@ int cmd_serve(const Globals& g, const std::vector<std::string>& args) {
       LT_CHECK(p <= 65535, "serve: --port {}: expected 0 (any free port) to 65535", p);
       o.port = int(p);
     } else if (a.key() == "--sql-timeout") {
-      o.sql_timeout_ms = int(std::min<int64_t>(a.integer(), 3600) * 1000);
+      const int64_t secs = a.integer();
+      LT_CHECK(secs >= 1 && secs <= 3600, "serve: --sql-timeout {}: expected seconds from 1 to 3600", secs);
+      o.sql_timeout_ms = int(secs * 1000);
     } else if (a.key() == "--request-mb" || a.key() == "--memory-mb") {
       const int64_t mb = a.integer();
       LT_CHECK(mb >= 1 && mb <= (int64_t(1) << 20), "serve: {} {}: expected a number of MB from 1 to 1048576", a.key(), mb);

@@ -93,4 +93,11 @@ kill -INT $pid; wait $pid
 out=$("$LTRUN" serve --request-mb 64 --memory-mb 32 2>&1); rc=$?
 check "--memory-mb under --request-mb: exit 2" equals "$rc" "2"
 check "... naming both" contains "$out" "serve: --memory-mb 32 is less than --request-mb 64: all requests together may hold at least what one may"
+# the command line's numbers, each named (before: "ltrun: stoll", and --sql-timeout 0 stopped
+# every statement at once)
+out=$("$LTRUN" serve --port 99999999999999999999 2>&1); rc=$?
+check "--port of 20 digits: exit 2, named" equals "$rc:$out" \
+  "2:ltrun: serve: --port expects a non-negative integer (at most 18 digits), got '99999999999999999999'"
+out=$("$LTRUN" serve --sql-timeout 0 2>&1); rc=$?
+check "--sql-timeout 0: exit 2, named" equals "$rc:$out" "2:ltrun: serve: --sql-timeout 0: expected seconds from 1 to 3600"
 finish

@@ -64,6 +64,27 @@ refused "a Transfer-Encoding header" \
 smuggled='GET /api/queries HTTP/1.1\r\nHost: localhost\r\n\r\n'
 refused "a GET with a body (Content-Length 46)" \
   "GET /api/info HTTP/1.1\\r\\nHost: localhost\\r\\nContent-Length: 46\\r\\n\\r\\n$smuggled$next"
+# what cpp-httplib drops or rewrites while parsing, seen in the head's own bytes: a line without
+# a colon, a folded line, a bare LF, a control character, an empty Host beside another, a '%' in
+# Host (decoded: local%68ost was localhost) or in Content-Length (%35 was 5); all were answered
+refused "a header line without a colon" 'GET /api/info HTTP/1.1\r\nHost: localhost\r\nGarbage line\r\n\r\n'"$next"
+refused "a folded header line (obs-fold)" 'GET /api/info HTTP/1.1\r\nHost: localhost\r\nX-A: 1\r\n  folded\r\n\r\n'"$next"
+refused "a line that ends in a bare LF" 'GET /api/info HTTP/1.1\r\nHost: localhost\r\nX-A: 1\nHost: evil.example\r\n\r\n'"$next"
+refused "a control character in a header line" 'GET /api/info HTTP/1.1\r\nHost: local\0host\r\n\r\n'"$next"
+refused "two Host headers" 'GET /api/info HTTP/1.1\r\nHost:\r\nHost: localhost\r\n\r\n'"$next"
+refused "a '%' in the Host header" 'GET /api/info HTTP/1.1\r\nHost: local%%68ost\r\n\r\n'"$next"
+refused "Content-Length '%35' is not a number" 'POST /api/info HTTP/1.1\r\nHost: localhost\r\nContent-Length: %%35\r\n\r\nhello'"$next"
+# a request line cpp-httplib cannot read: its 400, once, and the connection ends (before: a
+# 400 for each line that followed, until the connection had idled 5 s)
+for line in 'get /api/info HTTP/1.1' 'GET /api/info HTTP/2.0' 'GET /api/info'; do
+  start=$SECONDS
+  out=$(raw "$line"'\r\nHost: localhost\r\nX-A: 1\r\n\r\n'"$next")
+  check "'$line': 400" contains "$out" "HTTP/1.1 400"
+  check "'$line': one answer" equals "$(answers "$out")" "1"
+  check "'$line': the connection closed at once" test $((SECONDS - start)) -lt 5
+done
+out=$(raw 'OPTIONS /api/info HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n')
+check "OPTIONS: 405 as other methods (before: 404)" contains "$out" "HTTP/1.1 405"
 
 # and the server still answers
 check "still serving" equals "$(curl -s -o /dev/null -w '%{http_code}' "${url}api/info")" "200"
