@@ -55,7 +55,8 @@ bool host_allowed(const std::string& host_header, const std::vector<std::string>
 // it does ("" when nothing): a header name that is not a token (`Host : x`, a space before the
 // colon), two Host headers, two Content-Length headers or one that is not a number, a
 // Transfer-Encoding, a GET or HEAD with a body. Such a request gets 400 and its connection
-// ends after it (RFC 9112 sections 3.2, 5.1, 6.3).
+// ends after it (RFC 9112 sections 3.2, 5.1, 6.3). The head's raw bytes are checked besides
+// (server.cpp raw_head_problem: what cpp-httplib drops or %-decodes while parsing).
 std::string head_problem(const std::string& method, const std::vector<std::pair<std::string, std::string>>& headers);
 
 // Is `name` a host name --allow-host takes (letters, digits, '-', '.', '_'; no port)?

@@ -93,6 +93,14 @@ T.case("exp.study: defaults, presets under explicit values, types, ranges, choic
   T.raises(function() study.config{ blocks = 1.5 } end, "'1%.5' is not a term")
   T.eq(study.config{ blocks = "0,3,-1,middle:2,deep:0.5,4--1" }.blocks, "0,3,-1,middle:2,deep:0.5,4--1")
   T.eq(study.config{ blocks = 3 }.blocks, "3")
+  -- an arg is checked as it was typed: a text arg keeps "007" and "1e1" (before: 7 and 10, and
+  -- --blocks=1e1 selected block 10), a message shows --steps=1e99 (before: 1e+99)
+  T.eq(study.config(args.parse{ "--mode=x", "--plans=a" }).mode, "x")
+  T.raises(function() study.config(args.parse{ "--blocks=1e1" }) end, "^toy: %-%-blocks=1e1: '1e1' is not a term")
+  T.raises(function() study.config(args.parse{ "--steps=1e99" }) end, "^toy: %-%-steps=1e99: expected a whole number")
+  T.eq(study.config(args.parse{ "--steps= 12 " }).steps, 12)
+  local text = exp.study{ name = "t", args = { name = { "x", "a name" } }, run = function(c) return c end }
+  for _, v in ipairs{ "007", "1e1", "0x10", "1.50" } do T.eq(text.config(args.parse{ "--name=" .. v }).name, v) end
   T.raises(function() study.config{ frac = 1.5 } end, "above the most allowed, 1")
   T.raises(function() study.config{ mode = "z" } end, "'z' is not one of x, y")
   T.raises(function() study.config{ plans = "a,d" } end, "'d' is not one of a, b, c")

@@ -20,22 +20,36 @@ function M.whole(v)
   return type(v) == "number" and v == math.floor(v) and math.abs(v) < 2^53
 end
 
+-- text without the spaces around it (in one pass, whatever its length)
+function M.trim(text)
+  local first = text:find("%S")
+  return first and text:match("^.*%S", first) or ""
+end
+
 -- "true"/"false" → boolean, decimal numbers (M.number, spaces around allowed) → number,
 -- anything else stays a string (a number arg then says it expected one)
 function M.coerce(v)
   if v == "true" then return true end
   if v == "false" then return false end
-  local first = v:find("%S")
-  local n = first and M.number(v:match("^.*%S", first))
+  local n = M.number(M.trim(v))
   if n ~= nil then return n end
   return v
+end
+
+-- the text each --key=value of a parse gave, by the table parse returned (weak keys): a study's
+-- check reads an arg from what was typed (M.text), so that a text arg keeps "007" or "1e1" and
+-- a message shows --steps=1e99, not the number it became
+local typed = setmetatable({}, { __mode = "k" })
+function M.text(opts, key)
+  local t = typed[opts]
+  return t and t[key]
 end
 
 -- parse{"--a=1", "--flag", "--no-x", "pos"} → {a=1, flag=true, x=false}, {"pos"}
 -- Dashes inside names become underscores: --max-steps=3 sets max_steps. An arg given twice
 -- (--steps=1 --steps=2, or --x and --no-x) is a usage error naming both.
 function M.parse(argv)
-  local opts, positional, given = {}, {}, {}
+  local opts, positional, given, texts = {}, {}, {}, {}
   local function set(k, v, a)
     if given[k] then M.usage_error(("--%s is given twice (%s and %s): give it once"):format(k, given[k], a)) end
     given[k] = a
@@ -44,7 +58,9 @@ function M.parse(argv)
   for _, a in ipairs(argv or {}) do
     local k, v = a:match("^%-%-([%w_%-%.]+)=(.*)$")
     if k then
-      set((k:gsub("%-", "_")), M.coerce(v), a)
+      k = k:gsub("%-", "_")
+      set(k, M.coerce(v), a)
+      texts[k] = v
     elseif a:match("^%-%-no%-[%w_%-%.]+$") then
       set((a:sub(6):gsub("%-", "_")), false, a)
     elseif a:match("^%-%-[%w_%-%.]+$") then
@@ -53,6 +69,7 @@ function M.parse(argv)
       positional[#positional + 1] = a
     end
   end
+  typed[opts] = texts
   return opts, positional
 end
 

@@ -54,7 +54,7 @@ local function check(name, key, spec, v)
   local d, given = spec[1], v
   local function bad(what) error(("%s: --%s=%s: %s"):format(name, key, tostring(given), what), 0) end
   if type(d) == "number" then
-    if type(v) == "string" then v = args.number(v) or bad("expected a number (decimal: 12, 0.5, 3e-4)") end
+    if type(v) == "string" then v = args.number(args.trim(v)) or bad("expected a number (decimal: 12, 0.5, 3e-4)") end
     if type(v) ~= "number" or v ~= v then bad("expected a number") end
     if v == math.huge or v == -math.huge then bad("expected a finite number") end
     if spec.int and not args.whole(v) then bad("expected a whole number below 2^53 (9007199254740992)") end
@@ -172,7 +172,7 @@ function M.study(s)
       check(s.name, "preset", specs.preset, given.preset)
       for k, v in pairs(s.presets[given.preset]) do cfg[k] = (preset_value(v)) end
     end
-    for k, v in pairs(given) do cfg[k] = check(s.name, k, specs[k], v) end
+    for k, v in pairs(given) do cfg[k] = check(s.name, k, specs[k], args.text(given, k) or v) end
     for _, k in ipairs(sorted_keys(specs)) do
       if specs[k].path then check_path(s.name, k, cfg[k]) end
     end
