@@ -20,6 +20,15 @@ local layers = lt.layers
 
 local terms = "all, 3, -1, 10-15, middle:K, shallow:F, deep:F, joined by commas"
 
+-- a decimal number ("0.5", ".5", "1", "5e-1"); nil for anything else: "0x1", "nan", "inf", "1_0"
+local function decimal(s)
+  if not (s:match("^[-+]?%d+%.?%d*$") or s:match("^[-+]?%.%d+$") or s:match("^[-+]?%d+%.?%d*[eE][-+]?%d+$")
+          or s:match("^[-+]?%.%d+[eE][-+]?%d+$")) then
+    return nil
+  end
+  return tonumber(s)
+end
+
 -- the number of blocks of a model (anything with n_layers) or a number
 local function count(m, fn)
   local n = type(m) == "number" and m or (type(m) == "table" or type(m) == "userdata") and m.n_layers
@@ -29,28 +38,39 @@ local function count(m, fn)
   return n
 end
 
--- lt.layers.parse(m_or_n, text[, name]) → the sorted block numbers `text` selects in a model of
--- N blocks (no duplicates). name: the arg, for messages ("--layers"; default "layers").
-function layers.parse(m, text, name)
-  local n = count(m, "lt.layers.parse")
+-- the block numbers `text` selects in a model of n blocks, as a set; n nil: the terms are only
+-- checked (numbers, shares, ranges; not against a model). fn: the function, for messages.
+local function read(n, text, name, fn)
   name = name or "layers"
-  if type(text) == "number" then text = ("%d"):format(text) end
-  if type(text) ~= "string" then
-    error(("lt.layers.parse: %s: expected text (%s), got %s"):format(name, terms, type(text)), 2)
+  -- a number arg's value: a whole number as its digits (then a block, in range or not); 1.5,
+  -- 1e308, NaN and inf as Lua writes them, which no term matches (before, %d made 1.5 block 1,
+  -- and 2^63, 1e308, NaN and inf block -9223372036854775808)
+  if type(text) == "number" then
+    local v = text
+    if v ~= v then text = "nan"
+    elseif v == math.floor(v) and math.abs(v) < 1e21 then text = ("%.0f"):format(v)
+    else text = tostring(v) end
   end
-  local function bad(term, why) error(("%s=%s: '%s' %s"):format(name, text, term, why), 0) end
+  if type(text) ~= "string" then
+    error(("%s: %s: expected text (%s), got %s"):format(fn, name, terms, type(text)), 3)
+  end
+  -- (a text or term of more than 100 characters shown by its first 80 and its length)
+  local function short(s) return #s > 100 and ("%s... (%d characters)"):format(s:sub(1, 80), #s) or s end
+  local function bad(term, why) error(("%s=%s: '%s' %s"):format(name, short(text), short(term), why), 0) end
   local seen = {}
+  -- s: digits with an optional '-', named as written (a number past 2^53 is out of range anyway)
   local function block(term, s)
     local l = tonumber(s)
+    if not n then return l end
     local i = l < 0 and n + l or l
     if i < 0 or i >= n then
-      bad(term, ("names block %d, outside %s (%d blocks)"):format(l, l < 0 and ("-" .. n .. "..-1") or ("0.." .. n - 1), n))
+      bad(term, ("names block %s, outside %s (%d blocks)"):format(s, l < 0 and ("-" .. n .. "..-1") or ("0.." .. n - 1), n))
     end
     return i
   end
   local function fraction(term, s)
-    local f = tonumber(s)
-    if not f or f < 0 or f > 1 then bad(term, "wants a share F from 0 to 1") end
+    local f = decimal(s)
+    if not (f and f >= 0 and f <= 1) then bad(term, "wants a share F from 0 to 1") end
     return f
   end
   local function add(set)
@@ -58,30 +78,51 @@ function layers.parse(m, text, name)
   end
   if text:match("^%s*$") then bad(text, ("is empty: expected %s"):format(terms)) end
   for raw in (text .. ","):gmatch("([^,]*),") do
-    local term = raw:match("^%s*(.-)%s*$")
+    -- trimmed in one pass (a lazy "(.-)%s*$" retried the tail at every character: 2.7 s for 40 KB)
+    local first = raw:find("%S")
+    local term = first and raw:match("^.*%S", first) or ""
     local kind, arg = term:match("^(%a+):(.*)$")
     local a, b = term:match("^(%-?%d+)%-(%-?%d+)$")
     if term == "" then bad(term, ("is empty: expected %s"):format(terms))
-    elseif term == "all" then for l = 0, n - 1 do seen[l] = true end
+    elseif term == "all" then for l = 0, (n or 0) - 1 do seen[l] = true end
     elseif term:match("^%-?%d+$") then seen[block(term, term)] = true
     elseif a then
       local lo, hi = block(term, a), block(term, b)
-      if lo > hi then bad(term, ("runs backwards (block %d to block %d)"):format(lo, hi)) end
-      for l = lo, hi do seen[l] = true end
-    elseif kind == "middle" then
-      local k = tonumber(arg)
-      if not (k and k == math.floor(k) and k >= 1 and k <= n) then
-        bad(term, ("wants a whole number of blocks K from 1 to %d"):format(n))
+      -- (without a model, only a range whose ends count the same way is known to run backwards)
+      if lo > hi and (n or (lo < 0) == (hi < 0)) then
+        bad(term, ("runs backwards (block %d to block %d)"):format(lo, hi))
       end
-      add(layers.middle(n, k))
-    elseif kind == "shallow" then add(layers.shallow(n, fraction(term, arg)))
-    elseif kind == "deep" then add(layers.deep(n, fraction(term, arg)))
+      for l = lo, n and hi or lo - 1 do seen[l] = true end
+    elseif kind == "middle" then
+      local k = decimal(arg)
+      if not (k and k == math.floor(k) and k >= 1 and k <= (n or math.huge)) then
+        bad(term, n and ("wants a whole number of blocks K from 1 to %d"):format(n) or "wants a whole number of blocks K, 1 or more")
+      end
+      if n then add(layers.middle(n, k)) end
+    elseif kind == "shallow" or kind == "deep" then
+      local f = fraction(term, arg)
+      if n then add(layers[kind](n, f)) end
     else bad(term, ("is not a term (%s)"):format(terms)) end
   end
+  return seen
+end
+
+-- lt.layers.parse(m_or_n, text[, name]) → the sorted block numbers `text` selects in a model of
+-- N blocks (no duplicates). name: the arg, for messages ("--layers"; default "layers").
+function layers.parse(m, text, name)
   local out = {}
-  for l in pairs(seen) do out[#out + 1] = l end
+  for l in pairs(read(count(m, "lt.layers.parse"), text, name, "lt.layers.parse")) do out[#out + 1] = l end
   table.sort(out)
   return out
+end
+
+-- lt.layers.check(text[, name]) → true when `text` is in the grammar, with its numbers whole
+-- and its shares from 0 to 1, before any model is there (a study's arg with `layers = true`,
+-- lt.study: --layers=deep:nan is a usage error before the model is made); the same errors as
+-- lt.layers.parse, less those that need the model's blocks.
+function layers.check(text, name)
+  read(nil, text, name, "lt.layers.check")
+  return true
 end
 
 -- lt.layers.spec(m, text[, name]) → the freeze spec of `text` for m:train_only / m:freeze: "all"

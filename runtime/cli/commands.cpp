@@ -56,8 +56,9 @@ std::string ArgReader::value() {
 
 int64_t ArgReader::integer() {
   const std::string v = value();
-  LT_CHECK(!v.empty() && v.find_first_not_of("0123456789") == std::string::npos,
-           "{}: {} expects a non-negative integer, got '{}'", command_, key_, v);
+  // (18 digits at most: past them stoll threw, and the message was "stoll")
+  LT_CHECK(!v.empty() && v.size() <= 18 && v.find_first_not_of("0123456789") == std::string::npos,
+           "{}: {} expects a non-negative integer (at most 18 digits), got '{}'", command_, key_, v);
   return std::stoll(v);
 }
 

@@ -30,13 +30,21 @@ constexpr size_t kSqlMaxBytes = 16u << 20;  // of an answer's strings and blobs
 constexpr size_t kDefaultPoints = 2000, kMaxPoints = 100000;
 constexpr uintmax_t kMaxArtifactBytes = 64u << 20;  // the most an answer may have (server.cpp)
 constexpr size_t kMaxCompare = 5000;  // runs of one /api/compare request
-// What one request has read from the store (Api's request_bytes) is counted as the reader
-// counts (strings' bytes, 8 a number) plus kCellBytes a cell for the Value holding it.
-constexpr size_t kCellBytes = sizeof(store::Value);
-// and each statement as this many bytes: a walk that reads the store a row per statement (the
+// What one request holds (Api's request_bytes) is counted as the reader counts its rows
+// (Reader::row_bytes: what they take in memory), plus kJsonCellBytes a cell made a JSON
+// object's member (a map node with its key), plus what a comparison builds per point
+// (kPointBytes), plus its answer; and each statement as this many bytes: a walk that reads the store a row per statement (the
 // parents of a run, in a store edited to hold a cycle) ends after request_bytes / 2 KB
 // statements (65,536), a second or two, not after tens of millions
 constexpr size_t kStatementBytes = 2048;
+constexpr size_t kJsonCellBytes = 128;
+// A comparison (store::compare_runs) keeps per metric point of either run a Point (three
+// strings and a Value, 144 bytes, in a vector that grows by doubling) and a map node of its key
+// (96 bytes or more): 512 bytes a point besides the row read (168 bytes for 3 columns), 680 in
+// all, where the server's peak grew by 365 bytes a point (a compare of two runs of 300k points,
+// names of 2 characters); a long name adds to it (its three strings), counted from the names'
+// lengths.
+constexpr size_t kPointBytes = 512;
 // eval items: the prompt and output of an item shown up to this many characters, and items of one
 // answer up to kEvalPageBytes (at least one): past that the answer says `truncated` and where the
 // next page starts
@@ -63,7 +71,7 @@ json to_json(const Value& v) {
 }
 
 // rows as objects {column: value}
-json objects(const store::Table& t) {
+json table_objects(const store::Table& t) {
   json out = json::array();
   for (const auto& row : t.rows) {
     json o = json::object();
@@ -125,8 +133,28 @@ Response json_response(const json& j, int status = 200) {
 
 class Handler {
  public:
-  Handler(Reader& db, int sql_timeout_ms, size_t request_bytes)
-      : db_(db), sql_timeout_ms_(sql_timeout_ms), request_bytes_(request_bytes), budget_(request_bytes) {}
+  Handler(Reader& db, int sql_timeout_ms, size_t request_bytes, const std::shared_ptr<MemoryBudget>& server)
+      : db_(db), sql_timeout_ms_(sql_timeout_ms), request_bytes_(request_bytes), budget_(request_bytes), server_(server) {}
+  ~Handler() { server_->give(taken_); }
+  Handler(const Handler&) = delete;
+  Handler& operator=(const Handler&) = delete;
+
+  // The answer made: of what this request took from the server's budget, its body's share stays
+  // taken until the body is sent (r.hold), the rest goes back now; a body larger than what was
+  // charged is charged first (a 413 or 503 in its place when that fails).
+  Response finish(Response r) {
+    const size_t body = r.body.capacity() + 1;
+    try {
+      if (body > taken_) charge(body - taken_);
+    } catch (const HttpError& e) {
+      return json_response({{"error", e.what()}}, e.status);
+    }
+    server_->give(taken_ - body);
+    taken_ = 0;
+    auto server = server_;
+    r.hold = std::shared_ptr<void>(nullptr, [server, body](void*) { server->give(body); });
+    return r;
+  }
 
   Response route(const std::string& path, const Params& p) {
     const auto parts = split(path, '/');  // "", "api", ...
@@ -162,30 +190,66 @@ class Handler {
   Reader& db_;
   int sql_timeout_ms_;
   size_t request_bytes_;
-  size_t budget_;  // of request_bytes_, what is left to read
+  size_t budget_;  // of request_bytes_, what is left
+  std::shared_ptr<MemoryBudget> server_;
+  size_t taken_ = 0;     // from the server's budget
+  size_t reserved_ = 0;  // charged ahead (expect) and not yet used
 
-  // `bytes` more of this request's budget, or a 413
+  // `bytes` more of this request's budget (a 413 past it) and of the server's (a 503)
   void charge(size_t bytes) {
+    const size_t prepaid = std::min(bytes, reserved_);
+    reserved_ -= prepaid;
+    bytes -= prepaid;
+    if (bytes == 0) return;
     if (bytes > budget_)
       http_fail(413, "this answer would read more than {} MB of the run store; ask for less (fewer runs or "
                 "names, a smaller limit= or points=), or use the command line (ltrun sql, ltrun compare)",
                 std::max<size_t>(request_bytes_ >> 20, 1));
+    if (!server_->take(bytes)) busy();
     budget_ -= bytes;
+    taken_ += bytes;
   }
+  [[noreturn]] void busy() {
+    http_fail(503, "busy: the requests in flight hold {} MB of the {} MB this server gives them all; try again in a "
+              "moment", server_->used() >> 20, server_->cap() >> 20);
+  }
+  // Before reading: what the counts of rows say the reading will hold (`bytes`; `what` names
+  // the rows, for the message). Past this request's budget: a 413 now, before any is read;
+  // otherwise it is charged ahead, and the reading draws on it.
+  void expect(size_t bytes, const std::string& what) {
+    if (bytes <= reserved_) return;
+    if (bytes - reserved_ > budget_)
+      http_fail(413, "{}: about {} MB in memory, past the {} MB one request may hold here; ask for less (fewer runs "
+                "or names, a smaller limit= or points=), or use the command line (ltrun sql, ltrun compare)",
+                what, std::max<size_t>(bytes >> 20, 1), std::max<size_t>(request_bytes_ >> 20, 1));
+    const size_t more = bytes - reserved_;
+    reserved_ = 0;
+    charge(more);
+    reserved_ = bytes;
+  }
+  // what a row of `columns` values (numbers, short texts) holds as the reader reads it
+  static size_t row_estimate(size_t columns) { return row_bytes(std::vector<Value>(columns)); }
 
-  store::Table q(const std::string& sql, const std::vector<Value>& binds = {}) {
+  Meter meter(size_t row_extra = 0) { return Meter{[this](size_t n) { charge(n); }, row_extra}; }
+
+  store::Table q(const std::string& sql, const std::vector<Value>& binds = {}, size_t row_extra = 0) {
     if (db_.cancelled()) http_fail(503, "the server is stopping");
-    Reader::Result r;
+    charge(kStatementBytes);
+    const Meter m = meter(row_extra);
     try {
-      r = db_.query(sql, binds, SIZE_MAX, 10000, budget_);
-    } catch (const TooLarge&) {
-      charge(SIZE_MAX);
+      return std::move(db_.query(sql, binds, SIZE_MAX, 10000, SIZE_MAX, &m).table);
+    } catch (const HttpError&) {
+      throw;
     } catch (const Error&) {
       if (db_.cancelled()) http_fail(503, "the server is stopping");
       throw;
     }
-    charge(kStatementBytes + r.bytes + r.table.rows.size() * r.table.columns.size() * kCellBytes);
-    return std::move(r.table);
+  }
+
+  // rows as JSON objects {column: value}, each member charged
+  json objects(const store::Table& t) {
+    charge(t.rows.size() * t.columns.size() * kJsonCellBytes);
+    return table_objects(t);
   }
 
   void require_run(int64_t id) {
@@ -219,8 +283,9 @@ class Handler {
     if (text.empty()) http_fail(400, "sql: give ?q=SELECT ... or ?name=NAME");
     Reader::Result r;
     try {
-      r = db_.query(text, {}, kSqlMaxRows, sql_timeout_ms_, kSqlMaxBytes);
-      charge(r.bytes + r.table.rows.size() * r.table.columns.size() * kCellBytes);
+      const Meter m = meter();
+      r = db_.query(text, {}, kSqlMaxRows, sql_timeout_ms_, kSqlMaxBytes, &m);
+      charge(r.table.rows.size() * r.table.columns.size() * sizeof(json));  // its rows as JSON arrays
     } catch (const HttpError&) {
       throw;
     } catch (const Refused& e) {
@@ -535,7 +600,26 @@ class Handler {
     char* end = nullptr;
     const double tol = std::strtod(t.c_str(), &end);
     if (t.empty() || *end != '\0' || !(tol >= 0 && tol < 1)) http_fail(400, "tolerance: expected a number in [0, 1), got '{}'", t);
-    const store::Query query = [this](const std::string& sql, const std::vector<Value>& bs) { return q(sql, bs); };
+    // The points of both trees counted first (index ranges, no value read): a comparison that
+    // would pass the budget is refused before it reads them. Each point costs its row as read,
+    // kPointBytes and its name thrice (the three strings of a point hold it).
+    size_t need = 0;
+    int64_t points = 0;
+    for (const int64_t run : {a, b}) {
+      const auto c = q("WITH RECURSIVE t(id) AS (SELECT ? UNION ALL SELECT r.id FROM runs r JOIN t ON r.parent_id = t.id) "
+                       "SELECT (SELECT count(*) FROM metrics WHERE run_id IN t), "
+                       "(SELECT coalesce(sum(length(CAST(name AS BLOB))), 0) FROM metrics WHERE run_id IN t), "
+                       "(SELECT count(*) FROM layer_metrics WHERE run_id IN t), "
+                       "(SELECT coalesce(sum(length(CAST(name AS BLOB)) + length(CAST(grp AS BLOB))), 0) FROM layer_metrics WHERE run_id IN t)",
+                       {Value(run)});
+      const auto& r = c.rows[0];
+      const int64_t m = std::get<int64_t>(r[0]), l = std::get<int64_t>(r[2]);
+      points += m + l;
+      need += size_t(m) * (row_estimate(3) + kPointBytes) + size_t(l) * (row_estimate(5) + kPointBytes) +
+              3 * size_t(std::get<int64_t>(r[1]) + std::get<int64_t>(r[3]));
+    }
+    expect(need, fmt::format("runs {} and {} have {} metric and layer metric points", a, b, points));
+    const store::Query query = [this](const std::string& sql, const std::vector<Value>& bs) { return q(sql, bs, kPointBytes); };
     const store::Comparison c = store::compare_runs(query, db_.schema_version(), a, b, tol, true);
     return {{"a", a}, {"b", b}, {"tolerance", tol}, {"report", c.report}, {"total_a", c.total_a}, {"eval", eval_diff(a, b)},
             {"equal", c.equal}, {"within", c.within}, {"different", c.different}, {"only_a", c.only_a},
@@ -660,6 +744,12 @@ class Handler {
   json compare_metrics(const std::vector<int64_t>& ids, const Params& p) {
     const std::vector<std::string> names = split(param(p, "name"), ',');
     if (names.empty()) http_fail(400, "compare/metrics: give ?name=A,B");
+    // all the series counted first: past the budget, refused before any is read
+    std::vector<Value> b;
+    std::string in = in_ids(ids, b), in_names = " AND name IN (";
+    for (size_t i = 0; i < names.size(); i++) in_names += i ? ", ?" : "?", b.emplace_back(names[i]);
+    const int64_t n = std::get<int64_t>(q("SELECT count(*) FROM metrics WHERE " + in + in_names + ")", b).rows[0][0]);
+    expect(size_t(n) * 2 * sizeof(double), fmt::format("the {} metric(s) of the {} run(s) have {} points", names.size(), ids.size(), n));
     json series = json::array();
     for (int64_t id : ids)
       for (auto& s : metric_series(id, names, p, false)) {
@@ -782,16 +872,24 @@ class Handler {
     json series = json::array();
     for (const auto& name : names) {
       if (db_.cancelled()) http_fail(503, "the server is stopping");
+      // counted first (an index range): a series past the budget is refused unread
+      const int64_t n = std::get<int64_t>(
+          q("SELECT count(*) FROM metrics WHERE run_id = ? AND name = ?", {Value(id), Value(name)}).rows[0][0]);
+      expect(size_t(n) * 2 * sizeof(double), fmt::format("metric '{}' of run {} has {} points", name, id, n));
       std::vector<std::vector<double>> cols;
+      const Meter m = meter();
       try {
         cols = db_.numeric_columns(
             x == "step" ? "SELECT step, value FROM metrics WHERE run_id = ? AND name = ? ORDER BY step, rowid"
                         : "SELECT t, value FROM metrics WHERE run_id = ? AND name = ? ORDER BY t, rowid",
-            {Value(id), Value(name)}, 10000, budget_ / sizeof(double));
-      } catch (const TooLarge&) {
-        charge(SIZE_MAX);
+            {Value(id), Value(name)}, 10000, SIZE_MAX, size_t(n), &m);
+      } catch (const HttpError&) {
+        throw;
+      } catch (const Error&) {
+        if (db_.cancelled()) http_fail(503, "the server is stopping");
+        throw;
       }
-      charge(kStatementBytes + (cols.empty() ? 0 : cols.size() * cols[0].size() * sizeof(double)));
+      charge(kStatementBytes);
       if (cols.empty() || cols[0].empty()) {
         if (required) http_fail(404, "run {} has no metric '{}'", id, name);
         continue;
@@ -817,6 +915,10 @@ class Handler {
     Value step = steps.rows.back()[0];
     const std::string s = param(p, "step");
     if (!s.empty()) step = Value(parse_int("step", s));
+    const int64_t n = std::get<int64_t>(q("SELECT count(*) FROM layer_metrics WHERE run_id = ? AND name = ? AND step IS ?",
+                                          {Value(id), Value(name), step}).rows[0][0]);
+    expect(size_t(n) * (row_estimate(3) + sizeof(json)),
+           fmt::format("layer metric '{}' of run {} has {} values at step {}", name, id, n, store::to_text(step)));
     auto t = q("SELECT grp, layer, value FROM layer_metrics WHERE run_id = ? AND name = ? AND step IS ? ORDER BY rowid",
                {Value(id), Value(name), step});
     if (t.rows.empty()) http_fail(404, "run {}: layer metric '{}' has no rows at step {}", id, name, store::to_text(step));
@@ -981,14 +1083,29 @@ bool heavy_route(const std::string& path) {
   return what == "sql" || what == "table" || what == "compare" || (what == "runs" && parts.size() >= 4);
 }
 
-Api::Api(std::shared_ptr<Reader> reader, int sql_timeout_ms, size_t request_bytes)
-    : reader_(std::move(reader)), sql_timeout_ms_(sql_timeout_ms), request_bytes_(request_bytes) {}
+bool MemoryBudget::take(size_t n) {
+  size_t used = used_.load();
+  do {
+    if (n > cap_ - used) return false;
+  } while (!used_.compare_exchange_weak(used, used + n));
+  for (size_t peak = peak_.load(); used + n > peak && !peak_.compare_exchange_weak(peak, used + n);) {}
+  return true;
+}
+
+void MemoryBudget::give(size_t n) { used_ -= n; }
+
+Api::Api(std::shared_ptr<Reader> reader, int sql_timeout_ms, size_t request_bytes, std::shared_ptr<MemoryBudget> server)
+    : reader_(std::move(reader)), sql_timeout_ms_(sql_timeout_ms), request_bytes_(request_bytes),
+      server_(server ? std::move(server) : std::make_shared<MemoryBudget>(kServerBytes)) {}
 
 Response Api::get(const std::string& path, const Params& params) const {
   try {
-    return Handler(*reader_, sql_timeout_ms_, request_bytes_).route(path, params);
+    Handler h(*reader_, sql_timeout_ms_, request_bytes_, server_);
+    return h.finish(h.route(path, params));
   } catch (const HttpError& e) {
-    return json_response({{"error", e.what()}}, e.status);
+    Response r = json_response({{"error", e.what()}}, e.status);
+    if (e.status == 503) r.headers = {{"Retry-After", "2"}};
+    return r;
   } catch (const Refused& e) {
     return json_response({{"error", e.what()}}, 403);
   } catch (const std::exception& e) {

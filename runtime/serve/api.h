@@ -47,6 +47,7 @@
 //                                         200 solved by one only, with both predictions, prompts
 //                                         and outputs
 #pragma once
+#include <atomic>
 #include <map>
 #include <memory>
 #include <string>
@@ -62,6 +63,27 @@ struct Response {
   std::string content_type = "application/json";
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;
+  // the share of the server's budget (MemoryBudget) the body holds: given back when the last
+  // copy of this goes (the server keeps it until the body is sent)
+  std::shared_ptr<void> hold;
+};
+
+// What all requests in flight may hold at once (the server's bound): every charge of a request
+// (Api: the rows it reads, the points it builds, its answer) is taken from it too, and given
+// back when the request's answer has been sent. A request that would pass it gets a 503 (try
+// again) before it reads on: what requests hold stays under `bytes` however many run at once.
+class MemoryBudget {
+ public:
+  explicit MemoryBudget(size_t bytes) : cap_(bytes) {}
+  bool take(size_t n);  // false (and nothing taken): that much is not left
+  void give(size_t n);
+  size_t cap() const { return cap_; }
+  size_t used() const { return used_; }
+  size_t peak() const { return peak_; }  // the most ever held at once
+
+ private:
+  const size_t cap_;
+  std::atomic<size_t> used_{0}, peak_{0};
 };
 
 using Params = std::multimap<std::string, std::string>;
@@ -74,18 +96,24 @@ bool heavy_route(const std::string& path);
 
 class Api {
  public:
-  // What one request may read from the store (its values, with their overhead in memory):
-  // past it the answer is a 413 saying to ask for less. It bounds every answer built in memory
-  // (its JSON is of the same order) and every walk that reads the store row by row, a parent
-  // cycle of an edited store included; the server runs few such requests at once (server.cpp),
-  // so that together they are bounded too.
+  // What one request may hold (ltrun serve --request-mb): the rows it reads from the store as
+  // they sit in memory (Reader::row_bytes), what it builds from them, its answer. Past it the
+  // answer is a 413 saying to ask for less; where counts of rows tell beforehand that a request
+  // would pass it (a comparison, metric series, layer metrics), the 413 comes before any of
+  // them is read. It bounds every walk that reads the store row by row too, a parent cycle of
+  // an edited store included.
   static constexpr size_t kRequestBytes = size_t(128) << 20;
+  // What all requests in flight may hold together (ltrun serve --memory-mb): MemoryBudget.
+  static constexpr size_t kServerBytes = size_t(256) << 20;
 
-  // sql_timeout_ms: a statement of /api/sql running longer is stopped (400)
-  explicit Api(std::shared_ptr<Reader> reader, int sql_timeout_ms = 10000, size_t request_bytes = kRequestBytes);
+  // sql_timeout_ms: a statement of /api/sql running longer is stopped (400); server: the
+  // budget shared with the other requests of the server (nullptr: one of kServerBytes)
+  explicit Api(std::shared_ptr<Reader> reader, int sql_timeout_ms = 10000, size_t request_bytes = kRequestBytes,
+               std::shared_ptr<MemoryBudget> server = nullptr);
   // path without the query string; never throws (errors become JSON responses). What one
-  // request reads from the store is bounded (past it: 413), so is every answer.
+  // request holds is bounded (past it: 413), and what all hold together (past it: 503).
   Response get(const std::string& path, const Params& params) const;
+  const MemoryBudget& server_budget() const { return *server_; }
   // The server stops: queries in flight end at their next progress check, later ones at once
   // (503), so that no request holds the server up.
   void stop() const { reader_->cancel(); }
@@ -94,6 +122,7 @@ class Api {
   std::shared_ptr<Reader> reader_;
   int sql_timeout_ms_;
   size_t request_bytes_;
+  std::shared_ptr<MemoryBudget> server_;
 };
 
 }  // namespace ltrun::serve

@@ -331,12 +331,49 @@ void Reader::each_row(const std::string& sql, const std::vector<store::Value>& b
   if (rc != SQLITE_DONE) fail_step(db, rc, timeout_ms);
 }  // finalizing the statement ends the read transaction, so the writer can checkpoint the WAL
 
+size_t row_bytes(const std::vector<store::Value>& row) {
+  constexpr size_t kMalloc = 16;  // glibc's header, and its rounding to 16 bytes
+  auto alloc = [](size_t n) { return (n + kMalloc + 15) / 16 * 16; };
+  size_t bytes = sizeof(row) + alloc(row.size() * sizeof(store::Value));
+  for (const auto& v : row)
+    if (const auto* s = std::get_if<std::string>(&v); s && s->capacity() > 15) bytes += alloc(s->capacity() + 1);
+  return bytes;
+}
+
+namespace {
+
+// charges a meter every kMeterChunk bytes (and at the end), counting what was read in all
+constexpr size_t kMeterChunk = 64 * 1024;
+struct Metering {
+  const Meter* meter;
+  std::atomic<uint64_t>& total;
+  size_t pending = 0;
+  void add(size_t n) {
+    total += n;
+    pending += n;
+    if (pending >= kMeterChunk) flush();
+  }
+  void flush() {
+    const size_t n = pending;
+    pending = 0;
+    if (meter && meter->charge && n) meter->charge(n);
+  }
+};
+
+}  // namespace
+
 Reader::Result Reader::query(const std::string& sql, const std::vector<store::Value>& binds,
-                             size_t max_rows, int timeout_ms, size_t max_bytes) {
+                             size_t max_rows, int timeout_ms, size_t max_bytes, const Meter* meter) {
   Result r;
   size_t bytes = 0;
+  Metering m{meter, bytes_read_};
+  const size_t extra = meter ? meter->row_extra : 0;
   auto columns = [&](sqlite3_stmt* st) {
     for (int i = 0; i < sqlite3_column_count(st); i++) r.table.columns.push_back(sqlite3_column_name(st, i));
+  };
+  auto too_large = [&] {
+    return TooLarge(fmt::format("the result passed {} MB after {} rows; select fewer or shorter columns, or fewer "
+                                "rows (LIMIT)", max_bytes >> 20, r.table.rows.size()));
   };
   each_row(sql, binds, timeout_ms, [&](sqlite3_stmt* st) {
     const int n = sqlite3_column_count(st);
@@ -345,10 +382,11 @@ Reader::Result Reader::query(const std::string& sql, const std::vector<store::Va
       return false;
     }
     std::vector<store::Value> row(n);
+    size_t strings = 0;  // checked before each is copied: one long value is refused unread
     for (int i = 0; i < n; i++) {
       switch (sqlite3_column_type(st, i)) {
-        case SQLITE_INTEGER: row[i] = int64_t(sqlite3_column_int64(st, i)); bytes += 8; break;
-        case SQLITE_FLOAT: row[i] = sqlite3_column_double(st, i); bytes += 8; break;
+        case SQLITE_INTEGER: row[i] = int64_t(sqlite3_column_int64(st, i)); break;
+        case SQLITE_FLOAT: row[i] = sqlite3_column_double(st, i); break;
         case SQLITE_NULL: break;
         default: {
           const auto* t = reinterpret_cast<const char*>(sqlite3_column_text(st, i));
@@ -357,38 +395,44 @@ Reader::Result Reader::query(const std::string& sql, const std::vector<store::Va
             if (ec == SQLITE_NOMEM || ec == SQLITE_TOOBIG) fail_step(sqlite3_db_handle(st), ec, timeout_ms);
           }
           const size_t len = size_t(sqlite3_column_bytes(st, i));
-          bytes += len;
-          if (bytes > max_bytes)
-            throw TooLarge(fmt::format("the result passed {} MB after {} rows; select fewer or shorter columns, or "
-                                       "fewer rows (LIMIT)", max_bytes >> 20, r.table.rows.size()));
+          strings += len;
+          if (bytes + strings > max_bytes) throw too_large();
           row[i] = t ? std::string(t, len) : std::string();
         }
       }
     }
-    if (bytes > max_bytes)
-      throw TooLarge(fmt::format("the result passed {} MB after {} rows; select fewer or shorter columns, or fewer "
-                                 "rows (LIMIT)", max_bytes >> 20, r.table.rows.size()));
+    const size_t held = row_bytes(row) + extra;
+    if ((bytes += held) > max_bytes) throw too_large();
     r.table.rows.push_back(std::move(row));
+    m.add(held);
     return true;
   }, columns);
+  m.flush();
   r.bytes = bytes;
   return r;
 }
 
 std::vector<std::vector<double>> Reader::numeric_columns(const std::string& sql,
                                                          const std::vector<store::Value>& binds,
-                                                         int timeout_ms, size_t max_cells) {
+                                                         int timeout_ms, size_t max_cells, size_t reserve_rows,
+                                                         const Meter* meter) {
   std::vector<std::vector<double>> cols;
   size_t cells = 0;
-  auto columns = [&](sqlite3_stmt* st) { cols.resize(size_t(sqlite3_column_count(st))); };
+  Metering m{meter, bytes_read_};
+  auto columns = [&](sqlite3_stmt* st) {
+    cols.resize(size_t(sqlite3_column_count(st)));
+    for (auto& c : cols) c.reserve(std::min(reserve_rows, max_cells / std::max<size_t>(cols.size(), 1)));
+  };
   each_row(sql, binds, timeout_ms, [&](sqlite3_stmt* st) {
     const int n = int(cols.size());
     if ((cells += size_t(n)) > max_cells)
       throw TooLarge(fmt::format("the series passed {} values after {} rows", max_cells, cols.empty() ? 0 : cols[0].size()));
     for (int i = 0; i < n; i++)
       cols[size_t(i)].push_back(sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i));
+    m.add(size_t(n) * sizeof(double));
     return true;
   }, columns);
+  m.flush();
   return cols;
 }
 

@@ -73,6 +73,45 @@ constexpr size_t kStreamAbove = 256 * 1024;             // a body past it goes o
 constexpr size_t kChunk = 64 * 1024;
 constexpr auto kStopWait = std::chrono::seconds(5);     // for requests in flight at SIGTERM
 
+// A request refused for its head (head_problem) ends its connection after the 400: what follows
+// it on the socket (a body it declared, or one it smuggles) is never read as a request. Set by
+// the pre-routing handler, read by the connection's loop, both on the connection's thread.
+thread_local bool t_close_after_answer = false;
+// what raw_head_problem found in the head as it came over the socket ("" nothing), for the
+// pre-routing handler of the same request, on the same thread
+thread_local std::string t_raw_head_problem;
+
+// What the head's bytes show and the parsed headers no longer do ("" when nothing): cpp-httplib
+// skips a line without a colon, a folded line, a line ending in a bare LF and a header with an
+// empty value (so `Host:` beside `Host: x` was one Host), and %-decodes values (`Content-Length:
+// %35` was 5). RFC 9112 section 5: a server rejects them.
+std::string raw_head_problem(const std::string& head) {
+  size_t hosts = 0;
+  for (size_t at = 0, n = 0; at < head.size(); n++) {
+    const size_t nl = head.find('\n', at);
+    if (nl == std::string::npos) break;
+    if (nl == at || head[nl - 1] != '\r') return "a line that ends in a bare LF";
+    const std::string line = head.substr(at, nl - 1 - at);
+    at = nl + 1;
+    if (n == 0) continue;  // the request line: cpp-httplib's to judge
+    if (line.empty()) break;
+    if (line[0] == ' ' || line[0] == '\t') return "a folded header line (obs-fold)";
+    for (char c : line)
+      if (((unsigned char)c < 0x20 && c != '\t') || c == 0x7f) return "a control character in a header line";
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) return "a header line without a colon";
+    std::string name = line.substr(0, colon), value = line.substr(colon + 1);
+    for (char& c : name) c = char(std::tolower((unsigned char)c));
+    const size_t b = value.find_first_not_of(" \t"), e = value.find_last_not_of(" \t");
+    value = b == std::string::npos ? "" : value.substr(b, e - b + 1);
+    if (name == "host" && ++hosts > 1) return "two Host headers";
+    if (name == "host" && value.find('%') != std::string::npos) return "a '%' in the Host header";
+    if (name == "content-length" && (value.empty() || value.find_first_not_of("0123456789") != std::string::npos))
+      return fmt::format("Content-Length '{}' is not a number", value.substr(0, 40));
+  }
+  return "";
+}
+
 const char* content_type(const std::string& path) {
   auto ends = [&](const char* e) {
     const size_t n = std::strlen(e);
@@ -319,12 +358,14 @@ class RequestStream : public httplib::Stream {
     if (pos_ == len_ && !wait_for(fd_, POLLIN, Clock::now() + idle)) return false;
     deadline_ = Clock::now() + kRequestRead;
     head_read_ = false;
+    head_.clear();
     head_bytes_ = len_ - pos_;
     line_read_ = std::memchr(buf_ + pos_, '\n', len_ - pos_) != nullptr;
     written_ = 0;
     return true;
   }
   void head_read() { head_read_ = true; }
+  const std::string& head() const { return head_; }  // the bytes read before head_read()
   bool cut_off() const { return cut_off_; }  // a read hit the deadline or the head's size limit
   bool head_too_long() const { return head_too_long_; }  // ... the size limit
   bool line_read() const { return line_read_; }  // the request line was read in full
@@ -363,6 +404,7 @@ class RequestStream : public httplib::Stream {
     }
     const size_t n = std::min(size, len_ - pos_);
     std::memcpy(ptr, buf_ + pos_, n);
+    if (!head_read_ && head_.size() < kMaxHeadBytes) head_.append(buf_ + pos_, n);
     pos_ += n;
     return ssize_t(n);
   }
@@ -388,6 +430,7 @@ class RequestStream : public httplib::Stream {
   Clock::time_point deadline_{}, write_deadline_{};
   bool head_read_ = false, cut_off_ = false, head_too_long_ = false, line_read_ = false;
   size_t head_bytes_ = 0, written_ = 0;
+  std::string head_;
   char buf_[4096];
   size_t pos_ = 0, len_ = 0;
 };
@@ -411,10 +454,12 @@ class Server : public httplib::Server {
       for (size_t left = keep_alive_max_count_; left > 0 && svr_sock_ != INVALID_SOCKET; left--) {
         conns_.set_state(*conn, State::waiting);
         if (conns_.closed(*conn) || !strm.next_request(kIdleWait)) break;
-        bool closed = false;
+        bool closed = false, parsed = false;
         const auto setup = [&](httplib::Request&) {  // (a client slow to send its request still waits)
           conns_.set_state(*conn, State::handling);
           strm.head_read();
+          t_raw_head_problem = raw_head_problem(strm.head());
+          parsed = true;
         };
 #if LTRUN_HTTPLIB_041
         int remote_port = 0, local_port = 0;
@@ -426,6 +471,12 @@ class Server : public httplib::Server {
         // a request line or head past kMaxHeadBytes: cpp-httplib's read failed and it closes
         // without a word (0.11 and 0.41 alike); the client learns why
         if (strm.head_too_long() && strm.written() == 0) too_long_answer(strm, strm.line_read());
+        // a request refused for its head, or one cpp-httplib could not read (its 400): nothing
+        // after it on this connection is taken for a request
+        if (t_close_after_answer || !parsed) {
+          t_close_after_answer = false;
+          break;
+        }
         if (!ret || closed || strm.cut_off()) break;  // after a 400 for a request cut off: no more
       }
       conns_.remove(conn);
@@ -497,6 +548,35 @@ std::string lower(std::string s) {
 
 }  // namespace
 
+std::string head_problem(const std::string& method, const std::vector<std::pair<std::string, std::string>>& headers) {
+  constexpr const char* kToken = "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+  size_t hosts = 0;
+  std::string length;
+  bool has_length = false;
+  for (const auto& [name, value] : headers) {
+    if (name.empty() || name.find_first_not_of(kToken) != std::string::npos) {
+      std::string shown;
+      for (char c : name) shown += (unsigned char)c < 0x20 || (unsigned char)c >= 0x7f ? '?' : c;
+      return fmt::format("header name '{}' is not a token (whitespace before the colon, or a character a name cannot "
+                         "hold)", shown);
+    }
+    const std::string n = lower(name);
+    if (n == "host" && ++hosts > 1) return "two Host headers";
+    if (n == "transfer-encoding") return "a Transfer-Encoding header (ltrun serve takes no request body)";
+    if (n == "content-length") {
+      if (has_length) return value == length ? "two Content-Length headers" : "two different Content-Length headers";
+      if (value.empty() || value.size() > 18 || value.find_first_not_of("0123456789") != std::string::npos)
+        return fmt::format("Content-Length '{}' is not a number", value.substr(0, 40));
+      has_length = true;
+      length = value;
+    }
+  }
+  if ((method == "GET" || method == "HEAD") && has_length && std::stoll(length) != 0)
+    return "a GET with a body (Content-Length " + length + ")";
+  return "";
+}
+
+
 void tune_connection(int fd) {
   int yes = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
@@ -543,7 +623,7 @@ void serve(const Options& o, const std::function<void(const std::string&)>& on_l
   limit_sqlite_heap(kSqliteHeapBytes);
   // a thread per connection, and glibc an arena per thread: fewer arenas, less memory kept
   ::mallopt(M_ARENA_MAX, 4);
-  Api api(reader, o.sql_timeout_ms);
+  Api api(reader, o.sql_timeout_ms, o.request_bytes, std::make_shared<MemoryBudget>(o.memory_bytes));
   Server svr;
   svr.set_socket_options(exclusive_socket_options);
   svr.set_default_headers({{"Cache-Control", "no-store"}});
@@ -553,6 +633,19 @@ void serve(const Options& o, const std::function<void(const std::string&)>& on_l
   std::vector<std::string> names = o.allow_hosts;
   if (valid_host_name(o.host)) names.push_back(o.host);  // --host myhost.lan: its own name
   svr.set_pre_routing_handler([names](const httplib::Request& req, httplib::Response& res) {
+    // a head a proxy before this server could read otherwise than it does: 400, and the
+    // connection ends after it
+    const std::string problem = !t_raw_head_problem.empty() ? t_raw_head_problem
+        : head_problem(req.method, std::vector<std::pair<std::string, std::string>>(req.headers.begin(), req.headers.end()));
+    if (!problem.empty()) {
+      Response r;
+      r.status = 400;
+      r.headers = {{"Connection", "close"}};
+      r.body = nlohmann::json{{"error", "bad request: " + problem}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      send(res, r);
+      t_close_after_answer = true;
+      return httplib::Server::HandlerResponse::Handled;
+    }
     const std::string host = req.get_header_value("Host");
     if (host_allowed(host, names)) return httplib::Server::HandlerResponse::Unhandled;
     Response r;
@@ -624,6 +717,7 @@ void serve(const Options& o, const std::function<void(const std::string&)>& on_l
   svr.Put(".*", refuse);
   svr.Delete(".*", refuse);
   svr.Patch(".*", refuse);
+  svr.Options(".*", refuse);
   svr.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (res.status == 404 && res.body.empty())
       res.set_content(nlohmann::json{{"error", "no such page: " + req.path}}.dump(

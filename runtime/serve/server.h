@@ -3,7 +3,10 @@
 #pragma once
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "runtime/serve/api.h"
 
 namespace ltrun::serve {
 
@@ -16,6 +19,10 @@ struct Options {
   // request for any other Host is refused, so that a web page cannot reach the server through
   // a DNS name that it points at this machine (DNS rebinding).
   std::vector<std::string> allow_hosts;
+  // What one request may hold (--request-mb; past it 413) and all requests in flight together
+  // (--memory-mb; past it 503): api.h, Api::kRequestBytes and MemoryBudget
+  size_t request_bytes = Api::kRequestBytes;
+  size_t memory_bytes = Api::kServerBytes;
 };
 
 // Serves until SIGINT or SIGTERM; calls on_listening(url) once the socket is bound (the URL
@@ -43,6 +50,14 @@ bool is_loopback(const std::string& host);
 // brackets) and the names of `allowed`, each with or without a port; names compare without
 // case. No for anything else, an empty Host included.
 bool host_allowed(const std::string& host_header, const std::vector<std::string>& allowed);
+
+// What makes a request's head one a proxy in front of this server could read otherwise than
+// it does ("" when nothing): a header name that is not a token (`Host : x`, a space before the
+// colon), two Host headers, two Content-Length headers or one that is not a number, a
+// Transfer-Encoding, a GET or HEAD with a body. Such a request gets 400 and its connection
+// ends after it (RFC 9112 sections 3.2, 5.1, 6.3). The head's raw bytes are checked besides
+// (server.cpp raw_head_problem: what cpp-httplib drops or %-decodes while parsing).
+std::string head_problem(const std::string& method, const std::vector<std::pair<std::string, std::string>>& headers);
 
 // Is `name` a host name --allow-host takes (letters, digits, '-', '.', '_'; no port)?
 bool valid_host_name(const std::string& name);

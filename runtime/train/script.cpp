@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 
+#include "runtime/core/env.h"
 #include "runtime/dist/dist.h"
 #include "runtime/model/handle.h"
 #include "runtime/model/profile.h"
@@ -168,10 +169,26 @@ TrainOptions train_options(const Options& opts, const model::ModelHandle& h, con
   return o;
 }
 
+// One micro-batch must fit this machine: its logits alone are micro_batch x seq_len x vocab
+// floats, and past the machine's memory the allocator's message named nothing that was given
+// (--micro_batch=1e9: "can't allocate memory: you tried to allocate 262144000000000 bytes").
+void check_micro_batch(const Options& opts, const model::Model& m, int64_t micro_batch, int64_t seq_len) {
+  const long long machine = machine_memory_bytes();
+  const double logits = double(micro_batch) * double(seq_len) * double(m.config().vocab_size) * 4;
+  if (machine > 0 && logits > double(machine))
+    fail("{}: option micro_batch={} (with seq_len {}): one micro-batch's logits alone would take {} ({} windows x {} "
+         "tokens x a vocabulary of {} x 4 bytes), more than this machine's {}; lower micro_batch", opts.fn(),
+         micro_batch, seq_len, human_bytes(logits), micro_batch, seq_len, m.config().vocab_size,
+         human_bytes(double(machine)));
+}
+
 // data = a packed corpus folder (shuffled windows, validation from its val split) or a token
 // tensor [N, seq_len + 1] (with val = a tensor)
 DataSource data_source(const Options& opts, const model::Model& m, const TrainOptions& o, const RunContext& run) {
   const int64_t seq_len = opts.integer("seq_len").value_or(128);
+  const Value& rows = opts["data"];
+  check_micro_batch(opts, m, o.micro_batch,
+                    rows.is_tensor() && rows.tensor().dim() == 2 ? rows.tensor().size(1) - 1 : seq_len);
   const int64_t eval_batches = opts.integer("eval_batches").value_or(8);
   const bool seed_given = opts.integer("seed").has_value();
   const uint64_t seed = opts.seed(run.stream("train.order"));

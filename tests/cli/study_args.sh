@@ -43,6 +43,12 @@ mistake "unknown arg, nothing near" "unknown arg --zzz (known: data, mode, prese
 check "... and no suggestion then" equals "$(grep -c 'did you mean' err.txt)" "0"
 mistake "mistyped value" "usage error: toy: --steps=abc: expected a number" toy.lua --steps=abc
 mistake "out of range" "usage error: toy: --steps=-1: below the least allowed, 1" toy.lua --steps=-1
+# issue 43 item 7: 0x10 was taken as 16, 1e99 passed and failed later with a traceback, and a
+# repeated arg was taken silently by its last value
+mistake "a hexadecimal number" "usage error: toy: --steps=0x10: expected a number (decimal: 12, 0.5, 3e-4)" toy.lua --steps=0x10
+mistake "a whole number past 2^53" "usage error: toy: --steps=1e99: expected a whole number below 2^53" toy.lua --steps=1e99
+mistake "an arg given twice" "usage error: --steps is given twice (--steps=2 and --steps=3): give it once" \
+  toy.lua --steps=2 --steps=3
 mistake "not a choice" "toy: --mode=c: 'c' is not one of a, b" toy.lua --mode=c
 mistake "a near miss of a choice" \
   "toy: --preset=qwen3-grpoo: 'qwen3-grpoo' is not one of \"\", qwen3-grpo, dr-grpo; did you mean qwen3-grpo?" \

@@ -125,6 +125,16 @@ T.case("causal_lm: trains, logs, keeps frozen weights bit-identical", function()
   T.ok(w.layers[3] > 0 and w.layers[4] > 0)
 end)
 
+-- issue 43 item 7: --micro_batch=1e9 ended in the allocator's message ("can't allocate memory:
+-- you tried to allocate ... bytes"), naming nothing that was given
+T.case("causal_lm: a micro-batch past the machine's memory is an error naming the option", function()
+  local rows = lt.randint(0, 50, { 4, 9 })
+  T.raises(function() lt.train.causal_lm(base:clone():train_only("all"), { data = rows, steps = 1, micro_batch = 1e9,
+                                           log = false, progress = false }) end,
+           "lt%.train%.causal_lm: option micro_batch=1000000000 %(with seq_len 8%): one micro%-batch's logits alone would "
+           .. "take 8%.7 TiB %(1000000000 windows x 8 tokens x a vocabulary of 300 x 4 bytes%), more than this machine's")
+end)
+
 T.case("causal_lm: interrupted + resumed = uninterrupted", function()
   local opts = function(dir, extra)
     local o = { data = packed, seq_len = 16, steps = 6, lr = 3e-3, warmup = 0.2, micro_batch = 2,

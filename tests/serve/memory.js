@@ -65,8 +65,11 @@ function unread(path) {
   const counts = (rs) => rs.reduce((m, r) => ((m[r.status] = (m[r.status] || 0) + 1), m), {});
   const compares = await Promise.all(Array.from({ length: 16 }, () => get(`/api/compare?a=${a}&b=${b}`)));
   const cc = counts(compares);
+  // 800k points with what a compare builds per point are about 530 MB, past the 128 MB one
+  // request may hold: refused (413) from the counts, before reading (issue 43 item 5; before,
+  // answered 200 while holding some 400 MB each)
   check(`16 compares of 400k-row runs at once: each answered (${JSON.stringify(cc)})`,
-        compares.every((r) => [200, 413, 503].includes(r.status)) && cc[200] >= 1, cc);
+        compares.every((r) => [413, 503].includes(r.status)) && cc[413] >= 1, cc);
   check("... a refused one says when to try again (Retry-After)", compares.every((r) => r.status !== 503 || r.retry), cc);
 
   const evals = await Promise.all(Array.from({ length: 6 }, () => get(`/api/runs/${evalRun}/eval_items?limit=100`)));

@@ -392,10 +392,96 @@ TEST_CASE("api: eval items are paged by size, long texts cut and said so; a requ
   Api small(std::make_shared<Reader>(path), 5000, size_t(1) << 20);
   r = small.get("/api/runs/" + std::to_string(run) + "/metrics", {{"name", "big"}});
   CHECK(r.status == 413);
-  CHECK(body(r)["error"].get<std::string>().find("would read more than 1 MB of the run store; ask for less") != std::string::npos);
+  CHECK(body(r)["error"].get<std::string>().find("has 200000 points: about 3 MB in memory, past the 1 MB one request "
+                                                 "may hold here; ask for less") != std::string::npos);
   CHECK(small.get("/api/runs/" + std::to_string(run) + "/metrics", {{"name", "loss"}}).status == 200);
   CHECK(small.get("/api/sql", {{"q", "SELECT * FROM metrics"}}).status == 413);
   CHECK(api.get("/api/runs/" + std::to_string(run) + "/metrics", {{"name", "big"}}).status == 200);  // 128 MB
+}
+
+// issue 43 item 5: 8 compares of runs with 1.5M points each took 1.35 GB, each refused (413) only
+// after reading them; what a compare builds per point was not counted at all
+TEST_CASE("api: a request over its budget is refused before its rows are read; requests share the server's budget") {
+  const std::string path = fresh_store("budget");
+  int64_t a = 0, b = 0, c = 0;
+  {
+    auto st = store::Store::open(path);
+    for (int64_t* id : {&a, &b, &c}) {
+      store::RunStart rs;
+      rs.name = "big";
+      *id = st->begin_run(rs);
+      st->end_run(*id, store::Status::ok);
+    }
+  }
+  {
+    sqlite3* db = nullptr;
+    sqlite3_open(path.c_str(), &db);
+    const std::string sql = fmt::format(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 50000) "
+        "INSERT INTO metrics(run_id, name, step, value, t) SELECT r, 'm' || (i % 2), i, i, 0 FROM n, "
+        "(SELECT {0} AS r UNION ALL SELECT {1}); "
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 250000) "
+        "INSERT INTO metrics(run_id, name, step, value, t) SELECT {2}, CASE WHEN i <= 100000 THEN 'series' ELSE 'long' END, i, i, 0 FROM n; "
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 20000) "
+        "INSERT INTO layer_metrics(run_id, name, grp, layer, step, value) SELECT {2}, 'norm', 'g' || (i / 100), i % 100, 1, i FROM n",
+        a, b, c);
+    REQUIRE(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(db);
+  }
+  auto reader = std::make_shared<Reader>(path);
+  auto server = std::make_shared<MemoryBudget>(size_t(4) << 20);
+  const Api api(reader, 5000, size_t(2) << 20, server);  // 2 MB a request, 4 MB in all
+  // the counts come first, and nothing else is read: a few hundred bytes of count rows
+  auto refused_unread = [&](const std::string& url, const Params& p, const std::string& says) {
+    const uint64_t before = reader->bytes_read();
+    const auto r = api.get(url, p);
+    INFO(url << " -> " << r.status << " " << r.body.substr(0, 300));
+    CHECK(r.status == 413);
+    CHECK(r.body.find(says) != std::string::npos);
+    CHECK(r.body.find("past the 2 MB one request may hold here") != std::string::npos);
+    CHECK(reader->bytes_read() - before < 4096);
+  };
+  const std::string ids = fmt::format("{}-{}", a, c);
+  // a compare of 100,000 points: about 68 MB with what it builds per point (before: answered 200)
+  refused_unread("/api/compare", {{"a", std::to_string(a)}, {"b", std::to_string(b)}},
+                 fmt::format("runs {} and {} have 100000 metric and layer metric points", a, b));
+  // a series of 100,000 points: 1.6 MB as two columns of doubles, served; one of 150,000: refused
+  const std::string series = fmt::format("/api/runs/{}/metrics", c);
+  uint64_t before = reader->bytes_read();
+  auto r = api.get(series, {{"name", "series"}});
+  REQUIRE(r.status == 200);
+  CHECK(body(r)["series"][0]["points"] == 100000);
+  CHECK(reader->bytes_read() - before >= 1600000);
+  CHECK(server->used() == r.body.capacity() + 1);  // its body's share, until the answer goes
+  r = Response{};
+  refused_unread(series, {{"name", "long"}}, fmt::format("metric 'long' of run {} has 150000 points: about 2 MB", c));
+  refused_unread("/api/compare/metrics", {{"ids", ids}, {"name", "m0,series"}},
+                 "the 2 metric(s) of the 3 run(s) have 150000 points: about 2 MB");
+  refused_unread(fmt::format("/api/runs/{}/layer_metrics", c), {{"name", "norm"}},
+                 fmt::format("layer metric 'norm' of run {} has 20000 values at step 1", c));
+  CHECK(server->used() == 0);  // every request gave back what it took
+
+  // 8 clients asking at once for the 1.6 MB series, 10 times each: at most 4 MB is ever held
+  // (two such requests), the others are told to come back (503, Retry-After)
+  std::atomic<int> ok{0}, busy{0}, other{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 8; t++)
+    clients.emplace_back([&] {
+      for (int k = 0; k < 10; k++) {
+        const auto resp = api.get(series, {{"name", "series"}});
+        if (resp.status == 200) ok++;
+        else if (resp.status == 503 && resp.body.find("busy: the requests in flight hold") != std::string::npos &&
+                 resp.headers == std::vector<std::pair<std::string, std::string>>{{"Retry-After", "2"}}) busy++;
+        else other++;
+      }
+    });
+  for (auto& t : clients) t.join();
+  INFO(ok << " answered, " << busy << " busy, " << other << " other; peak " << server->peak());
+  CHECK(other == 0);
+  CHECK(ok > 0);
+  CHECK(server->peak() <= server->cap());
+  CHECK(server->peak() >= 1600000);
+  CHECK(server->used() == 0);
 }
 
 TEST_CASE("api: heavy routes; after stop() every request is a 503 at once") {

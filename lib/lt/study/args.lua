@@ -2,31 +2,74 @@
 -- table, and merging them into defaults with the defaults' types.
 local M = {}
 
--- "true"/"false" → boolean, numbers → number, anything else stays a string
+-- A number as the command line writes one: decimal, with an optional sign, point and exponent
+-- ("12", "-3", "0.5", ".5", "3e-4"); nil for anything else ("0x10", "nan", "inf", "1_000", "").
+-- The value may still be inf ("1e999"): the arg's check says what range it takes.
+function M.number(text)
+  if type(text) ~= "string" then return nil end
+  for _, form in ipairs { "^[-+]?%d+%.?%d*$", "^[-+]?%.%d+$", "^[-+]?%d+%.?%d*[eE][-+]?%d+$", "^[-+]?%.%d+[eE][-+]?%d+$" } do
+    if text:match(form) then return tonumber(text) end
+  end
+  return nil
+end
+
+-- Is v a whole number below 2^53, where every whole number a text names is the double it
+-- parses to? An integer arg takes only those: 1e99 is whole, but no count or step of it is, and
+-- 9007199254740993 would be read as 9007199254740992.
+function M.whole(v)
+  return type(v) == "number" and v == math.floor(v) and math.abs(v) < 2^53
+end
+
+-- text without the spaces around it (in one pass, whatever its length)
+function M.trim(text)
+  local first = text:find("%S")
+  return first and text:match("^.*%S", first) or ""
+end
+
+-- "true"/"false" → boolean, decimal numbers (M.number, spaces around allowed) → number,
+-- anything else stays a string (a number arg then says it expected one)
 function M.coerce(v)
   if v == "true" then return true end
   if v == "false" then return false end
-  local n = tonumber(v)
-  if n ~= nil and v:match("^%s*[-+]?[%d.]") then return n end
+  local n = M.number(M.trim(v))
+  if n ~= nil then return n end
   return v
 end
 
+-- the text each --key=value of a parse gave, by the table parse returned (weak keys): a study's
+-- check reads an arg from what was typed (M.text), so that a text arg keeps "007" or "1e1" and
+-- a message shows --steps=1e99, not the number it became
+local typed = setmetatable({}, { __mode = "k" })
+function M.text(opts, key)
+  local t = typed[opts]
+  return t and t[key]
+end
+
 -- parse{"--a=1", "--flag", "--no-x", "pos"} → {a=1, flag=true, x=false}, {"pos"}
--- Dashes inside names become underscores: --max-steps=3 sets max_steps.
+-- Dashes inside names become underscores: --max-steps=3 sets max_steps. An arg given twice
+-- (--steps=1 --steps=2, or --x and --no-x) is a usage error naming both.
 function M.parse(argv)
-  local opts, positional = {}, {}
+  local opts, positional, given, texts = {}, {}, {}, {}
+  local function set(k, v, a)
+    if given[k] then M.usage_error(("--%s is given twice (%s and %s): give it once"):format(k, given[k], a)) end
+    given[k] = a
+    opts[k] = v
+  end
   for _, a in ipairs(argv or {}) do
     local k, v = a:match("^%-%-([%w_%-%.]+)=(.*)$")
     if k then
-      opts[k:gsub("%-", "_")] = M.coerce(v)
+      k = k:gsub("%-", "_")
+      set(k, M.coerce(v), a)
+      texts[k] = v
     elseif a:match("^%-%-no%-[%w_%-%.]+$") then
-      opts[(a:sub(6):gsub("%-", "_"))] = false
+      set((a:sub(6):gsub("%-", "_")), false, a)
     elseif a:match("^%-%-[%w_%-%.]+$") then
-      opts[(a:sub(3):gsub("%-", "_"))] = true
+      set((a:sub(3):gsub("%-", "_")), true, a)
     else
       positional[#positional + 1] = a
     end
   end
+  typed[opts] = texts
   return opts, positional
 end
 

@@ -8,11 +8,13 @@
 --     run = function(cfg) ... end }
 --
 -- Each arg: { default, help text, int = true, min =, max =, choices = {...}, list = true, path =
--- true }. The default's type is the arg's type (number, string, boolean); `list = true`: a
--- comma-separated string whose every element is one of `choices`; `path = true`: a file or folder
--- that must exist when the value is not "" (a model, a data file). A value of the wrong type, out
--- of range, not among the choices or naming no file, and a key the study does not declare, are
--- errors naming the arg; on the command line each is one line, exit 2, no run kept
+-- true, layers = true }. The default's type is the arg's type (number, string, boolean); `list =
+-- true`: a comma-separated string whose every element is one of `choices`; `path = true`: a file
+-- or folder that must exist when the value is not "" (a model, a data file); `layers = true`:
+-- blocks in lt.layers' grammar (lt.layers.check: --layers=deep:nan is refused before a model is
+-- made). A value of the wrong type, out of range, not among the choices or naming no file, and a
+-- key the study does not declare, are errors naming the arg; on the command line each is one
+-- line, exit 2, no run kept
 -- (lt.study.args.usage_error), with "did you mean --steps?" for a near miss. `presets` adds the arg
 -- `preset`: its values are applied over the defaults, and explicit values win over the preset. A
 -- preset's value may carry its source, { value, "where it comes from" } (a paper's table, or why a
@@ -52,10 +54,10 @@ local function check(name, key, spec, v)
   local d, given = spec[1], v
   local function bad(what) error(("%s: --%s=%s: %s"):format(name, key, tostring(given), what), 0) end
   if type(d) == "number" then
-    if type(v) == "string" then v = tonumber(v) or bad("expected a number") end
+    if type(v) == "string" then v = args.number(args.trim(v)) or bad("expected a number (decimal: 12, 0.5, 3e-4)") end
     if type(v) ~= "number" or v ~= v then bad("expected a number") end
     if v == math.huge or v == -math.huge then bad("expected a finite number") end
-    if spec.int and v ~= math.floor(v) then bad("expected a whole number") end
+    if spec.int and not args.whole(v) then bad("expected a whole number below 2^53 (9007199254740992)") end
     if spec.min and v < spec.min then bad(("below the least allowed, %s"):format(spec.min)) end
     if spec.max and v > spec.max then bad(("above the most allowed, %s"):format(spec.max)) end
   elseif type(d) == "boolean" then
@@ -75,6 +77,11 @@ local function check(name, key, spec, v)
         end
       end
       if spec.list and #parts == 0 then bad("expected one or more of " .. shown_choices(spec.choices)) end
+    end
+    -- `layers = true`: blocks in lt.layers' grammar, checked before any model is there
+    if spec.layers then
+      local ok, err = pcall(lt.layers.check, v, "--" .. key)
+      if not ok then error(("%s: %s"):format(name, tostring(err)), 0) end
     end
   end
   return v
@@ -98,6 +105,7 @@ local function help_text(s)
       if spec.min then extra[#extra + 1] = ">= " .. spec.min end
       if spec.max then extra[#extra + 1] = "<= " .. spec.max end
       if spec.path then extra[#extra + 1] = "a file or folder" end
+      if spec.layers then extra[#extra + 1] = "blocks: all, 3, -1, 10-15, middle:K, shallow:F, deep:F" end
       if spec.choices then
         extra[#extra + 1] = (spec.list and "any of " or "one of ") .. shown_choices(spec.choices)
       end
@@ -164,7 +172,7 @@ function M.study(s)
       check(s.name, "preset", specs.preset, given.preset)
       for k, v in pairs(s.presets[given.preset]) do cfg[k] = (preset_value(v)) end
     end
-    for k, v in pairs(given) do cfg[k] = check(s.name, k, specs[k], v) end
+    for k, v in pairs(given) do cfg[k] = check(s.name, k, specs[k], args.text(given, k) or v) end
     for _, k in ipairs(sorted_keys(specs)) do
       if specs[k].path then check_path(s.name, k, cfg[k]) end
     end
