@@ -262,6 +262,15 @@ int64_t ProgramCgroup::oom_kills() const {
   return 0;
 }
 
+int64_t ProgramCgroup::pids_max_hits() const {
+  std::istringstream in(read_text(dir_ + "/pids.events"));
+  std::string key;
+  int64_t v = 0;
+  while (in >> key >> v)
+    if (key == "max") return v;
+  return 0;
+}
+
 ProgramCgroup::~ProgramCgroup() {
   if (procs_fd_ >= 0) ::close(procs_fd_);
   // what is left (normally nothing: bwrap's pid namespace died with it); cgroup.kill from 5.14
