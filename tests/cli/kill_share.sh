@@ -27,6 +27,9 @@ wait_for() {  # wait_for PID CONDITION...: until the condition holds (or PID end
   return 1
 }
 
+"$LTRUN" export 1 --with-inputs --max-input-mb 1000 -o clean.ltrun >/dev/null 2>&1
+check "a bundle to import, exported without a kill" equals "$(sqlite3 clean.ltrun 'select count(*) from input_files')" "1"
+
 # --- export, killed while it writes the input
 "$LTRUN" export 1 --with-inputs --max-input-mb 1000 -o run.ltrun >/dev/null 2>&1 &
 pid=$!
@@ -42,7 +45,7 @@ check "export: the bundle is whole" equals "$(sqlite3 run.ltrun 'pragma integrit
 # --- import, killed while it restores the input
 copy=B/b.db.inputs/sha256/${sha:0:2}/$sha
 mkdir B
-(cd B && exec "$LTRUN" --db b.db import --max-input-mb 1000 ../run.ltrun >/dev/null 2>&1) &
+(cd B && exec "$LTRUN" --db b.db import --max-input-mb 1000 ../clean.ltrun >/dev/null 2>&1) &
 pid=$!
 wait_for $pid '[ "$(size_of B/b.db.inputs/sha256/*/.incoming-* 2>/dev/null)" -gt 10000000 ]'; held=$?
 kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
@@ -50,8 +53,8 @@ check "import: killed while restoring the input" equals "$held" "0"
 runs_then=$(sqlite3 B/b.db "select count(*) from runs" 2>/dev/null || echo 0)
 check "import: no run arrived without its input copy" equals \
   "$([ "$runs_then" = 0 ] || [ "$(sha256sum < "$copy" 2>/dev/null | cut -d' ' -f1)" = "$sha" ] && echo yes)" "yes"
-out=$(cd B && "$LTRUN" --db b.db import --max-input-mb 1000 ../run.ltrun 2>&1); rc=$?
-check "import: the next import succeeds" contains "$rc $out" "0 imported ../run.ltrun"
+out=$(cd B && "$LTRUN" --db b.db import --max-input-mb 1000 ../clean.ltrun 2>&1); rc=$?
+check "import: the next import succeeds" contains "$rc $out" "0 imported ../clean.ltrun"
 check "import: the run is there once" equals "$(sqlite3 B/b.db 'select count(*) from runs')" "1"
 check "import: its input copy is whole" equals "$(sha256sum < "$copy" | cut -d' ' -f1)" "$sha"
 check "import: no temporary file left" equals "$(find B/b.db.inputs -name '.incoming-*' | wc -l)" "0"
@@ -59,7 +62,7 @@ check "import: the store is whole" equals "$(sqlite3 B/b.db 'pragma integrity_ch
 
 # --- import, killed the moment its run appears
 mkdir C
-(cd C && exec "$LTRUN" --db c.db import --max-input-mb 1000 ../run.ltrun >/dev/null 2>&1) &
+(cd C && exec "$LTRUN" --db c.db import --max-input-mb 1000 ../clean.ltrun >/dev/null 2>&1) &
 pid=$!
 wait_for $pid '[ "$(sqlite3 C/c.db "select count(*) from runs" 2>/dev/null)" = 1 ]'
 kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
