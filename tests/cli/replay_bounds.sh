@@ -10,10 +10,7 @@
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 source "$(dirname "$0")/common.bash"
 unset LTRUN_MODELS LTRUN_DATA
-if ! why=$(bwrap --unshare-all --unshare-user --cap-drop ALL --disable-userns --ro-bind / / true 2>&1); then
-  echo "SKIP: bwrap cannot make namespaces here: $why" >&2
-  exit 77
-fi
+skip_without_bwrap
 export LTRUN_LIB=$SRC/lib TMPDIR=$SCRATCH/tmp
 mkdir -p "$TMPDIR"
 cat > hog.lua <<'LUA'
