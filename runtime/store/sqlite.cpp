@@ -148,6 +148,42 @@ std::vector<std::string> Db::columns(const std::string& schema, const std::strin
   return cols;
 }
 
+namespace {
+// `sql` without its comments (-- to the end of the line, /* */), its white space collapsed to one
+// space; quoted strings and names kept as they are
+std::string normalized_sql(const std::string& sql) {
+  std::string out;
+  bool space = false;
+  for (size_t i = 0; i < sql.size();) {
+    const char c = sql[i];
+    if (c == '\'' || c == '"' || c == '`' || c == '[') {  // a string or a quoted name, to its end
+      const char end = c == '[' ? ']' : c;
+      size_t j = i + 1;
+      while (j < sql.size() && sql[j] != end) j++;
+      if (space && !out.empty()) out += ' ';
+      space = false;
+      out += sql.substr(i, j + 1 - i);
+      i = j + 1;
+    } else if (c == '-' && i + 1 < sql.size() && sql[i + 1] == '-') {
+      i = std::min(sql.find('\n', i), sql.size());
+      space = true;
+    } else if (c == '/' && i + 1 < sql.size() && sql[i + 1] == '*') {
+      i = std::min(sql.find("*/", i + 2), sql.size() - 2) + 2;
+      space = true;
+    } else if (c == ' ' || c == '\n' || c == '\t' || c == '\r') {
+      space = true;
+      i++;
+    } else {
+      if (space && !out.empty() && out.back() != '(' && c != ')' && c != ',') out += ' ';
+      space = false;
+      out += c;
+      i++;
+    }
+  }
+  return out;
+}
+}  // namespace
+
 std::vector<std::string> schema_of(Db& db, const std::string& schema) {
   std::vector<std::string> out;
   const auto objects = db.rows(fmt::format("SELECT type, name, tbl_name, sql FROM \"{}\".sqlite_master ORDER BY type, "
@@ -176,20 +212,10 @@ std::vector<std::string> schema_of(Db& db, const std::string& schema) {
                 line += fmt::format(" | {} {} {} {} {}", c[0].value_or(""), c[1].value_or(""), c[2].value_or(""),
                                     c[3].value_or(""), c[4].value_or(""));
               });
-    } else {  // a trigger (the store's own is one of db/migrations), a view (never the store's)
-      std::string sql;
-      bool space = false;
-      for (char ch : o[3].value_or("")) {  // white space collapsed
-        if (ch == ' ' || ch == '\n' || ch == '\t' || ch == '\r') {
-          space = true;
-          continue;
-        }
-        if (space && !sql.empty()) sql += ' ';
-        space = false;
-        sql += ch;
-      }
-      line += " ON " + o[2].value_or("?") + ": " + sql;
     }
+    // and its statement, comments dropped and white space collapsed: what a CHECK, a DEFAULT or
+    // a trigger's body says (the pragmas above do not show it) is compared too
+    line += " :: " + normalized_sql(o[3].value_or(""));
     out.push_back(line);
   }
   std::sort(out.begin(), out.end());

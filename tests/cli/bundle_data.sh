@@ -41,6 +41,12 @@ craft endless "DROP TABLE run_inputs;
 # an index on an expression (evaluated by an integrity check)
 craft index_expr "CREATE INDEX params_pad ON params(length(zeroblob(900000000)) + run_id);"
 
+# params rebuilt with a CHECK that allocates 900 MB per row (evaluated by an integrity check)
+craft check_expr "ALTER TABLE params RENAME TO params_old;
+  CREATE TABLE params (run_id INTEGER NOT NULL REFERENCES runs(id), key TEXT NOT NULL, value TEXT,
+    PRIMARY KEY (run_id, key), CHECK (length(zeroblob(900000000)) > 0));
+  INSERT INTO params SELECT * FROM params_old; DROP TABLE params_old;"
+
 import_bounded() {  # import_bounded CMD...: at most 20 s and 1.5 GB of address space
   (ulimit -v 1500000; timeout 20 "$@") 2>&1
 }
@@ -61,6 +67,7 @@ expect generated "table params has a generated column pad (a store's columns hol
 expect trigger "it has a trigger t that the store's schema does not"
 expect endless "it has a view run_inputs (a store holds tables, never views)"
 expect index_expr "it has an index params_pad that the store's schema does not"
+expect check_expr "its table params is not as the store's schema defines it"
 
 # rerun FILE --sandbox imports before its sandbox starts: the same refusal
 err=$(import_bounded "$LTRUN" --db rerun.db rerun view_zeroblob.ltrun --sandbox); rc=$?
