@@ -525,8 +525,9 @@ int rerun_sandboxed(const ReplayPlan& p) {
   const sandbox::CommandExit st = command.run(argv, env);
   if (st.interrupted) fail("rerun --sandbox: interrupted: the replay was ended and nothing of it merged");
   const std::string bound = sandbox::ended_by(st, bounds);
-  if (!bound.empty()) std::fprintf(stderr, "ltrun rerun: the replay was ended by %s\n", bound.c_str());
+  if (st.signal && !bound.empty()) fail("rerun --sandbox: the replay was ended by {}; nothing merged", bound);
   if (st.signal) fail("rerun --sandbox: bubblewrap ended by signal {}; nothing merged", st.signal);
+  if (!bound.empty()) std::fprintf(stderr, "ltrun rerun: the replay was ended by %s\n", bound.c_str());
 
   // only the new run's rows go into the user's store, and only once the store the replay wrote
   // is known to be data (its schema the store's own: no view or trigger of the replay's)

@@ -78,7 +78,7 @@ t0=$(date +%s)
 replay loop --timeout 3
 t1=$(date +%s)
 check "loop: ended by the wall clock, after about 3 s" equals "$([ $((t1 - t0)) -ge 3 ] && [ $((t1 - t0)) -le 20 ] && echo yes)" "yes"
-check "loop: the replay says which bound ended it" contains "$out" "the replay was ended by its wall-clock bound (--timeout 3 s)"
+check "loop: the replay says which bound ended it" contains "$out" "ltrun: rerun --sandbox: the replay was ended by its wall-clock bound (--timeout 3 s); nothing merged"
 check "loop: it failed (exit not 0)" equals "$([ "$rc" -ne 0 ] && echo yes)" "yes"
 
 err=$("$LTRUN" rerun 1 --timeout 3 2>&1); rc=$?
