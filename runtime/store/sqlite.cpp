@@ -65,6 +65,9 @@ void Db::fail_sql(int rc, const std::string& what) const {
   const std::string where = context.empty() ? path_ : context;
   if ((rc & 0xff) == SQLITE_NOTADB)
     fail("{}: not an ltrun run store ({}); pass another --db or move the file away", where, msg);
+  if ((rc & 0xff) == SQLITE_TOOBIG && db_)
+    fail("{}: a value in it is longer than the {} bytes one field may hold here ({})", where,
+         sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, -1), what);
   if ((rc & 0xff) == SQLITE_CORRUPT) fail("{}: the run store is corrupt ({}) while {}; restore it from a copy", where, msg, what);
   fail("{}: {} failed: {}", where, what, msg);
 }
