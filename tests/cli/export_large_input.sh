@@ -1,8 +1,8 @@
 # tests/cli/export_large_input.sh: `export --with-inputs` never drops an input and says it kept it
 # (issue 43 item 2). A run read a 1.1 GB file (sparse: nothing on disk), more than one SQLite
 # value can hold (1,000,000,000 bytes): with a cap that allows it (--max-input-mb 3000) the
-# export is an error naming the input and the limit, nothing is written, and it is said at once
-# (no read of the whole file into memory first). An input that fits travels, streamed, and
+# export is an error naming the input and the limit, nothing is written, and within a 1.5 GB
+# address space (the file is never read whole into memory). An input that fits travels, streamed, and
 # imports byte for byte.
 source "$(dirname "$0")/common.bash"
 command -v sha256sum >/dev/null && command -v truncate >/dev/null || { echo "SKIP: coreutils" >&2; exit 77; }
@@ -18,15 +18,13 @@ record() {  # record FILE: the run read FILE (as ltrun records a data input)
 record small.txt
 record big.bin
 
-t0=$(date +%s)
-out=$( (ulimit -v 2500000; "$LTRUN" export 1 --with-inputs --max-input-mb 3000 -o run.ltrun) 2>&1); rc=$?
-t1=$(date +%s)
+# within a 1.5 GB address space: the file is never read whole into memory
+out=$( (ulimit -v 1500000; "$LTRUN" export 1 --with-inputs --max-input-mb 3000 -o run.ltrun) 2>&1); rc=$?
 check "an input past what a bundle holds: an error (exit 2)" equals "$rc" "2"
 check "the error names the input, its size and the limit" contains "$out" \
   "ltrun: export --with-inputs: data $PWD/big.bin of run 1 is 1.0 GiB (1100000000 bytes), more than one bundle can hold of one file (1000000000 bytes"
 check "it never claims to have carried it" equals "$(grep -c 'with the bytes of' <<<"$out")" "0"
 check "nothing is written (no bundle, no partial file)" equals "$(ls run.ltrun* 2>/dev/null)" ""
-check "said at once, not after reading 1.1 GB" equals "$([ $((t1 - t0)) -le 3 ] && echo yes)" "yes"
 
 # without the big one, the small input travels and comes back byte for byte
 sqlite3 runs.db "delete from run_inputs where path = '$PWD/big.bin'"
