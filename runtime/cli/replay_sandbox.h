@@ -1,8 +1,11 @@
 // runtime/cli/replay_sandbox.h: `ltrun rerun --sandbox`: a run from someone else is untrusted
 // code, so its replay runs inside bubblewrap and sees nothing of this machine but what it
 // needs: the system's program and library folders, ltrun itself and its Lua library, and the
-// inputs the run declares (read-only); a fresh, empty working folder and a store of its own
-// (writable); no network, no home, no other host path. The store it writes is a private
+// inputs the run declares (read-only: a data file, or exactly the files of a model folder its
+// hash covers; never a folder that holds a home or key material); a fresh, empty working
+// folder (a size-capped tmpfs) and a store of its own (writable); no network, no home, no other
+// host path. It is bounded as a reward program is (runtime/sandbox/bounded.h: memory,
+// processes, disk, wall clock), and says which bound ended it. The store it writes is a private
 // file seeded with just the run to replay; afterwards ltrun (outside) merges only the new
 // run's rows into the user's store and compares them. What it mounts is printed first.
 #pragma once
@@ -11,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/sandbox/bounded.h"
 #include "runtime/store/store.h"
 
 namespace ltrun::cli {
@@ -35,6 +39,7 @@ struct ReplayPlan {
   std::vector<ReplayInput> inputs;
   bool allow_changed = false;  // --allow-changed-inputs: changed inputs below models/data are mounted too
   double tolerance = 0;
+  sandbox::CommandBounds bounds;  // --memory-mb, --nproc, --disk-mb, --timeout
 };
 
 // The line a rerun ends with: how the new run compares with the original, or, when the replay

@@ -192,7 +192,8 @@ std::string replay_line(store::Store& st, int64_t orig, int64_t new_run, double 
 int cmd_rerun(const Globals& g, const std::vector<std::string>& args_in) {
   const char* usage =
       "usage: ltrun rerun [--models DIR] [--data DIR] RUN|FILE.ltrun[:RUN] [--yes] [--sources=stored|current] "
-      "[--allow-changed-inputs] [--sandbox] [--tolerance X] [--key=value ...]";
+      "[--allow-changed-inputs] [--sandbox [--memory-mb N] [--nproc N] [--disk-mb N] [--timeout S]] [--tolerance X] "
+      "[--key=value ...]";
   LT_CHECK(!args_in.empty(), "{}", usage);
   bool yes = false, allow_changed = false, sandbox = false;
   // the inner rerun of `rerun --sandbox` (replay_sandbox.cpp): the outer one has shown what
@@ -201,6 +202,15 @@ int cmd_rerun(const Globals& g, const std::vector<std::string>& args_in) {
   std::string sources = "stored", models, data, target;
   double tol = 0;
   std::vector<std::string> extra;  // after RUN, for the script
+  sandbox::CommandBounds bounds;     // the replay's, with --sandbox
+  bool bounded = false;
+  // a whole number in [1, 10^9]: the bound's own range is checked by sandbox::validate
+  auto bound_arg = [&](const char* key, const std::string& v) {
+    bounded = true;
+    LT_CHECK(!v.empty() && v.size() <= 9 && v.find_first_not_of("0123456789") == std::string::npos && std::stoll(v) > 0,
+             "rerun: {} {}: expected a whole number above 0", key, escape_controls(v, false));
+    return int64_t(std::stoll(v));
+  };
   for (size_t i = 0; i < args_in.size(); i++) {
     const std::string& a = args_in[i];
     auto value = [&](const std::string& key) {
@@ -214,6 +224,10 @@ int cmd_rerun(const Globals& g, const std::vector<std::string>& args_in) {
     else if (a == "--sandbox") sandbox = true;
     else if (is("--sources")) sources = value("--sources");
     else if (is("--tolerance")) tol = tolerance_arg(value("--tolerance"));
+    else if (is("--memory-mb")) bounds.memory_mb = bound_arg("--memory-mb", value("--memory-mb"));
+    else if (is("--nproc")) bounds.nproc = int(bound_arg("--nproc", value("--nproc")));
+    else if (is("--disk-mb")) bounds.disk_mb = bound_arg("--disk-mb", value("--disk-mb"));
+    else if (is("--timeout")) bounds.timeout = double(bound_arg("--timeout", value("--timeout")));
     else if (target.empty() && is("--models")) models = value("--models");
     else if (target.empty() && is("--data")) data = value("--data");
     else if (target.empty() && a.rfind("--", 0) == 0) fail("rerun: unknown option '{}' before the run ({})", a, usage);
@@ -221,6 +235,11 @@ int cmd_rerun(const Globals& g, const std::vector<std::string>& args_in) {
     else extra.push_back(a);
   }
   LT_CHECK(!target.empty(), "{}", usage);
+  if (bounded) {
+    LT_CHECK(sandbox, "rerun: --memory-mb, --nproc, --disk-mb and --timeout bound a replay in the sandbox: add "
+             "--sandbox ({})", usage);
+    sandbox::validate(bounds);
+  }
   LT_CHECK(sources == "stored" || sources == "current", "rerun: --sources={}: expected stored or current", sources);
   const int64_t id = resolve_target(g, target);
 
@@ -376,6 +395,7 @@ int cmd_rerun(const Globals& g, const std::vector<std::string>& args_in) {
       plan.inputs = replay_inputs;
       plan.allow_changed = allow_changed;
       plan.tolerance = tol;
+      plan.bounds = bounds;
       st.reset();  // the replay's store is seeded from this one by a merge, which reads it alone
       return rerun_sandboxed(plan);
     }

@@ -31,61 +31,57 @@ constexpr uint32_t K[64] = {
 
 inline uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
 
-struct Sha256 {
-  uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                   0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-  unsigned char buf[64];
-  size_t buf_len = 0;
-  uint64_t total = 0;
-
-  void block(const unsigned char* p) {
-    uint32_t w[64];
-    for (int i = 0; i < 16; i++)
-      w[i] = uint32_t(p[4 * i]) << 24 | uint32_t(p[4 * i + 1]) << 16 | uint32_t(p[4 * i + 2]) << 8 |
-             uint32_t(p[4 * i + 3]);
-    for (int i = 16; i < 64; i++) {
-      uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
-      uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
-      w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-    }
-    uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
-    for (int i = 0; i < 64; i++) {
-      uint32_t S1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25);
-      uint32_t ch = (e & f) ^ (~e & g);
-      uint32_t t1 = hh + S1 + ch + K[i] + w[i];
-      uint32_t S0 = rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22);
-      uint32_t mj = (a & b) ^ (a & c) ^ (b & c);
-      uint32_t t2 = S0 + mj;
-      hh = g; g = f; f = e; e = d + t1; d = c; c = b; b = a; a = t1 + t2;
-    }
-    h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e; h[5] += f; h[6] += g; h[7] += hh;
-  }
-  void update(const unsigned char* p, size_t n) {
-    total += n;
-    while (n > 0) {
-      size_t take = std::min(n, 64 - buf_len);
-      std::memcpy(buf + buf_len, p, take);
-      buf_len += take; p += take; n -= take;
-      if (buf_len == 64) { block(buf); buf_len = 0; }
-    }
-  }
-  std::string hex() {
-    uint64_t bits = total * 8;
-    unsigned char pad = 0x80, zero = 0;
-    update(&pad, 1);
-    while (buf_len != 56) update(&zero, 1);
-    unsigned char len[8];
-    for (int i = 0; i < 8; i++) len[i] = (unsigned char)(bits >> (56 - 8 * i));
-    update(len, 8);
-    static const char* digits = "0123456789abcdef";
-    std::string out;
-    for (uint32_t v : h)
-      for (int s = 28; s >= 0; s -= 4) out += digits[(v >> s) & 15];
-    return out;
-  }
-};
 
 }  // namespace
+
+void Sha256::block(const unsigned char* p) {
+  uint32_t w[64];
+  for (int i = 0; i < 16; i++)
+    w[i] = uint32_t(p[4 * i]) << 24 | uint32_t(p[4 * i + 1]) << 16 | uint32_t(p[4 * i + 2]) << 8 |
+           uint32_t(p[4 * i + 3]);
+  for (int i = 16; i < 64; i++) {
+    uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
+    uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
+    w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+  }
+  uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
+  for (int i = 0; i < 64; i++) {
+    uint32_t S1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25);
+    uint32_t ch = (e & f) ^ (~e & g);
+    uint32_t t1 = hh + S1 + ch + K[i] + w[i];
+    uint32_t S0 = rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22);
+    uint32_t mj = (a & b) ^ (a & c) ^ (b & c);
+    uint32_t t2 = S0 + mj;
+    hh = g; g = f; f = e; e = d + t1; d = c; c = b; b = a; a = t1 + t2;
+  }
+  h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e; h[5] += f; h[6] += g; h[7] += hh;
+}
+
+void Sha256::update(const void* data, size_t n) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  total += n;
+  while (n > 0) {
+    size_t take = std::min(n, 64 - buf_len);
+    std::memcpy(buf + buf_len, p, take);
+    buf_len += take; p += take; n -= take;
+    if (buf_len == 64) { block(buf); buf_len = 0; }
+  }
+}
+
+std::string Sha256::hex() {
+  uint64_t bits = total * 8;
+  unsigned char pad = 0x80, zero = 0;
+  update(&pad, 1);
+  while (buf_len != 56) update(&zero, 1);
+  unsigned char len[8];
+  for (int i = 0; i < 8; i++) len[i] = (unsigned char)(bits >> (56 - 8 * i));
+  update(len, 8);
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (uint32_t v : h)
+    for (int s = 28; s >= 0; s -= 4) out += digits[(v >> s) & 15];
+  return out;
+}
 
 std::string sha256_hex(std::string_view data) {
   Sha256 s;

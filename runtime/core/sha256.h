@@ -10,6 +10,20 @@ namespace ltrun {
 
 std::string sha256_hex(std::string_view data);
 
+// The same, over bytes given in pieces (a blob read a chunk at a time); hex() once, at the end.
+class Sha256 {
+ public:
+  void update(const void* data, size_t n);
+  std::string hex();
+
+ private:
+  void block(const unsigned char* p);
+  uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  unsigned char buf[64];
+  size_t buf_len = 0;
+  uint64_t total = 0;
+};
+
 // Is `resolved` (absolute, symlinks resolved) under /proc, /sys or /dev? Their files are not
 // data on disk: /proc/self/pagemap says 0 bytes and reads without end, devices block or never
 // end. No input or artifact is ever read from there.

@@ -253,14 +253,19 @@ ProgramCgroup::ProgramCgroup(const std::string& base, int64_t memory_bytes, int 
   }
 }
 
-int64_t ProgramCgroup::oom_kills() const {
-  std::istringstream in(read_text(dir_ + "/memory.events"));
+// the count `key` of a cgroup's "KEY N" events file (memory.events, pids.events); 0 when absent
+static int64_t event_count(const std::string& file, const std::string& want) {
+  std::istringstream in(read_text(file));
   std::string key;
   int64_t v = 0;
   while (in >> key >> v)
-    if (key == "oom_kill") return v;
+    if (key == want) return v;
   return 0;
 }
+
+int64_t ProgramCgroup::oom_kills() const { return event_count(dir_ + "/memory.events", "oom_kill"); }
+int64_t ProgramCgroup::pids_max_hits() const { return event_count(dir_ + "/pids.events", "max"); }
+
 
 ProgramCgroup::~ProgramCgroup() {
   if (procs_fd_ >= 0) ::close(procs_fd_);

@@ -48,6 +48,7 @@ class ProgramCgroup {
   ProgramCgroup& operator=(const ProgramCgroup&) = delete;
   int procs_fd() const { return procs_fd_; }
   int64_t oom_kills() const;  // memory.events: oom_kill
+  int64_t pids_max_hits() const;  // pids.events: max (forks refused at pids.max)
  private:
   std::string dir_;
   int procs_fd_ = -1;

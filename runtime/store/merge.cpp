@@ -22,7 +22,7 @@
 #include "runtime/core/env.h"
 #include "runtime/core/error.h"
 #include "runtime/core/sha256.h"
-#include "runtime/store/embedded.h"
+#include "runtime/store/sqlite.h"
 #include "runtime/store/store.h"
 
 namespace ltrun::store {
@@ -34,15 +34,6 @@ constexpr int kBusyTimeoutMs = 120000;
 constexpr int kAttempts = 3;      // an input that changed while read immutable is read again
 constexpr int kUuidSchema = 3;    // db/migrations/0003_run_uuid.sql
 constexpr off_t kShmDmsByte = 128;  // SQLite's "dead man switch" lock byte in -shm (os_unix.c)
-
-int latest_schema() {
-  int latest = 0;
-  for (const auto& f : embedded_sql()) {
-    const std::string p = f.path;
-    if (p.rfind("db/migrations/", 0) == 0) latest = std::max(latest, std::stoi(p.substr(14, 4)));
-  }
-  return latest;
-}
 
 // `path` as an SQLite URI with `query` (the name ATTACH gets)
 std::string file_uri(const std::string& path, const std::string& query) {
@@ -194,60 +185,24 @@ struct Source {
   }
 };
 
-// A raw connection to OUT with the few helpers the merge needs; errors name OUT and the input.
-struct Db {
-  sqlite3* db = nullptr;
-  std::string path, input;
+// OUT, opened for the merge (foreign keys on); errors name OUT and the input (Db::context)
+Db open_out(const std::string& path) {
+  Db d = Db::writer(path, false, kBusyTimeoutMs, true);
+  d.context = path;
+  d.distrust_schema();  // it attaches inputs from elsewhere
+  d.exec("PRAGMA foreign_keys=ON");
+  return d;
+}
 
-  explicit Db(const std::string& p) : path(p) {
-    if (sqlite3_open_v2(p.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI, nullptr) != SQLITE_OK)
-      fail("{}: cannot open for merging: {}", p, db ? sqlite3_errmsg(db) : "out of memory");
-    sqlite3_busy_timeout(db, kBusyTimeoutMs);
-    exec("PRAGMA foreign_keys=ON");
-  }
-  ~Db() { sqlite3_close_v2(db); }
-  [[noreturn]] void fail_sql(const std::string& what) {
-    fail("merging {} into {}: {} failed: {}", input, path, what, sqlite3_errmsg(db));
-  }
-  void exec(const std::string& sql) {
-    if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) fail_sql("`" + sql + "`");
-  }
-  sqlite3_stmt* prepare(const std::string& sql) {
-    sqlite3_stmt* st = nullptr;
-    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) != SQLITE_OK) fail_sql("preparing `" + sql + "`");
-    return st;
-  }
-  void done(sqlite3_stmt* st, const std::string& what) {
-    const int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE && rc != SQLITE_ROW) fail_sql(what);
-  }
-  int64_t int_query(const std::string& sql, std::optional<int64_t> bind = {}) {
-    sqlite3_stmt* st = prepare(sql);
-    if (bind) sqlite3_bind_int64(st, 1, *bind);
-    const int rc = sqlite3_step(st);
-    const int64_t v = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-    sqlite3_finalize(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) fail_sql("`" + sql + "`");
-    return v;
-  }
-  std::vector<std::string> columns(const std::string& schema, const std::string& table) {
-    std::vector<std::string> cols;
-    sqlite3_stmt* st = prepare(fmt::format("PRAGMA {}.table_info({})", schema, quoted(table)));
-    while (sqlite3_step(st) == SQLITE_ROW) cols.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(st, 1)));
-    sqlite3_finalize(st);
-    return cols;
-  }
-  // columns both schemas have, without `skip`, as a quoted list
-  std::vector<std::string> common(const std::string& table, const std::vector<std::string>& skip) {
-    const auto dst = columns("main", table);
-    std::vector<std::string> out;
-    for (const auto& c : columns("src", table))
-      if (std::find(dst.begin(), dst.end(), c) != dst.end() && std::find(skip.begin(), skip.end(), c) == skip.end())
-        out.push_back(quoted(c));
-    return out;
-  }
-};
+// columns both schemas have, without `skip`, as a quoted list
+std::vector<std::string> common(Db& out, const std::string& table, const std::vector<std::string>& skip) {
+  const auto dst = out.columns("main", table);
+  std::vector<std::string> cols;
+  for (const auto& c : out.columns("src", table))
+    if (std::find(dst.begin(), dst.end(), c) != dst.end() && std::find(skip.begin(), skip.end(), c) == skip.end())
+      cols.push_back(quoted(c));
+  return cols;
+}
 
 std::optional<int64_t> opt_int(sqlite3_stmt* st, int col) {
   if (sqlite3_column_type(st, col) == SQLITE_NULL) return std::nullopt;
@@ -260,7 +215,7 @@ std::optional<std::string> opt_text(sqlite3_stmt* st, int col) {
 std::string text(sqlite3_stmt* st, int col) { return opt_text(st, col).value_or(""); }
 
 // The input is attached as `src` and readable: its schema is one this merge can read.
-void check_schema(Db& out, const std::string& in) {
+void check_schema(Db& out, const std::string& in, const MergeOptions& opt) {
   const int64_t v = out.int_query("PRAGMA src.user_version");
   const int latest = latest_schema();
   if (v == 0) {
@@ -277,6 +232,9 @@ void check_schema(Db& out, const std::string& in) {
     fail("{}: run store schema version {} has no run uuids (db/migrations/0003), so a merge could not "
          "recognise its runs later; db merge never writes its inputs: upgrade it first with "
          "`ltrun --db {} sql --write 'SELECT 1'` (which migrates it), then merge", in, v, in);
+  // a file from elsewhere (a bundle, a replay's store): nothing of it is read before its schema
+  // is known to be the store's own, tables only (sqlite.h)
+  if (opt.as_data) check_as_data(out, "src", in, int(v), opt.extra_tables, "; nothing of it merged");
 }
 
 // The texts of the sources the runs copied now name (db/migrations/0006), each checked
@@ -304,7 +262,7 @@ void copy_sources(Db& out, const std::string& in) {
                "the file was changed after it was written; refusing the whole file", in, name, hash, actual);
       sqlite3_bind_text(ins, 1, hash.c_str(), -1, SQLITE_TRANSIENT);
       sqlite3_bind_text(ins, 2, body.c_str(), int(body.size()), SQLITE_TRANSIENT);
-      out.done(ins, "copying source " + name);
+      out.step_done(ins, "copying source " + name);
     }
   } catch (...) {
     sqlite3_finalize(st);
@@ -327,7 +285,7 @@ MergeInput merge_one(Db& out, const Source& src, const MergeOptions& opt) {
   MergeInput r;
   r.path = in;
   r.read_as = src.how;
-  out.input = in;
+  out.context = fmt::format("merging {} into {}", in, out.path());
   {
     sqlite3_stmt* st = out.prepare("ATTACH DATABASE ? AS src");
     sqlite3_bind_text(st, 1, src.attach.c_str(), -1, SQLITE_TRANSIENT);
@@ -335,21 +293,21 @@ MergeInput merge_one(Db& out, const Source& src, const MergeOptions& opt) {
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE)
       throw CannotReadInPlace(fmt::format("{}: cannot open it as a run store, read-only (is it complete and "
-                                          "undamaged?): SQLite says: {}", in, sqlite3_errmsg(out.db)));
+                                          "undamaged?): SQLite says: {}", in, sqlite3_errmsg(out.get())));
   }
   // BEGIN IMMEDIATE gives a read-only input a read transaction: one snapshot for the merge.
   // Reading its schema is the first read: what fails here fails on opening the input.
-  if (sqlite3_exec(out.db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK ||
-      sqlite3_exec(out.db, "SELECT count(*) FROM src.sqlite_master", nullptr, nullptr, nullptr) != SQLITE_OK) {
-    const std::string msg = sqlite3_errmsg(out.db);
-    sqlite3_exec(out.db, "ROLLBACK", nullptr, nullptr, nullptr);
-    sqlite3_exec(out.db, "DETACH DATABASE src", nullptr, nullptr, nullptr);
+  if (sqlite3_exec(out.get(), "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK ||
+      sqlite3_exec(out.get(), "SELECT count(*) FROM src.sqlite_master", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    const std::string msg = sqlite3_errmsg(out.get());
+    sqlite3_exec(out.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+    sqlite3_exec(out.get(), "DETACH DATABASE src", nullptr, nullptr, nullptr);
     throw CannotReadInPlace(fmt::format("{}: cannot read it as a run store, read-only (is it complete and "
                                         "undamaged?): SQLite says: {}", in, msg));
   }
   try {
-    check_schema(out, in);
-    const auto run_cols = out.common("runs", {"id", "parent_id", "rerun_of"});
+    check_schema(out, in, opt);
+    const auto run_cols = common(out, "runs", {"id", "parent_id", "rerun_of"});
     LT_CHECK(std::find(run_cols.begin(), run_cols.end(), "\"uuid\"") != run_cols.end(),
              "{}: runs have no uuid column (schema older than db/migrations/0003)", in);
     const std::string cols = fmt::format("{}", fmt::join(run_cols, ", "));
@@ -420,7 +378,7 @@ MergeInput merge_one(Db& out, const Source& src, const MergeOptions& opt) {
         const auto src_cols = out.columns("src", t), dst_cols = out.columns("main", t);
         if (std::find(src_cols.begin(), src_cols.end(), "run_id") == src_cols.end()) continue;
         LT_CHECK(std::find(dst_cols.begin(), dst_cols.end(), "run_id") != dst_cols.end(),
-                 "{}: table {} (with run_id) is missing from {}, or has no run_id there", in, t, out.path);
+                 "{}: table {} (with run_id) is missing from {}, or has no run_id there", in, t, out.path());
         keep.push_back(t);
       }
       row_tables = keep;
@@ -428,7 +386,7 @@ MergeInput merge_one(Db& out, const Source& src, const MergeOptions& opt) {
     auto run_rows = [&](const char* schema, int64_t id) {
       int64_t n = 0;
       for (const auto& t : row_tables)
-        n += out.int_query(fmt::format("SELECT count(*) FROM {}.{} WHERE run_id = ?", schema, quoted(t)), id);
+        n += out.int_query(fmt::format("SELECT count(*) FROM {}.{} WHERE run_id = ?", schema, quoted(t)), {Value(id)});
       return n;
     };
 
@@ -483,20 +441,20 @@ MergeInput merge_one(Db& out, const Source& src, const MergeOptions& opt) {
           if (have != status)
             r.notes.push_back(fmt::format("run {} ({}, uuid {}) is already in {} as run {} with status {}; "
                                           "kept that one, not this copy's status {}",
-                                          s.id, s.name, s.uuid, out.path, *dst, have, status));
+                                          s.id, s.name, s.uuid, out.path(), *dst, have, status));
           continue;
         }
         sqlite3_stmt* up = out.prepare(fmt::format(
             "UPDATE main.runs SET ({0}) = (SELECT {0} FROM src.runs WHERE id = ?) WHERE id = ?", cols));
         sqlite3_bind_int64(up, 1, s.id);
         sqlite3_bind_int64(up, 2, *dst);
-        out.done(up, fmt::format("completing run {}", *dst));
+        out.step_done(up, fmt::format("completing run {}", *dst));
         sqlite3_finalize(up);
         r.completed++;
       } else {
         sqlite3_bind_int64(copy, 1, s.id);
-        out.done(copy, fmt::format("copying run {}", s.id));
-        dst = sqlite3_last_insert_rowid(out.db);
+        out.step_done(copy, fmt::format("copying run {}", s.id));
+        dst = sqlite3_last_insert_rowid(out.get());
         id_map[s.id] = *dst;
         if (!r.first_id) r.first_id = *dst;
         r.last_id = *dst;
@@ -526,7 +484,7 @@ MergeInput merge_one(Db& out, const Source& src, const MergeOptions& opt) {
       sqlite3_bind_text(crash, 1, why.c_str(), -1, SQLITE_TRANSIENT);
       sqlite3_bind_text(crash, 2, now.c_str(), -1, SQLITE_TRANSIENT);
       sqlite3_bind_int64(crash, 3, dst);
-      out.done(crash, fmt::format("marking run {} crashed", dst));
+      out.step_done(crash, fmt::format("marking run {} crashed", dst));
     }
     sqlite3_finalize(crash);
     sqlite3_stmt* partial = out.prepare("UPDATE main.runs SET error = ? WHERE id = ? AND error IS NULL");
@@ -536,7 +494,7 @@ MergeInput merge_one(Db& out, const Source& src, const MergeOptions& opt) {
           "merging {} again after the run has ended completes it", in, now, why, in);
       sqlite3_bind_text(partial, 1, note.c_str(), -1, SQLITE_TRANSIENT);
       sqlite3_bind_int64(partial, 2, dst);
-      out.done(partial, fmt::format("noting run {} as a partial copy", dst));
+      out.step_done(partial, fmt::format("noting run {} as a partial copy", dst));
     }
     sqlite3_finalize(partial);
 
@@ -550,7 +508,7 @@ MergeInput merge_one(Db& out, const Source& src, const MergeOptions& opt) {
         if (!v) return std::nullopt;
         auto it = id_map.find(*v);
         if (it != id_map.end()) return it->second;
-        r.notes.push_back(fmt::format("run {}: its {} {} is not in {}{}", src_id, what, *v, out.path,
+        r.notes.push_back(fmt::format("run {}: its {} {} is not in {}{}", src_id, what, *v, out.path(),
                                       held.count(*v) ? " (still running, not copied)" : "; the link is dropped"));
         return std::nullopt;
       };
@@ -559,7 +517,7 @@ MergeInput merge_one(Db& out, const Source& src, const MergeOptions& opt) {
       if (rerun) sqlite3_bind_int64(link, 2, *rerun); else sqlite3_bind_null(link, 2);
       sqlite3_bind_int64(link, 3, l.dst);
       sqlite3_bind_int(link, 4, l.replaced ? 1 : 0);
-      out.done(link, fmt::format("linking run {}", l.dst));
+      out.step_done(link, fmt::format("linking run {}", l.dst));
     }
     sqlite3_finalize(link);
 
@@ -573,26 +531,26 @@ MergeInput merge_one(Db& out, const Source& src, const MergeOptions& opt) {
       sqlite3_bind_int64(ins, 1, src_id);
       sqlite3_bind_int64(ins, 2, l.dst);
       sqlite3_bind_int(ins, 3, l.replaced ? 1 : 0);
-      out.done(ins, "mapping run ids");
+      out.step_done(ins, "mapping run ids");
     }
     sqlite3_finalize(ins);
     for (const auto& t : row_tables) {
       out.exec(fmt::format("DELETE FROM main.{} WHERE run_id IN (SELECT dst FROM temp.merge_ids WHERE replaced)",
                            quoted(t)));
-      const auto c = out.common(t, {"run_id"});
+      const auto c = common(out, t, {"run_id"});
       std::vector<std::string> sel;
       for (const auto& x : c) sel.push_back("s." + x);
       out.exec(fmt::format("INSERT INTO main.{0}(run_id{1}{2}) SELECT m.dst{1}{3} FROM src.{0} s "
                            "JOIN temp.merge_ids m ON m.src = s.run_id",
                            quoted(t), c.empty() ? "" : ", ", fmt::join(c, ", "), fmt::join(sel, ", ")));
-      r.rows += sqlite3_changes(out.db);
+      r.rows += sqlite3_changes(out.get());
     }
     copy_sources(out, in);
     if (!src.unchanged()) throw Changed(fmt::format("{}: changed while it was read", in));
     out.exec("COMMIT");
   } catch (...) {
-    sqlite3_exec(out.db, "ROLLBACK", nullptr, nullptr, nullptr);
-    sqlite3_exec(out.db, "DETACH DATABASE src", nullptr, nullptr, nullptr);
+    sqlite3_exec(out.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+    sqlite3_exec(out.get(), "DETACH DATABASE src", nullptr, nullptr, nullptr);
     throw;
   }
   out.exec("DETACH DATABASE src");
@@ -608,7 +566,7 @@ MergeInput merge_input(const std::string& out, const std::string& in, const Merg
       auto merge_from = [&](bool copy) {
         Source src;
         src.open(in, copy);
-        Db db(out);
+        Db db = open_out(out);
         return merge_one(db, src, opt);
       };
       std::exception_ptr in_place;

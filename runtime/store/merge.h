@@ -37,6 +37,10 @@ namespace ltrun::store {
 struct MergeOptions {
   bool include_running = false;  // copy live runs as they are now (a partial copy, said so)
   std::set<int64_t> only_runs;   // input ids to copy (`ltrun export`); empty: every run
+  // An input from elsewhere (an export, a replay's store): read only once its schema is the
+  // store's own for its version, tables only, plus `extra_tables` (sqlite.h: check_as_data).
+  bool as_data = false;
+  std::vector<std::string> extra_tables;
 };
 
 struct MergeInput {

@@ -20,6 +20,7 @@
 #include "runtime/core/env.h"
 #include "runtime/core/error.h"
 #include "runtime/store/embedded.h"
+#include "runtime/store/sqlite.h"
 
 namespace ltrun::store {
 
@@ -123,21 +124,6 @@ constexpr int kReaderBusyTimeoutMs = 10000;  // WAL readers wait only for a writ
 constexpr size_t kFlushRows = 8192;     // writer flushes itself past this many buffered rows
 constexpr auto kFlushEvery = std::chrono::milliseconds(1000);
 
-struct Migration { int version; std::string name, sql; };
-
-std::vector<Migration> migrations() {
-  std::vector<Migration> out;
-  for (const auto& f : embedded_sql()) {
-    std::string p = f.path;
-    const std::string prefix = "db/migrations/";
-    if (p.rfind(prefix, 0) != 0) continue;
-    std::string file = p.substr(prefix.size());
-    out.push_back({std::stoi(file.substr(0, 4)), file, f.text});
-  }
-  std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.version < b.version; });
-  return out;
-}
-
 // One buffered row; `kind` picks the statement.
 struct Row {
   enum Kind { param, metric, layer_metric, eval_item, artifact } kind;
@@ -153,6 +139,7 @@ struct Row {
 
 struct Store::Impl {
   std::string path;
+  std::optional<Db> conn;  // the connection (sqlite.h); `db` is its handle
   sqlite3* db = nullptr;
   int version = 0;
   bool readonly = false;
@@ -164,20 +151,15 @@ struct Store::Impl {
   std::condition_variable cv;
   bool stopping = false;
 
+  void connect(Db d) {
+    conn.emplace(std::move(d));
+    db = conn->get();
+  }
   [[noreturn]] void fail_sql(int rc, const std::string& what) {
-    std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
-    if (rc == SQLITE_NOTADB)
-      fail("{}: not an ltrun run store ({}); pass another --db or move the file away", path, msg);
-    if (rc == SQLITE_CORRUPT)
-      fail("{}: the run store is corrupt ({}) while {}; restore it from a copy", path, msg, what);
-    fail("{}: {} failed: {}", path, what, msg);
+    if (conn) conn->fail_sql(rc, what);
+    fail("{}: {} failed: {}", path, what, sqlite3_errstr(rc));
   }
-  void exec(const std::string& sql, const char* what) {
-    char* err = nullptr;
-    int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
-    if (err) sqlite3_free(err);
-    if (rc != SQLITE_OK) fail_sql(rc, what);
-  }
+  void exec(const std::string& sql, const char* what) { conn->exec(sql, what); }
   // exec, retried while SQLite answers busy. Switching a new file to WAL takes an exclusive lock,
   // and SQLite answers SQLITE_BUSY at once, without calling the busy handler, when two
   // connections would otherwise deadlock on it (seen with four processes opening one new store).
@@ -191,32 +173,14 @@ struct Store::Impl {
       std::this_thread::sleep_for(std::chrono::milliseconds(1 + (attempt * 7 + getpid()) % 64));
     }
   }
-  sqlite3_stmt* prepare(const std::string& sql, bool persistent = false) {
-    sqlite3_stmt* st = nullptr;
-    int rc = sqlite3_prepare_v3(db, sql.c_str(), -1, persistent ? SQLITE_PREPARE_PERSISTENT : 0, &st,
-                                nullptr);
-    if (rc != SQLITE_OK) fail_sql(rc, "preparing `" + sql + "`");
-    return st;
-  }
+  sqlite3_stmt* prepare(const std::string& sql, bool persistent = false) { return conn->prepare(sql, persistent); }
   sqlite3_stmt* cached(int key, const char* sql) {
     auto it = stmts.find(key);
     if (it != stmts.end()) return it->second;
     return stmts[key] = prepare(sql, true);
   }
-  void step_done(sqlite3_stmt* st, const std::string& what) {
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    sqlite3_clear_bindings(st);
-    if (rc != SQLITE_DONE && rc != SQLITE_ROW) fail_sql(rc, what);
-  }
-  int64_t int_query(const std::string& sql) {
-    sqlite3_stmt* st = prepare(sql);
-    int rc = sqlite3_step(st);
-    int64_t v = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-    sqlite3_finalize(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) fail_sql(rc, "`" + sql + "`");
-    return v;
-  }
+  void step_done(sqlite3_stmt* st, const std::string& what) { conn->step_done(st, what); }
+  int64_t int_query(const std::string& sql) { return conn->int_query(sql); }
 
   // A file at user_version 0: a new store when it has no tables, else someone else's database.
   void refuse_foreign(bool reading) {
@@ -391,8 +355,7 @@ struct Store::Impl {
       cv.notify_all();
       flusher.join();
     }
-    for (auto& [k, st] : stmts) sqlite3_finalize(st);
-    if (db) sqlite3_close_v2(db);
+    for (auto& [k, st] : stmts) sqlite3_finalize(st);  // before the connection closes
   }
 };
 
@@ -436,11 +399,7 @@ std::shared_ptr<Store> Store::open(const std::string& path) {
   const auto parent = std::filesystem::path(path).parent_path();
   if (!parent.empty() && !std::filesystem::is_directory(parent))
     fail("{}: cannot create the run store: folder {} does not exist", path, parent.string());
-  harden_all_connections();
-  int rc = sqlite3_open_v2(path.c_str(), &impl->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                                                        SQLITE_OPEN_FULLMUTEX, nullptr);
-  if (rc != SQLITE_OK) impl->fail_sql(rc, "opening the run store");
-  sqlite3_busy_timeout(impl->db, kBusyTimeoutMs);
+  impl->connect(Db::writer(path, true, kBusyTimeoutMs));
   impl->migrate();
   impl->recover_crashed();
   Impl* raw = impl.get();
@@ -502,7 +461,7 @@ std::shared_ptr<Store> Store::open_readonly(const std::string& path) {
   auto impl = std::make_unique<Impl>();
   impl->path = path;
   impl->readonly = true;
-  impl->db = open_readonly_connection(path);
+  impl->connect(Db::reader(path));
   sqlite3_set_authorizer(impl->db, Impl::reader_authorizer, nullptr);
   impl->version = int(impl->int_query("PRAGMA user_version"));
   if (impl->version == 0) impl->refuse_foreign(true);

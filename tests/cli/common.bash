@@ -21,3 +21,11 @@ finish() {
   echo "$((checks - failures)) passed, $failures failed"
   [ "$failures" -eq 0 ]
 }
+
+skip_without_bwrap() {  # exit 77 (skipped) where bwrap cannot make namespaces
+  local why
+  if ! why=$(bwrap --unshare-all --unshare-user --cap-drop ALL --disable-userns --ro-bind / / true 2>&1); then
+    echo "SKIP: bwrap cannot make namespaces here: $why" >&2
+    exit 77
+  fi
+}

@@ -10,10 +10,7 @@
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 source "$(dirname "$0")/common.bash"
 unset LTRUN_MODELS LTRUN_DATA
-if ! why=$(bwrap --unshare-all --unshare-user --cap-drop ALL --disable-userns --ro-bind / / true 2>&1); then
-  echo "SKIP: bwrap cannot make namespaces here: $why" >&2
-  exit 77
-fi
+skip_without_bwrap
 export LTRUN_LIB=$SRC/lib
 export HOME=$SCRATCH/home TMPDIR=$SCRATCH/tmp  # a home and a temporary folder of the test's own
 mkdir -p A "$HOME" "$TMPDIR"
@@ -102,11 +99,12 @@ echo "$out" | sed 's/^/  | /' >&2
 check "rerun --sandbox runs (exit 0)" equals "$rc" "0"
 check "it lists the mounts before it starts" contains "$out" "in a sandbox (bubblewrap): no network, no home, nothing of this machine but:"
 check "the list names the system folders, read-only" contains "$out" "read-only  /usr  (system programs and libraries)"
-check "the list names the fresh working folder, writable" contains "$out" "(the working folder, empty (its current folder and HOME))"
+check "the list names the fresh working folder, in memory" contains "$out" ": its working folder, empty (its current folder and HOME; "
 check "the list names its own store, writable" contains "$out" "(its own store, holding only the run it replays)"
-check "the list names the model, read-only, as recorded" contains "$out" "read-only  $B/models/tiny at "
-check "the model is mounted because its content is as recorded" contains "$out" "(model models:tiny (as recorded))"
-check "nothing of the checkout is listed but the model" equals "$(grep -c "  $B[/ ]" <<<"$out" | tr -d ' ')" "1"
+check "the list names the model's files, read-only, as recorded" contains "$out" "read-only  $B/models/tiny/config.json at "
+check "the model is mounted because its content is as recorded" contains "$out" "(model models:tiny (as recorded), file config.json)"
+nfiles=$(find "$B/models/tiny" -maxdepth 1 -type f ! -name '.*' | wc -l)
+check "nothing of the checkout is listed but the model's files" equals "$(grep -c "  $B[/ ]" <<<"$out" | tr -d ' ')" "$nfiles"
 check "the home is not listed" equals "$(grep -c "  $HOME" <<<"$out")" "0"
 check "the host is as it was (checkout, .git/config, home; no fsmonitor probe)" equals "$(state)" "$before"
 new=$(sqlite3 ltrun.db "select id from runs where rerun_of = $orig")
@@ -148,8 +146,13 @@ if "$1" == "uuid" then  -- a child run that claims the uuid of a run of the user
   os.execute("sqlite3 " .. store .. " \"update runs set uuid = '$victim' where name = 'kid'\"")
 elseif "$1" == "top" then  -- a second top run, also a rerun of the seeded one
   os.execute("sqlite3 " .. store .. " \"insert into runs(name, rerun_of, started_at, status, uuid) values ('forged', 1, '2020-01-01', 'ok', 'f1')\"")
-elseif "$1" == "link" then  -- the store replaced by a link to another file
+elseif "$1" == "link" then  -- the store replaced by a link to another file (its bind holds)
   os.execute("rm -f " .. store .. " && ln -s /usr/share/doc " .. store)
+  lt.run.child("kid", function() lt.run.log("k", 1) end)  -- and then steals a uuid, refused as above
+  os.execute("sqlite3 " .. store .. " \"update runs set uuid = '$victim' where name = 'kid'\"")
+elseif "$1" == "view" then  -- its runs turned into a view that never ends (read as data: refused)
+  os.execute("sqlite3 " .. store .. " \"alter table runs rename to r; create view runs as with recursive n(i) as "
+    .. "(select 1 union all select i + 1 from n) select r.* from r, n\"")
 end
 LUA
   "$LTRUN" "forge_$1.lua" >/dev/null 2>&1
@@ -166,6 +169,10 @@ check "a stolen uuid: named" contains "$err" "the replay's store names a run uui
 forge top
 check "a second top run: named" contains "$err" "the replay's store holds 2 new top runs, where a replay makes one"
 forge link
-check "a store replaced by a link: named" contains "$err" "is no longer a plain file (replaced by the replay?): nothing of it merged"
+check "a store replaced by a link: it could not be (a bind), and the stolen uuid is named" contains "$err" \
+  "the replay's store names a run uuid '$victim' that $B/ltrun.db already holds"
+forge view
+check "a store whose runs became a view: refused as data, at once" contains "$err" \
+  "not an ltrun store as ltrun writes it: it has a view runs (a store holds tables, never views) (schema version"
 check "no private folder left behind" equals "$(ls "$TMPDIR")" ""
 finish
