@@ -23,9 +23,7 @@ function M.choose_lr(cfg, launch)
   for i = 1, #lrs do jobs[i] = "sweep_" .. i end
   if launch then workers.check(workers.launch(cfg, jobs, key, cfg.work .. "/logs/" .. lt.run.id() .. "_sweep")) end
   local got = {}
-  for _, r in ipairs(lt.run.query([[SELECT r.name, m.value FROM runs r JOIN params p ON p.run_id = r.id
-      AND p.key = 'scan_key' AND p.value = ? JOIN metrics m ON m.run_id = r.id AND m.name = 'score'
-      WHERE r.status = 'ok' ORDER BY r.id, m.step]], key)) do
+  for _, r in ipairs(lt.run.query("@scan_scores", key)) do
     got[tonumber(r.name:match("^sweep_(%d+)$"))] = r.value  -- the latest ok run of each rate
   end
   local best

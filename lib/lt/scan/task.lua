@@ -59,7 +59,7 @@ function M.resolve(cfg)
   return cfg
 end
 
--- the task's args (exp.study specs) for the scan studies; "" or 0: the algorithm's default
+-- the task's args (study.study specs) for the scan studies; "" or 0: the algorithm's default
 M.args = {
   task = { "", "task (\"\": by --algo: antonyms for causal_lm, agent for gigpo, else math)",
            choices = { "", "math", "antonyms", "code", "agent" } },
@@ -363,19 +363,11 @@ function M.new(cfg)
                                               temperature = cfg.score_temperature or 1.0,
                                               max_new_tokens = cfg.max_response, batch_size = 64 }).generate.avg_at_k
         end
-      elseif kind == "ifeval" then
-        -- prompt-level strict accuracy of the first bench_limit items (every instruction checked)
-        local items = require("lt.tasks.ifeval").read(path)
-        for i = #items, cfg.bench_limit + 1, -1 do items[i] = nil end
-        acc = require("lt.tasks.ifeval").evaluate(m, items, { max_new_tokens = cfg.max_response }).strict.prompt_acc
-      elseif kind == "mgsm" then
-        -- the mean over languages of the first bench_limit items of each, asked in their language
-        local items, per, kept = require("lt.tasks.mgsm").read(path), {}, {}
-        for _, it in ipairs(items) do
-          per[it.language] = (per[it.language] or 0) + 1
-          if per[it.language] <= cfg.bench_limit then kept[#kept + 1] = it end
-        end
-        acc = require("lt.tasks.mgsm").score(m, kept, { max_new_tokens = cfg.max_response }).acc_macro
+      elseif kind == "ifeval" or kind == "mgsm" then
+        -- read and scored by their task modules through lt.eval.run: IFEval's prompt-level strict
+        -- accuracy of the first bench_limit items, MGSM's mean over languages of the first
+        -- bench_limit items of each
+        acc = lt.eval.run(m, spec, { limit = cfg.bench_limit, max_new_tokens = cfg.max_response })[kind].acc
       elseif kind == "humaneval" or kind == "mbpp" then
         acc = lt.eval.run(m, spec, { limit = cfg.bench_limit, protocols = { "code" }, seed = seed }).code.acc
       else
@@ -453,7 +445,7 @@ function M.new(cfg)
   end
 
   -- trains m with `o` (lr: instead of cfg.lr; lr_mult; checkpoint_dir, checkpoint_every, resume:
-  -- the job's own checkpoints, see exp.checkpoints); with cfg.eval_every > 0 scores it every so
+  -- the job's own checkpoints, see study.checkpoints); with cfg.eval_every > 0 scores it every so
   -- many steps and logs the best score as S (best checkpoint by score), else scores it once at the
   -- end
   function t.train_and_score(m, o)

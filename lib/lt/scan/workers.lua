@@ -117,8 +117,7 @@ local function settle(parent, job, pid, exit)
   if r.status == "running" then
     local why = exit.signal ~= 0 and ("worker process %d ended by signal %d"):format(pid, exit.signal)
                 or ("worker process %d exited with code %d without closing its run"):format(pid, exit.code)
-    lt.run.query("UPDATE runs SET status = 'crashed', finished_at = strftime('%Y-%m-%d %H:%M:%f', 'now'), " ..
-                 "error = coalesce(error, ?) WHERE id = ? AND status = 'running'", why, r.id)
+    lt.run.mark_crashed(r.id, why)
     return r.id, "crashed"
   end
   return r.id, r.status
@@ -304,7 +303,7 @@ function M.report(res)
 end
 
 -- ---- the scan studies' scheduling (experiments/layer_scan/layer_scan.lua, layer_strategies.lua) -------------
--- args (exp.study specs) of a study that runs its jobs as workers
+-- args (study.study specs) of a study that runs its jobs as workers
 M.args = {
   workers = { 2, "worker processes on CPU (the cores split among them)", int = true, min = 1 },
   devices = { "", "GPUs, one job at a time on each: 0,1 (\"\": CPU workers)" },
