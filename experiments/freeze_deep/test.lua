@@ -18,7 +18,7 @@ f = assert(io.open(old, "w"))
 for i = 1, 100 do f:write(("Fortune %d: the early bird gets the worm, the second mouse gets the cheese.\n%%\n"):format(i)) end
 f:close()
 
--- the study as a module, called with a table (exp.study: the args checked as on the command line)
+-- the study as a module, called with a table (study.study: the args checked as on the command line)
 local printed = require("experiments.freeze_deep.freeze_deep").run{ model = tmp .. "/m", corpus = corpus, old = old, steps = 4, eval_every = 2,
   seq_len = 32, micro_batch = 4, bench_limit = 8, val_windows = 8,
   bench = "antonyms,mc:" .. root .. "/tests/data/eval/mcq/sample.jsonl",

@@ -5,13 +5,13 @@
 -- scan's model, task, data, steps and seed, as child runs in worker processes like the scan, and
 -- prints Table 12: each block's C at the scan's rate and at the higher one, both on the scan's
 -- S_base and S_full (lr_table.lua). Logs layer_metrics contribution_boosted.
-local exp = require "lt.study"
+local study = require "lt.study"
 local scan = require "lt.scan.workers"
 local scan_task = require "lt.scan.task"
 local ls = require "lt.scan.contributions"
 local lr_table = require "experiments.layer_lr.lr_table"
 
-return exp.study{
+return study.study{
   name = "layer_lr",
   help = "Table 12: the top and bottom blocks of a scan retrained at a higher learning rate",
   args = { scan = { 0, "the layer scan run (0: the latest)", int = true, min = 0 },
