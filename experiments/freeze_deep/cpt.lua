@@ -91,6 +91,7 @@ function M.measurer(cfg, d)
 end
 
 -- the blocks each plan trains, in lt.layers.parse's grammar: --split is the shallow share F
+-- (--shallow_blocks=K instead: the first K blocks are the shallow ones)
 M.plan_blocks = { full = "all", train_shallow = "shallow:%s", train_deep = "deep:%s" }
 
 -- the freeze spec of each plan of cfg.plans: the blocks it does not train, and the embeddings /
@@ -103,10 +104,18 @@ function M.plans(base, cfg)
     return s
   end
   local out = {}
+  local k = cfg.shallow_blocks or 0  -- a count of shallow blocks, kept an integer (hybrid's)
+  if k > base.n_layers then
+    error(("freeze_deep: --shallow_blocks=%d: the model has %d blocks"):format(k, base.n_layers), 0)
+  end
   for _, name in ipairs(study.list(cfg.plans)) do
     local trained = {}
-    local text = M.plan_blocks[name]:format(("%.17g"):format(cfg.split))
-    for _, l in ipairs(lt.layers.parse(base, text, "--split")) do trained[l] = true end
+    if k > 0 and name ~= "full" then
+      for l = 0, base.n_layers - 1 do trained[l] = (l < k) == (name == "train_shallow") end
+    else
+      local text = M.plan_blocks[name]:format(("%.17g"):format(cfg.split))
+      for _, l in ipairs(lt.layers.parse(base, text, "--split")) do trained[l] = true end
+    end
     local frozen = {}
     for l = 0, base.n_layers - 1 do if not trained[l] then frozen[#frozen + 1] = l end end
     out[name] = spec(#frozen > 0 and { layers = frozen } or {})

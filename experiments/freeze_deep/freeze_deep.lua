@@ -17,6 +17,7 @@ return study.study{
                "new domain: a text/JSONL file or a packed folder", path = true },
     old = { "", "old-domain text (\"\": MODEL/heldout.txt)", path = true },
     split = { 0.5, "share of the blocks that are shallow", min = 0, max = 1 },
+    shallow_blocks = { 0, "the first K blocks are the shallow ones (0: --split)", int = true, min = 0 },
     max_bytes = { 1000000, "bytes of the corpus to pack (0: all)", int = true, min = 0 },
     val_windows = { 64, "held-out windows per domain", int = true, min = 1 },
     bench = { "antonyms,antonyms_heldout",

@@ -210,4 +210,21 @@ T.case("--preset=paper: the table carries the paper's Average, the macro mean ov
   end
 end)
 
+T.case("--shallow_blocks=K: the first K blocks are the shallow ones, a count kept an integer", function()
+  local cpt = require "experiments.freeze_deep.cpt"
+  local base = lt.model.load(tmp .. "/m")  -- 4 blocks
+  local cfg = { plans = "full,train_shallow,train_deep", split = 0.5, shallow_blocks = 3 }
+  local p = cpt.plans(base, cfg)
+  T.same_table(p.train_shallow[1].layers, { 3 })      -- trains 0-2
+  T.same_table(p.train_deep[1].layers, { 0, 1, 2 })   -- trains 3
+  T.same_table(p.full[1], {})
+  cfg.shallow_blocks = 0                               -- --split's share: shallow:0.5
+  T.same_table(cpt.plans(base, cfg).train_shallow[1].layers, { 2, 3 })
+  cfg.shallow_blocks = 4                               -- every block shallow: train_deep trains none
+  T.same_table(cpt.plans(base, cfg).train_deep[1].layers, { 0, 1, 2, 3 })
+  cfg.shallow_blocks = 5
+  T.raises(function() cpt.plans(base, cfg) end, "%-%-shallow_blocks=5: the model has 4 blocks")
+  base:free()
+end)
+
 T.finish()

@@ -41,7 +41,7 @@ return study.study{
       local fd = study.pairs_arg(cfg.freeze_deep, "--freeze_deep")  -- a fresh table per row
       local resume = cfg.resume and lt.train.latest_checkpoint(ck .. "/train_shallow") ~= nil
       for k, v in pairs{ model = row.dir, plans = "train_shallow",
-                         split = row.shallow / row.n_layers, steps = cfg.steps,
+                         shallow_blocks = row.shallow, steps = cfg.steps,
                          old = qwen3 .. "/heldout.txt", bench = cfg.bench,
                          out = cfg.out .. "/" .. name, checkpoint_dir = ck,
                          checkpoint_every = cfg.checkpoint_every, resume = resume } do

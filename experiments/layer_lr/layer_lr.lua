@@ -28,7 +28,7 @@ return study.study{
     local top, bottom = lr_table.ends(rank, cfg.k)
     local task = scan_task.new(task_cfg)
     if cfg.job ~= "" then
-      local l = tonumber(cfg.job:match("^layer_(%d+)$"))
+      local l = scan.job_of(cfg.job).layer
                 or error(("--job=%s: expected layer_<l>"):format(cfg.job), 0)
       lt.run.param{ scan = scan_run, scan_key = cfg.scan_key, trainable = "block " .. l,
                     job_lr = lr }
@@ -40,8 +40,8 @@ return study.study{
     task.training_data()
     local key = ("layer_lr:%d:%s"):format(scan_run, scan.hash(("lr=%.17g"):format(lr)))
     local jobs = {}
-    for _, l in ipairs(top) do jobs[#jobs + 1] = "layer_" .. l end
-    for _, l in ipairs(bottom) do jobs[#jobs + 1] = "layer_" .. l end
+    for _, l in ipairs(top) do jobs[#jobs + 1] = scan.job{ kind = "layer", layer = l } end
+    for _, l in ipairs(bottom) do jobs[#jobs + 1] = scan.job{ kind = "layer", layer = l } end
     lt.run.param{ scan = scan_run, lr_default = base_lr, lr_boosted = lr, scan_key = key }
     -- the scan's seed: the same data order and samples as its own jobs
     local seed = lt.run.query("SELECT seed FROM runs WHERE id = ?", scan_run)[1].seed

@@ -47,7 +47,8 @@ function M.lr_table(scan_run, key, top, bottom, base_lr, lr)
   local b, f = M.scan_base_full(scan_run)
   local boosted = {}
   for _, r in ipairs(lt.run.query("@scan_scores", key)) do
-    boosted[tonumber(r.name:match("^layer_(%d+)$"))] = r.value  -- the latest ok run of each block
+    local l = require("lt.scan.workers").job_of(r.name).layer
+    if l then boosted[l] = r.value end  -- the latest ok run of each block
   end
   local cb = ls.contributions(boosted, b, f) or {}
   local rows = {}

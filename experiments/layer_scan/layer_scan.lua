@@ -47,7 +47,7 @@ return study.study{
     local n_layers = lt.model.info(cfg.model).n_layers
     local layers = lt.layers.parse(n_layers, cfg.layers, "--layers")
     local jobs = { "base", "full" }
-    for _, l in ipairs(layers) do jobs[#jobs + 1] = "layer_" .. l end
+    for _, l in ipairs(layers) do jobs[#jobs + 1] = scan.job{ kind = "layer", layer = l } end
     if not cfg.analyze then
       task.trainer()        -- an unknown or unavailable --algo fails here, not in every worker
       task.training_data()  -- made once, before the workers read it

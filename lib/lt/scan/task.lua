@@ -503,16 +503,16 @@ function M.new(cfg)
     local base = lt.model.load(cfg.model)
     if job == "base" then return t.score(base) end
     local m = base:clone()
-    local sweep = tonumber(job:match("^sweep_(%d+)$"))
+    local j = require("lt.scan.workers").job_of(job)
+    local sweep, l = j.sweep, j.layer
     if sweep then  -- one learning rate of --lr_sweep: every block trained at it, its reported score S
       local lr = M.sweep_lrs(cfg)[sweep] or error(("--job=%s: --lr_sweep has no rate %d"):format(job, sweep), 0)
       lt.run.param{ job_lr = lr, trainable = "all" }
       m:train_only("all")
       return t.train_and_score(m, { lr = lr })
     end
-    local l = job:match("^layer_(%d+)$")
     if not l and job ~= "full" then error(("--job=%s: expected base, full, layer_<l> or sweep_<i>"):format(job), 0) end
-    m:train_only(l and tonumber(l) or "all")
+    m:train_only(l or "all")
     lt.run.param("trainable", l and ("block " .. l) or "all")
     local o = job_checkpoints(job, key)
     if l and (cfg.layer_lr or 0) > 0 then o.lr = cfg.layer_lr end  -- the blocks' own learning rate

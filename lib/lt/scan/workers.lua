@@ -47,6 +47,18 @@ function M.parse_shard(spec, env)
   return i, n
 end
 
+-- A scan's jobs and their names, written and read here alone: base, full, layer (block `layer`
+-- trained alone) and sweep (rate `sweep` of a learning-rate sweep). M.job{kind =, layer =,
+-- sweep =} → the job's name (its run's name and lease); M.job_of(name) → {kind, layer, sweep}
+-- (kind = the name for base and full), so that no study or task parses a name.
+function M.job(j) return (j.layer or j.sweep) and ("%s_%d"):format(j.kind, j.layer or j.sweep) or j.kind end
+function M.job_of(name)
+  local kind, n = tostring(name):match("^(%a+)_(%d+)$")
+  if kind == "layer" then return { kind = kind, layer = tonumber(n) } end
+  if kind == "sweep" then return { kind = kind, sweep = tonumber(n) } end
+  return { kind = tostring(name) }
+end
+
 -- The jobs of shard i of n: job j (1-based) when (j - 1) % n == i.
 function M.shard_jobs(jobs, i, n)
   local out = {}
