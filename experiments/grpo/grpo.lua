@@ -42,7 +42,8 @@ return study.study{
     lt.run.param("decontaminate_ngram", n_gram)
     local r = lt.rl.grpo(m, study.options_for("lt.rl.grpo", cfg, ck, {
       data = cfg.data or model .. "/train.jsonl", eval = items, eval_n = 0, decontaminate = n_gram,
-      template = math_task.prompt_template(model, cfg.template) or "", rewards = math_task.rewards }))
+      template = math_task.prompt_template(model, cfg.template) or "",
+      rewards = math_task.rewards }))
     local after = score("final", r.steps)
     print(("grpo: %s, %d steps in %.0fs, %d prompts (%d removed by decontamination)"):format(
       cfg.algo, r.steps, r.wall_s, r.prompts, r.decontaminated))

@@ -32,7 +32,8 @@ function M.merge_args(...)
 end
 
 -- ---- a function's options as a study's args ---------------------------------------------------
--- study.args_of("lt.rl.grpo", {max_response = 24}): the options of a function the runtime
+-- study.args_of("lt.rl.grpo", {max_response = 24}[, keys]): the options (`keys` of them) of a
+-- function the runtime
 -- declares (lt.api: `ltrun doc api`, docs/reference/lua-api.md) as arg specs, each with its
 -- declared default, kind and range, so that a study takes them as its own args and --help shows
 -- the page's defaults. `overrides` changes defaults (presets are overrides too), and brings in an
@@ -52,13 +53,14 @@ local function default_value(o)
   if o.kind == "string" then return o.default end
 end
 
-function M.args_of(fn, overrides)
-  local api, specs = declared(fn, "study.args_of"), {}
+function M.args_of(fn, overrides, keys)
+  local api, specs, only = declared(fn, "study.args_of"), {}, nil
+  if keys then only = {} for _, k in ipairs(keys) do only[k] = true end end
   for _, o in ipairs(api.options) do
     local v = (overrides or {})[o.key]
     local absent = o.default == nil and v or nil
     if v == nil and o.default ~= nil then v = default_value(o) end
-    if v ~= nil then
+    if v ~= nil and (not only or only[o.key]) then
       specs[o.key] = { v, o.doc, int = o.kind == "integer" or nil, min = o.min, max = o.max,
                        choices = o.choices, path = o.kind:match("^path") and type(v) == "string" or nil,
                        absent = absent }
