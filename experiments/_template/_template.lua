@@ -2,12 +2,12 @@
 -- rename this file NAME.lua, set `name` below, and say here in one paragraph what the study
 -- asks and what it prints. This one asks how much a model's held-out loss on a text falls when
 -- each plan of --plans trains on it for --steps steps (every block, or the shallow half).
-local exp = require "lt.study"
+local study = require "lt.study"
 local report = require "lt.report"
 
-return exp.study{
+return study.study{
   name = "_template", help = "held-out loss before and after training, per freeze plan",
-  args = exp.merge_args(exp.train_args{ steps = 20, lr = 1e-3, seq_len = 32 }, {
+  args = study.merge_args(study.train_args{ steps = 20, lr = 1e-3, seq_len = 32 }, {
     model = { "", "model folder (\"\": the embedded default base, lt.models tiny-qwen3)",
               path = true },
     corpus = { "/usr/share/games/fortunes/chinese", "a text file to train on", path = true },
@@ -22,11 +22,11 @@ return exp.study{
     local val = lt.data.windows(cfg.out, { split = "val", seq_len = cfg.seq_len, n = 16 })
     local base = lt.model.load(model)
     local before, rows = lt.train.eval_loss(base, val), {}
-    for _, plan in ipairs(exp.list(cfg.plans)) do
+    for _, plan in ipairs(study.list(cfg.plans)) do
       local after = lt.run.child(plan, function()  -- a child run per plan, with its own status
         local blocks = plan == "all" and "all" or "shallow:0.5"  -- lt.layers.parse's grammar
         local m = base:clone():train_only(lt.layers.spec(base, blocks, "--plans"))
-        lt.train.causal_lm(m, exp.train_options(cfg, { data = cfg.out }))
+        lt.train.causal_lm(m, study.train_options(cfg, { data = cfg.out }))
         local loss = lt.train.eval_loss(m, val)
         lt.run.log("heldout_loss", loss)
         return loss

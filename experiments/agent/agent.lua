@@ -9,11 +9,10 @@
 -- sign test). --train_only=2 trains block 2 alone (the single-layer setting; lt.layers.parse's
 -- grammar; all: the whole model). Default policy: lt.models tiny-agent (a noisy Sokoban expert
 -- imitated).
-local exp = require "lt.study"
-local agent = require "lt.envs.agent"
-local report = require "lt.report"
+local study = require "lt.study"
+local compare_env = require "experiments.agent.compare"
 
-return exp.study{
+return study.study{
   name = "agent", help = "GiGPO against GRPO on episodes for a tiny agent in a text environment",
   args = {
     model = { "", "policy folder (\"\": the embedded default, lt.models tiny-agent)", path = true },
@@ -51,45 +50,8 @@ return exp.study{
     local base, seeds = lt.model.load(lt.models.resolve(cfg.model, "tiny-agent")), {}
     for s = 1, cfg.heldout do seeds[s] = s end
     local turns = cfg.max_turns > 0 and cfg.max_turns or nil
-    local function compare(env)
-      local env_opts = env == "sokoban" and { size = cfg.size } or {}
-      local function score(m)  -- the same episodes' draws for every model (stream "eval")
-        return agent.success(m, env, env_opts, seeds, { temperature = 1,
-          episodes = cfg.eval_episodes, seed = lt.run.seed("eval"), max_turns = turns })
-      end
-      local s0, per0 = score(base)
-      lt.run.log("heldout_success_base", s0)
-      print(("%s: base success %.3f on %d held-out seeds x %d sampled episodes"):format(
-        env, s0, cfg.heldout, cfg.eval_episodes))
-      local after = {}
-      for _, algo in ipairs(exp.list(cfg.algos)) do
-        lt.run.child(algo, function()
-          local m = base:clone():train_only(lt.layers.spec(base, cfg.train_only, "--train_only"))
-          local o = { group = cfg.group, gamma = cfg.gamma,
-                      omega = algo == "gigpo" and cfg.omega or 0, norm = cfg.norm,
-                      scope = cfg.scope, lone = cfg.lone, penalty = cfg.penalty }
-          lt.rl.grpo(m, { iterations = cfg.steps, lr = cfg.lr, mini_batches = cfg.mini_batches,
-                          kl = 0, micro_batch = 64,
-            produce = function(b)  -- training seeds after the held-out ones, new ones every batch
-              local train = {}
-              for i = 1, cfg.tasks do train[i] = cfg.heldout + (b - 1) * cfg.tasks + i end
-              return agent.rows(agent.episodes(m, env, env_opts, train, {
-                group = cfg.group, temperature = 1, seed = lt.run.seed("rl.rollout", b),
-                max_turns = turns }), o)
-            end })
-          local s, per = score(m)
-          lt.run.log("heldout_success", s)
-          print(("%-6s success %.3f -> %.3f: %s"):format(algo, s0, s,
-            select(4, report.paired("success", per0, per))))
-          after[algo] = per
-        end)
-      end
-      if after.gigpo and after.grpo then
-        print("gigpo against grpo, per held-out seed: "
-              .. select(4, report.paired("gigpo_vs_grpo", after.grpo, after.gigpo)))
-      end
-    end
-    local envs = exp.list(cfg.env)
+    local function compare(env) return compare_env.compare(cfg, base, seeds, turns, env) end
+    local envs = study.list(cfg.env)
     -- several environments: a child run each, the algorithms under it
     for _, env in ipairs(envs) do
       if #envs > 1 then lt.run.child(env, function() compare(env) end) else compare(env) end

@@ -2,7 +2,7 @@
 -- experiments/freeze_deep/freeze_deep.lua (and hybrid.lua through it) is made of: the new domain
 -- and the base's own domain as held-out windows, the measures of a model (losses, the antonym task,
 -- benchmarks under several protocols), the plans, the comparison table and the figures.
-local exp = require "lt.study"
+local study = require "lt.study"
 local report = require "lt.report"
 local tasks = require "lt.tasks"
 local M = {}
@@ -22,8 +22,8 @@ end
 -- The data of a study: cfg.corpus (a text / JSONL file, packed here, or a folder `ltrun data
 -- pack` made) as the new domain with its validation windows, and cfg.old (default
 -- MODEL/heldout.txt) as windows of the base's own domain (none, with a warning, when the
--- default file is missing). → {packed =, new =, old =}
-function M.domains(cfg)
+-- default file is missing); `model`: the base's folder. → {packed =, new =, old =}
+function M.domains(cfg, model)
   lt.fs.mkdir(cfg.out)
   local d = {}
   local index = io.open(cfg.corpus .. "/index.json")
@@ -32,16 +32,16 @@ function M.domains(cfg)
     index:close()
     d.packed, info = cfg.corpus, lt.data.info(cfg.corpus)
   else
-    d.packed, info = pack(cfg.model, cfg.out, "new_corpus", { cfg.corpus }, 0.05, cfg.max_bytes)
+    d.packed, info = pack(model, cfg.out, "new_corpus", { cfg.corpus }, 0.05, cfg.max_bytes)
   end
   lt.run.param{ train_tokens = info.train_tokens, val_tokens = info.val_tokens }
   local seq = math.min(cfg.seq_len, 512)
   d.new = lt.data.windows(d.packed, { split = "val", seq_len = seq, n = cfg.val_windows })
-  local old_path = cfg.old ~= "" and cfg.old or cfg.model .. "/heldout.txt"
+  local old_path = cfg.old ~= "" and cfg.old or model .. "/heldout.txt"
   local f = io.open(old_path)
   if f then
     f:close()
-    local dir = pack(cfg.model, cfg.out, "old_domain", { old_path }, 0, 0)
+    local dir = pack(model, cfg.out, "old_domain", { old_path }, 0, 0)
     d.old = lt.data.windows(dir, { split = "train", seq_len = seq, n = cfg.val_windows })
     lt.run.param("old_domain", old_path)
   elseif cfg.old ~= "" then
@@ -65,7 +65,7 @@ end
 -- measure(m, r): the losses on both domains, the antonym task (cfg.task_probe prompts) and
 -- each benchmark of cfg.bench under cfg.protocols, logged to the current run and put in r
 function M.measurer(cfg, d)
-  local benches, protocols = exp.list(cfg.bench), exp.list(cfg.protocols)
+  local benches, protocols = study.list(cfg.bench), study.list(cfg.protocols)
   local task_items = cfg.task_probe > 0 and tasks.load("wordnet", { split = "train", n = cfg.task_probe, seed = 3 }) or nil
   return function(m, r)
     if task_items then
@@ -91,6 +91,7 @@ function M.measurer(cfg, d)
 end
 
 -- the blocks each plan trains, in lt.layers.parse's grammar: --split is the shallow share F
+-- (--shallow_blocks=K instead: the first K blocks are the shallow ones)
 M.plan_blocks = { full = "all", train_shallow = "shallow:%s", train_deep = "deep:%s" }
 
 -- the freeze spec of each plan of cfg.plans: the blocks it does not train, and the embeddings /
@@ -103,10 +104,18 @@ function M.plans(base, cfg)
     return s
   end
   local out = {}
-  for _, name in ipairs(exp.list(cfg.plans)) do
+  local k = cfg.shallow_blocks or 0  -- a count of shallow blocks, kept an integer (hybrid's)
+  if k > base.n_layers then
+    error(("freeze_deep: --shallow_blocks=%d: the model has %d blocks"):format(k, base.n_layers), 0)
+  end
+  for _, name in ipairs(study.list(cfg.plans)) do
     local trained = {}
-    local text = M.plan_blocks[name]:format(("%.17g"):format(cfg.split))
-    for _, l in ipairs(lt.layers.parse(base, text, "--split")) do trained[l] = true end
+    if k > 0 and name ~= "full" then
+      for l = 0, base.n_layers - 1 do trained[l] = (l < k) == (name == "train_shallow") end
+    else
+      local text = M.plan_blocks[name]:format(("%.17g"):format(cfg.split))
+      for _, l in ipairs(lt.layers.parse(base, text, "--split")) do trained[l] = true end
+    end
     local frozen = {}
     for l = 0, base.n_layers - 1 do if not trained[l] then frozen[#frozen + 1] = l end end
     out[name] = spec(#frozen > 0 and { layers = frozen } or {})
@@ -114,14 +123,29 @@ function M.plans(base, cfg)
   return out
 end
 
+-- One plan's training, in its child run: a clone of `base` with `spec` frozen, trained on the
+-- packed new domain (checkpoint options `ck`), measured as the base is; → the training's result
+function M.train_plan(cfg, base, name, spec, packed, ck, measure)
+  lt.run.param{ plan = name, freeze = lt.layers.describe(spec),
+                freeze_embeddings = cfg.freeze_embeddings, freeze_head = cfg.freeze_head }
+  local m = base:clone():freeze(spec)
+  local o = study.merge_args({ data = packed }, ck)
+  local r = lt.train.causal_lm(m, study.train_options(cfg, o))
+  lt.run.log("wall_s_total", r.wall_s)
+  lt.train.weight_change(m, base, { log = "weight_change" })
+  measure(m, r)
+  m:free()
+  return r
+end
+
 -- The comparison: one row per plan (and the base) with the gain on the new domain, the cost on
 -- the old one, the task and each protocol's accuracy on the first benchmark (the first
 -- protocol's retention = plan's / base's), under --preset=paper also the paper's Average (the
 -- macro mean over categories) per protocol; the other benchmarks under the headline protocol;
--- a warning when the base gives one letter to nearly every logit item.
-function M.print(results, cfg)
-  local b, benches, protocols = results.base, exp.list(cfg.bench), shown(exp.list(cfg.protocols))
-  print(("base model %s: new-domain loss %.4f, old-domain loss %s; %s"):format(cfg.model, b.new_loss,
+-- a warning when the base gives one letter to nearly every logit item. `model`: the base's folder.
+function M.print(results, cfg, model)
+  local b, benches, protocols = results.base, study.list(cfg.bench), shown(study.list(cfg.protocols))
+  print(("base model %s: new-domain loss %.4f, old-domain loss %s; %s"):format(model, b.new_loss,
         b.old_loss and ("%.4f"):format(b.old_loss) or "n/a", cfg.bench))
   print("gain = base new-domain loss - plan's (higher: learnt more); old +/- = plan's old-domain loss - base's"
         .. " (higher: forgot more);")
@@ -146,7 +170,7 @@ function M.print(results, cfg)
     end
   end
   local rows = {}
-  for name, r in exp.sorted(results) do
+  for name, r in study.sorted(results) do
     local row = { plan = name, trainable_params = r.trainable_params, wall_s = r.wall_s, tokens_per_s = r.tokens_per_s,
                   new_loss = r.new_loss, gain = b.new_loss - r.new_loss, old_loss = r.old_loss,
                   old_delta = r.old_loss and (r.old_loss - b.old_loss), task_acc = r.task_acc,
@@ -166,7 +190,7 @@ function M.print(results, cfg)
   report.table{ columns = cols, rows = rows, csv = cfg.out .. "/results.csv", show = show }
   for k = 2, #benches do
     local line = {}
-    for name, r in exp.sorted(results) do line[#line + 1] = ("%s %.3f"):format(name, r.scores[benches[k]][protocols[1]].acc) end
+    for name, r in study.sorted(results) do line[#line + 1] = ("%s %.3f"):format(name, r.scores[benches[k]][protocols[1]].acc) end
     print(("%s accuracy (%s): %s"):format(benches[k], protocols[1], table.concat(line, ", ")))
   end
   for _, spec in ipairs(benches) do
@@ -176,7 +200,7 @@ function M.print(results, cfg)
       if it.protocol == "logit" then answers[it.prediction] = (answers[it.prediction] or 0) + 1 end
     end
     local spread = {}
-    for letter, n in exp.sorted(answers) do
+    for letter, n in study.sorted(answers) do
       spread[#spread + 1] = letter .. "=" .. n
       most, n_items = math.max(most, n), n_items + n
     end
@@ -195,8 +219,8 @@ function M.figures(results, curves, cfg)
   lt.run.artifact(report.curves(cfg.out .. "/loss_curves.svg", { colours = colours,
     title = ("Training loss on the new domain by plan (%d steps)"):format(cfg.steps), y_title = "training loss",
     series = curves, order = M.plans_order, smooth = math.max(1, math.floor(cfg.steps / 30)) }), { kind = "figure" })
-  for _, spec in ipairs(exp.list(cfg.bench)) do
-    for _, protocol in ipairs(shown(exp.list(cfg.protocols))) do
+  for _, spec in ipairs(study.list(cfg.bench)) do
+    for _, protocol in ipairs(shown(study.list(cfg.protocols))) do
       local scores = {}
       for name, r in pairs(results) do scores[name] = r.scores[spec][protocol] end
       local file = ("%s/scores_%s_%s.svg"):format(cfg.out, spec:gsub("[^%w]+", "_"), protocol)

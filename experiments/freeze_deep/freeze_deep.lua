@@ -1,25 +1,24 @@
 -- experiments/freeze_deep/freeze_deep.lua: Freeze Deep, Train Shallow: continued pre-training of
--- one base model on a corpus of another domain (Chinese fortunes) under the plans `full`,
--- `train_shallow` (deep blocks frozen) and `train_deep` (shallow blocks frozen), same data, steps
--- and hyper-parameters. Each plan (and the base) is a child run measured the same way (cpt.lua):
--- new_loss (held-out, new domain: the gain), old_loss (the base's domain: the cost), task_acc (the
--- antonym task), each benchmark under each protocol (the first: the headline). Prints the table
--- (results.csv, `ltrun sql @freeze_deep`), draws the loss curves and the scores by plan and
--- category. --preset=paper: Table 6 (lr 3e-5, 4096 tokens, bf16; docs/freeze_deep.md).
-local exp = require "lt.study"
+-- one base model on another domain's corpus (Chinese fortunes) under the plans `full`,
+-- `train_shallow` (deep blocks frozen) and `train_deep`, each (and the base) a child run measured
+-- the same way (cpt.lua): the gain on the new domain, the cost on the old one, the antonym task,
+-- each benchmark under each protocol. Prints the table, draws the curves and the scores by plan
+-- (README.md). --preset=paper: Table 6 (lr 3e-5, 4096 tokens, bf16; docs/freeze_deep.md).
+local study = require "lt.study"
 local cpt = require "experiments.freeze_deep.cpt"
 
-return exp.study{
+return study.study{
   name = "freeze_deep",
   help = "continued pre-training under freeze plans: what each gains and costs",
-  args = exp.merge_args(exp.train_args{ steps = 300, lr = 1e-3, eval_every = 100 },
-                        exp.checkpoint_args, {
-    model = { "", "base model folder (\"\": the embedded default, lt.models tiny-qwen3)",
-              path = true },
+  args = study.merge_args(study.train_args{ steps = 300, lr = 1e-3, eval_every = 100 },
+                          study.checkpoint_args, {
+    model = { "", "base model folder (\"\": lt.models tiny-qwen3)", path = true },
     corpus = { "/usr/share/games/fortunes/chinese",
                "new domain: a text/JSONL file or a packed folder", path = true },
     old = { "", "old-domain text (\"\": MODEL/heldout.txt)", path = true },
     split = { 0.5, "share of the blocks that are shallow", min = 0, max = 1 },
+    shallow_blocks = { 0, "the first K blocks are the shallow ones (0: --split)", int = true,
+                       min = 0 },
     max_bytes = { 1000000, "bytes of the corpus to pack (0: all)", int = true, min = 0 },
     val_windows = { 64, "held-out windows per domain", int = true, min = 1 },
     bench = { "antonyms,antonyms_heldout",
@@ -39,32 +38,20 @@ return exp.study{
                         grad_accum = 16, max_bytes = 0, bench_limit = 0, eval_every = 0,
                         val_windows = 256, protocols = "logit,generate" } },
   run = function(cfg)
-    -- --resume=true with nothing to resume: an error first
-    local checkpoints = exp.checkpoints(cfg, exp.list(cfg.plans))
-    cfg.model = cfg.model ~= "" and cfg.model or lt.models.get("tiny-qwen3")
-    local base = lt.model.load(cfg.model, cfg.dtype ~= "" and { dtype = cfg.dtype } or nil)
-    local data = cpt.domains(cfg)
+    local checkpoints = study.checkpoints(cfg, study.list(cfg.plans))  -- an error first
+    local model = lt.models.resolve(cfg.model, "tiny-qwen3")
+    local base = lt.model.load(model, cfg.dtype ~= "" and { dtype = cfg.dtype } or nil)
+    local data = cpt.domains(cfg, model)
     local measure = cpt.measurer(cfg, data)
     local results, curves = {}, {}
-    results.base = lt.run.child("base", function()
-      return measure(base, { trainable_params = 0, wall_s = 0, tokens_per_s = 0 })
-    end)
-    for name, spec in exp.sorted(cpt.plans(base, cfg)) do
-      results[name] = lt.run.child(name, function()
-        lt.run.param{ plan = name, freeze = lt.layers.describe(spec),
-                      freeze_embeddings = cfg.freeze_embeddings, freeze_head = cfg.freeze_head }
-        local m = base:clone():freeze(spec)
-        local o = exp.merge_args({ data = data.packed }, checkpoints(name))
-        local r = lt.train.causal_lm(m, exp.train_options(cfg, o))
-        curves[name] = r.losses
-        lt.run.log("wall_s_total", r.wall_s)
-        lt.train.weight_change(m, base, { log = "weight_change" })
-        measure(m, r)
-        m:free()
-        return r
-      end)
+    results.base = lt.run.child("base", measure, base,
+                                { trainable_params = 0, wall_s = 0, tokens_per_s = 0 })
+    for name, spec in study.sorted(cpt.plans(base, cfg)) do
+      results[name] = lt.run.child(name, cpt.train_plan, cfg, base, name, spec, data.packed,
+                                   checkpoints(name), measure)
+      curves[name] = results[name].losses
     end
-    cpt.print(results, cfg)
+    cpt.print(results, cfg, model)
     cpt.figures(results, curves, cfg)
     return results
   end }

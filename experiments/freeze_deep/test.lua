@@ -18,7 +18,7 @@ f = assert(io.open(old, "w"))
 for i = 1, 100 do f:write(("Fortune %d: the early bird gets the worm, the second mouse gets the cheese.\n%%\n"):format(i)) end
 f:close()
 
--- the study as a module, called with a table (exp.study: the args checked as on the command line)
+-- the study as a module, called with a table (study.study: the args checked as on the command line)
 local printed = require("experiments.freeze_deep.freeze_deep").run{ model = tmp .. "/m", corpus = corpus, old = old, steps = 4, eval_every = 2,
   seq_len = 32, micro_batch = 4, bench_limit = 8, val_windows = 8,
   bench = "antonyms,mc:" .. root .. "/tests/data/eval/mcq/sample.jsonl",
@@ -208,6 +208,23 @@ T.case("--preset=paper: the table carries the paper's Average, the macro mean ov
     -- the CSV holds the value as %.17g or the like; 1e-9 covers any printing
     T.near(vals["avg_" .. p], (cats[1].value + cats[2].value) / 2, 1e-9, p .. ": Average = mean of the categories")
   end
+end)
+
+T.case("--shallow_blocks=K: the first K blocks are the shallow ones, a count kept an integer", function()
+  local cpt = require "experiments.freeze_deep.cpt"
+  local base = lt.model.load(tmp .. "/m")  -- 4 blocks
+  local cfg = { plans = "full,train_shallow,train_deep", split = 0.5, shallow_blocks = 3 }
+  local p = cpt.plans(base, cfg)
+  T.same_table(p.train_shallow[1].layers, { 3 })      -- trains 0-2
+  T.same_table(p.train_deep[1].layers, { 0, 1, 2 })   -- trains 3
+  T.same_table(p.full[1], {})
+  cfg.shallow_blocks = 0                               -- --split's share: shallow:0.5
+  T.same_table(cpt.plans(base, cfg).train_shallow[1].layers, { 2, 3 })
+  cfg.shallow_blocks = 4                               -- every block shallow: train_deep trains none
+  T.same_table(cpt.plans(base, cfg).train_deep[1].layers, { 0, 1, 2, 3 })
+  cfg.shallow_blocks = 5
+  T.raises(function() cpt.plans(base, cfg) end, "%-%-shallow_blocks=5: the model has 4 blocks")
+  base:free()
 end)
 
 T.finish()

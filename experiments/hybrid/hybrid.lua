@@ -6,13 +6,13 @@
 -- layers, embeddings, final norm and head train, the deep layers are frozen). --donors=true:
 -- both donors go through the same plan as reference rows. Donors default to the embedded
 -- tiny-qwen3 and tiny-nemotron (lt.models: pattern M*M-M*M-, 300 steps on the same corpus).
-local exp = require "lt.study"
+local study = require "lt.study"
 local hybrids = require "experiments.hybrid.hybrids"
 local freeze_deep = require "experiments.freeze_deep.freeze_deep"
 
-return exp.study{
+return study.study{
   name = "hybrid", help = "hybrid Nemotron-H / Qwen3 stacks trained shallow, frozen deep",
-  args = exp.merge_args(exp.checkpoint_args, {
+  args = study.merge_args(study.checkpoint_args, {
     qwen3 = { "", "Qwen3 donor (\"\": lt.models tiny-qwen3)", path = true },
     nemotron = { "", "Nemotron-H donor of the same tokenizer (\"\": lt.models tiny-nemotron)",
                  path = true },
@@ -31,17 +31,17 @@ return exp.study{
     for i, n in ipairs(names) do ck_names[i] = n .. "/train_shallow" end
     -- --resume=true with nothing to resume, or a wrong key or value in --freeze_deep: an error
     -- before any donor is made
-    exp.checkpoints(cfg, ck_names)
-    freeze_deep.config(exp.pairs_arg(cfg.freeze_deep, "--freeze_deep"))
+    study.checkpoints(cfg, ck_names)
+    freeze_deep.config(study.pairs_arg(cfg.freeze_deep, "--freeze_deep"))
     local qwen3 = lt.models.resolve(cfg.qwen3, "tiny-qwen3")
     local rows = hybrids.assemble(qwen3, lt.models.resolve(cfg.nemotron, "tiny-nemotron"), cfg)
     local results = {}
-    for name, row in exp.sorted(rows) do
+    for name, row in study.sorted(rows) do
       local ck = cfg.checkpoint_dir ~= "" and (cfg.checkpoint_dir .. "/" .. name) or ""
-      local fd = exp.pairs_arg(cfg.freeze_deep, "--freeze_deep")  -- a fresh table per row
+      local fd = study.pairs_arg(cfg.freeze_deep, "--freeze_deep")  -- a fresh table per row
       local resume = cfg.resume and lt.train.latest_checkpoint(ck .. "/train_shallow") ~= nil
       for k, v in pairs{ model = row.dir, plans = "train_shallow",
-                         split = row.shallow / row.n_layers, steps = cfg.steps,
+                         shallow_blocks = row.shallow, steps = cfg.steps,
                          old = qwen3 .. "/heldout.txt", bench = cfg.bench,
                          out = cfg.out .. "/" .. name, checkpoint_dir = ck,
                          checkpoint_every = cfg.checkpoint_every, resume = resume } do

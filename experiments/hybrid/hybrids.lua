@@ -1,7 +1,7 @@
 -- experiments/hybrid/hybrids.lua: the two hybrids of *Freeze Deep, Train Shallow* §6
 -- (experiments/hybrid/hybrid.lua) from two donors of one tokenizer: their layer lists, the
 -- assembled folders, and the side-by-side table of the hybrids trained shallow / frozen deep.
-local exp = require "lt.study"
+local study = require "lt.study"
 local report = require "lt.report"
 local M = {}
 
@@ -28,7 +28,7 @@ function M.assemble(qwen3, nemotron, o)
   }
   lt.fs.mkdir(o.models)
   local rows = {}
-  for name, s in exp.sorted(specs) do
+  for name, s in study.sorted(specs) do
     local dir = o.models .. "/" .. name
     lt.fs.remove(dir)  -- refused for a folder that ltrun did not make
     local r = lt.model.hybrid{ out = dir, embed = s.embed, head = s.head, layers = s.layers }
@@ -66,7 +66,7 @@ function M.print(rows, results, steps)
          .. "(Chinese fortunes); new/old loss: held-out loss before -> after; task: the antonym task"):format(steps))
   local function arrow(a, b) return ("%.3f -> %.3f"):format(a or 0 / 0, b or 0 / 0) end
   local out = {}
-  for name, row in exp.sorted(rows) do
+  for name, row in study.sorted(rows) do
     local b, t = results[name].base, results[name].train_shallow
     out[#out + 1] = { model = name, layers = code(row), params = lt.model.info(row.dir).parameters,
                       trainable = t.trainable_params, wall_s = t.wall_s, tokens_per_s = t.tokens_per_s,

@@ -5,13 +5,13 @@
 -- scan's model, task, data, steps and seed, as child runs in worker processes like the scan, and
 -- prints Table 12: each block's C at the scan's rate and at the higher one, both on the scan's
 -- S_base and S_full (lr_table.lua). Logs layer_metrics contribution_boosted.
-local exp = require "lt.study"
+local study = require "lt.study"
 local scan = require "lt.scan.workers"
 local scan_task = require "lt.scan.task"
 local ls = require "lt.scan.contributions"
 local lr_table = require "experiments.layer_lr.lr_table"
 
-return exp.study{
+return study.study{
   name = "layer_lr",
   help = "Table 12: the top and bottom blocks of a scan retrained at a higher learning rate",
   args = { scan = { 0, "the layer scan run (0: the latest)", int = true, min = 0 },
@@ -28,7 +28,7 @@ return exp.study{
     local top, bottom = lr_table.ends(rank, cfg.k)
     local task = scan_task.new(task_cfg)
     if cfg.job ~= "" then
-      local l = tonumber(cfg.job:match("^layer_(%d+)$"))
+      local l = scan.job_of(cfg.job).layer
                 or error(("--job=%s: expected layer_<l>"):format(cfg.job), 0)
       lt.run.param{ scan = scan_run, scan_key = cfg.scan_key, trainable = "block " .. l,
                     job_lr = lr }
@@ -40,8 +40,8 @@ return exp.study{
     task.training_data()
     local key = ("layer_lr:%d:%s"):format(scan_run, scan.hash(("lr=%.17g"):format(lr)))
     local jobs = {}
-    for _, l in ipairs(top) do jobs[#jobs + 1] = "layer_" .. l end
-    for _, l in ipairs(bottom) do jobs[#jobs + 1] = "layer_" .. l end
+    for _, l in ipairs(top) do jobs[#jobs + 1] = scan.job{ kind = "layer", layer = l } end
+    for _, l in ipairs(bottom) do jobs[#jobs + 1] = scan.job{ kind = "layer", layer = l } end
     lt.run.param{ scan = scan_run, lr_default = base_lr, lr_boosted = lr, scan_key = key }
     -- the scan's seed: the same data order and samples as its own jobs
     local seed = lt.run.query("SELECT seed FROM runs WHERE id = ?", scan_run)[1].seed

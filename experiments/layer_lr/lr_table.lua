@@ -46,10 +46,9 @@ function M.lr_table(scan_run, key, top, bottom, base_lr, lr)
   local c = ls.stored_contributions(scan_run)
   local b, f = M.scan_base_full(scan_run)
   local boosted = {}
-  for _, r in ipairs(lt.run.query([[SELECT r.name, m.value FROM runs r JOIN params p ON p.run_id = r.id
-      AND p.key = 'scan_key' AND p.value = ? JOIN metrics m ON m.run_id = r.id AND m.name = 'score'
-      WHERE r.status = 'ok' ORDER BY r.id, m.step]], key)) do
-    boosted[tonumber(r.name:match("^layer_(%d+)$"))] = r.value  -- the latest ok run of each block
+  for _, r in ipairs(lt.run.query("@scan_scores", key)) do
+    local l = require("lt.scan.workers").job_of(r.name).layer
+    if l then boosted[l] = r.value end  -- the latest ok run of each block
   end
   local cb = ls.contributions(boosted, b, f) or {}
   local rows = {}

@@ -1,22 +1,20 @@
 -- experiments/layer_rank_corr/layer_rank_corr.lua: do two layer scans rank the blocks alike? (*Is
 -- One Layer Enough?*, Figure 3: scans on other datasets, tasks or algorithms.) Reads the
--- contributions C_l of two or more scan runs from the store (experiments/layer_scan/layer_scan.lua,
--- layer_metrics `contribution`, grp ""), and for each pair logs Spearman's rho of the rankings and
--- Pearson's r of C, with two-sided p-values (lt.stats), over the blocks both scanned; one scatter
--- plot per pair (C in the first scan against C in the second, a point per block) as an artifact.
---   ltrun experiments/layer_rank_corr.lua --scans=12,40[,77]   (default: the latest two)
-local exp = require "lt.study"
+-- contributions C_l of two or more layer_scan runs from the store and for each pair logs
+-- Spearman's rho of the rankings and Pearson's r of C, with two-sided p-values (lt.stats), over
+-- the blocks both scanned; a scatter plot per pair (a point per block) as an artifact.
+local study = require "lt.study"
 local ls = require "lt.scan.contributions"
 local charts = require "lt.scan.charts"
 
-return exp.study{
+return study.study{
   name = "layer_rank_corr",
   help = "rank correlation of the layer contributions of two or more scans",
   args = { scans = { "", "scan run ids, comma-separated (\"\": the latest two)" },
            out = { "figures", "folder for the scatter plots" } },
   run = function(cfg)
     local ids = {}
-    for _, id in ipairs(exp.list(cfg.scans)) do
+    for _, id in ipairs(study.list(cfg.scans)) do
       ids[#ids + 1] = tonumber(id)
                       or error(("--scans=%s: expected run ids like 12,40"):format(cfg.scans), 0)
     end
@@ -32,7 +30,7 @@ return exp.study{
       for j = i + 1, #ids do
         local a, b = ls.stored_contributions(ids[i]), ls.stored_contributions(ids[j])
         local xa, xb, pts = {}, {}, {}
-        for l, v in exp.sorted(a) do
+        for l, v in study.sorted(a) do
           if b[l] then
             xa[#xa + 1], xb[#xb + 1] = v, b[l]
             pts[#pts + 1] = { x = v, y = b[l], label = tostring(l) }

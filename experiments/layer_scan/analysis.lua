@@ -20,13 +20,12 @@ function M.choose_lr(cfg, launch)
           .. "shards the chosen rate as --lr", 0)
   end
   local key, jobs = ls.scan_key(cfg, false, true), {}
-  for i = 1, #lrs do jobs[i] = "sweep_" .. i end
+  for i = 1, #lrs do jobs[i] = workers.job{ kind = "sweep", sweep = i } end
   if launch then workers.check(workers.launch(cfg, jobs, key, cfg.work .. "/logs/" .. lt.run.id() .. "_sweep")) end
   local got = {}
-  for _, r in ipairs(lt.run.query([[SELECT r.name, m.value FROM runs r JOIN params p ON p.run_id = r.id
-      AND p.key = 'scan_key' AND p.value = ? JOIN metrics m ON m.run_id = r.id AND m.name = 'score'
-      WHERE r.status = 'ok' ORDER BY r.id, m.step]], key)) do
-    got[tonumber(r.name:match("^sweep_(%d+)$"))] = r.value  -- the latest ok run of each rate
+  for _, r in ipairs(lt.run.query("@scan_scores", key)) do
+    local i = workers.job_of(r.name).sweep
+    if i then got[i] = r.value end  -- the latest ok run of each rate
   end
   local best
   print(("learning-rate sweep of the full job, by its reported score S (%s):"):format(cfg.bench))

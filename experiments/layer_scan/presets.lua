@@ -3,7 +3,7 @@
 -- its source: the table's row, or, where the paper's text lost the number (the learning rates: the
 -- copy of the paper at hand has blanks in every table's Learning Rate row and in A.2-A.5's "with
 -- learning rate ..."), "blank in the paper" with the value used and where that comes from.
--- exp.study prints them when the preset is chosen; explicit --key=value options win over them.
+-- study.study prints them when the preset is chosen; explicit --key=value options win over them.
 --
 -- How a table's rows map onto the scan's args (veRL, which A.2 names, and verl-agent count a
 -- train batch in prompts, each with G responses; a PPO mini-batch in prompts too, so

@@ -1,12 +1,13 @@
 -- experiments/layer_scan/test.lua (ctest lua.layer_scan): the layer scan's --preset=NAME against
 -- the paper's Tables 8-11 (*Is One Layer Enough?*, Appendix A; the rows typed here from the paper):
 -- every row of each table reaches the scan's args with that value and names its table; the learning
--- rates, blank in the paper's text, are named blank with the value used; exp.study prints every
+-- rates, blank in the paper's text, are named blank with the value used; study.study prints every
 -- value with its source and says when an explicit value replaced one; the agent task keeps a
 -- preset's KL.
 local T = require "lt.test"
 local presets = require "experiments.layer_scan.presets"
-local study = require "experiments.layer_scan.layer_scan"
+local study = require "lt.study"
+local layer_scan = require "experiments.layer_scan.layer_scan"
 
 -- the tables as the paper prints them (row → value), and the arg each row sets
 local tables = {
@@ -26,7 +27,7 @@ T.case("each preset is its table: every row's value, with the table named as its
   for name, t in pairs(tables) do
     local p = presets.presets[name]
     T.eq(presets.tables[name], t.table)
-    local cfg = study.config{ preset = name }
+    local cfg = layer_scan.config{ preset = name }
     local function row(arg, want, label)
       T.eq(cfg[arg], want, ("%s --%s (%s)"):format(name, arg, label))
       local src = p[arg] and p[arg][2] or ""
@@ -55,38 +56,37 @@ T.case("each preset is its table: every row's value, with the table named as its
 end)
 
 T.case("the chosen preset is printed, every value with its source; an explicit value is said to replace it", function()
-  local lines = study.preset_lines{ preset = "qwen3-grpo", group_size = 2 }
+  local lines = layer_scan.preset_lines{ preset = "qwen3-grpo", group_size = 2 }
   local text = table.concat(lines, "\n")
   T.eq(lines[1], "preset qwen3-grpo:")
   T.eq(#lines, 1 + 12)  -- one line per value
   T.ok(text:find("  --kl=0.001  (Table 8: KL Coefficient 0.001)", 1, true), text)
   T.ok(text:find("  --group_size=4  (Table 8: Group Size 4) — replaced by the given --group_size=2", 1, true), text)
   T.ok(text:find("  --lr=0  (blank in the paper", 1, true), text)
-  T.eq(study.config{ preset = "qwen3-grpo", group_size = 2 }.group_size, 2)
-  T.same_table(study.preset_lines{}, {})
-  T.ok(study.help():find("preset --preset=gigpo-alfworld: ", 1, true), "help lists the presets")
+  T.eq(layer_scan.config{ preset = "qwen3-grpo", group_size = 2 }.group_size, 2)
+  T.same_table(layer_scan.preset_lines{}, {})
+  T.ok(layer_scan.help():find("preset --preset=gigpo-alfworld: ", 1, true), "help lists the presets")
 end)
 
 T.case("an agent scan keeps the preset's KL; -1 alone still stands for agent.lua's 0", function()
   local st = require "lt.scan.task"
-  local cfg = study.config{ preset = "gigpo-alfworld" }
+  local cfg = layer_scan.config{ preset = "gigpo-alfworld" }
   st.resolve(cfg)
   T.eq(cfg.task, "agent")
   T.eq(st.grpo_options(cfg).kl, 0.01)
   T.eq(st.grpo_options{ task = "agent", algo = "gigpo", kl = -1 }.kl, 0)
-  local q = study.config{ preset = "qwen3-grpo" }
+  local q = layer_scan.config{ preset = "qwen3-grpo" }
   local go = st.grpo_options(q)
   T.same_table({ go.kl, go.epochs, go.mini_batches, go.group_size, go.prompts, go.max_response, go.agg },
                { 0.001, 4, 4, 4, 512, 3072, "seq-mean-token-mean" })
 end)
 
-T.case("exp.study: a preset value with a source is checked like any other", function()
-  local exp = require "lt.study"
+T.case("study.study: a preset value with a source is checked like any other", function()
   T.raises(function()
-    exp.study{ name = "bad", args = { n = { 3, "n", min = 1 } }, presets = { p = { n = { 0, "Table 1" } } }, run = print }
+    study.study{ name = "bad", args = { n = { 3, "n", min = 1 } }, presets = { p = { n = { 0, "Table 1" } } }, run = print }
   end, "below the least allowed")
   T.raises(function()
-    exp.study{ name = "bad", args = { n = { 3, "n" } }, presets = { p = { n = { 4 } } }, run = print }
+    study.study{ name = "bad", args = { n = { 3, "n" } }, presets = { p = { n = { 4 } } }, run = print }
   end, "expected a value or { value, \"source\" }")
 end)
 T.finish()

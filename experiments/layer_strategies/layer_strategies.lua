@@ -1,22 +1,17 @@
 -- experiments/layer_strategies/layer_strategies.lua: what a layer ranking is good for (*Is One
 -- Layer Enough?* §4, Figure 7). Takes the ranking of a finished layer scan from the store
--- (--scan=RUN, default the latest) and trains, with the scan's model, task and hyper-parameters, as
--- child runs in worker processes like the scan (--workers, --devices):
---   full        every block at the base learning rate (the baseline)
---   boost_best  every block, the best k blocks at lr × factor (Boost B_k)
---   boost_worst every block, the worst k at lr × factor          (Boost W_k)
---   only_best / only_worst   only the best / worst k blocks      (Only B_k / W_k)
---   middle      only the k middle blocks (lt.layers.middle)       (Middle-k)
--- each scored --repeats times on differently drawn benchmark samples (mean ± sample std).
--- Figure 7 as an SVG artifact.
-local exp = require "lt.study"
+-- (--scan=RUN, default the latest) and trains, with the scan's model, task and hyper-parameters,
+-- child runs in worker processes like the scan: full (the baseline), boost_best / boost_worst (the
+-- best / worst k blocks at lr × factor), only_best / only_worst, middle (the k middle blocks),
+-- each scored --repeats times (mean ± sample std); Figure 7 as an SVG artifact (README.md).
+local study = require "lt.study"
 local scan = require "lt.scan.workers"
 local scan_task = require "lt.scan.task"
 local ls = require "lt.scan.contributions"
 local charts = require "lt.scan.charts"
 local strategies = require "experiments.layer_strategies.strategies"
 
-return exp.study{
+return study.study{
   name = "layer_strategies",
   help = "boost, train only or freeze the best / worst layers of a scan's ranking",
   args = { scan = { 0, "the layer scan run (0: the latest)", int = true, min = 0 },

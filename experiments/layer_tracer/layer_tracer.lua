@@ -6,15 +6,13 @@
 -- recommendation follows the sign of S(b) (all negative: the reverse allocation). The final block's
 -- ΔJS is undefined (nothing after it reaches the last token) and left out unless --final_djs. Logs
 -- per-layer rows per task group, split scores and target shares (figures.lua; `ltrun sql
--- @layer_tracer`); artifacts: a heatmap (Fig. 4), profiles with the zones (Fig. 10), per-sample
--- JSON. --grid=all|3,7,9 draws Figure 4/9 across the store's LayerTracer runs instead of tracing.
--- --data=wordnet: WordNet's antonym pairs in the paper's format (--pairs=train: those the default
--- model was taught, in prompts it never saw).
-local exp = require "lt.study"
+-- @layer_tracer`); artifacts: Fig. 4 and 10, per-sample JSON; --grid: Figure 4/9 across the
+-- store's runs. --data=wordnet: WordNet's antonym pairs in the paper's format (README.md).
+local study = require "lt.study"
 local tasks = require "lt.tasks"
 local tracer = require "experiments.layer_tracer.figures"
 
-return exp.study{
+return study.study{
   name = "layer_tracer",
   help = "LayerTracer: Task Particle and Layer-wise Sensitivity per layer, the split to freeze",
   args = {

@@ -47,7 +47,7 @@ end
 
 -- lt.main(chunk): how ltrun runs a script (bindings/interp.cpp, Interp::run): the chunk with the
 -- command line's args (arg[1], arg[2], ... as its varargs), then, when it returns a study (`return
--- exp.study{...}`), that study on the command line (lt.study.define's main: --help, the args
+-- study.study{...}`), that study on the command line (lt.study.define's main: --help, the args
 -- checked, study.run). Loading a study's file never runs it: another study `require`s it and
 -- calls study.run.
 function lt.main(chunk)
@@ -59,9 +59,43 @@ function lt.main(chunk)
   return result
 end
 
-require "lt.layers"  -- lt.layers.parse, lt.layers.spec: the block-selection grammar of every study
-require "lt.tasks.eval"  -- lt.eval.run
+-- The Lua halves and modules of `lt`, assembled here and nowhere else (a module returns its
+-- functions; it does not add itself to lt).
+local layers = require "lt.layers"  -- the block-selection grammar of every study
+lt.layers.parse, lt.layers.spec = layers.parse, layers.spec
+local eval = require "lt.tasks.eval"  -- lt.eval.run: a benchmark by name, and what reads its results
+for _, k in ipairs{ "run", "items", "solved", "newly_solved", "vote_runs", "vote_items" } do lt.eval[k] = eval[k] end
 lt.models = require "lt.models"  -- lt.models.get("tiny-qwen3"): the embedded default models
 lt.envs = require "lt.envs"  -- lt.envs.get("sokoban"), lt.envs.rollout: text environments for agentic RL
+
+
+-- The functions of lt written in Lua, each with its signature and one line: the API page
+-- (docs/reference/lua-api.md, `ltrun doc api`) shows them beside the runtime's declarations.
+lt._lua_docs = {
+  ["lt.run.child"] = { "lt.run.child(name, fn, ...) → fn's results", "fn in a nested run with its own status (failed, interrupted: the error goes on up)" },
+  ["lt.check_options"] = { "lt.check_options(opts, fn, known)", "opts is nil or a table of keys among `known`, else an error naming fn and the key" },
+  ["lt.main"] = { "lt.main(chunk) → its results", "how ltrun runs a script: the chunk with arg, then the study it returns on the command line" },
+  ["lt.layers.parse"] = { "lt.layers.parse(m | n, text[, name]) → {block, ...}", "the blocks a block-selection text names (all, 3, -1, 10-15, middle:K, shallow:F, deep:F, a,b)" },
+  ["lt.layers.spec"] = { "lt.layers.spec(m | n, text[, name]) → {layers = {...}}", "lt.layers.parse's blocks as a freeze spec (m:freeze, m:train_only)" },
+  ["lt.eval.run"] = { "lt.eval.run(model, spec[, opts]) → {[protocol] = {acc, n, ...}, items}", "scores a model on a benchmark spec (ceval:DIR, gsm8k:FILE, humaneval:FILE, ifeval:FILE, mgsm:DIR, antonyms, ...)" },
+  ["lt.eval.items"] = { "lt.eval.items(name[, {n=, seed=}]) → items", "the items of a built-in benchmark (antonyms, antonyms_heldout)" },
+  ["lt.eval.solved"] = { "lt.eval.solved(run_id, bench, protocol) → {id = true}", "the ids a run answered correctly" },
+  ["lt.eval.newly_solved"] = { "lt.eval.newly_solved(base, model) → {id = true}", "ids solved in model and not in base (sets of lt.eval.solved)" },
+  ["lt.eval.vote_items"] = { "lt.eval.vote_items(preds, items, compare) → {acc, n, correct, items}", "the majority vote over lists of answers per item" },
+  ["lt.eval.vote_runs"] = { "lt.eval.vote_runs{runs=, bench=, protocol=, compare=} → {acc, n, items}", "the majority vote of several runs on the same items" },
+  ["lt.models.dir"] = { "lt.models.dir() → folder", "the models folder ($LTRUN_MODELS, else ./models)" },
+  ["lt.models.get"] = { "lt.models.get(name) → path", "an embedded default model's folder, made by its recipe when missing" },
+  ["lt.models.resolve"] = { "lt.models.resolve(path, name) → path", "path unless it is \"\", else lt.models.get(name)" },
+  ["lt.models.pretrain"] = { "lt.models.pretrain(cfg, corpus, checkpoints, new) → model, result, packed", "a recipe's pre-training: a BPE and a model from cfg, trained on corpus, saved" },
+  ["lt.models.with_lock"] = { "lt.models.with_lock(path, fn)", "fn() holding an exclusive lock on path" },
+  ["lt.envs.register"] = { "lt.envs.register(name, ctor)", "a text environment: ctor(opts) → env" },
+  ["lt.envs.get"] = { "lt.envs.get(name[, opts]) → env", "a new environment, checked (lt.envs.check)" },
+  ["lt.envs.check"] = { "lt.envs.check(env, name) → env", "env wrapped so that a broken interface is an error naming it" },
+  ["lt.envs.prompt"] = { "lt.envs.prompt(instruction, pairs, obs, turn) → text", "the default prompt: instruction, the last turns, the observation" },
+  ["lt.envs.rollout"] = { "lt.envs.rollout(env, policy_fn[, opts]) → episode", "one episode of policy_fn(prompt, turn) → action in env" },
+  ["lt.envs.rng"] = { "lt.envs.rng(seed) → rng", "seeded random numbers, the same on every host" },
+  ["lt.envs.normalize_action"] = { "lt.envs.normalize_action(text) → text", "an action as the environments compare it" },
+  ["lt.envs.options"] = { "lt.envs.options(fn, opts, defaults, bounds) → opts", "an environment's options checked against its defaults and bounds" },
+}
 
 return lt

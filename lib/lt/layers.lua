@@ -2,8 +2,9 @@
 -- study's block-selection arg takes (--train_only, --layers, the plans of --split), parsed here
 -- once. The C++ half (runtime/train/script.cpp, bindings/train.cpp) makes freeze specs:
 -- lt.layers.shallow / deep / range / middle / all / union / attention / mlp / norms / describe /
--- names; this file adds lt.layers.parse and lt.layers.spec on the same table, and the terms below
--- mean what those functions mean. Loaded by the prelude (lib/lt/init.lua).
+-- names; this file returns lt.layers.parse and lt.layers.spec, which the prelude puts on the same
+-- table (lib/lt/init.lua, where lt is assembled), and the terms below mean what those functions
+-- mean.
 --
 --   all         every block
 --   3           block 3 (0 the first, as in model.layers.N); -1 the last, -2 the one before ...
@@ -16,7 +17,7 @@
 -- A mistake is an error naming the arg, its text and the term: `--layers=0,x: 'x' is not a term
 -- (all, 3, -1, 10-15, middle:K, shallow:F, deep:F, joined by commas)`, `--train_only=9: block 9
 -- is outside 0..7 (8 blocks)`.
-local layers = lt.layers
+local layers = setmetatable({}, { __index = lt.layers })  -- its own two, over the C++ half
 
 local terms = "all, 3, -1, 10-15, middle:K, shallow:F, deep:F, joined by commas"
 

@@ -296,8 +296,9 @@ function M.help(x, text)
 end
 
 -- every function under lt (after `require "lt"`) and every method of a runtime class, one per
--- line "NAME<TAB>C|Lua[<TAB>CLASS]", sorted, and "CLASS<TAB>class" for each class: what
--- `ltrun doc api` (runtime/cli/doc.cpp) sets against the registry
+-- line "NAME<TAB>C|Lua[<TAB>CLASS]" (a Lua function documented in lib/lt/init.lua: "NAME<TAB>Lua
+-- <TAB><TAB>SIGNATURE<TAB>SUMMARY"), sorted, and "CLASS<TAB>class" for each class: what `ltrun doc
+-- api` (runtime/cli/doc.cpp) sets against the registry
 function M.listing()
   local lines, seen = {}, {}
   local function walk(t, path, depth)
@@ -306,7 +307,9 @@ function M.listing()
     for k, x in pairs(t) do
       if type(k) == "string" and k:sub(1, 1) ~= "_" then
         if type(x) == "function" then
-          lines[#lines + 1] = path .. "." .. k .. "\t" .. (debug.getinfo(x, "S").what == "C" and "C" or "Lua")
+          local name, c = path .. "." .. k, debug.getinfo(x, "S").what == "C"
+          local d = not c and lt._lua_docs and lt._lua_docs[name]
+          lines[#lines + 1] = name .. "\t" .. (c and "C" or "Lua") .. (d and ("\t\t" .. d[1] .. "\t" .. d[2]) or "")
         elseif type(x) == "table" and getmetatable(x) == nil then
           walk(x, path .. "." .. k, depth + 1)
         end

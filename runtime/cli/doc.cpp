@@ -4,7 +4,9 @@
 // (lib/lt/repl.lua listing()), so that a declaration without a function, or a function with
 // options and no declaration, cannot hide. tests/cli/doc_api.sh regenerates the page and fails
 // when it differs from the committed one.
+#include <algorithm>
 #include <cctype>
+#include <deque>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -20,6 +22,7 @@ namespace {
 
 struct Listed {
   std::string name, kind, cls;  // kind: C, Lua or class; cls: a method's class
+  std::string signature, summary;  // a Lua function's, from lib/lt/init.lua's docs ("" when none)
 };
 
 std::vector<Listed> read_listing(const std::string& text) {
@@ -32,6 +35,8 @@ std::vector<Listed> read_listing(const std::string& text) {
     std::getline(f, l.name, '\t');
     std::getline(f, l.kind, '\t');
     std::getline(f, l.cls, '\t');
+    std::getline(f, l.signature, '\t');
+    std::getline(f, l.summary, '\t');
     if (!l.name.empty()) out.push_back(l);
   }
   return out;
@@ -49,12 +54,26 @@ std::string cell(const std::string& s) {  // a table cell: | would end it
   return out;
 }
 
+// an option's default as a study's --help shows it (a string quoted), then its range
+std::string default_cell(const OptionDoc& o) {
+  std::string out;
+  if (o.def) out = "`" + (std::string(o.kind) == "string" ? "\"" + *o.def + "\"" : *o.def) + "`";
+  if (o.min) out += (out.empty() ? "" : " ") + std::string("≥ ") + std::to_string(*o.min);
+  if (o.max) out += (out.empty() ? "" : " ") + std::string("≤ ") + std::to_string(*o.max);
+  for (size_t i = 0; i < o.choices.size(); ++i) out += (i ? ", " : out.empty() ? "one of " : " (one of ") + o.choices[i];
+  if (o.def && !o.choices.empty()) out += ")";
+  return out;
+}
+
 void entry(std::ostringstream& md, const ApiDoc& d, const std::string& level) {
   md << level << " " << d.name << "\n\n`" << d.signature << "`\n\n" << d.summary << "\n\n";
   if (d.options.empty()) return;
   const bool fields = d.name.rfind("lt.", 0) == 0 && d.name.size() > 3 && std::isupper(d.name[d.name.rfind('.') + 1]);
-  md << "| " << (fields ? "field" : "option") << " | kind | meaning |\n|---|---|---|\n";
-  for (const OptionDoc& o : d.options) md << "| `" << o.key << "` | " << cell(o.kind) << " | " << cell(o.doc) << " |\n";
+  const bool defaults = std::any_of(d.options.begin(), d.options.end(), [](const OptionDoc& o) { return o.def || o.min || o.max || !o.choices.empty(); });
+  md << "| " << (fields ? "field" : "option") << " | kind | " << (defaults ? "default | " : "") << "meaning |\n|---|---|"
+     << (defaults ? "---|" : "") << "---|\n";
+  for (const OptionDoc& o : d.options)
+    md << "| `" << o.key << "` | " << cell(o.kind) << " | " << (defaults ? cell(default_cell(o)) + " | " : "") << cell(o.doc) << " |\n";
   md << "\n";
 }
 
@@ -79,12 +98,15 @@ std::string api_markdown(const std::vector<Listed>& listing) {
   };
   std::map<std::string, Section> sections;
   std::set<std::string> found;
+  std::deque<ApiDoc> lua_docs;  // the Lua functions' entries (no option table in the registry)
   for (const Listed& l : listing) {
     const std::string sec = l.kind == "class" ? l.name : !l.cls.empty() ? l.cls : module_of(l.name);
     Section& s = sections[sec];
     found.insert(l.name);
     auto d = docs.find(l.name);
     if (d != docs.end()) s.entries.insert(l.kind == "class" ? s.entries.begin() : s.entries.end(), d->second);
+    else if (l.kind == "Lua" && !l.signature.empty())
+      s.entries.push_back(&lua_docs.emplace_back(ApiDoc{l.name, l.signature, l.summary + " (Lua)", {}}));
     else if (l.kind == "Lua") s.lua.push_back(l.name);
     else if (l.kind == "C") s.plain.push_back(l.name);
   }
@@ -102,10 +124,13 @@ std::string api_markdown(const std::vector<Listed>& listing) {
      << "checks option tables against (runtime/core/api.h): an option a function accepts is an option\n"
      << "listed here. Do not edit by hand; the test cli.doc_api fails when this page and the\n"
      << "declarations differ. In the REPL, `?NAME` shows one entry.\n\n"
-     << "Not yet covered: functions written in Lua check their options in Lua (lib/lt: lt.args,\n"
-     << "lt.study, lt.report, lt.eval's and lt.run's Lua halves, the tasks and environments) and are\n"
-     << "listed by name only, under \"In Lua\", as are modules loaded with `require` (lt.study, lt.args,\n"
-     << "lt.report, lt.svg, lt.tasks, ...), which this page does not list.\n\n## Contents\n\n";
+     << "The functions of `lt` written in Lua (the Lua halves of lt.run, lt.eval and lt.layers, lt.models,\n"
+     << "lt.envs: lib/lt) have their signature and one line from lib/lt/init.lua, where `lt` is assembled,\n"
+     << "and check their options in Lua; those without one are listed by name under \"In Lua\". Modules\n"
+     << "loaded with `require` (lt.study, lt.report, lt.tasks, lt.scan, ...) are not on this page: their\n"
+     << "files open with what they offer. A default is the value an absent option takes; a study takes\n"
+     << "a function's options, with these defaults, as its args (`study.args_of`, docs/study_args.md).\n\n"
+     << "## Contents\n\n";
   for (const auto& [name, s] : sections) {  // GitHub's anchors: lower case, '.' dropped, ' ' → '-'
     const bool cls = std::isupper(name[name.rfind('.') + 1]);
     std::string anchor = cls ? "class-" : "";

@@ -34,6 +34,29 @@ bool ApiDoc::has(const std::string& key) const {
   return std::any_of(options.begin(), options.end(), [&](const OptionDoc& o) { return key == o.key; });
 }
 
+namespace {
+const std::string& declared_default(const ApiDoc& d, const std::string& key) {
+  for (const OptionDoc& o : d.options)
+    if (key == o.key && o.def) return *o.def;
+  fail("{}: option {} has no declared default (runtime/core/api.h)", d.name, key);
+}
+}  // namespace
+
+double ApiDoc::number_default(const std::string& key) const { return std::stod(declared_default(*this, key)); }
+bool ApiDoc::boolean_default(const std::string& key) const { return declared_default(*this, key) == "true"; }
+
+std::optional<std::string> default_text(double v) { return fmt::format("{}", v); }  // shortest exact: 1e-06
+std::optional<std::string> default_text(int64_t v) { return std::to_string(v); }
+std::optional<std::string> default_text(int v) { return std::to_string(v); }
+std::optional<std::string> default_text(uint64_t v) { return std::to_string(v); }
+std::optional<std::string> default_text(bool v) { return std::string(v ? "true" : "false"); }
+std::optional<std::string> default_text(const std::string& v) { return v; }
+
+OptionDoc one_of(OptionDoc d, std::vector<std::string> choices) {
+  d.choices = std::move(choices);
+  return d;
+}
+
 std::vector<OptionDoc> with(std::vector<OptionDoc> own, const std::vector<OptionDoc>& shared) {
   own.insert(own.end(), shared.begin(), shared.end());
   return own;
@@ -72,8 +95,14 @@ List api_fn(const Args& a) {
   const ApiDoc* d = find_api(a.string(1));
   if (!d) return {Value()};
   Value opts = Value::table();
-  for (const OptionDoc& o : d->options)
-    opts.push(Value::table().set("key", std::string(o.key)).set("kind", std::string(o.kind)).set("doc", std::string(o.doc)));
+  for (const OptionDoc& o : d->options) {
+    Value e = Value::table().set("key", std::string(o.key)).set("kind", std::string(o.kind)).set("doc", std::string(o.doc));
+    if (o.def) e.set("default", *o.def);  // as text: the kind says how to read it
+    if (o.min) e.set("min", double(*o.min));
+    if (o.max) e.set("max", double(*o.max));
+    if (!o.choices.empty()) e.set("choices", o.choices);
+    opts.push(e);
+  }
   return {Value::table().set("name", d->name).set("signature", d->signature).set("summary", d->summary).set("options", opts)};
 }
 }  // namespace

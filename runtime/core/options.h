@@ -132,7 +132,7 @@ struct ScriptClass {
 };
 
 // lt.api(name) → the declaration of name (runtime/core/api.h) as {name=, signature=, summary=,
-// options = {{key=, kind=, doc=}, ...}}, or nil; lt.api() → every declared name, sorted.
+// options = {{key=, kind=, doc=[, default= (text), min=, max=]}, ...}}, or nil; lt.api() → every declared name, sorted.
 const std::vector<ScriptFunction>& api_functions();
 
 }  // namespace ltrun

@@ -457,14 +457,14 @@ void GrpoObjective::load_state(const train::ObjectiveState& s) {
 
 const Fields<GrpoOptions>& grpo_option_fields() {
   static const Fields<GrpoOptions> f = {{"algo", &GrpoOptions::algo},
-                                        {"prompts", &GrpoOptions::prompts},
-                                        {"epochs", &GrpoOptions::epochs},
-                                        {"mini_batches", &GrpoOptions::mini_batches},
-                                        {"micro_batch", &GrpoOptions::micro_batch},
-                                        {"chunk", &GrpoOptions::chunk},
+                                        {"prompts", &GrpoOptions::prompts, 1},
+                                        {"epochs", &GrpoOptions::epochs, 1},
+                                        {"mini_batches", &GrpoOptions::mini_batches, 1},
+                                        {"micro_batch", &GrpoOptions::micro_batch, 1},
+                                        {"chunk", &GrpoOptions::chunk, 1},
                                         {"copy_reference", &GrpoOptions::copy_reference},
                                         {"accuracy", &GrpoOptions::accuracy},
-                                        {"eval_max_response", &GrpoOptions::eval_max_response}};
+                                        {"eval_max_response", &GrpoOptions::eval_max_response, 0}};
   return f;
 }
 

@@ -121,18 +121,18 @@ SequenceBatch pack_sequences(const std::vector<std::vector<int64_t>>& prompts,
 }
 
 const Fields<RolloutOptions>& rollout_option_fields() {
-  static const Fields<RolloutOptions> f = {{"group_size", &RolloutOptions::group_size},
-                                           {"max_response", &RolloutOptions::max_response},
+  static const Fields<RolloutOptions> f = {{"group_size", &RolloutOptions::group_size, 1},
+                                           {"max_response", &RolloutOptions::max_response, 1},
                                            {"temperature", &RolloutOptions::temperature},
-                                           {"top_k", &RolloutOptions::top_k},
+                                           {"top_k", &RolloutOptions::top_k, 0},
                                            {"top_p", &RolloutOptions::top_p},
-                                           {"batch", &RolloutOptions::batch},
+                                           {"batch", &RolloutOptions::batch, 0},
                                            {"share_prefill", &RolloutOptions::share_prefill},
                                            {"drop_finished", &RolloutOptions::drop_finished},
                                            {"max_rows", &RolloutOptions::max_rows},
                                            {"refill", &RolloutOptions::refill},
                                            {"cache", &RolloutOptions::cache},
-                                           {"sync_every", &RolloutOptions::sync_every},
+                                           {"sync_every", &RolloutOptions::sync_every, 1},
                                            {"stop", &RolloutOptions::stop}};
   return f;
 }

@@ -170,24 +170,25 @@ std::function<std::string(const std::vector<int64_t>&)> decoder(const ModelHandl
   };
 }
 
-// lt.rl.rollout's options, which lt.rl.grpo takes too (but batch: rollout_batch there)
-const std::vector<OptionDoc>& rollout_docs() {
-  static const std::vector<OptionDoc> d = {
-      {"group_size", "integer", "responses per prompt (default 8)"},
-      {"max_response", "integer", "tokens per response at most (default 256)"},
-      {"max_prompt_tokens", "integer", "refuse longer prompts (default: what the context leaves)"},
-      {"temperature", "number", "sampling temperature (default 1)"},
-      {"top_k", "integer", "top-k sampling (0: off)"},
-      {"top_p", "number", "nucleus sampling mass (default 1)"},
-      {"stop", "string|strings", "stop strings"},
-      {"stop_ids", "integers", "token ids that end a response"},
-      {"share_prefill", "boolean", "each prompt prefilled once for its group (default true)"},
-      {"drop_finished", "boolean", "finished rows leave the decode batch (default true)"},
-      {"max_rows", "integer", "rows decoded at once at most (0: all)"},
-      {"refill", "boolean", "waiting rows take the places of finished ones (default true)"},
-      {"cache", "string", "dynamic (default) | static: one preallocated cache (model/static_decode.h)"},
-      {"sync_every", "integer", "static cache: decode steps between stop checks (default 8)"}};
-  return d;
+// lt.rl.rollout's options, which lt.rl.grpo takes too (but batch: rollout_batch there); the
+// defaults and ranges are RolloutOptions' (with_defaults)
+std::vector<OptionDoc> rollout_docs() {
+  return with_defaults<RolloutOptions>(
+      {{"group_size", "integer", "responses per prompt"},
+       {"max_response", "integer", "tokens per response at most"},
+       {"max_prompt_tokens", "integer", "refuse longer prompts (default: what the context leaves)"},
+       {"temperature", "number", "sampling temperature"},
+       {"top_k", "integer", "top-k sampling (0: off)"},
+       {"top_p", "number", "nucleus sampling mass"},
+       {"stop", "string|strings", "stop strings"},
+       {"stop_ids", "integers", "token ids that end a response"},
+       {"share_prefill", "boolean", "each prompt prefilled once for its group"},
+       {"drop_finished", "boolean", "finished rows leave the decode batch"},
+       {"max_rows", "integer", "rows decoded at once at most (0: all)"},
+       {"refill", "boolean", "waiting rows take the places of finished ones"},
+       one_of({"cache", "string", "static: one preallocated cache (model/static_decode.h)"}, {"dynamic", "static"}),
+       {"sync_every", "integer", "static cache: decode steps between stop checks"}},
+      rollout_option_fields());
 }
 
 RolloutOptions rollout_options(const Options& o, const RunContext& run) {
@@ -255,8 +256,9 @@ SequenceBatch sequences(const Args& a, int i) {
 const ApiDoc& kRollout = declare_api(
     {"lt.rl.rollout", "lt.rl.rollout(m, prompts[, opts]) → {ids=, response_mask=, logprobs=, texts=, finish=, ...}",
      "samples group_size responses per prompt (strings or id lists)",
-     with({{"seed", "integer", "sampling seed (default: the run's stream \"rl.rollout\")"},
-           {"batch", "integer", "prompts per decode batch (0: all)"}},
+     with(with_defaults<RolloutOptions>({{"seed", "integer", "sampling seed (default: the run's stream \"rl.rollout\")"},
+                                         {"batch", "integer", "prompts per decode batch (0: all)"}},
+                                        rollout_option_fields()),
           rollout_docs())});
 
 List rollout_fn(const Args& a) {
@@ -496,6 +498,56 @@ std::vector<Reward> read_rewards(const Options& o) {
   return out;
 }
 
+// the loop's defaults under lt.rl.grpo: a small constant learning rate, no weight decay
+train::LoopOptions grpo_loop_defaults() {
+  train::LoopOptions d;
+  d.lr = 1e-6;
+  d.decay = "constant";
+  d.weight_decay = 0.0;
+  return d;
+}
+
+// lt.rl.grpo(m, opts) -> {steps=, wall_s=, tokens_per_s=, decontaminated=, heldout = {[step] =
+//   accuracy}, log = {{step=, loss=, grad_norm=, reward_mean=, ...}}}; steps = iterations *
+//   epochs * mini_batches. Its options, each with its default, are declared once, in kGrpo
+//   below (with lt.rl.rollout's and the loop's, runtime/train/script.h); with produce, the
+//   caller's rows replace data, rewards, prompts and group_size (produce_option above).
+const ApiDoc& kGrpo = declare_api(
+    {"lt.rl.grpo", "lt.rl.grpo(m, opts) → {steps=, wall_s=, tokens_per_s=, decontaminated=, heldout=, log=}",
+     "GRPO (or Dr. GRPO) on prompts with verifiable rewards, or on rows a produce function makes",
+     with(with(with_defaults<GrpoOptions>(
+                   {{"data", "path|table", "training prompts: a JSONL file or a list of items"},
+                    {"eval", "path|table", "held-out prompts: a JSONL file or a list of items"},
+                    {"question_field", "string", "the question's field in data/eval files"},
+                    {"answer_field", "string", "the answer's field"},
+                    {"n", "integer", "a seeded sample of n training items (0: all)", "0", 0},
+                    {"eval_n", "integer", "held-out items used (0: all)", "0", 0},
+                    {"decontaminate", "integer", "n-gram size against eval (0: off)", "8"},
+                    {"template", "string", "the prompt, {question} replaced (\"\": the \\boxed{} instruction)", ""},
+                    {"chat", "boolean", "wrap prompts in the model's chat template", "false"},
+                    one_of({"algo", "string", "the loss preset: sets norm, agg and kl"}, {"grpo", "dr_grpo"}),
+                    {"norm", "string", "advantage normalisation: std | none (default: the algo's)"},
+                    {"agg", "string", "loss aggregation (as lt.rl.policy_loss; default: the algo's)"},
+                    {"kl", "number", "KL coefficient against the reference (default: the algo's)"},
+                    {"clip_ratio", "number", "PPO ratio clip", "0.2"},
+                    {"clip_high", "number", "upper clip (default clip_ratio)"},
+                    {"prompts", "integer", "prompts per rollout batch"},
+                    {"rollout_batch", "integer", "prompts per decode batch (0: all)", "0", 0},
+                    {"epochs", "integer", "PPO epochs per rollout batch"},
+                    {"mini_batches", "integer", "optimizer steps per epoch"},
+                    {"micro_batch", "integer", "rows per backward pass"},
+                    {"chunk", "integer", "rows of logits at once"},
+                    {"copy_reference", "boolean", "the reference as a full copy (false: a shared prefix)"},
+                    {"rewards", "table", "{NAME = lt.rl.grpo rewards.NAME} (default {math = 1})"},
+                    {"accuracy", "string", "the reward logged as accuracy (\"\": none)"},
+                    {"eval_max_response", "integer", "tokens per held-out answer (0: max_response)"},
+                    {"iterations", "integer", "rollout batches", "10", 1},
+                    {"seed", "integer", "seed (default: the run's stream \"rl.grpo\")"},
+                    {"produce", "function", "produce(batch) → rows (lt.rl.grpo produce()) instead of data and rewards"}},
+                   grpo_option_fields()),
+               rollout_docs()),
+          train::loop_option_docs(grpo_loop_defaults()))});
+
 // GRPO's own options (the loop's are train::loop_options'); the prompts are encoded later
 GrpoOptions grpo_options(const Options& o, const ModelHandle& h, uint64_t seed, const RunContext& run) {
   GrpoOptions go;
@@ -503,11 +555,11 @@ GrpoOptions grpo_options(const Options& o, const ModelHandle& h, uint64_t seed, 
   if (auto s = o.string("norm")) go.norm = parse_adv_norm(*s);
   if (auto s = o.string("agg")) go.agg = parse_agg(*s);
   if (auto x = o.number("kl")) go.kl = *x;
-  go.clip_low = o.number("clip_ratio").value_or(0.2);
+  go.clip_low = o.number("clip_ratio").value_or(kGrpo.number_default("clip_ratio"));
   go.clip_high = o.number("clip_high").value_or(go.clip_low);
   go.rollout = rollout_options(o, run);
   go.rollout.seed = seed;
-  go.rollout.batch = o.integer("rollout_batch").value_or(0);
+  go.rollout.batch = o.integer("rollout_batch", 0).value_or(int64_t(kGrpo.number_default("rollout_batch")));
   go.rollout.decode = decoder(h);
   go.rewards = read_rewards(o);
   return go;
@@ -535,74 +587,23 @@ Value grpo_produced(const ModelHandle& h, const Options& o, train::LoopOptions l
     if (o.has(k)) fail("{}: produce gives the rows: {} has no meaning with it", a.fn(), k);
   GrpoOptions go = grpo_options(o, h, seed, a.run());
   go.produce = produce_option(o["produce"], a.fn());
-  const int64_t iterations = o.integer("iterations").value_or(10);
-  LT_CHECK(iterations >= 1, "{}: iterations must be >= 1", a.fn());
+  const int64_t iterations = o.integer("iterations", 1).value_or(int64_t(kGrpo.number_default("iterations")));
   lo.steps = iterations * grpo_steps_per_rollout(go);
   GrpoObjective obj(*h.m, {}, {}, go);
   return grpo_result(train::run_loop(*h.m, obj, lo), 0, 0);
 }
 
-// lt.rl.grpo(m, {data = path | items, eval = path | items, question_field=, answer_field=,
-//   n = (seeded down-sampling of data), decontaminate = 8 (n-gram size; 0: off; against eval),
-//   template=, chat=, algo = "grpo" | "dr_grpo", norm=, agg=, kl=, clip_ratio = 0.2, clip_high=,
-//   prompts = 8, group_size = 8, max_response = 256, temperature = 1, top_k=, top_p=, stop=,
-//   stop_ids=, rollout_batch = 0, share_prefill=, drop_finished=, max_rows=, refill=, cache=, sync_every= (as
-//   lt.rl.rollout's), epochs = 1, mini_batches = 1, micro_batch = 16, chunk = 1024,
-//   copy_reference = false, rewards = {...}, accuracy = "math", iterations = 10 (batches of
-//   rollouts; steps = iterations * epochs * mini_batches), eval_n = all, eval_max_response=,
-//   seed = (stream "rl.grpo"), produce = (rows made by the caller instead of data, rewards,
-//   prompts and group_size: produce_option above), and the loop options of train::loop_options (runtime/train/
-//   script.h; here lr = 1e-6, decay = "constant", weight_decay = 0)}) -> {steps=, wall_s=,
-//   tokens_per_s=, decontaminated=, heldout = {[step] = accuracy}, log = {{step=, loss=,
-//   grad_norm=, reward_mean=, ...}}}
-const ApiDoc& kGrpo = declare_api(
-    {"lt.rl.grpo", "lt.rl.grpo(m, opts) → {steps=, wall_s=, tokens_per_s=, decontaminated=, heldout=, log=}",
-     "GRPO (or Dr. GRPO) on prompts with verifiable rewards, or on rows a produce function makes",
-     with(with({{"data", "string|table", "training prompts: a JSONL path or a list of items"},
-                {"eval", "string|table", "held-out prompts"},
-                {"question_field", "string", "the question's field in data/eval files"},
-                {"answer_field", "string", "the answer's field"},
-                {"n", "integer", "a seeded sample of n training items (0: all)"},
-                {"eval_n", "integer", "held-out items used (0: all)"},
-                {"decontaminate", "integer", "n-gram size against eval (default 8; 0: off)"},
-                {"template", "string", "the prompt, {question} replaced"},
-                {"chat", "boolean", "wrap prompts in the model's chat template"},
-                {"algo", "string", "grpo | dr_grpo (sets norm, agg and kl)"},
-                {"norm", "string", "advantage normalisation: std | none"},
-                {"agg", "string", "loss aggregation (as lt.rl.policy_loss)"},
-                {"kl", "number", "KL coefficient against the reference"},
-                {"clip_ratio", "number", "PPO ratio clip (default 0.2)"},
-                {"clip_high", "number", "upper clip (default clip_ratio)"},
-                {"prompts", "integer", "prompts per rollout batch (default 8)"},
-                {"rollout_batch", "integer", "prompts per decode batch (0: all)"},
-                {"epochs", "integer", "PPO epochs per rollout batch (default 1)"},
-                {"mini_batches", "integer", "optimizer steps per epoch (default 1)"},
-                {"micro_batch", "integer", "rows per backward pass (default 16)"},
-                {"chunk", "integer", "rows of logits at once (default 1024)"},
-                {"copy_reference", "boolean", "the reference as a full copy (default: shared prefix)"},
-                {"rewards", "table", "{NAME = lt.rl.grpo rewards.NAME} (default {math = 1})"},
-                {"accuracy", "string", "the reward logged as accuracy (default math; \"\": none)"},
-                {"eval_max_response", "integer", "tokens per held-out answer (default max_response)"},
-                {"iterations", "integer", "rollout batches (default 10)"},
-                {"seed", "integer", "seed (default: the run's stream \"rl.grpo\")"},
-                {"produce", "function", "produce(batch) → rows (lt.rl.grpo produce()) instead of data and rewards"}},
-               rollout_docs()),
-          train::loop_option_docs())});
-
 List grpo_fn(const Args& a) {
   const ModelHandle& h = model::model_arg(a, 1);
   a.table(2);
   const Options o = a.options(2);
-  train::LoopOptions defaults;
-  defaults.lr = 1e-6;
-  defaults.decay = "constant";
-  defaults.weight_decay = 0.0;
-  train::LoopOptions lo = train::loop_options(o, defaults, a.run(), kGrpo);
+  train::LoopOptions lo = train::loop_options(o, grpo_loop_defaults(), a.run(), kGrpo);
   const uint64_t seed = o.seed(a.run().stream("rl.grpo"));
   if (o.has("produce")) return {grpo_produced(h, o, lo, seed, a)};
+  const auto def = [&](const char* key) { return int64_t(kGrpo.number_default(key)); };
   const GrpoData d = prepare_grpo_data(items_arg(o, "data", true), items_arg(o, "eval", false),
-                                       o.integer("n").value_or(0), o.integer("eval_n").value_or(0),
-                                       o.integer("decontaminate").value_or(8), seed, a.fn());
+                                       o.integer("n", 0).value_or(def("n")), o.integer("eval_n", 0).value_or(def("eval_n")),
+                                       o.integer("decontaminate").value_or(def("decontaminate")), seed, a.fn());
   GrpoOptions go = grpo_options(o, h, seed, a.run());
   const PromptStyle style = prompt_style(o, h);
   const int64_t eval_response = go.eval_max_response > 0 ? go.eval_max_response : go.rollout.max_response;
@@ -610,8 +611,7 @@ List grpo_fn(const Args& a) {
   if (!d.evals.empty())
     go.eval_prompts = encode_prompts(tokenizer_of(h, a.fn()), d.evals, style, limit(o, h, eval_response), a.fn());
   const auto ids = encode_prompts(tokenizer_of(h, a.fn()), d.items, style, limit(o, h, go.rollout.max_response), a.fn());
-  const int64_t iterations = o.integer("iterations").value_or(10);
-  LT_CHECK(iterations >= 1, "{}: iterations must be >= 1", a.fn());
+  const int64_t iterations = o.integer("iterations", 1).value_or(def("iterations"));
   lo.steps = iterations * grpo_steps_per_rollout(go);
   if (h.tok) lo.checkpoint_files.push_back(h.tok->path());
   lo.group = dist::active();  // under `ltrun launch`: prompts sharded over the ranks, data parallel

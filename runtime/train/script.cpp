@@ -157,7 +157,7 @@ const ApiDoc& kCausalLm = declare_api(
            {"bucket_bytes", "integer", "all-reduce bucket size (default 25 MiB)"},
            {"force_full_backward", "boolean", "backward through frozen blocks too"},
            {"activation_checkpointing", "boolean", "recompute block activations in backward"}},
-          loop_option_docs())});
+          loop_option_docs(TrainOptions{}))});
 
 // The causal LM's own options (the loop's are loop_options').
 TrainOptions train_options(const Options& opts, const model::ModelHandle& h, const RunContext& run) {
@@ -336,27 +336,27 @@ MetricSink metric_sink(RunSink* sink) {
   return k;
 }
 
-const std::vector<OptionDoc>& loop_option_docs() {
-  static const std::vector<OptionDoc> d = {
-      {"lr", "number", "peak learning rate"},
-      {"warmup", "integer", "linear warm-up steps"},
-      {"decay", "string", "schedule after warm-up (cosine, linear, constant)"},
-      {"min_lr_ratio", "number", "final learning rate as a fraction of lr"},
-      {"weight_decay", "number", "AdamW's decoupled weight decay"},
-      {"betas", "table", "AdamW's {b1, b2}"},
-      {"eps", "number", "AdamW's epsilon"},
-      {"master_weights", "boolean", "AdamW keeps fp32 master copies of bf16/fp16 parameters (default false)"},
-      {"clip_grad", "number", "gradient-norm clip (0: none)"},
-      {"lr_mult", "table", "{[block] = x}: learning-rate multipliers per block"},
-      {"eval_every", "integer", "steps between validations (0: at the end only)"},
-      {"checkpoint_dir", "string", "folder of checkpoints"},
-      {"checkpoint_every", "integer", "steps between checkpoints (0: none)"},
-      {"keep_checkpoints", "integer", "checkpoints kept"},
-      {"resume", "boolean", "continue from checkpoint_dir's latest checkpoint (an error when missing)"},
-      {"stop_after", "integer", "stop after this step, with a checkpoint (-1: never)"},
-      {"log", "boolean", "log metrics to the run (default true)"},
-      {"progress", "boolean", "a progress line on stderr when it is a terminal (default true)"}};
-  return d;
+std::vector<OptionDoc> loop_option_docs(const LoopOptions& defaults) {
+  return with_defaults<LoopOptions>(
+      {{"lr", "number", "peak learning rate"},
+       {"warmup", "integer", "linear warm-up steps"},
+       {"decay", "string", "schedule after warm-up (cosine, linear, constant)"},
+       {"min_lr_ratio", "number", "final learning rate as a fraction of lr"},
+       {"weight_decay", "number", "AdamW's decoupled weight decay"},
+       {"betas", "table", "AdamW's {b1, b2}"},
+       {"eps", "number", "AdamW's epsilon"},
+       {"master_weights", "boolean", "AdamW keeps fp32 master copies of bf16/fp16 parameters"},
+       {"clip_grad", "number", "gradient-norm clip (0: none)"},
+       {"lr_mult", "table", "{[block] = x}: learning-rate multipliers per block"},
+       {"eval_every", "integer", "steps between validations (0: at the end only)"},
+       {"checkpoint_dir", "string", "folder of checkpoints (\"\": none)"},
+       {"checkpoint_every", "integer", "steps between checkpoints (0: only at the end)"},
+       {"keep_checkpoints", "integer", "checkpoints kept"},
+       {"resume", "boolean", "continue from checkpoint_dir's latest checkpoint (an error when missing)"},
+       {"stop_after", "integer", "stop after this step, with a checkpoint (-1: never)"},
+       {"log", "boolean", "log metrics to the run", "true"},
+       {"progress", "boolean", "a progress line on stderr when it is a terminal"}},
+      loop_option_fields(), defaults);
 }
 
 LoopOptions loop_options(const Options& opts, const LoopOptions& defaults, const RunContext& run, const ApiDoc& api) {
@@ -369,7 +369,7 @@ LoopOptions loop_options(const Options& opts, const LoopOptions& defaults, const
   std::tie(o.beta1, o.beta2) = betas(opts, {o.beta1, o.beta2});
   LT_CHECK(o.clip >= 0, "{}: clip_grad must be >= 0 (0: no clipping), got {}", opts.fn(), o.clip);
   if (auto m = lr_mult(opts); !m.empty()) o.lr_mult = m;
-  o.sink = opts.boolean("log").value_or(true) ? metric_sink(run.sink) : MetricSink{};
+  o.sink = opts.boolean("log").value_or(api.boolean_default("log")) ? metric_sink(run.sink) : MetricSink{};
   return o;
 }
 

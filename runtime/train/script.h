@@ -29,8 +29,10 @@ MetricSink metric_sink(RunSink* sink);
 // checkpoint_every, keep_checkpoints, resume, stop_after, log, progress. `defaults` holds the
 // caller's defaults; the table overrides them. Old names are refused naming the new (clip:
 // clip_grad or clip_ratio). Then checks the table against `api`, the caller's declaration,
-// which lists loop_option_docs() among its own options (runtime/core/api.h).
+// which lists loop_option_docs(defaults) among its own options (runtime/core/api.h).
 LoopOptions loop_options(const Options& o, const LoopOptions& defaults, const RunContext& run, const ApiDoc& api);
-const std::vector<OptionDoc>& loop_option_docs();
+// The loop's options with `defaults` (the same the function passes to loop_options) as their
+// declared defaults.
+std::vector<OptionDoc> loop_option_docs(const LoopOptions& defaults);
 
 }  // namespace ltrun::train

@@ -8,14 +8,14 @@ out=$("$LTRUN" --log -e 'print(1 + 1)'); check "-e runs a chunk" equals "$out" "
 check "the -e run is ok" equals "$(sql1 "select name, status from runs")" "-e,ok"
 
 cat > hello.lua <<'L'
-local exp = require "lt.study"
-local cfg = exp.args{ steps = 3, who = "world" }
+local study = require "lt.study"
+local cfg = study.args{ steps = 3, who = "world" }
 print(("hello %s %d %s %s"):format(cfg.who, cfg.steps, arg[0]:match("[^/]+$"), select("#", ...)))
 for i = 1, cfg.steps do lt.run.log("loss", 1 / i) end
 print(("%.6f"):format(math.random()))
 L
 out=$("$LTRUN" hello.lua --steps=5 --who=ltrun --seed 7)
-check "script args reach the script (exp.args, arg, ...)" contains "$out" "hello ltrun 5 hello.lua 2"
+check "script args reach the script (study.args, arg, ...)" contains "$out" "hello ltrun 5 hello.lua 2"
 id=$(sql1 "select max(id) from runs")
 check "args stored" equals "$(sql1 "select args_json from runs where id=$id")" '"[""--steps=5"",""--who=ltrun""]"'
 check "seed stored" equals "$(sql1 "select seed from runs where id=$id")" "7"

@@ -12,7 +12,7 @@ export LTRUN_MODELS=$SCRATCH/models
 # the refusal first: it needs no sandbox
 "$LTRUN" -e 'require "lt.study"
   lt.sandbox.available = function() return false, "test: namespaces are off" end
-  require("experiments.code_rl.code_rl").run{ steps = 1 }' >/dev/null 2>err.txt
+  require("experiments.code_rl.code_rl").run{ iterations = 1 }' >/dev/null 2>err.txt
 check "no sandbox: the study fails" test $? -ne 0
 check "... saying why" contains "$(cat err.txt)" "code_rl: no sandbox on this machine, refusing to run model code: test: namespaces are off"
 check "... before it makes the model" test ! -e models/tiny-code
@@ -36,7 +36,7 @@ mkdir -p models
     f:close()
   end
   write("models/tiny-code/train.jsonl", 1, 40); write("models/tiny-code/test.jsonl", 200, 203)' >/dev/null
-args=(--steps=2 --prompts=2 --group_size=2 --samples=2 --k=2 --max_response=6 --micro_batch=4)
+args=(--iterations=2 --prompts=2 --group_size=2 --samples=2 --k=2 --max_response=6 --micro_batch=4)
 
 "$LTRUN" "$root/experiments/code_rl/code_rl.lua" "${args[@]}" --k=3 >/dev/null 2>err.txt
 check "--k above --samples is an error" contains "$(cat err.txt)" "code_rl: --k=3 is more than --samples=2"

@@ -7,8 +7,8 @@
 source "$(dirname "$0")/common.bash"
 
 cat > shard.lua <<'L'
-local exp = require "lt.study"
-local cfg = exp.args{ shard = "x" }
+local study = require "lt.study"
+local cfg = study.args{ shard = "x" }
 lt.run.log("loss", 1.5)
 lt.run.child("layer_" .. cfg.shard, function()
   lt.run.log("score", cfg.shard == "a" and 0.25 or 0.75)
@@ -94,8 +94,8 @@ chmod 755 rodir
 
 # a writer killed after writing 300 rows to its -wal (never checkpointed into the file)
 cat > hold.lua <<'L'
-local exp = require "lt.study"
-local cfg = exp.args{ n = 300, more = 0 }
+local study = require "lt.study"
+local cfg = study.args{ n = 300, more = 0 }
 for i = 1, cfg.n do lt.run.log("loss", i) end
 lt.run.child("early", function() lt.run.log("x", 1) end)
 lt.run.flush()

@@ -12,7 +12,7 @@ awk -v marker="<!-- study: $name -->" '$0 == marker { on = 1; next } on && /^```
   code && /^```$/ { exit } code { print }' "$root/README.md" >"mine/$name"
 lines=$(wc -l <"mine/$name")
 check "the example is a complete study of about 30 lines ($lines)" test "$lines" -ge 20 -a "$lines" -le 32
-check "it declares a study" grep -q 'exp.study{' "mine/$name"
+check "it declares a study" grep -q 'study.study{' "mine/$name"
 export LTRUN_MODELS=$SCRATCH/models
 "$LTRUN" model new --layers 2 --hidden 32 --heads 2 --kv-heads 1 --vocab 300 models/tiny-qwen3 >/dev/null 2>&1
 cd mine

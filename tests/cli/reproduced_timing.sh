@@ -6,8 +6,8 @@
 source "$(dirname "$0")/common.bash"
 
 cat > study.lua <<'L'
-local exp = require "lt.study"
-return exp.study{
+local study = require "lt.study"
+return study.study{
   name = "timed", help = "a loss and how fast it came",
   args = { steps = { 4, "steps", int = true, min = 1 }, shift = { 0, "added to the loss" } },
   run = function(cfg)

@@ -20,8 +20,8 @@ return M
 LUA
 cat > A/proj/study.lua <<'LUA'
 local h = require "helper"
-local exp = require "lt.study"
-local cfg = exp.args{ model = "models/tiny", text = "hot cold big small" }
+local study = require "lt.study"
+local cfg = study.args{ model = "models/tiny", text = "hot cold big small" }
 local m = lt.model.load(cfg.model)
 local out = m:forward(m.tokenizer:encode(cfg.text), { capture = true })
 for l = 0, m.n_layers - 1 do

@@ -7,8 +7,8 @@ root=$(realpath "$(dirname "$0")/../..")
 source "$(dirname "$0")/common.bash"
 
 cat > toy.lua <<'L'
-local exp = require "lt.study"
-return exp.study{
+local study = require "lt.study"
+return study.study{
   name = "toy", help = "a study with a number, a choice and a data file",
   args = { steps = { 3, "steps", int = true, min = 1 }, mode = { "a", "mode", choices = { "a", "b" } },
            data = { "", "a data file (\"\": none)", path = true },
@@ -62,7 +62,7 @@ check "... nothing made for it" test ! -e models
 mistake "missing data" "usage error: grpo: --data=nope.jsonl: no such file or folder" \
   "$root/experiments/grpo/grpo.lua" --data=nope.jsonl
 out=$("$LTRUN" "$root/experiments/freeze_deep/freeze_deep.lua" --help 2>&1)
-check "--help marks a path arg" contains "$out" "the embedded default, lt.models tiny-qwen3) (a file or folder)"
+check "--help marks a path arg" contains "$out" "lt.models tiny-qwen3) (a file or folder)"
 
 # a mistake after a run began work (a metric) is that run's failure, kept with its traceback
 cat > late.lua <<'L'

@@ -118,12 +118,11 @@ for name in "${studies[@]}"; do
   check "$name --no_such=1 is an error naming it" contains "$(cat err.txt)" "unknown arg --no_such"
 done
 # a study is a folder whose main file is a short script over lib/lt, wrapped at 100 columns: at
-# most 100 lines, the paper studies at most 80 (the folder, its own modules and test included, is
-# what the study measures: said in the check); no study loads another's file
+# most 60 lines (the folder, its own modules and test included, is what the study measures: said
+# in the check); no study loads another's file
 for name in "${studies[@]}"; do
-  f=$root/experiments/$name/$name.lua; lines=$(wc -l <"$f"); most=100
+  f=$root/experiments/$name/$name.lua; lines=$(wc -l <"$f"); most=60
   folder=$(cat "$root/experiments/$name"/*.lua | wc -l)
-  case $name in freeze_deep|layer_tracer|grpo|layer_scan|layer_strategies|hybrid) most=80 ;; esac
   check "$name is a short study ($lines lines, at most $most; its folder $folder)" test "$lines" -le "$most"
   check "$name.lua is wrapped at 100 columns" equals "$(LC_ALL=C.UTF-8 grep -n '.\{101\}' "$f")" ""
 done

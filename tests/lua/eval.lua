@@ -342,4 +342,31 @@ T.case("cloze shots: each shot's context continued by its correct option, then t
   T.near(s.items[1].choice_logp[2], want, 1e-5 * (1 + math.abs(want)))  -- as above
 end)
 
+T.case("lt.eval.run reads and scores IFEval and MGSM through their task modules", function()
+  local root = data:match("^(.*)/eval$")
+  local ifeval, mgsm = require "lt.tasks.ifeval", require "lt.tasks.mgsm"
+  local r = lt.eval.run(m, "ifeval:" .. root .. "/ifeval/sample.jsonl",
+                        { limit = 3, max_new_tokens = 6, unsupported = "drop", bench = "ifeval_run" })
+  T.eq(r.ifeval.n, 3)
+  local items = ifeval.read(root .. "/ifeval/sample.jsonl", { unsupported = "drop" })
+  for i = #items, 4, -1 do items[i] = nil end
+  local direct = ifeval.evaluate(m, items, { max_new_tokens = 6, bench = "ifeval_direct" })
+  T.eq(r.ifeval.acc, direct.strict.prompt_acc, "IFEval: strict prompt-level accuracy")
+  T.eq(#r.items, 3)
+  local g = lt.eval.run(m, "mgsm:" .. root .. "/mgsm", { limit = 2, max_new_tokens = 6, bench = "mgsm_run" })
+  local per = {}
+  for _, it in ipairs(g.items) do per[it.id:match("^mgsm/(%a+)/")] = true end
+  T.ok(per.en and per.de, "MGSM: items of every language")
+  local kept, count = {}, {}
+  for _, it in ipairs(mgsm.read(root .. "/mgsm")) do
+    count[it.language] = (count[it.language] or 0) + 1
+    if count[it.language] <= 2 then kept[#kept + 1] = it end
+  end
+  T.eq(g.mgsm.n, #kept)
+  T.eq(g.mgsm.acc, mgsm.score(m, kept, { max_new_tokens = 6, bench = "mgsm_direct" }).acc_macro,
+       "MGSM: the mean over languages")
+  T.raises(function() lt.eval.run(m, "mgsm:" .. root .. "/mgsm", { unsupported = "drop" }) end,
+           "lt.eval.run mgsm: unknown option 'unsupported'")
+end)
+
 T.finish()

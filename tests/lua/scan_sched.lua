@@ -5,8 +5,8 @@
 -- process that started them; shards pick disjoint, covering, fixed subsets.
 local T = require "lt.test"
 local scan = require "lt.scan.workers"
-local exp = require "lt.study"
-local worker = exp.root .. "/tests/data/scan/worker.lua"
+local study = require "lt.study"
+local worker = study.root .. "/tests/data/scan/worker.lua"
 local tmp = (os.getenv("LTRUN_TEST_TMP") or "/tmp") .. "/scan_sched_" .. lt.proc.pid()
 local me = lt.run.id()
 local key = "key-" .. lt.proc.pid()

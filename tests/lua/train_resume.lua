@@ -28,8 +28,8 @@ lt.data.pack{ tokenizer = tmp .. "/m", inputs = { tmp .. "/corpus.txt" }, out = 
 local script = tmp .. "/study.lua"
 f = assert(io.open(script, "w"))
 f:write([[
-local exp = require "lt.study"
-local cfg = exp.args{ dir = "", kill = 0, resume = false }
+local study = require "lt.study"
+local cfg = study.args{ dir = "", kill = 0, resume = false }
 local m = lt.model.load(cfg.dir .. "/m"):train_only("all")
 local function pid()
   local s = io.open("/proc/self/stat"):read("*l")  -- read by this ltrun process itself

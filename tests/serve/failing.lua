@@ -2,8 +2,8 @@
 -- traceback a few calls deep, for the web view's tests (tests/cli/serve_browser.sh): the runs
 -- list shows its error in one line, its page the whole traceback, no chart controls, no chart.
 -- ltrun --db DB tests/serve/failing.lua
-local exp = require "lt.study"
-local cfg = exp.args{ batch = 7 }
+local study = require "lt.study"
+local cfg = study.args{ batch = 7 }
 lt.run.param("lr", 0.001)
 lt.run.log("final_acc", 0.5, { step = 10 })
 lt.run.log("tok_s", 1234, { step = 10 })

@@ -6,9 +6,9 @@
 -- the model predicts, both solve q1, only plan_a q2, only plan_b q3 and neither q4 (the
 -- item-level comparison of two runs).
 -- ltrun --db DB tests/serve/study.lua --out=DIR [--steps=N]
-local exp = require "lt.study"
+local study = require "lt.study"
 local svg = require "lt.report.svg"
-local cfg = exp.args{ out = "serve_study", steps = 50 }
+local cfg = study.args{ out = "serve_study", steps = 50 }
 local data = arg[0]:match("^(.*)/serve/[^/]+$") .. "/data/eval"
 
 lt.model.new{ out = cfg.out .. "/model", layers = 3, hidden = 32, heads = 4, kv_heads = 2, vocab = 400,

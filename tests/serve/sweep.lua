@@ -7,8 +7,8 @@
 -- lr (log-spaced 1e-4 to 1e-2, written in full double precision), plan (i % 3), wd (4 values),
 -- seed (i % 5) and out (a path: no default column).
 -- ltrun --db DB tests/serve/sweep.lua --out=DIR [--children=N]
-local exp = require "lt.study"
-local cfg = exp.args{ out = "sweep", children = 210 }
+local study = require "lt.study"
+local cfg = study.args{ out = "sweep", children = 210 }
 os.execute("mkdir -p '" .. cfg.out .. "'")
 local fig = cfg.out .. "/accuracy.svg"
 local f = assert(io.open(fig, "w"))

@@ -85,14 +85,14 @@ function M.get(name)
 end
 
 -- The common tail of the recipes (tiny_lm, tiny_math, tiny_code, tiny_agent): a fresh model of
--- cfg's shape (exp.model_args; a Qwen3 unless `new` says otherwise) with a BPE trained on the
+-- cfg's shape (study.model_args; a Qwen3 unless `new` says otherwise) with a BPE trained on the
 -- text file `corpus` (in the recipe's work folder), the file packed, lt.train.causal_lm on it
--- with cfg's training args and the recipe's `checkpoints` (exp.checkpoints), saved to cfg.out
+-- with cfg's training args and the recipe's `checkpoints` (study.checkpoints), saved to cfg.out
 -- (replacing a folder ltrun made). cfg.seed fixes init, packing and data order. new: more
 -- lt.model.new fields (arch, pattern, chunk, tokenizer; tokenizer_corpus: the BPE's own sample
 -- instead of `corpus`). → the model, the training result, the packing
 function M.pretrain(cfg, corpus, checkpoints, new)
-  local exp = require "lt.study"
+  local study = require "lt.study"
   local work = corpus:match("^(.*)/[^/]*$")
   local init = work .. "/init"
   local spec = { out = init, arch = "qwen3", layers = cfg.layers, hidden = cfg.hidden, heads = cfg.heads,
@@ -104,7 +104,7 @@ function M.pretrain(cfg, corpus, checkpoints, new)
   local packed = lt.data.pack{ tokenizer = init, inputs = { corpus }, out = work .. "/packed", val = 0.01,
                                seed = cfg.seed and 1 or nil }
   local m = lt.model.load(init):train_only("all")
-  local r = lt.train.causal_lm(m, exp.train_options(cfg, { data = work .. "/packed", decay = "cosine", seed = cfg.seed,
+  local r = lt.train.causal_lm(m, study.train_options(cfg, { data = work .. "/packed", decay = "cosine", seed = cfg.seed,
                                                           checkpoint_dir = checkpoints.checkpoint_dir,
                                                           checkpoint_every = checkpoints.checkpoint_every,
                                                           resume = checkpoints.resume }))

@@ -7,14 +7,14 @@
 -- part, which one solves; what is left for RL is to prefer the solving move more often.
 -- Episodes are played from seeds >= --seed_base, so the agent study's held-out seeds (below
 -- it) are never seen in pre-training. lt.models.get("tiny-agent") makes it with seed 1.
-local exp = require "lt.study"
+local study = require "lt.study"
 local agent = require "lt.envs.agent"
 local M = {}
 
-M.args = exp.merge_args(
-  exp.train_args{ steps = 500, lr = 3e-3, warmup = 0.05, seq_len = 64, micro_batch = 16, eval_every = 0 },
-  exp.checkpoint_args,
-  exp.model_args{ layers = 4, vocab = 300 },
+M.args = study.merge_args(
+  study.train_args{ steps = 500, lr = 3e-3, warmup = 0.05, seq_len = 64, micro_batch = 16, eval_every = 0 },
+  study.checkpoint_args,
+  study.model_args{ layers = 4, vocab = 300 },
   { out = { "models/tiny-agent", "the model folder to write" },
     episodes = { 3000, "noisy-expert episodes played for the pre-training turns", int = true, min = 1 },
     noise = { 0.5, "share of the expert's turns that are a random move instead", min = 0, max = 1 },
@@ -59,7 +59,7 @@ end
 
 -- make(cfg): cfg as M.args; cfg.seed fixes the noise draws, model init, packing and data order
 function M.make(cfg)
-  local checkpoints = exp.checkpoints(cfg)()
+  local checkpoints = study.checkpoints(cfg)()
   local rng = lt.envs.rng(cfg.seed or lt.run.seed("tasks.agent") % 2147483647)
   local work = cfg.out .. ".work"
   lt.fs.remove(work)

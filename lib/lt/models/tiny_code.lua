@@ -13,13 +13,13 @@
 -- train.jsonl (the RL tasks) and test.jsonl (held-out tasks) next to it in HumanEval's JSONL
 -- (task_id, prompt, canonical_solution, test, entry_point; lt.tasks.code reads them): no
 -- held-out prompt is among the pre-training documents or train.jsonl.
-local exp = require "lt.study"
+local study = require "lt.study"
 local M = {}
 
-M.args = exp.merge_args(
-  exp.train_args{ steps = 500, lr = 3e-3, warmup = 0.05, seq_len = 64, micro_batch = 16, eval_every = 250 },
-  exp.checkpoint_args,
-  exp.model_args{ layers = 4, vocab = 512 },
+M.args = study.merge_args(
+  study.train_args{ steps = 500, lr = 3e-3, warmup = 0.05, seq_len = 64, micro_batch = 16, eval_every = 250 },
+  study.checkpoint_args,
+  study.model_args{ layers = 4, vocab = 512 },
   { out = { "models/tiny-code", "the model folder to write" },
     docs = { 12000, "pre-training documents (spec and solution)", int = true, min = 1 },
     test = { 96, "held-out tasks in test.jsonl", int = true, min = 1 },
@@ -66,7 +66,7 @@ end
 -- make(cfg): cfg as M.args; cfg.seed (a number) fixes the split, the documents, model init,
 -- packing and data order, else they come from the run's seed streams.
 function M.make(cfg)
-  local checkpoints = exp.checkpoints(cfg)()
+  local checkpoints = study.checkpoints(cfg)()
   local state = (cfg.seed or lt.run.seed("tasks.code") % 2147483647) * 7919 + 17
   local function rand(n)  -- 1 .. n, an LCG: the same tasks on every platform
     state = (state * 1103515245 + 12345) % 2147483648

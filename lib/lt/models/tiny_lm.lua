@@ -24,14 +24,14 @@
 -- (what the studies trace by default) and of the test pairs (whether the model carries what it
 -- only read as statements into the task format: at the defaults it does not), and both
 -- built-in benchmarks.
-local exp = require "lt.study"
+local study = require "lt.study"
 local tasks = require "lt.tasks"
 local M = {}
 
-M.args = exp.merge_args(
-  exp.train_args{ steps = 1200, lr = 5e-3, warmup = 0.05, seq_len = 64, micro_batch = 16, eval_every = 0 },
-  exp.checkpoint_args,
-  exp.model_args{ layers = 8, vocab = 2048 },
+M.args = study.merge_args(
+  study.train_args{ steps = 1200, lr = 5e-3, warmup = 0.05, seq_len = 64, micro_batch = 16, eval_every = 0 },
+  study.checkpoint_args,
+  study.model_args{ layers = 8, vocab = 2048 },
   { out = { "models/tiny-qwen3", "the model folder to write" },
     english_bytes = { 150000, "bytes of English documents in the corpus", int = true, min = 0 },
     heldout_every = { 50, "one English document in N held out (OUT/heldout.txt)", int = true, min = 2 },
@@ -49,7 +49,7 @@ M.args = exp.merge_args(
 -- else they come from the run's seed streams. Returns the training result with task_acc,
 -- heldout_task_acc and the benchmark accuracies.
 function M.make(cfg)
-  local checkpoints = exp.checkpoints(cfg)()
+  local checkpoints = study.checkpoints(cfg)()
   local work = cfg.out .. ".work"
   lt.fs.remove(work)  -- lt.fs: no shell; refuses a folder that ltrun did not make
   lt.fs.mkdir(work)

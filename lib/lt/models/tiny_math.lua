@@ -11,13 +11,13 @@
 -- Writes OUT (the model) with train.jsonl and test.jsonl next to it: prompt sets in the GSM8K
 -- layout ({"question", "answer": "... #### N"}, always the right answer) for the RL study
 -- (lt.tasks.math); no test question is among the pre-training documents or train.jsonl.
-local exp = require "lt.study"
+local study = require "lt.study"
 local M = {}
 
-M.args = exp.merge_args(
-  exp.train_args{ steps = 600, lr = 3e-3, warmup = 0.05, seq_len = 64, micro_batch = 16, eval_every = 200 },
-  exp.checkpoint_args,
-  exp.model_args{ layers = 4, vocab = 512 },
+M.args = study.merge_args(
+  study.train_args{ steps = 600, lr = 3e-3, warmup = 0.05, seq_len = 64, micro_batch = 16, eval_every = 200 },
+  study.checkpoint_args,
+  study.model_args{ layers = 4, vocab = 512 },
   { out = { "models/tiny-math", "the model folder to write" },
     docs = { 20000, "pre-training documents (worked problems)", int = true, min = 1 },
     rl_prompts = { 2000, "problems in train.jsonl (the RL prompts)", int = true, min = 1 },
@@ -30,7 +30,7 @@ M.args = exp.merge_args(
 -- make(cfg): cfg as M.args; cfg.seed (a number) fixes the problems, model init, packing and
 -- data order, else they come from the run's seed streams. Returns the training result.
 function M.make(cfg)
-  local checkpoints = exp.checkpoints(cfg)()
+  local checkpoints = study.checkpoints(cfg)()
   -- a seeded generator (an LCG, so that the problems are the same on every platform)
   local state = (cfg.seed or lt.run.seed("tasks.math") % 2147483647) * 7919 + 17
   local function rand(n)  -- 1 .. n

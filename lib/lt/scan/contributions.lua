@@ -76,10 +76,10 @@ function M.gather(key, expected, full_key)
   local out = { layers = {} }
   for _, r in ipairs(rows) do
     local entry
-    local l = r.name:match("^layer_(%d+)$")
+    local l = workers.job_of(r.name).layer
     if l then
-      out.layers[tonumber(l)] = out.layers[tonumber(l)] or { run = r.id, by_bench = {} }
-      entry = out.layers[tonumber(l)]
+      out.layers[l] = out.layers[l] or { run = r.id, by_bench = {} }
+      entry = out.layers[l]
     elseif r.name == "base" or r.name == "full" then
       out[r.name] = out[r.name] or { run = r.id, by_bench = {} }
       entry = out[r.name]
@@ -103,8 +103,8 @@ function M.gather(key, expected, full_key)
   end
   out.missing = {}
   for _, job in ipairs(expected or {}) do
-    local l = job:match("^layer_(%d+)$")
-    local have = l and out.layers[tonumber(l)] or (not l and out[job])
+    local l = workers.job_of(job).layer
+    local have = l and out.layers[l] or (not l and out[job])
     if not (have and have.score) then out.missing[#out.missing + 1] = job end
   end
   return out

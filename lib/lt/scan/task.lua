@@ -26,6 +26,7 @@
 -- Seeds: the data order, the samples and the held-out subsets come from the run's seed
 -- streams (a scan's workers share its seed); the training texts' items (seed 2) and the
 -- built-in benchmarks are fixed data.
+local study = require "lt.study"
 local tasks = require "lt.tasks"
 local math_task = require "lt.tasks.math"
 local M = {}
@@ -59,7 +60,7 @@ function M.resolve(cfg)
   return cfg
 end
 
--- the task's args (exp.study specs) for the scan studies; "" or 0: the algorithm's default
+-- the task's args (study.study specs) for the scan studies; "" or 0: the algorithm's default
 M.args = {
   task = { "", "task (\"\": by --algo: antonyms for causal_lm, agent for gigpo, else math)",
            choices = { "", "math", "antonyms", "code", "agent" } },
@@ -78,25 +79,18 @@ M.args = {
   warmup = { 0.1, "warmup share of the steps", min = 0 },
   seq_len = { 96, "causal_lm: tokens per window", int = true, min = 2 },
   micro_batch = { 0, "sequences per pass (0: the algorithm's default)", int = true, min = 0 },
-  prompts = { 16, "GRPO: prompts per batch", int = true, min = 1 },
-  group_size = { 8, "GRPO: samples per prompt", int = true, min = 2 },
-  max_response = { 24, "GRPO: response tokens at most", int = true, min = 1 },
   score_samples = { 8, "math and code benchmarks: S from avg@k of k sampled answers (pass@1; agent: episodes per "
                        .. "held-out seed; 0: greedy)", int = true, min = 0 },
   score_temperature = { 1.0, "temperature of those samples", min = 0 },
   eval_every = { 0, "score every N steps, S the best (0: at the end)", int = true, min = 0 },
   work = { "", "work folder (\"\": MODEL.layer_scan)" },
-  -- lt.rl.grpo's own options, by its names, with its defaults (M.grpo_options)
-  epochs = { 1, "GRPO: PPO epochs over each batch of rollouts", int = true, min = 1 },
-  mini_batches = { 1, "GRPO: optimizer steps per epoch, each on a slice of the batch", int = true, min = 1 },
+  -- more of lt.rl.grpo's options, by its names, with the scan's meanings of -1 / "" / 0 (M.grpo_options)
   kl = { -1, "GRPO: coefficient of the k3 KL to the base model (-1: the algorithm's: grpo 0.001, dr_grpo 0)",
          min = -1 },
   agg = { "", "GRPO: loss aggregation (\"\": the algorithm's; paper: per-response length normalisation, "
               .. "seq-mean-token-mean, for grpo and the constant normaliser, seq-mean-token-sum-norm, for dr_grpo)",
           choices = { "", "paper", "token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm" } },
-  clip_ratio = { 0.2, "GRPO: PPO ratio clip epsilon (the low side; the high side too unless clip_high)", min = 0 },
   clip_high = { 0, "GRPO: the high side's epsilon, clip-higher (0: clip_ratio)", min = 0 },
-  temperature = { 1.0, "GRPO: rollout temperature", min = 0 },
   lr_sweep = { "", "learning rates for the full job, comma-separated: the one whose reported score S is best "
                    .. "becomes --lr, as the paper tunes the full-parameter baseline (\"\": no sweep)" },
   -- the code task's (experiments/code_rl/code_rl.lua's names) and the agent task's
@@ -118,6 +112,9 @@ M.args = {
   penalty = { "row", "agent: the invalid-action penalty on its step's row only (verl-agent) or inside the reward "
                      .. "(earlier returns too)", choices = { "row", "reward" } },
 }
+-- lt.rl.grpo's own options with the scan's defaults, declared where lt.rl.grpo is (study.args_of)
+for k, spec in pairs(study.args_of("lt.rl.grpo", { prompts = 16, max_response = 24 }, { "prompts", "group_size",
+    "max_response", "epochs", "mini_batches", "clip_ratio", "temperature" })) do M.args[k] = spec end
 
 -- the learning rates of cfg.lr_sweep ({} when none), each checked
 function M.sweep_lrs(cfg)
@@ -363,19 +360,11 @@ function M.new(cfg)
                                               temperature = cfg.score_temperature or 1.0,
                                               max_new_tokens = cfg.max_response, batch_size = 64 }).generate.avg_at_k
         end
-      elseif kind == "ifeval" then
-        -- prompt-level strict accuracy of the first bench_limit items (every instruction checked)
-        local items = require("lt.tasks.ifeval").read(path)
-        for i = #items, cfg.bench_limit + 1, -1 do items[i] = nil end
-        acc = require("lt.tasks.ifeval").evaluate(m, items, { max_new_tokens = cfg.max_response }).strict.prompt_acc
-      elseif kind == "mgsm" then
-        -- the mean over languages of the first bench_limit items of each, asked in their language
-        local items, per, kept = require("lt.tasks.mgsm").read(path), {}, {}
-        for _, it in ipairs(items) do
-          per[it.language] = (per[it.language] or 0) + 1
-          if per[it.language] <= cfg.bench_limit then kept[#kept + 1] = it end
-        end
-        acc = require("lt.tasks.mgsm").score(m, kept, { max_new_tokens = cfg.max_response }).acc_macro
+      elseif kind == "ifeval" or kind == "mgsm" then
+        -- read and scored by their task modules through lt.eval.run: IFEval's prompt-level strict
+        -- accuracy of the first bench_limit items, MGSM's mean over languages of the first
+        -- bench_limit items of each
+        acc = lt.eval.run(m, spec, { limit = cfg.bench_limit, max_new_tokens = cfg.max_response })[kind].acc
       elseif kind == "humaneval" or kind == "mbpp" then
         acc = lt.eval.run(m, spec, { limit = cfg.bench_limit, protocols = { "code" }, seed = seed }).code.acc
       else
@@ -453,7 +442,7 @@ function M.new(cfg)
   end
 
   -- trains m with `o` (lr: instead of cfg.lr; lr_mult; checkpoint_dir, checkpoint_every, resume:
-  -- the job's own checkpoints, see exp.checkpoints); with cfg.eval_every > 0 scores it every so
+  -- the job's own checkpoints, see study.checkpoints); with cfg.eval_every > 0 scores it every so
   -- many steps and logs the best score as S (best checkpoint by score), else scores it once at the
   -- end
   function t.train_and_score(m, o)
@@ -511,16 +500,16 @@ function M.new(cfg)
     local base = lt.model.load(cfg.model)
     if job == "base" then return t.score(base) end
     local m = base:clone()
-    local sweep = tonumber(job:match("^sweep_(%d+)$"))
+    local j = require("lt.scan.workers").job_of(job)
+    local sweep, l = j.sweep, j.layer
     if sweep then  -- one learning rate of --lr_sweep: every block trained at it, its reported score S
       local lr = M.sweep_lrs(cfg)[sweep] or error(("--job=%s: --lr_sweep has no rate %d"):format(job, sweep), 0)
       lt.run.param{ job_lr = lr, trainable = "all" }
       m:train_only("all")
       return t.train_and_score(m, { lr = lr })
     end
-    local l = job:match("^layer_(%d+)$")
     if not l and job ~= "full" then error(("--job=%s: expected base, full, layer_<l> or sweep_<i>"):format(job), 0) end
-    m:train_only(l and tonumber(l) or "all")
+    m:train_only(l or "all")
     lt.run.param("trainable", l and ("block " .. l) or "all")
     local o = job_checkpoints(job, key)
     if l and (cfg.layer_lr or 0) > 0 then o.lr = cfg.layer_lr end  -- the blocks' own learning rate

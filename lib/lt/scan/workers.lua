@@ -47,6 +47,18 @@ function M.parse_shard(spec, env)
   return i, n
 end
 
+-- A scan's jobs and their names, written and read here alone: base, full, layer (block `layer`
+-- trained alone) and sweep (rate `sweep` of a learning-rate sweep). M.job{kind =, layer =,
+-- sweep =} → the job's name (its run's name and lease); M.job_of(name) → {kind, layer, sweep}
+-- (kind = the name for base and full), so that no study or task parses a name.
+function M.job(j) return (j.layer or j.sweep) and ("%s_%d"):format(j.kind, j.layer or j.sweep) or j.kind end
+function M.job_of(name)
+  local kind, n = tostring(name):match("^(%a+)_(%d+)$")
+  if kind == "layer" then return { kind = kind, layer = tonumber(n) } end
+  if kind == "sweep" then return { kind = kind, sweep = tonumber(n) } end
+  return { kind = tostring(name) }
+end
+
 -- The jobs of shard i of n: job j (1-based) when (j - 1) % n == i.
 function M.shard_jobs(jobs, i, n)
   local out = {}
@@ -117,8 +129,7 @@ local function settle(parent, job, pid, exit)
   if r.status == "running" then
     local why = exit.signal ~= 0 and ("worker process %d ended by signal %d"):format(pid, exit.signal)
                 or ("worker process %d exited with code %d without closing its run"):format(pid, exit.code)
-    lt.run.query("UPDATE runs SET status = 'crashed', finished_at = strftime('%Y-%m-%d %H:%M:%f', 'now'), " ..
-                 "error = coalesce(error, ?) WHERE id = ? AND status = 'running'", why, r.id)
+    lt.run.mark_crashed(r.id, why)
     return r.id, "crashed"
   end
   return r.id, r.status
@@ -304,7 +315,7 @@ function M.report(res)
 end
 
 -- ---- the scan studies' scheduling (experiments/layer_scan/layer_scan.lua, layer_strategies.lua) -------------
--- args (exp.study specs) of a study that runs its jobs as workers
+-- args (study.study specs) of a study that runs its jobs as workers
 M.args = {
   workers = { 2, "worker processes on CPU (the cores split among them)", int = true, min = 1 },
   devices = { "", "GPUs, one job at a time on each: 0,1 (\"\": CPU workers)" },

@@ -1,6 +1,6 @@
--- lt/study/define.lua: a study as a module (exp.study, re-exported by lt.study).
+-- lt/study/define.lua: a study as a module (study.study, re-exported by lt.study).
 --
---   return exp.study{
+--   return study.study{
 --     name = "my_study", help = "what it measures",
 --     args = { steps = { 100, "training steps", int = true, min = 1 },
 --              plan = { "full", "which blocks train", choices = { "full", "shallow" } } },
@@ -8,13 +8,15 @@
 --     run = function(cfg) ... end }
 --
 -- Each arg: { default, help text, int = true, min =, max =, choices = {...}, list = true, path =
--- true, layers = true }. The default's type is the arg's type (number, string, boolean); `list =
--- true`: a comma-separated string whose every element is one of `choices`; `path = true`: a file
--- or folder that must exist when the value is not "" (a model, a data file); `layers = true`:
--- blocks in lt.layers' grammar (lt.layers.check: --layers=deep:nan is refused before a model is
--- made). A value of the wrong type, out of range, not among the choices or naming no file, and a
--- key the study does not declare, are errors naming the arg; on the command line each is one
--- line, exit 2, no run kept
+-- true, layers = true, absent = value }. The default's type is the arg's type (number, string,
+-- boolean); `list = true`: a comma-separated string whose every element is one of `choices`;
+-- `path = true`: a file or folder that must exist when the value is not "" (a model, a data
+-- file); `layers = true`: blocks in lt.layers' grammar (lt.layers.check: --layers=deep:nan is
+-- refused before a model is made); `absent`: the value that stands for "not given", which cfg
+-- holds as nil (study.args_of's options without a plain default, such as lt.rl.grpo's kl, whose
+-- default is the algo's). A value of the wrong type, out of range, not among the choices or
+-- naming no file, and a key the study does not declare, are errors naming the arg; on the
+-- command line each is one line, exit 2, no run kept
 -- (lt.study.args.usage_error), with "did you mean --steps?" for a near miss. `presets` adds the arg
 -- `preset`: its values are applied over the defaults, and explicit values win over the preset. A
 -- preset's value may carry its source, { value, "where it comes from" } (a paper's table, or why a
@@ -32,7 +34,7 @@ local args = require "lt.study.args"
 local M = {}
 
 local sorted_keys = args.sorted_keys
-local made = setmetatable({}, { __mode = "k" })  -- the studies exp.study made (M.is_study)
+local made = setmetatable({}, { __mode = "k" })  -- the studies study.study made (M.is_study)
 
 -- a preset's entry → its value, its source (nil when none is given)
 local function preset_value(v)
@@ -122,17 +124,17 @@ local function help_text(s)
 end
 
 function M.study(s)
-  assert(type(s) == "table", "exp.study: expected a table {name =, args =, run =}")
-  lt.check_options(s, "exp.study", { "name", "help", "args", "presets", "run" })
-  assert(type(s.name) == "string", "exp.study: name = \"...\" is required")
-  assert(type(s.run) == "function", ("exp.study %s: run = function(cfg) ... end is required"):format(s.name))
+  assert(type(s) == "table", "study.study: expected a table {name =, args =, run =}")
+  lt.check_options(s, "study.study", { "name", "help", "args", "presets", "run" })
+  assert(type(s.name) == "string", "study.study: name = \"...\" is required")
+  assert(type(s.run) == "function", ("study.study %s: run = function(cfg) ... end is required"):format(s.name))
   local specs = {}
   for k, spec in pairs(s.args or {}) do
     if type(spec) ~= "table" or spec[1] == nil or type(spec[2]) ~= "string" then
-      error(("exp.study %s: arg %s: expected { default, \"help text\", ... }"):format(s.name, tostring(k)), 2)
+      error(("study.study %s: arg %s: expected { default, \"help text\", ... }"):format(s.name, tostring(k)), 2)
     end
     if spec.path and type(spec[1]) ~= "string" then
-      error(("exp.study %s: arg %s: path = true wants a text default (\"\" for none)"):format(s.name, tostring(k)), 2)
+      error(("study.study %s: arg %s: path = true wants a text default (\"\" for none)"):format(s.name, tostring(k)), 2)
     end
     specs[k] = spec
   end
@@ -143,10 +145,10 @@ function M.study(s)
     specs.preset = { "", "a named set of defaults (listed below)", choices = names }
     for p, values in pairs(s.presets) do
       for k, v in pairs(values) do
-        if not specs[k] then error(("exp.study %s: preset %s sets %s, which is not an arg"):format(s.name, p, k), 2) end
+        if not specs[k] then error(("study.study %s: preset %s sets %s, which is not an arg"):format(s.name, p, k), 2) end
         local value, source = preset_value(v)
         if type(v) == "table" and (value == nil or type(source) ~= "string") then
-          error(("exp.study %s: preset %s: %s: expected a value or { value, \"source\" }"):format(s.name, p, k), 2)
+          error(("study.study %s: preset %s: %s: expected a value or { value, \"source\" }"):format(s.name, p, k), 2)
         end
         check(s.name, k, specs[k], value)
         if source then sourced[p] = true end
@@ -175,6 +177,7 @@ function M.study(s)
     for k, v in pairs(given) do cfg[k] = check(s.name, k, specs[k], args.text(given, k) or v) end
     for _, k in ipairs(sorted_keys(specs)) do
       if specs[k].path then check_path(s.name, k, cfg[k]) end
+      if specs[k].absent ~= nil and cfg[k] == specs[k].absent then cfg[k] = nil end
     end
     return cfg
   end
@@ -204,8 +207,12 @@ function M.study(s)
     if given and given.preset and sourced[given.preset] then  -- (a preset without sources stays silent)
       for _, line in ipairs(study.preset_lines(given)) do print(line) end
     end
-    if lt.run and lt.run.param then
-      for _, k in ipairs(sorted_keys(cfg)) do lt.run.param(k, cfg[k]) end
+    if lt.run and lt.run.param then  -- (an arg not given is logged at its stand-in, `absent`)
+      for _, k in ipairs(sorted_keys(specs)) do
+        local v = cfg[k]
+        if v == nil then v = specs[k].absent end
+        if v ~= nil then lt.run.param(k, v) end
+      end
     end
     return body(cfg)
   end
@@ -216,7 +223,7 @@ function M.study(s)
   return study
 end
 
--- whether v is a study exp.study made
+-- whether v is a study study.study made
 function M.is_study(v) return made[v] == true end
 
 -- The study on the command line `argv` (ltrun runs it: lt.main, lib/lt/init.lua, when the script

@@ -1,13 +1,13 @@
 -- lt/study/init.lua (require "lt.study", the front door of a study): what a study is made of:
--- exp.study (declared args, presets, --help, the study as a module another study calls), the arg
--- groups studies share and what turns them into options, checkpoint folders. exp.args (undeclared
+-- study.study (declared args, presets, --help, the study as a module another study calls), the arg
+-- groups studies share and what turns them into options, checkpoint folders. study.args (undeclared
 -- defaults) is for benchmarks and tests.
 local args = require "lt.study.args"
 local M = {}
 
 M.study = require("lt.study.define").study
 
--- exp.args{steps = 200, lr = 3e-5}: overridable with --steps=1000; every resolved value is
+-- study.args{steps = 200, lr = 3e-5}: overridable with --steps=1000; every resolved value is
 -- logged with lt.run.param, so that `ltrun show RUN` and SQL see the configuration used.
 function M.args(defaults, argv)
   local opts = args.parse(argv or arg or {})
@@ -18,20 +18,72 @@ function M.args(defaults, argv)
   return cfg
 end
 
--- ---- arg groups that studies share (exp.study's arg specs) -----------------------------------
--- exp.merge_args(a, b, ...): one spec table from several; an arg declared twice is an error
+-- ---- arg groups that studies share (study.study's arg specs) -----------------------------------
+-- study.merge_args(a, b, ...): one spec table from several; an arg declared twice is an error
 function M.merge_args(...)
   local out = {}
   for i = 1, select("#", ...) do
     for k, spec in pairs((select(i, ...))) do
-      if out[k] then error(("exp.merge_args: arg %s is declared twice"):format(k), 2) end
+      if out[k] then error(("study.merge_args: arg %s is declared twice"):format(k), 2) end
       out[k] = spec
     end
   end
   return out
 end
 
--- the training loop's args (lt.train.causal_lm); exp.train_args{steps = 300, lr = 1e-3}: the
+-- ---- a function's options as a study's args ---------------------------------------------------
+-- study.args_of("lt.rl.grpo", {max_response = 24}[, keys]): the options (`keys` of them) of a
+-- function the runtime
+-- declares (lt.api: `ltrun doc api`, docs/reference/lua-api.md) as arg specs, each with its
+-- declared default, kind and range, so that a study takes them as its own args and --help shows
+-- the page's defaults. `overrides` changes defaults (presets are overrides too), and brings in an
+-- option the function declares no plain default for (kl: the algo's; data: a table or a path) at
+-- a stand-in value that means "not given": cfg holds nil there until a value is given (the arg's
+-- `absent`, lt.study.define). Options with neither are not args. study.options_for passes the
+-- values on.
+local function declared(fn, caller)
+  local api = lt.api(fn)
+  if not api then error(("%s: %s is not a declared function (lt.api() lists them)"):format(caller, tostring(fn)), 3) end
+  return api
+end
+
+local function default_value(o)
+  if o.kind == "integer" or o.kind == "number" then return tonumber(o.default) end
+  if o.kind == "boolean" then return o.default == "true" end
+  if o.kind == "string" then return o.default end
+end
+
+function M.args_of(fn, overrides, keys)
+  local api, specs, only = declared(fn, "study.args_of"), {}, nil
+  if keys then only = {} for _, k in ipairs(keys) do only[k] = true end end
+  for _, o in ipairs(api.options) do
+    local v = (overrides or {})[o.key]
+    local absent = o.default == nil and v or nil
+    if v == nil and o.default ~= nil then v = default_value(o) end
+    if v ~= nil and (not only or only[o.key]) then
+      specs[o.key] = { v, o.doc, int = o.kind == "integer" or nil, min = o.min, max = o.max,
+                       choices = o.choices, path = o.kind:match("^path") and type(v) == "string" or nil,
+                       absent = absent }
+    end
+  end
+  for k in pairs(overrides or {}) do
+    if not specs[k] then error(("study.args_of: %s has no option %s"):format(fn, tostring(k)), 2) end
+  end
+  return specs
+end
+
+-- study.options_for("lt.rl.grpo", cfg, {data = items}, ...): the options of fn that cfg holds
+-- (the args study.args_of made, at the values given), then each extra table's values over them
+function M.options_for(fn, cfg, ...)
+  local out = {}
+  for _, o in ipairs(declared(fn, "study.options_for").options) do out[o.key] = cfg[o.key] end
+  for i = 1, select("#", ...) do
+    for k, v in pairs((select(i, ...)) or {}) do out[k] = v end
+  end
+  return out
+end
+
+-- the training loop's args (lt.train.causal_lm); study.train_args{steps = 300, lr = 1e-3}: the
 -- group with these defaults instead of the ones below
 local train_specs = {
   steps = { 100, "optimizer steps", int = true, min = 1 },
@@ -58,7 +110,7 @@ function M.train_options(cfg, extra)
   return o
 end
 
--- a copy of arg specs with other defaults: exp.with_defaults(exp.checkpoint_args, {checkpoint_every
+-- a copy of arg specs with other defaults: study.with_defaults(study.checkpoint_args, {checkpoint_every
 -- = 25})
 function M.with_defaults(specs, defaults)
   local out = {}
@@ -68,13 +120,13 @@ function M.with_defaults(specs, defaults)
     out[k] = copy
   end
   for k, v in pairs(defaults) do
-    if not out[k] then error(("exp.with_defaults: %s is not among the args"):format(k), 2) end
+    if not out[k] then error(("study.with_defaults: %s is not among the args"):format(k), 2) end
     out[k][1] = v
   end
   return out
 end
 
--- the shape of a model a recipe makes (lt.model.new); exp.model_args{layers = 8, vocab = 2048}:
+-- the shape of a model a recipe makes (lt.model.new); study.model_args{layers = 8, vocab = 2048}:
 -- the group with these defaults
 local model_specs = {
   layers = { 4, "decoder blocks (layers)", int = true, min = 1 },
@@ -85,7 +137,7 @@ local model_specs = {
 }
 function M.model_args(defaults) return M.with_defaults(model_specs, defaults or {}) end
 
--- checkpointing of a study's trainings (exp.checkpoints below turns them into options)
+-- checkpointing of a study's trainings (study.checkpoints below turns them into options)
 M.checkpoint_args = {
   checkpoint_dir = { "", "checkpoint folder (\"\": no checkpoints)" },
   checkpoint_every = { 100, "a checkpoint every N steps (0: only at the end)", int = true, min = 0 },
@@ -178,7 +230,7 @@ end
 function M.capture(command, args)
   local argv = {}
   for w in command:gmatch("%S+") do argv[#argv + 1] = w end
-  assert(#argv > 0, "exp.capture: empty command")
+  assert(#argv > 0, "study.capture: empty command")
   for _, a in ipairs(args or {}) do argv[#argv + 1] = tostring(a) end
   local out = os.tmpname()
   local pid = lt.proc.spawn(argv, { stdout = out })
@@ -190,7 +242,7 @@ function M.capture(command, args)
   return text, status.code == 0 and status.signal == 0, table.concat(argv, " ")
 end
 
--- for name, v in exp.sorted(t): pairs in key order, so runs happen in a stable order
+-- for name, v in study.sorted(t): pairs in key order, so runs happen in a stable order
 function M.sorted(t)
   local keys = {}
   for k in pairs(t) do keys[#keys + 1] = k end

@@ -423,4 +423,26 @@ function M.score(model, items, opts)
   return { code = sum, items = rows, per = per }
 end
 
+-- An evaluator of policy m on held-out code items, before and after training: score(when)
+-- scores greedy (WHEN_greedy) and `samples` sampled answers at `temperature` (WHEN_sampled,
+-- pass@k at k) with M.score; → {greedy = pass@1, ok = {right per item}, p1 = pass@1 of the
+-- samples, pk = pass@k, per = {right samples per item}}. o: tests, timeout, max_new_tokens,
+-- samples, k, temperature.
+function M.evaluator(m, items, o)
+  local function opts(extra)
+    local t = { tests = o.tests, timeout = o.timeout, max_new_tokens = o.max_new_tokens }
+    for k, v in pairs(extra) do t[k] = v end
+    return t
+  end
+  return function(when)
+    local g = M.score(m, items, opts{ bench = when .. "_greedy", temperature = 0 })
+    local s = M.score(m, items, opts{ bench = when .. "_sampled", samples = o.samples, k = o.k,
+                                      temperature = o.temperature })
+    local ok = {}
+    for i, r in ipairs(g.items) do ok[i] = r.correct end
+    return { greedy = g.code.acc, ok = ok, p1 = s.code.avg_at_k or s.code.acc,
+             pk = s.code.pass_at_k or s.code.acc, per = s.per }
+  end
+end
+
 return M

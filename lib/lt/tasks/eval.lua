@@ -1,7 +1,8 @@
 -- lt/tasks/eval.lua (the Lua half of lt.eval): lt.eval.run(model, spec, opts), the one call a study
 -- makes to score a model. spec: "ceval:DIR" (scores val, as the paper), "cmmlu:DIR" (test),
 -- "mmlu:DIR" (test), "gsm8k:FILE", "math:FILE", "mc:FILE" (generic JSONL multiple choice),
--- "humaneval:FILE" and "mbpp:FILE" (code: protocol "code", tests run in lt.sandbox, M.run_code), or
+-- "humaneval:FILE" and "mbpp:FILE" (code: protocol "code", tests run in lt.sandbox, M.run_code),
+-- "ifeval:FILE" and "mgsm:FILE|DIR" (read and scored by lt.tasks.ifeval / lt.tasks.mgsm), or
 -- a built-in name: "antonyms" and "antonyms_heldout" (WordNet adjective antonyms as 4-way multiple
 -- choice: no download needed). opts: split, limit (first N items), shots (k-shot from dev),
 -- protocols ({"logit", "generate"} by default; "cloze": each option scored as a continuation, see
@@ -19,6 +20,36 @@ local formats = { ceval = "ceval", cmmlu = "cmmlu", mmlu = "mmlu", gsm8k = "gsm8
 local default_split = { ceval = "val", cmmlu = "test", mmlu = "test" }
 
 local builtins = {}
+
+-- Benchmarks whose own task module (lib/lt/tasks/KIND.lua) reads, prompts and scores them, as
+-- lt.eval.run asks them: KIND:PATH; opts: limit (the first N items; MGSM: of each language),
+-- max_new_tokens, batch_size, bench, and IFEval's unsupported ("error" | "drop"). Each returns
+-- {[KIND] = {acc, n, ...}, items}: IFEval's acc is the strict prompt-level accuracy, MGSM's the
+-- mean over languages (acc_macro).
+local tasked = {}
+
+function tasked.ifeval(model, path, o)
+  local ifeval = require "lt.tasks.ifeval"
+  lt.check_options(o, "lt.eval.run ifeval", { "limit", "max_new_tokens", "batch_size", "bench", "unsupported" })
+  local items = ifeval.read(path, { unsupported = o.unsupported })
+  for i = #items, (o.limit or #items) + 1, -1 do items[i] = nil end
+  local r = ifeval.evaluate(model, items, { max_new_tokens = o.max_new_tokens, batch_size = o.batch_size,
+                                            bench = o.bench })
+  return { ifeval = { acc = r.strict.prompt_acc, n = #items, strict = r.strict, loose = r.loose }, items = r.items }
+end
+
+function tasked.mgsm(model, path, o)
+  local mgsm = require "lt.tasks.mgsm"
+  lt.check_options(o, "lt.eval.run mgsm", { "limit", "max_new_tokens", "batch_size", "bench" })
+  local per, kept = {}, {}
+  for _, it in ipairs(mgsm.read(path)) do
+    per[it.language] = (per[it.language] or 0) + 1
+    if per[it.language] <= (o.limit or math.huge) then kept[#kept + 1] = it end
+  end
+  local r = mgsm.score(model, kept, { max_new_tokens = o.max_new_tokens, batch_size = o.batch_size, bench = o.bench })
+  r.acc_micro, r.acc = r.acc, r.acc_macro
+  return { mgsm = r, items = r.items }
+end
 
 -- "Which word means the opposite of "hot"?" with the antonym and three other adjectives,
 -- on WordNet's everyday antonym pairs (lt.tasks.wordnet_antonyms). Two built-ins:
@@ -60,10 +91,11 @@ function M.run(model, spec, opts)
   local items, pool, bench
   local kind, path = spec:match("^(%w+):(.+)$")
   if kind == "humaneval" or kind == "mbpp" then return M.run_code(model, kind, path, opts) end
+  if kind and tasked[kind] then return tasked[kind](model, path, opts) end
   if kind then
     local format = formats[kind]
     if not format then
-      error(("lt.eval.run: unknown benchmark kind '%s' in '%s' (ceval, cmmlu, mmlu, gsm8k, math, mc, humaneval, mbpp)"):format(kind, spec), 2)
+      error(("lt.eval.run: unknown benchmark kind '%s' in '%s' (ceval, cmmlu, mmlu, gsm8k, math, mc, humaneval, mbpp, ifeval, mgsm)"):format(kind, spec), 2)
     end
     pool = lt.eval.load(format, path)
     local split = opts.split or default_split[kind]
@@ -79,7 +111,7 @@ function M.run(model, spec, opts)
     items, bench = builtins[spec]({ n = opts.n, seed = opts.seed }), spec
     pool = {}
   else
-    error(("lt.eval.run: unknown benchmark '%s' (KIND:PATH with KIND one of ceval, cmmlu, mmlu, gsm8k, math, mc, humaneval, mbpp; or a built-in: antonyms, antonyms_heldout)"):format(spec), 2)
+    error(("lt.eval.run: unknown benchmark '%s' (KIND:PATH with KIND one of ceval, cmmlu, mmlu, gsm8k, math, mc, humaneval, mbpp, ifeval, mgsm; or a built-in: antonyms, antonyms_heldout)"):format(spec), 2)
   end
   if opts.limit and opts.limit < #items then
     local cut = {}
@@ -177,7 +209,4 @@ function M.vote_runs(o)
   return M.vote_items(preds, items, o.compare)
 end
 
-lt.eval.run, lt.eval.items = M.run, M.items
-lt.eval.solved, lt.eval.newly_solved, lt.eval.vote_runs = M.solved, M.newly_solved, M.vote_runs
-lt.eval.vote_items = M.vote_items
 return M

@@ -100,7 +100,7 @@ end
 function M.check_prompt_files(cfg, keys)
   for _, key in ipairs(keys) do
     local path = cfg[key]
-    if path ~= "" and lt.fs.is_dir(path) then
+    if path and path ~= "" and lt.fs.is_dir(path) then
       local jsonl = {}
       for _, name in ipairs(lt.fs.list(path)) do
         if name:match("%.jsonl$") then jsonl[#jsonl + 1] = path .. "/" .. name end

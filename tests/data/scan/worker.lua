@@ -1,8 +1,8 @@
 -- tests/data/scan/worker.lua: a scan worker for tests/lua/scan_sched.lua. It records its
 -- scan key, its job and OMP_NUM_THREADS, logs a score; --hang=true makes it wait (to be
 -- killed mid-run), --fail=true raises an error.
-local exp = require "lt.study"
-local cfg = exp.args{ job = "", scan_key = "", hang = false, fail = false, ready = "" }
+local study = require "lt.study"
+local cfg = study.args{ job = "", scan_key = "", hang = false, fail = false, ready = "" }
 lt.run.param("threads", os.getenv("OMP_NUM_THREADS") or "")
 lt.run.log("score", #cfg.job)
 lt.run.flush()

@@ -1,5 +1,0 @@
-lt.run.log("x", 1)
-lt.run.child("kid", function()
-  lt.run.log("y", 2)
-  lt.run.child("grandkid", function() lt.run.log("z", 3) end)
-end)
