@@ -144,10 +144,36 @@ T.case("the household environment (the ALFWorld stand-in): its whole observation
     T.ok(#ep.steps >= 1 and #ep.steps <= 3, "at most 3 turns")
     for _, st in ipairs(ep.steps) do
       T.eq(st.action, agent.action(m.tokenizer:decode(st.response_ids), "household"))
-      T.ok(#st.response_ids <= agent.action_tokens.household)
+      T.ok(#st.response_ids <= agent.max_response.default, "Table 10's 512 tokens at most")
+      local ids = st.response_ids
+      T.ok(not m.tokenizer:decode({ unpack(ids, 1, #ids - 1) }):find("\n"), "the generation stops at the first line's end")
       T.eq(st.penalty, st.valid and 0 or 0.1, "an invalid command carries the environment's penalty")
     end
+    local _, info = lt.envs.get("household"):reset(7)
+    T.eq(ep.category, info.category, "the episode's category is its instance's")
   end
+  -- the caller's max_response caps every action: 2 tokens, then 1
+  for _, cap in ipairs{ 2, 1 } do
+    local longest = 0
+    for _, ep in ipairs(agent.episodes(m, "household", {}, { 7, 8 }, { group = 2, temperature = 1, seed = 5, max_turns = 3,
+                                                                        max_response = cap })) do
+      for _, st in ipairs(ep.steps) do longest = math.max(longest, #st.response_ids) end
+    end
+    T.eq(longest, cap, "max_response = " .. cap .. ": the longest action")
+  end
+  T.raises(function() agent.episodes(m, "household", {}, { 7 }, { group = 1, max_response = 0 }) end,
+           "option max_response must be an integer >= 1, got 0")
+  -- success per category: the household's rows, Overall equal to the success rate
+  local s, per, rows = agent.success(m, "household", {}, { 1, 2, 3 }, { episodes = 2, temperature = 1, seed = 9,
+                                                                        max_turns = 2 })
+  T.eq(#per, 3)
+  T.eq(rows[7].column, "Overall")
+  T.eq(rows[7].episodes, 6)
+  T.eq(rows[7].success, s)
+  local n = 0
+  for i = 1, 6 do n = n + rows[i].episodes end
+  T.eq(n, 6, "every episode in one category")
+  T.eq(select(3, agent.success(m, "sokoban", {}, { 1 }, { max_turns = 1 })), nil, "Sokoban has no categories")
 end)
 
 T.case("experiments/agent/agent.lua in both environments: a child run each, the algorithms under it", function()

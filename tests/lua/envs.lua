@@ -1,8 +1,10 @@
 -- tests/lua/envs.lua: lt.envs: the built-in environments are deterministic by seed and
 -- solvable (solved through their text alone: a breadth-first search over the Sokoban grid read
--- from the observation, and a scripted household agent that reads the goal and the admissible
--- actions), invalid actions cost the penalty and crash nothing, the checker names the
--- environment and the field, and rollouts show the history window.
+-- from the observation, and a scripted household expert that reads the goal, the feedback and
+-- the admissible actions, in each of ALFWorld's six categories), invalid actions cost the
+-- penalty and crash nothing, the household's train and held-out instances are disjoint, success
+-- per category (a random policy's printed), the checker names the environment and the field,
+-- and rollouts show the history window.
 local T = require "lt.test"
 local envs = lt.envs
 
@@ -161,124 +163,326 @@ end)
 
 -------------------------------------------------------------------------------- household
 
--- A scripted agent that sees only the prompt text: it reads the goal and the admissible
--- actions, searches the receptacles in the listed order (opening closed ones) for an object of
--- the goal's type, treats it at the right device, and puts it in the target.
-local DEVICE = { clean = "sinkbasin 1", hot = "microwave 1", cool = "fridge 1" }
-local VERB = { clean = "clean", hot = "heat", cool = "cool" }
-local function household_agent()
-  local st = { visited = {}, holding = nil, treated = false }
+-- ALFWorld's six task categories, read back from the goal text alone (ALFWorld's two templates
+-- each; the treated ones before "put a X in Y", which would not match them anyway)
+local GOALS = {
+  { "pick2", "^put two (%a+) in (%a+)$" }, { "pick2", "^find two (%a+) and put them in (%a+)$" },
+  { "look", "^look at (%a+) under the (%a+)$" }, { "look", "^examine the (%a+) with the (%a+)$" },
+  { "heat", "^put a hot (%a+) in (%a+)$" }, { "heat", "^heat some (%a+) and put it in (%a+)$" },
+  { "cool", "^put a cool (%a+) in (%a+)$" }, { "cool", "^cool some (%a+) and put it in (%a+)$" },
+  { "clean", "^put a clean (%a+) in (%a+)$" }, { "clean", "^clean some (%a+) and put it in (%a+)$" },
+  { "pick", "^put a (%a+) in (%a+)$" }, { "pick", "^put some (%a+) on (%a+)$" },
+}
+local function read_goal(obs)
+  local text = obs:match("Your task is to: ([^\n]-)%.\n")
+  assert(text, "no goal in the observation:\n" .. obs)
+  for _, g in ipairs(GOALS) do
+    local otype, where = text:match(g[2])
+    if otype then return { category = g[1], type = otype, where = where, text = text } end
+  end
+  error("a goal in none of ALFWorld's templates: " .. text)
+end
+
+local function admissible(obs)
+  local acts, has = {}, {}
+  for a in obs:match("Admissible actions: ([^\n]*)"):gmatch("[^,]+") do
+    a = a:gsub("^ ", "")
+    acts[#acts + 1], has[a] = a, true
+  end
+  return acts, has
+end
+
+-- The scripted expert: it sees only the observation text. It keeps what it has seen where (the
+-- feedback's "On the R, you see ..." and "In it, you see ..."), searches the receptacles in the
+-- listed order (opening closed ones) for an object of the goal's type and for the lamp, treats the
+-- object at the category's device, and puts it in the first receptacle of the target type (twice
+-- for pick2), or switches the lamp on holding it. Every action it takes is admissible.
+local DEVICE_KIND = { heat = { "microwave" }, cool = { "fridge" }, clean = { "sinkbasin", "bathtubbasin" } }
+local VERB = { heat = "heat", cool = "cool", clean = "clean" }
+local function household_expert()
+  local st = { at = nil, seen = {}, visited = {}, placed = {}, hold = nil, treated = false, lamp_on = false }
+  local goal
   return function(prompt)
     local obs = current_obs(prompt)
-    local what, target = obs:match("Your task is to: put a (.-) [io]n (%a+ %d+)%.")
-    assert(what, "no goal in the observation:\n" .. obs)
-    local adj, otype = what:match("^(%a+) (%a+)$")
-    if not adj then adj, otype = "", what end
-    local acts, has = {}, {}
-    for a in obs:match("Admissible actions: ([^\n]*)"):gmatch("[^,]+") do
-      a = a:gsub("^ ", "")
-      acts[#acts + 1] = a
-      has[a] = true
+    goal = goal or read_goal(obs)
+    local acts, has = admissible(obs)
+    local feedback = obs:match("^[^\n]*")
+    for r, list in feedback:gmatch("On the (%a+ %d+), you see ([^.]*)%.") do
+      for ob in list:gmatch("a (%a+ %d+)") do st.seen[ob] = r end
     end
-    if not st.holding then
-      for _, a in ipairs(acts) do
-        local ob = a:match("^take (" .. otype .. " %d+) from ")
-        if ob then
-          st.holding = ob
-          return a
-        end
-      end
-      for _, a in ipairs(acts) do
-        if a:match("^open ") then return a end  -- look inside what is closed here
-      end
+    for r, list in feedback:gmatch("The (%a+ %d+) is open%. In it, you see ([^.]*)%.") do
+      for ob in list:gmatch("a (%a+ %d+)") do st.seen[ob] = r end
+    end
+    local function act(a)
+      assert(has[a], ("the expert's action %q is not admissible:\n%s"):format(a, obs))
+      local r = a:match("^go to (.+)$")
+      if r then st.at, st.visited[r] = r, true end
+      local ob = a:match("^take (.+) from ")
+      if ob then st.hold, st.seen[ob] = ob, nil end
+      if a:match("^put ") then st.placed[st.hold], st.hold, st.treated = true, nil, false end
+      if a:match("^heat ") or a:match("^cool ") or a:match("^clean ") then st.treated = true end
+      if a:match("^use ") then st.lamp_on = not st.lamp_on end
+      return a
+    end
+    local function go(r)  -- to r, opening it once there
+      if st.at ~= r then return act("go to " .. r) end
+      if has["open " .. r] then return act("open " .. r) end
+    end
+    local function explore()  -- the next receptacle not yet looked in
+      if st.at and has["open " .. st.at] then return act("open " .. st.at) end
       for _, a in ipairs(acts) do
         local r = a:match("^go to (.+)$")
-        if r and not st.visited[r] then
-          st.visited[r] = true
-          return a
+        if r and not st.visited[r] then return act(a) end
+      end
+      error("searched everywhere for a " .. goal.type .. ":\n" .. obs)
+    end
+    local function fetch()  -- an object of the goal's type, not one already placed
+      local names = {}
+      for ob in pairs(st.seen) do names[#names + 1] = ob end
+      table.sort(names)
+      for _, ob in ipairs(names) do
+        if ob:match("^" .. goal.type .. " %d+$") and not st.placed[ob] then
+          local r = st.seen[ob]
+          if st.at == r and has[("take %s from %s"):format(ob, r)] then return act(("take %s from %s"):format(ob, r)) end
+          local a = go(r)
+          if a then return a end
         end
       end
-      error("searched everywhere, no " .. otype)
+      return explore()
     end
-    if adj ~= "" and not st.treated then
-      local a = ("%s %s with %s"):format(VERB[adj], st.holding, DEVICE[adj])
-      if has[a] then
-        st.treated = true
-        return a
+    if goal.category == "look" then
+      if not st.hold then return fetch() end
+      local lamp
+      for ob, r in pairs(st.seen) do if ob:match("^" .. goal.where .. " %d+$") then lamp = { ob, r } end end
+      if not lamp then return explore() end
+      if st.at ~= lamp[2] then return act("go to " .. lamp[2]) end
+      return act("use " .. lamp[1])
+    end
+    if not st.hold then return fetch() end
+    if DEVICE_KIND[goal.category] and not st.treated then
+      for _, kind in ipairs(DEVICE_KIND[goal.category]) do
+        local a = ("%s %s with %s 1"):format(VERB[goal.category], st.hold, kind)
+        if has[a] then return act(a) end
+        if has["go to " .. kind .. " 1"] then return act("go to " .. kind .. " 1") end
       end
-      return "go to " .. DEVICE[adj]
+      error("no device to " .. goal.category .. " with:\n" .. obs)
     end
-    local put = ("put %s in/on %s"):format(st.holding, target)
-    if has[put] then return put end
-    if has["open " .. target] then return "open " .. target end
-    return "go to " .. target
+    local target = goal.where .. " 1"
+    local put = ("put %s in/on %s"):format(st.hold, target)
+    if has[put] then return act(put) end
+    return go(target)
   end
 end
 
-T.case("household: reset is deterministic; the goal and admissible actions are in the text", function()
-  local a, b = envs.get("household"), envs.get("household")
-  local goals, kinds = {}, {}
-  for _, seed in ipairs(SEEDS) do
-    local o1, i1 = a:reset(seed)
-    local o2, i2 = b:reset(seed)
-    T.eq(o1, o2, "seed " .. seed)
-    T.eq(i1.anchor, i2.anchor, "anchor, seed " .. seed)
-    T.ok(o1:find("^You are in the middle of a room%. Looking quickly around you, you see a "), "ALFWorld's opening")
-    T.ok(o1:find("\nYour task is to: put a ", 1, true), "the task")
-    T.ok(o1:find("\nAdmissible actions: go to ", 1, true), "admissible actions")
-    goals[o1:match("Your task is to: ([^\n]+)")] = true
-    kinds[i1.goal.kind] = true
-  end
-  local n = 0
-  for _ in pairs(goals) do n = n + 1 end
-  T.ok(n >= 6, ("only %d different goals for %d seeds"):format(n, #SEEDS))
-  for _, k in ipairs({ "place", "clean", "heat", "cool" }) do
-    local e = envs.get("household", { kinds = k })
-    local o, i = e:reset(3)
-    T.eq(i.goal.kind, k, "kinds = " .. k)
-    if k ~= "place" then T.ok(o:find("put a " .. ({ clean = "clean", heat = "hot", cool = "cool" })[k] .. " "), k .. " goal text") end
-  end
-end)
+local CATEGORY_NAMES = { "pick", "pick2", "look", "heat", "cool", "clean" }
 
-T.case("household: the scripted agent solves every seed and every goal kind", function()
-  for _, kind in ipairs({ "place", "clean", "heat", "cool" }) do
-    local env = envs.get("household", { kinds = kind })
-    for _, seed in ipairs(SEEDS) do
-      local ep = envs.rollout(env, household_agent(), { seed = seed, history = 0 })
-      local last = ep.steps[#ep.steps]
-      T.eq(ep.done, true, ("%s seed %d: done (turns %d, last obs:\n%s)"):format(kind, seed, ep.turns, ep.final_obs))
-      T.eq(last.info.solved, true, ("%s seed %d: solved"):format(kind, seed))
-      T.eq(last.reward, 1.0, "reward 1 on completing the goal")
-      T.eq(ep.total_reward, 1.0, "no other reward (every scripted action admissible)")
-      T.ok(ep.final_obs:find("You have completed the task.", 1, true), "the observation says so")
-      for k, s in ipairs(ep.steps) do T.eq(s.info.valid, true, ("%s seed %d step %d valid"):format(kind, seed, k)) end
+T.case("household: ALFWorld's six categories in the paper's column order; the goal text in ALFWorld's templates", function()
+  local H = require "lt.envs.household"
+  local want = { { "pick", "pick_and_place_simple", "Pick&Place" }, { "pick2", "pick_two_obj_and_place", "Pick2&Place" },
+                 { "look", "look_at_obj_in_light", "LookInLight" }, { "heat", "pick_heat_then_place_in_recep", "Heat&Place" },
+                 { "cool", "pick_cool_then_place_in_recep", "Cool&Place" },
+                 { "clean", "pick_clean_then_place_in_recep", "Clean&Place" } }
+  T.eq(#H.categories, 6)
+  for i, w in ipairs(want) do
+    T.eq(H.categories[i].name, w[1])
+    T.eq(H.categories[i].alfworld, w[2])
+    T.eq(H.categories[i].column, w[3])
+  end
+  for _, c in ipairs(CATEGORY_NAMES) do
+    local env = envs.get("household", { categories = c })
+    for seed = 0, 40 do
+      local obs, info = env:reset(seed)
+      local g = read_goal(obs)
+      T.eq(g.category, c, ("seed %d: %q read as %s"):format(seed, g.text, g.category))
+      T.eq(info.category, c, "info.category")
+      T.eq(g.type, info.goal.type, "the object type in the text")
+      T.eq(g.where, info.goal.target or info.goal.lamp, "the receptacle type (or lamp) in the text")
+      T.ok(obs:find("^You are in the middle of a room%. Looking quickly around you, you see a "), "ALFWorld's opening")
+      local acts = admissible(obs)
+      T.eq(acts[#acts - 1], "inventory")
+      T.eq(acts[#acts], "look")
+      if c == "look" then T.ok(g.where == "desklamp" or g.where == "floorlamp", g.text) end
     end
   end
 end)
 
-T.case("household: invalid commands cost the penalty and crash nothing; closed receptacles", function()
-  local env = envs.get("household", { invalid_penalty = 0.25 })
-  local _, i0 = env:reset(8)
+T.case("household: a scripted expert solves every category on train and held-out instances within 50 turns", function()
+  for _, split in ipairs{ "train", "heldout" } do
+    for _, c in ipairs(CATEGORY_NAMES) do
+      local env, most = envs.get("household", { categories = c, split = split }), 0
+      for seed = 0, 59 do
+        local ep = envs.rollout(env, household_expert(), { seed = seed, history = 0 })
+        local last = ep.steps[#ep.steps]
+        local what = ("%s %s seed %d"):format(split, c, seed)
+        T.eq(ep.solved, true, ("%s: solved (turns %d, last obs:\n%s)"):format(what, ep.turns, ep.final_obs))
+        T.eq(ep.category, c, what .. ": the episode's category")
+        T.eq(last.reward, 1.0, what .. ": reward 1 on completing the goal")
+        T.eq(ep.total_reward, 1.0, what .. ": no other reward (every action admissible)")
+        T.ok(ep.final_obs:find("You have completed the task.", 1, true), what .. ": the observation says so")
+        for k, s in ipairs(ep.steps) do T.eq(s.info.valid, true, ("%s step %d valid"):format(what, k)) end
+        most = math.max(most, ep.turns)
+      end
+      print(("household %-7s %-5s: the expert solves 60 of 60, at most %d turns"):format(split, c, most))
+    end
+  end
+end)
+
+T.case("household: success per category of a random policy (printed) and of the expert", function()
+  -- the random policy: an admissible action drawn uniformly each turn (its own seeded draws)
+  local env = envs.get("household")
+  local eps, expert = {}, {}
+  for seed = 1, 240 do
+    local rng = envs.rng(seed + 7919)
+    eps[#eps + 1] = envs.rollout(env, function(prompt) return rng:pick((admissible(current_obs(prompt)))) end,
+                                 { seed = seed, history = 0 })
+    expert[#expert + 1] = envs.rollout(env, household_expert(), { seed = seed, history = 0 })
+  end
+  local rows, erows = envs.success_by_category(eps), envs.success_by_category(expert)
+  local cols, vals = {}, {}
+  for i, r in ipairs(rows) do
+    cols[i], vals[i] = ("%11s"):format(r.column), ("%7.1f (%2d)"):format(100 * (r.success or 0), r.episodes)
+    T.eq(r.name, i <= 6 and CATEGORY_NAMES[i] or "overall", "the column order")
+    T.eq(erows[i].success, 1, "the expert solves every " .. r.column)
+    T.ok(r.episodes >= 20 or i == 7, r.column .. ": every category is drawn (uniformly)")
+  end
+  print("random policy on 240 train instances, success % (episodes):")
+  print(table.concat(cols, " "))
+  print(table.concat(vals, " "))
+  T.eq(rows[7].episodes, 240)
+  T.ok(rows[7].success < 0.5, "a random policy fails most tasks")
+  -- by hand: two categories, one episode unsolved
+  local by = envs.success_by_category({ { category = "heat", solved = true }, { category = "heat", solved = false },
+                                        { category = "pick", solved = true } })
+  T.eq(by[1].success, 1)
+  T.eq(by[2].success, nil, "no pick2 episode: no rate")
+  T.eq(by[4].success, 0.5)
+  T.eq(by[4].solved, 1)
+  T.eq(by[7].success, 2 / 3, "overall")
+  T.raises(function() envs.success_by_category({ { category = "fly", solved = true } }) end,
+           "episode 1: category the string \"fly\" is none of the categories")
+  -- logged: a metric per category with episodes, the prefix alone for Overall
+  envs.log_success("test_success", by)
+  lt.run.flush()
+  local got = {}
+  for _, r in ipairs(lt.run.query("SELECT name, value FROM metrics WHERE run_id = ? AND name LIKE 'test_success%'",
+                                  lt.run.id())) do
+    got[r.name] = r.value
+  end
+  T.eq(got["test_success/pick"], 1)
+  T.eq(got["test_success/heat"], 0.5)
+  T.near(got["test_success"], 2 / 3, 1e-15, "Overall")
+  T.eq(got["test_success/pick2"], nil, "no episode, no metric")
+end)
+
+T.case("household: train and held-out instances are disjoint; each is the same for a seed", function()
+  local seen = { train = {}, heldout = {} }
+  local H = require "lt.envs.household"
+  for _, split in ipairs{ "train", "heldout" } do
+    local a, b = envs.get("household", { split = split }), envs.get("household", { split = split })
+    for seed = 0, 299 do
+      local o1, i1 = a:reset(seed)
+      local o2, i2 = b:reset(seed)
+      T.eq(o1, o2, split .. " seed " .. seed)
+      T.eq(i1.instance, i2.instance, split .. " instance, seed " .. seed)
+      T.eq(i1.anchor, i2.anchor, split .. " anchor, seed " .. seed)
+      T.eq(i1.split, split)
+      T.eq(H.split_of(i1.instance), split, "the instance's hash says its split")
+      seen[split][i1.instance] = (seen[split][i1.instance] or 0) + 1
+    end
+  end
+  local n = { train = 0, heldout = 0 }
+  for split, keys in pairs(seen) do for _ in pairs(keys) do n[split] = n[split] + 1 end end
+  for k in pairs(seen.heldout) do T.ok(not seen.train[k], "a held-out instance among the training ones: " .. k) end
+  T.ok(n.train >= 295 and n.heldout >= 295, ("distinct instances: %d train, %d held out of 300"):format(n.train, n.heldout))
+  -- a replayed episode is the same: the same actions give the same observations
+  local env = envs.get("household", { split = "heldout" })
+  local e1 = envs.rollout(env, household_expert(), { seed = 11, history = 0 })
+  local e2 = envs.rollout(env, household_expert(), { seed = 11, history = 0 })
+  T.eq(e1.turns, e2.turns)
+  for t = 1, e1.turns do T.eq(e1.steps[t].obs, e2.steps[t].obs) end
+  -- task_seeds: distinct, the same for a seed, another seed another draw
+  local s1, s2, s3 = envs.task_seeds(42, 50), envs.task_seeds(42, 50), envs.task_seeds(43, 50)
+  local uniq = {}
+  for i = 1, 50 do
+    T.eq(s1[i], s2[i])
+    T.ok(s1[i] >= 0 and s1[i] < 2 ^ 31 and not uniq[s1[i]], "distinct instance numbers")
+    uniq[s1[i]] = true
+  end
+  T.ok(s1[1] ~= s3[1] or s1[2] ~= s3[2], "another seed, other instances")
+end)
+
+T.case("household: closed receptacles, the lamp, one object in hand, invalid commands", function()
+  local env = envs.get("household", { invalid_penalty = 0.25, categories = "look" })
+  local obs0, i0 = env:reset(8)
   for k, a in ipairs({ "", "fly", "take unicorn 1 from cabinet 1", "put mug 1 in/on cabinet 1", "go to moon 1",
-                        "go to", ("go to cabinet 1"):rep(500), "open", "\255\254", "look look" }) do
+                        "go to", ("go to cabinet 1"):rep(500), "open", "\255\254", "look look", "use desklamp 1" }) do
     local obs, reward, done, info = env:step(a)
     T.eq(reward, -0.25, "penalty " .. k)
     T.eq(info.valid, false, "valid flag " .. k)
     T.eq(info.anchor, i0.anchor, "unchanged state " .. k)
-    T.ok(obs:find("^Nothing happens: "), "says it was invalid " .. k)
+    T.ok(obs:find("^Nothing happens%.\n"), "ALFWorld's feedback " .. k)
     T.eq(done, false, "not done " .. k)
   end
-  -- a closed cabinet shows nothing until opened; taking from it is not admissible before
-  local obs = env:step("go to cabinet 1")
-  T.ok(obs:find("The cabinet 1 is closed.", 1, true), obs)
-  T.ok(not obs:find("take [^,]* from cabinet 1"), "nothing to take from a closed cabinet")
-  obs = env:step("Open Cabinet 1.")
-  T.ok(obs:find("You open the cabinet 1. The cabinet 1 is open. In it, you see ", 1, true), obs)
-  local o, r = env:step("inventory")
-  T.eq(r, 0, "an admissible command earns 0")
-  T.ok(o:find("^You are not carrying anything%."), o)
-  T.raises(function() envs.get("household", { kinds = "place,fly" }) end, "unknown goal kind 'fly'")
+  -- walk the receptacles until the lamp shows; note the first closed one on the way
+  local lamp, closed
+  for _, a in ipairs((admissible(obs0))) do
+    local r = a:match("^go to (.+)$")
+    if r then
+      local obs = env:step(a)
+      if obs:find("^You arrive at " .. r .. "%. The " .. r .. " is closed%.") then closed = closed or r end
+      lamp = obs:match("^You arrive at [^\n]-a (%a+lamp %d+)")
+      if lamp then break end
+    end
+  end
+  T.ok(lamp, "a lamp stands somewhere in a look task's room")
+  local obs = env:step("use " .. lamp)
+  T.ok(obs:find("^You turn on the " .. lamp .. "%."), obs)
+  T.ok(not obs:find("take " .. lamp, 1, true), "the lamp is not taken")
+  obs = env:step("use " .. lamp)
+  T.ok(obs:find("^You turn off the " .. lamp .. "%."), obs)
+  obs = env:step("inventory")
+  T.ok(obs:find("^You are not carrying anything%."), obs)
+  if closed then
+    obs = env:step("go to " .. closed)
+    T.ok(not obs:find("take [^,]* from " .. closed), "nothing to take from a closed receptacle")
+    obs = env:step("Open " .. closed:gsub("^%l", string.upper) .. ".")
+    T.ok(obs:find("You open the " .. closed .. ". The " .. closed .. " is open. In it, you see ", 1, true), obs)
+    T.ok(obs:find("close " .. closed, 1, true), "close is admissible once open")
+    obs = env:step("close " .. closed)
+    T.ok(obs:find("^You close the " .. closed .. "%."), obs)
+  end
+  -- holding one object, no take is admissible anywhere
+  local e2 = envs.get("household", { categories = "pick" })
+  local o = e2:reset(5)
+  local took
+  for _, a in ipairs((admissible(o))) do
+    if a:match("^go to ") then
+      local ob = e2:step(a)
+      local t = ob:match("Admissible actions: .-(take [^,]+)")
+      if t then
+        ob = e2:step(t)
+        T.ok(not ob:find("take ", 1, true), "one object in hand: no take admissible")
+        T.ok(ob:find("put ", 1, true), "put is")
+        took = true
+        break
+      end
+    end
+  end
+  T.ok(took, "some object to take")
+  T.raises(function() envs.get("household", { categories = "pick,fly" }) end, "unknown category 'fly'")
   T.raises(function() envs.get("household", { objects = 99 }) end, "option objects = 99")
+  T.raises(function() envs.get("household", { split = "test" }) end, "option split = 'test': expected train or heldout")
+  T.raises(function() envs.get("household", { kinds = "place" }) end, "unknown option 'kinds'")
+end)
+
+T.case("household: the episode ends at 50 turns, ALFWorld's cap", function()
+  local env = envs.get("household")
+  T.eq(env.max_steps, 50)
+  local ep = envs.rollout(env, function() return "look" end, { seed = 4, history = 0, max_turns = 1000 })
+  T.eq(ep.turns, 50)
+  T.eq(ep.done, true)
+  T.eq(ep.solved, false)
+  T.ok(ep.final_obs:find("Out of steps (50).", 1, true), ep.final_obs)
 end)
 
 -------------------------------------------------------------------------------- checker

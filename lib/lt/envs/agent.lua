@@ -29,25 +29,35 @@ function M.action(text, env_name)
   return text:match("^%s*(%S+)") or ""
 end
 
--- new tokens per action by environment: a Sokoban move, a household command
-M.action_tokens = { sokoban = 3, household = 12 }
+-- new tokens per action at most (episodes' max_response, when the caller gives none): a Sokoban
+-- move; else (the household, any environment of multi-word commands) *Is One Layer Enough?*
+-- Table 10's Max Response Length, 512. Such an action ends at its first line (M.action reads no
+-- further), so its generation stops there (M.stop) instead of running on to max_response.
+M.max_response = { sokoban = 3, default = 512 }
+M.stop = "\n"
 
 -- episodes(m, env_name, env_opts, seeds, o): for each seed, o.group episodes of the model in
 -- environment env_name (a group shares its seed: GiGPO's group of one task). o: group, temperature
--- (0: greedy), max_new_tokens (M.action_tokens of the environment, else 3), seed (the generate
--- calls' base seed; turn t of the batch draws from seed + t), max_turns (the env's max_steps). → {
--- {seed, steps = {{prompt_ids, response_ids, action, reward, anchor, valid, penalty (the
+-- (0: greedy), max_response (new tokens per action at most: the caller's max_response, else
+-- M.max_response's), seed (the generate calls' base seed; turn t of the batch draws from seed +
+-- t), max_turns (the env's max_steps). → { {seed, category (reset's
+-- info.category), steps = {{prompt_ids, response_ids, action, reward, anchor, valid, penalty (the
 -- invalid-action penalty within reward, info.penalty)}}, total_reward, solved, turns} ... } in seed
 -- order, group members together.
 function M.episodes(m, env_name, env_opts, seeds, o)
-  lt.check_options(o, "lt.envs.agent.episodes", { "group", "temperature", "max_new_tokens", "seed", "max_turns" })
+  lt.check_options(o, "lt.envs.agent.episodes", { "group", "temperature", "max_response", "seed", "max_turns" })
+  local sokoban = env_name == nil or env_name == "sokoban"
+  local max_response = o.max_response or (sokoban and M.max_response.sokoban or M.max_response.default)
+  if type(max_response) ~= "number" or max_response < 1 or max_response ~= math.floor(max_response) then
+    error(("lt.envs.agent.episodes: option max_response must be an integer >= 1, got %s"):format(tostring(max_response)), 2)
+  end
   local eps, active = {}, {}
   for _, s in ipairs(seeds) do
     for _ = 1, o.group do
       local env = envs.get(env_name, env_opts)
       local obs, info = env:reset(s)
-      local ep = { seed = s, steps = {}, total_reward = 0, solved = false, env = env, obs = obs,
-                   anchor = info and info.anchor or obs }
+      local ep = { seed = s, category = info and info.category, steps = {}, total_reward = 0, solved = false,
+                   env = env, obs = obs, anchor = info and info.anchor or obs }
       eps[#eps + 1] = ep
       active[#active + 1] = ep
     end
@@ -57,9 +67,9 @@ function M.episodes(m, env_name, env_opts, seeds, o)
     turn = turn + 1
     local prompts = {}
     for i, ep in ipairs(active) do prompts[i] = m.tokenizer:encode(M.prompt(ep.obs, env_name)) end
-    local _, gens = m:generate(prompts, { max_new_tokens = o.max_new_tokens or M.action_tokens[env_name] or 3,
-                                         temperature = o.temperature or 1,
-                                         seed = (o.seed or 0) + turn })
+    local _, gens = m:generate(prompts, { max_new_tokens = max_response, temperature = o.temperature or 1,
+                                         seed = (o.seed or 0) + turn,
+                                         stop = not sokoban and M.stop or nil })
     local still = {}
     for i, ep in ipairs(active) do
       local ids = gens[i].ids
@@ -123,18 +133,21 @@ function M.rows(eps, o)
 end
 
 -- The success rate of m on `seeds` (one episode each at `temperature`, o.episodes per seed),
--- and per seed the number solved (for a paired comparison of two models on the same seeds)
+-- per seed the number solved (for a paired comparison of two models on the same seeds), and the
+-- rate per category (lt.envs.success_by_category's rows; the household's six and Overall; nil for
+-- an environment without categories). o: episodes, temperature, seed, max_turns, max_response.
 function M.success(m, env_name, env_opts, seeds, o)
-  lt.check_options(o, "lt.envs.agent.success", { "episodes", "temperature", "seed", "max_turns" })
+  lt.check_options(o, "lt.envs.agent.success", { "episodes", "temperature", "seed", "max_turns", "max_response" })
   local eps = M.episodes(m, env_name, env_opts, seeds, { group = o.episodes or 1, temperature = o.temperature,
-                                                        seed = o.seed, max_turns = o.max_turns })
+                                                        seed = o.seed, max_turns = o.max_turns,
+                                                        max_response = o.max_response })
   local per, n = {}, 0
   for i, ep in ipairs(eps) do
     local s = math.floor((i - 1) / (o.episodes or 1)) + 1
     per[s] = (per[s] or 0) + (ep.solved and 1 or 0)
     n = n + (ep.solved and 1 or 0)
   end
-  return n / #eps, per
+  return n / #eps, per, eps[1] and eps[1].category and envs.success_by_category(eps) or nil
 end
 
 return M

@@ -14,6 +14,7 @@
 --   local env = lt.envs.get("sokoban", { size = 6 })   -- checked (lt.envs.check)
 --   local ep = lt.envs.rollout(env, function(prompt) return "up" end, { seed = 3, max_turns = 20 })
 --   -- ep.steps[t] = { obs, action, reward, done, anchor, prompt, info }
+--   local rows = lt.envs.success_by_category(episodes)  -- household: Pick&Place ... Overall
 local M = {}
 
 -- name -> module (its new(opts) makes an environment) or a constructor function(opts)
@@ -129,8 +130,9 @@ end
 -- the current observation; policy_fn(prompt, turn) returns the action text. Ends when the
 -- environment says done or after opts.max_turns turns. Returns
 --   { seed, steps = { { obs, action, reward, done, anchor, prompt, info }, ... },
---     total_reward, done, final_obs, turns }
--- where steps[t].obs / anchor are those of the state the action was taken in.
+--     total_reward, done, solved, category, final_obs, turns }
+-- where steps[t].obs / anchor are those of the state the action was taken in, solved is whether
+-- a step's info said solved, and category is reset's info.category (the household's task category).
 function M.rollout(env, policy_fn, opts)
   lt.check_options(opts, "lt.envs.rollout", { "seed", "max_turns", "history", "prompt" })
   opts = opts or {}
@@ -153,7 +155,8 @@ function M.rollout(env, policy_fn, opts)
 
   local obs, info = env:reset(seed)
   local anchor = info and info.anchor or obs
-  local ep = { seed = seed, steps = {}, total_reward = 0, done = false }
+  local ep = { seed = seed, steps = {}, total_reward = 0, done = false, solved = false,
+               category = info and info.category }
   for turn = 1, max_turns do
     local pairs_ = {}
     for k = math.max(1, turn - history), turn - 1 do
@@ -170,6 +173,7 @@ function M.rollout(env, policy_fn, opts)
     local obs2, reward, done, info2 = env:step(action)
     ep.steps[turn] = { obs = obs, action = action, reward = reward, done = done, anchor = anchor, prompt = prompt, info = info2 }
     ep.total_reward = ep.total_reward + reward
+    if info2 and info2.solved then ep.solved = true end
     obs, anchor = obs2, info2 and info2.anchor or obs2
     if done then
       ep.done = true
@@ -201,6 +205,57 @@ function M.rng(seed)
     return list
   end
   return r
+end
+
+-- lt.envs.task_seeds(seed, n): n distinct task instance numbers in [0, 2^31) drawn from seed (a
+-- stream of the run's seed, lt.run.seed(NAME, I)), so that the run's --seed picks the instances
+function M.task_seeds(seed, n)
+  local rng, out, seen = M.rng(seed), {}, {}
+  while #out < n do
+    local s = rng:next() - 1
+    if not seen[s] then
+      seen[s] = true
+      out[#out + 1] = s
+    end
+  end
+  return out
+end
+
+-- lt.envs.success_by_category(episodes[, categories]): the success rate of episodes ({category,
+-- solved} each: lt.envs.rollout's or lt.envs.agent.episodes') per category, in the order of
+-- `categories` (default: lt.envs.household.categories, ALFWorld's six in the column order of *Is
+-- One Layer Enough?* Tables 4 and 5), then Overall over all episodes. -> rows { name, column,
+-- episodes, solved, success (solved / episodes; nil for none) }, the last { name = "overall",
+-- column = "Overall" }. An episode of another category is an error naming it.
+function M.success_by_category(episodes, categories)
+  categories = categories or require("lt.envs.household").categories
+  local rows, by = {}, {}
+  for i, c in ipairs(categories) do
+    rows[i] = { name = c.name, column = c.column or c.name, episodes = 0, solved = 0 }
+    by[c.name] = rows[i]
+  end
+  local all = { name = "overall", column = "Overall", episodes = 0, solved = 0 }
+  for i, ep in ipairs(episodes) do
+    local row = by[ep.category]
+    if not row then
+      error(("lt.envs.success_by_category: episode %d: category %s is none of the categories"):format(
+        i, describe(ep.category)), 2)
+    end
+    for _, r in ipairs{ row, all } do
+      r.episodes, r.solved = r.episodes + 1, r.solved + (ep.solved and 1 or 0)
+    end
+  end
+  rows[#rows + 1] = all
+  for _, r in ipairs(rows) do r.success = r.episodes > 0 and r.solved / r.episodes or nil end
+  return rows
+end
+
+-- lt.envs.log_success(prefix, rows): success_by_category's rows as metrics of the current run:
+-- PREFIX/NAME per category with episodes (PREFIX/pick, ...), PREFIX for Overall
+function M.log_success(prefix, rows)
+  for _, r in ipairs(rows) do
+    if r.success then lt.run.log(r.name == "overall" and prefix or prefix .. "/" .. r.name, r.success) end
+  end
 end
 
 -- The action text as the environments compare it: trimmed, lower case, inner runs of space

@@ -2,10 +2,10 @@
 -- its JSONL reader, the checkers of all its instructions, strict and loose accuracy at prompt and
 -- instruction level, and a model's responses scored. Each checker follows the reference's
 -- check_following, with Python's text semantics: str.split()/strip() and \s take any Unicode
--- whitespace (U+00A0, U+3000, ...), \d any decimal digit (full-width ones too), json.loads its
--- own grammar (M.json_loads_ok); where the reference calls a library (nltk, langdetect) this
--- file says what it does instead (M.approximations): languages are identified with
--- libexttextcat's profiles (M.language).
+-- whitespace (U+00A0, U+3000, ...), \d any decimal digit (full-width ones too), \w any letter or
+-- number (M.is_word, python_word.lua), json.loads its own grammar (M.json_loads_ok); where the
+-- reference calls a library (nltk, langdetect) this file says what it does instead
+-- (M.approximations): languages are identified with libexttextcat's profiles (M.language).
 --   local ifeval = require "lt.tasks.ifeval"
 --   local items = ifeval.read("input_data.jsonl")
 --   local res = ifeval.score({ [1000] = "response text", ... }, items)   -- or a function(item)
@@ -25,9 +25,6 @@ M.approximations = {
   language = "langdetect (language:response_language, and the 'en' of change_case:english_capital and " ..
     "english_lowercase) is replaced by libexttextcat's n-gram profiles (M.language): the same 55 candidate " ..
     "languages, Telugu by its script (no profile); on short or mixed texts the two can disagree.",
-  words = "Python's \\w is read as ASCII letters, digits and _, plus every non-ASCII character except Latin-1 " ..
-    "punctuation, combining accents (U+0300-036F), general punctuation, currency, arrows, math and box symbols, " ..
-    "CJK and full-width punctuation and emoji (Indic vowel signs, which Python splits on, count as word characters).",
   case = "upper/lower case is known for ASCII, Latin-1, Latin Extended-A, Greek and Cyrillic; other letters are uncased.",
   regex = "keywords, forbidden words, section splitters and postscript markers are IFEval regular expressions; only " ..
     "'.' (any character but a line break) is read as one, any other regular-expression syntax is refused.",
@@ -87,28 +84,24 @@ local function utf8_char(cp)
                      0x80 + math.floor(cp / 64) % 64, 0x80 + cp % 64)
 end
 
--- Latin-1 characters that Python's \w matches: ª ² ³ µ ¹ º ¼ ½ ¾
-local latin1_word = { [0xAA] = true, [0xB2] = true, [0xB3] = true, [0xB5] = true, [0xB9] = true,
-                      [0xBA] = true, [0xBC] = true, [0xBD] = true, [0xBE] = true }
-
--- whether code point cp is a word character (\w), see M.approximations.words
+-- whether code point cp is a word character: Python's \w on str (c.isalnum() or "_": general
+-- category L* or N*), from the table python_word.py generates; a combining mark (a Devanagari
+-- vowel sign or virama, a Thai vowel mark, an Arabic haraka, U+0300-036F) ends a word
+local word_ranges = require "lt.tasks.python_word"
+local word_lo, word_hi = word_ranges.lo, word_ranges.hi
 local function is_word(cp)
   if cp < 0x80 then
     return (cp >= 48 and cp <= 57) or (cp >= 65 and cp <= 90) or (cp >= 97 and cp <= 122) or cp == 95
   end
-  if cp <= 0xBF then return latin1_word[cp] == true end
-  if cp == 0xD7 or cp == 0xF7 then return false end
-  if cp >= 0x300 and cp <= 0x36F then return false end
-  if cp >= 0x2000 and cp <= 0x206F then return false end
-  if cp >= 0x20A0 and cp <= 0x20CF then return false end
-  if cp >= 0x2190 and cp <= 0x23FF then return false end
-  if cp >= 0x2500 and cp <= 0x27BF then return false end
-  if (cp >= 0x3000 and cp <= 0x3004) or (cp >= 0x3008 and cp <= 0x3020) or cp == 0x3030 then return false end
-  if (cp >= 0xFF01 and cp <= 0xFF0F) or (cp >= 0xFF1A and cp <= 0xFF20) or (cp >= 0xFF3B and cp <= 0xFF40)
-     or (cp >= 0xFF5B and cp <= 0xFF65) then return false end
-  if cp >= 0x1F000 and cp <= 0x1FAFF then return false end
-  return true
+  local a, b = 1, #word_lo  -- the last range starting at or below cp
+  if cp < word_lo[1] then return false end
+  while a < b do
+    local m = math.floor((a + b + 1) / 2)
+    if word_lo[m] <= cp then a = m else b = m - 1 end
+  end
+  return cp <= word_hi[a]
 end
+M.is_word = is_word
 
 -- Python's str.isspace(), which str.split(), str.strip() and re's \s (on str) follow: ASCII
 -- \t \n \v \f \r, \x1c-\x1f and space, U+0085, U+00A0 (no-break space), U+1680, U+2000-U+200A,
