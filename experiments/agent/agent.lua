@@ -43,7 +43,7 @@ return study.study{
     penalty = { "row",
                 "invalid-action penalty on its step's row only (verl-agent) or in the reward",
                 choices = { "row", "reward" } },
-    train_only = { "all", "trained blocks (lt.layers.parse): all (the whole model), 2, 0,3, -1" },
+    train_only = { "all", "trained blocks: all (the whole model), 2, 0,3, -1", layers = true },
     heldout = { 100, "held-out seeds 1..N scored before and after", int = true, min = 1 },
     eval_episodes = { 4, "sampled episodes per held-out seed", int = true, min = 1 } },
   run = function(cfg)

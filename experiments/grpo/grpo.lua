@@ -21,7 +21,7 @@ return study.study{
     model = { "", "policy folder (\"\": lt.models tiny-math)", path = true },
     eval_samples = { 8, "sampled answers per item for avg@k (0: off)", int = true, min = 0 },
     train_only = { "all",
-                   "trained blocks (lt.layers.parse): all (the whole model), 2, 0,3, middle:K" } }),
+                   "trained blocks: all (the whole model), 2, 0,3, middle:K", layers = true } }),
   run = function(cfg)
     math_task.check_prompt_files(cfg, { "data", "eval" })  -- a folder is named before the model
     local ck = study.checkpoints(cfg)()  -- --resume=true with nothing to resume: an error first

@@ -14,7 +14,7 @@ return study.study{
   name = "layer_scan",
   help = "layer contributions C_l: each block trained alone against all of them",
   args = study.merge_args(scan_task.args, scan.args, {
-    layers = { "all", "blocks to scan, each alone (lt.layers.parse): all, 0,3,5, 10-15, -1" },
+    layers = { "all", "blocks to scan, each alone: all, 0,3,5, 10-15, -1", layers = true },
     sc = { 8, "GRPO: self-consistency samples of the full model per item (0: off)", int = true,
            min = 0 },
     sc_temperature = { 0.7, "their temperature", min = 0 },

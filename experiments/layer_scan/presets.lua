@@ -61,8 +61,7 @@ M.presets = {
     mini_batches = { 1, "Table 10: PPO Mini Batch Size 256, 256 / 256 = 1 optimizer step per epoch" },
     micro_batch = { 32, "Table 10: PPO Micro Batch Size 32" },
     group_size = { 8, "Table 10: Group Size 8" },
-    max_response = { 512, "Table 10: Max Response Length 512 (the agent task's actions are lt.envs.agent's few tokens; "
-                          .. "not used there)" },
+    max_response = { 512, "Table 10: Max Response Length 512 (new tokens per action; an action ends at its line's end)" },
     kl = { 0.01, "Table 10: KL Coefficient 0.01" },
     clip_ratio = { 0.2, "Table 10: Clip Range 0.2" },
     steps = { 150, "Table 10: Steps 150" },
@@ -80,6 +79,7 @@ M.presets = {
     kl = { 0, "Table 11: KL Coefficient 0" },
     clip_ratio = { 0.2, "Table 11: Clip Range 0.2" },
     epochs = { 8, "Table 11: Epochs 8 (read as PPO epochs over each batch)" },
+    agg = { "paper", "§2.1: GRPO's one objective, per-response length normalisation (Table 11 names no aggregation)" },
   },
 }
 

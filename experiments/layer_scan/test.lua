@@ -79,6 +79,8 @@ T.case("an agent scan keeps the preset's KL; -1 alone still stands for agent.lua
   local go = st.grpo_options(q)
   T.same_table({ go.kl, go.epochs, go.mini_batches, go.group_size, go.prompts, go.max_response, go.agg },
                { 0.001, 4, 4, 4, 512, 3072, "seq-mean-token-mean" })
+  -- Tables 8 and 11 are both GRPO: one aggregation, §2.1's (r1-distill fell back to token-mean)
+  T.eq(st.grpo_options(layer_scan.config{ preset = "r1-distill" }).agg, go.agg)
 end)
 
 T.case("study.study: a preset value with a source is checked like any other", function()

@@ -62,7 +62,7 @@ end
 -- The Lua halves and modules of `lt`, assembled here and nowhere else (a module returns its
 -- functions; it does not add itself to lt).
 local layers = require "lt.layers"  -- the block-selection grammar of every study
-lt.layers.parse, lt.layers.spec = layers.parse, layers.spec
+lt.layers.parse, lt.layers.spec, lt.layers.check = layers.parse, layers.spec, layers.check
 local eval = require "lt.tasks.eval"  -- lt.eval.run: a benchmark by name, and what reads its results
 for _, k in ipairs{ "run", "items", "solved", "newly_solved", "vote_runs", "vote_items" } do lt.eval[k] = eval[k] end
 lt.models = require "lt.models"  -- lt.models.get("tiny-qwen3"): the embedded default models
@@ -77,6 +77,7 @@ lt._lua_docs = {
   ["lt.main"] = { "lt.main(chunk) → its results", "how ltrun runs a script: the chunk with arg, then the study it returns on the command line" },
   ["lt.layers.parse"] = { "lt.layers.parse(m | n, text[, name]) → {block, ...}", "the blocks a block-selection text names (all, 3, -1, 10-15, middle:K, shallow:F, deep:F, a,b)" },
   ["lt.layers.spec"] = { "lt.layers.spec(m | n, text[, name]) → {layers = {...}}", "lt.layers.parse's blocks as a freeze spec (m:freeze, m:train_only)" },
+  ["lt.layers.check"] = { "lt.layers.check(text[, name]) → true", "text is in the block grammar with whole, finite numbers (no model: a study's `layers = true` arg)" },
   ["lt.eval.run"] = { "lt.eval.run(model, spec[, opts]) → {[protocol] = {acc, n, ...}, items}", "scores a model on a benchmark spec (ceval:DIR, gsm8k:FILE, humaneval:FILE, ifeval:FILE, mgsm:DIR, antonyms, ...)" },
   ["lt.eval.items"] = { "lt.eval.items(name[, {n=, seed=}]) → items", "the items of a built-in benchmark (antonyms, antonyms_heldout)" },
   ["lt.eval.solved"] = { "lt.eval.solved(run_id, bench, protocol) → {id = true}", "the ids a run answered correctly" },

@@ -26,7 +26,8 @@ local function check_env(cfg)
 end
 
 function M.extend(cfg, t)
-  local env_opts = cfg.data == "sokoban" and { size = cfg.size } or {}  -- (--size: Sokoban's grid)
+  -- (--size: Sokoban's grid; household: trained on its train instances, scored on held-out ones)
+  local function env_opts(split) return cfg.data == "sokoban" and { size = cfg.size } or { split = split } end
 
   function t.training_data() check_env(cfg) end  -- episodes are played as the jobs train
 
@@ -45,8 +46,9 @@ function M.extend(cfg, t)
     go.produce = function(b)
       local seeds = {}
       for i = 1, cfg.prompts do seeds[i] = cfg.bench_limit + (b - 1) * cfg.prompts + i end
-      local eps = agent.episodes(m, cfg.data, env_opts, seeds, { group = cfg.group_size, temperature = cfg.temperature,
-                                                                 seed = lt.run.seed("rl.rollout", b) })
+      local eps = agent.episodes(m, cfg.data, env_opts("train"), seeds, {
+        group = cfg.group_size, temperature = cfg.temperature, max_response = cfg.max_response,
+        seed = lt.run.seed("rl.rollout", b) })
       return agent.rows(eps, ro)
     end
     lt.run.param("agent_omega", ro.omega)
@@ -65,10 +67,11 @@ function M.extend(cfg, t)
     local seeds = {}
     for s = 1, cfg.bench_limit do seeds[s] = s end
     local k = cfg.score_samples or 0
-    local s = agent.success(m, cfg.bench, env_opts, seeds, {
+    local s, _, rows = agent.success(m, cfg.bench, env_opts("heldout"), seeds, {
       temperature = k > 0 and (cfg.score_temperature or 1.0) or 0, episodes = k > 0 and k or 1,
-      seed = rep and lt.run.seed("eval.repeat", rep) or lt.run.seed("eval") })
-    lt.run.log("score/" .. cfg.bench, s)
+      max_response = cfg.max_response, seed = rep and lt.run.seed("eval.repeat", rep) or lt.run.seed("eval") })
+    -- household: success per ALFWorld category (score/household/pick, ...) and overall
+    if rows then lt.envs.log_success("score/" .. cfg.bench, rows) else lt.run.log("score/" .. cfg.bench, s) end
     lt.run.log("score", s)
     return s
   end
