@@ -1,5 +1,5 @@
 // bindings/run.cpp: lt.run, the current run (runtime/store/script.h; child runs are built in
-// Lua, lib/lt/init.lua, on _begin_child/_end) and mark_crashed. Also os.exit, which closes the runs before the
+// Lua, lib/lt/init.lua, on _begin_child/_end). Also os.exit, which closes the runs before the
 // process ends.
 #include <cstdio>
 #include <cstdlib>
@@ -28,25 +28,11 @@ int l_exit(lua_State* L) {
   std::exit(code);
 }
 
-// lt.run.mark_crashed(id, why): run `id`, which a process that died left `running` (a scan's
-// worker: lt.scan.workers), closed as `crashed` with `why` as its error (Store::end_run); a run
-// that is no longer running is left as it is
-int l_mark_crashed(lua_State* L) {
-  const int64_t id = check_integer(L, 1, "lt.run.mark_crashed", 1);
-  const std::string why = check_string(L, 2, "lt.run.mark_crashed");
-  store::Session* s = run_context(L).session;
-  if (!s) fail("lt.run.mark_crashed: this process keeps no runs");
-  if (s->store().run_status(id) == store::Status::running) s->store().end_run(id, store::Status::crashed, why);
-  return 0;
-}
-
 }  // namespace
 
 void register_run(lua_State* L) {
   new_module(L, "run");
   set_script_funcs(L, store::script_functions());
-  lua_pushcfunction(L, LT_FN(l_mark_crashed));
-  lua_setfield(L, -2, "mark_crashed");
   lua_pop(L, 1);
   lua_getglobal(L, "os");
   lua_pushcfunction(L, LT_FN(l_exit));

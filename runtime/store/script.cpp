@@ -197,6 +197,17 @@ List take_lease(const Args& a) {
   return {v};
 }
 
+// lt.run.mark_crashed(id, why): run `id`, which a process that died left `running` (a scan's
+// worker: lt.scan.workers), closed as `crashed` with `why` as its error (Store::end_run); a run
+// that is no longer running is left as it is
+List mark_crashed(const Args& a) {
+  const int64_t id = a.integer(1);
+  const std::string why = a.string(2);
+  Store& st = session(a).store();
+  if (st.run_status(id) == Status::running) st.end_run(id, Status::crashed, why);
+  return {};
+}
+
 List release_lease(const Args& a) {
   const std::string key = a.string(1), job = a.string(2);
   session(a).release_lease(key, job, a.integer(3, 1, INT32_MAX));
@@ -221,7 +232,7 @@ const std::vector<ScriptFunction>& script_functions() {
       {"lt.run.artifact", artifact}, {"lt.run.query", query},
       {"lt.run.flush", flush},     {"lt.run.child", begin_child, "_begin_child"},
       {"lt.run._end", end},        {"lt.run.take_lease", take_lease},
-      {"lt.run.release_lease", release_lease}};
+      {"lt.run.release_lease", release_lease}, {"lt.run.mark_crashed", mark_crashed}};
   return fs;
 }
 
