@@ -171,9 +171,10 @@ local vocab = m.config.vocab_size
 local timed = best_of
 
 -- decode on its own: in each repeat, greedy generate of new_tokens tokens minus generate of
--- one token (the same prefill and first token in both), back to back; the best of the
--- repeats whose difference is positive. None positive (a machine under load): a failure,
--- logged as decode_failed, rather than an absurd rate.
+-- one token (the same prefill and first token in both), back to back; the best of --repeats
+-- differences that are positive. A difference at or below 0 (another process took the core
+-- during the shorter call) is taken again, up to 10 more times in all; none positive: a
+-- failure, logged as decode_failed, rather than an absurd rate.
 -- static_eager: LTRUN_STATIC_GRAPHS=0 around the calls (static_decode.cpp reads it per call)
 local ffi = require "ffi"
 ffi.cdef "int setenv(const char *name, const char *value, int overwrite); int unsetenv(const char *name);"
@@ -194,14 +195,14 @@ end
 local function decode_seconds(rows, cache)
   local st
   local best = under(cache, function()
-    local best = math.huge
-    for _ = 1, cfg.repeats do
+    local best, good, retries = math.huge, 0, 0
+    while good < cfg.repeats and retries <= 10 do
       local t0 = clock()
       m:generate(rows, gen_opts(cache, 1))
       local t1 = clock()
       st = select(3, m:generate(rows, gen_opts(cache, cfg.new_tokens)))
       local d = (clock() - t1) - (t1 - t0)
-      if d > 0 then best = math.min(best, d) end
+      if d > 0 then best, good = math.min(best, d), good + 1 else retries = retries + 1 end
     end
     return best < math.huge and best or nil
   end)
